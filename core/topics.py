@@ -1,0 +1,172 @@
+"""Reading debate topics from files or `datasets`.
+
+Accepted inputs, for ``moot debate --topics``:
+
+* a JSON list of topic strings (DEBATunE ``debate_train_v1.json``);
+* JSONL or a JSON list of records shaped like DEBATunE's ``debate_test_v1_arg.jsonl``:
+  ``{"topic": ..., "Affirmative": {"arguments": [...]}, "Negative": {"arguments": [...]}}``
+  (the argument lists are optional: without them moot generates arguments);
+* CSV with a ``topic`` column;
+* a local `datasets` folder, or a hub dataset name (``owner/name`` or ``owner/name:split``) with a
+  ``topic`` column, loaded with ``datasets.load_dataset``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from moot.core.errors import InputError
+
+STANCES = ("Affirmative", "Negative")
+_COLUMNS = ("topic", *STANCES)
+
+
+@dataclass(frozen=True)
+class Topic:
+    """One debate topic, with the given arguments per stance if the input had them."""
+
+    topic: str
+    arguments: dict[str, tuple[str, ...]] | None = None
+
+
+def load_topics(source: str) -> list[Topic]:
+    """Load and validate topics from `source` (see the module docstring for formats).
+
+    Raises:
+        InputError: Missing, empty, non-UTF-8 or malformed input; unknown columns; empty topics.
+    """
+    path = Path(source)
+    if path.is_dir():
+        return _from_dataset(source, _load_local_dataset(path))
+    if not path.exists():
+        if _looks_like_hub_name(source):
+            return _from_dataset(source, _load_hub_dataset(source))
+        raise InputError(source, "file not found")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            source, f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    if not text.strip():
+        raise InputError(source, "file is empty")
+    if path.suffix.lower() == ".csv":
+        rows = list(csv.DictReader(io.StringIO(text)))
+        return _validate(source, ((i + 2, row) for i, row in enumerate(rows)), "line")
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            items = json.loads(text)
+        except ValueError as exc:
+            raise InputError(source, f"invalid JSON: {exc}") from None
+        return _validate(source, enumerate(items), "index")
+    return _validate(source, _jsonl(source, text), "line")
+
+
+def _jsonl(source: str, text: str) -> Iterable[tuple[int, Any]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except ValueError as exc:
+            raise InputError(source, f"invalid JSON: {exc.args[0]}", f"at line {number}") from None
+
+
+def _validate(source: str, items: Iterable[tuple[int, Any]], unit: str) -> list[Topic]:
+    topics: list[Topic] = []
+    seen: set[str] = set()
+    for position, item in items:
+        where = f"at {unit} {position}"
+        topic = _parse_item(source, item, where)
+        if topic.topic in seen:
+            continue  # the same topic twice would be the same debates: keep the first
+        seen.add(topic.topic)
+        topics.append(topic)
+    if not topics:
+        raise InputError(source, "no topics found")
+    return topics
+
+
+def _parse_item(source: str, item: Any, where: str) -> Topic:
+    if isinstance(item, str):
+        item = {"topic": item}
+    if not isinstance(item, dict):
+        raise InputError(
+            source, f"expected a topic string or object, got {type(item).__name__}", where
+        )
+    unknown = [k for k in item if k not in _COLUMNS]
+    if unknown:
+        raise InputError(
+            source, f"unknown column {unknown[0]!r} (expected {', '.join(_COLUMNS)})", where
+        )
+    topic = item.get("topic")
+    if not isinstance(topic, str):
+        raise InputError(source, "missing 'topic' column", where)
+    if not topic.strip():
+        raise InputError(source, "empty topic", where)
+    given = {stance: item[stance] for stance in STANCES if item.get(stance) not in (None, "")}
+    if not given:
+        return Topic(" ".join(topic.split()))
+    arguments: dict[str, tuple[str, ...]] = {}
+    for stance in STANCES:
+        value = given.get(stance)
+        values = value.get("arguments") if isinstance(value, dict) else None
+        if not isinstance(values, list) or not values:
+            raise InputError(source, f"{stance!r} needs a non-empty 'arguments' list", where)
+        if not all(isinstance(a, str) and a.strip() for a in values):
+            raise InputError(source, f"{stance!r} has an empty or non-text argument", where)
+        arguments[stance] = tuple(a.strip() for a in values)
+    return Topic(" ".join(topic.split()), arguments)
+
+
+def _from_dataset(source: str, rows: Any) -> list[Topic]:
+    columns = list(getattr(rows, "column_names", []) or [])
+    if "topic" not in columns:
+        raise InputError(source, f"no 'topic' column (columns: {', '.join(columns) or 'none'})")
+    return _validate(source, ((i, {"topic": t}) for i, t in enumerate(rows["topic"])), "row")
+
+
+def _load_local_dataset(path: Path) -> Any:
+    import datasets
+
+    try:
+        if (path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists():
+            loaded = datasets.load_from_disk(str(path))
+        else:
+            loaded = datasets.load_dataset(str(path))
+    except Exception as exc:  # datasets raises many types; all mean "cannot read this folder"
+        raise InputError(path, f"cannot load as a dataset: {str(exc).splitlines()[0]}") from None
+    return _first_split(loaded)
+
+
+def _load_hub_dataset(source: str) -> Any:
+    import datasets
+
+    name, _, split = source.partition(":")
+    try:
+        return datasets.load_dataset(name, split=split or "train")
+    except Exception as exc:  # offline, missing, or private: one line is what the user needs
+        raise InputError(source, f"cannot load dataset: {str(exc).splitlines()[0]}") from None
+
+
+def _first_split(loaded: Any) -> Any:
+    import datasets
+
+    if isinstance(loaded, datasets.DatasetDict):
+        splits = list(loaded.keys())
+        return loaded["train" if "train" in splits else splits[0]]
+    return loaded
+
+
+def _looks_like_hub_name(source: str) -> bool:
+    name = source.partition(":")[0]
+    parts = name.split("/")
+    return len(parts) == 2 and all(parts) and not name.endswith((".json", ".jsonl", ".csv"))

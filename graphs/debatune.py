@@ -1,0 +1,394 @@
+"""A DEBATunE data-generation run: topics → arguments → debates → SFT dataset.
+
+The run is resumable and shardable. Every finished debate (ok or failed) is appended to
+``debates.jsonl`` under a stable id derived from topic, stance, argument and configuration; a rerun
+skips the finished ones, retries the failed ones, resumes interrupted ones from their LangGraph
+checkpoint, and pays for no model call twice (the request cache). Derived outputs (``dataset.jsonl``,
+``dataset/``, ``manifest.json``) are rebuilt atomically at the end of every run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from moot.agents.debaters import propose_arguments
+from moot.core.errors import ConfigError, ModelCallError
+from moot.core.ledger import UsageLedger
+from moot.core.models import ModelClient
+from moot.core.records import ResultLog, stable_id, write_json
+from moot.core.spec import Role
+from moot.core.topics import STANCES, Topic
+from moot.graphs.debate import DebateContext, build_debate_graph, call_seed, recursion_limit
+from moot.prompts import template_source
+from moot.training.debate_data import write_sft_dataset
+
+PROMPTS = (
+    "debatune/debater_system.j2",
+    "debatune/arguments.j2",
+    "debatune/turn.j2",
+    "debatune/conclusion_system.j2",
+    "debatune/conclusion.j2",
+)
+
+
+@dataclass(frozen=True)
+class DebateRunConfig:
+    """What a DEBATunE run generates. Changing any field changes the debates' ids.
+
+    Args:
+        debater_a: Holds the stance, proposes arguments, and concludes.
+        debater_b: Takes the opposite stance.
+        rounds: Debate rounds (the paper uses 2).
+        arguments_per_stance: Arguments debated per topic and stance (given or generated).
+        seed: Base seed for sampling and for the choice of instruction paraphrase.
+        turn_tokens: Completion budget per debate turn.
+        conclusion_tokens: Completion budget for the conclusion.
+    """
+
+    debater_a: Role
+    debater_b: Role
+    rounds: int = 2
+    arguments_per_stance: int = 3
+    seed: int = 0
+    turn_tokens: int = 800
+    conclusion_tokens: int = 2048
+
+    def identity(self) -> dict[str, Any]:
+        """What makes two runs' debates the same debates (endpoints excluded)."""
+        prompts = hashlib.sha256("".join(template_source(p) for p in PROMPTS).encode()).hexdigest()
+        return {
+            "debater_a": {
+                "model": self.debater_a.spec.name,
+                "temperature": self.debater_a.temperature,
+            },
+            "debater_b": {
+                "model": self.debater_b.spec.name,
+                "temperature": self.debater_b.temperature,
+            },
+            "rounds": self.rounds,
+            "arguments_per_stance": self.arguments_per_stance,
+            "seed": self.seed,
+            "turn_tokens": self.turn_tokens,
+            "conclusion_tokens": self.conclusion_tokens,
+            "prompts": prompts[:16],
+        }
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard `index` of `count` (0-based): topics whose position modulo `count` is `index`."""
+
+    index: int = 0
+    count: int = 1
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """Parse ``I/N``.
+
+        Raises:
+            ConfigError: Not of the form I/N with 0 <= I < N.
+        """
+        index, _, count = text.partition("/")
+        try:
+            shard = cls(int(index), int(count))
+        except ValueError:
+            raise ConfigError(f"invalid --shard {text!r}: expected I/N, e.g. 0/4") from None
+        if shard.count < 1 or not 0 <= shard.index < shard.count:
+            raise ConfigError(f"invalid --shard {text!r}: need 0 <= I < N")
+        return shard
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    def select(self, topics: list[Topic]) -> list[Topic]:
+        """This shard's topics."""
+        return [t for i, t in enumerate(topics) if i % self.count == self.index]
+
+
+@dataclass
+class RunSummary:
+    """What a run did."""
+
+    out_dir: Path
+    planned: int = 0
+    already_done: int = 0
+    completed: int = 0
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    dataset_records: int = 0
+    ledger: UsageLedger = field(default_factory=UsageLedger)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing failed."""
+        return not self.failures
+
+
+async def run_debatune(
+    topics: list[Topic],
+    out_dir: Path,
+    config: DebateRunConfig,
+    client: ModelClient,
+    *,
+    concurrency: int = 8,
+    shard: Shard | None = None,
+    source: str = "",
+    on_progress: Callable[[int, int], None] | None = None,
+) -> RunSummary:
+    """Generate (or resume) a DEBATunE dataset in `out_dir`.
+
+    Args:
+        topics: All topics; this shard's share is debated.
+        out_dir: Output folder (created); see docs/schemas.md for its files.
+        config: What to generate.
+        client: The model layer (its ledger is reported in the manifest).
+        concurrency: Debates in flight at once.
+        shard: Which share of the topics to debate.
+        source: Where the topics came from, for the manifest.
+        on_progress: Called as ``(done, total)`` after each debate.
+
+    Raises:
+        ConfigError: `out_dir` holds a run with another configuration or shard.
+    """
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    shard = shard or Shard()
+    out_dir = Path(out_dir)
+    started = time.time()
+    identity = config.identity()
+    previous = _check_compatible(out_dir, identity, shard)
+    summary = RunSummary(out_dir=out_dir, ledger=client.ledger)
+    state_dir = out_dir / ".moot"
+    state_dir.mkdir(parents=True, exist_ok=True)
+    mine = shard.select(topics)
+
+    argument_log = ResultLog(out_dir / "arguments.jsonl")
+    plan = await _plan_debates(mine, config, client, argument_log, summary, concurrency)
+    debate_log = ResultLog(out_dir / "debates.jsonl")
+    finished = debate_log.load()
+    pending = [job for job in plan if finished.get(job["id"], {}).get("status") != "ok"]
+    summary.planned = len(plan)
+    summary.already_done = len(plan) - len(pending)
+
+    async with AsyncSqliteSaver.from_conn_string(str(state_dir / "checkpoints.sqlite")) as saver:
+        await saver.conn.execute("PRAGMA journal_mode=WAL")
+        await saver.conn.execute("PRAGMA synchronous=NORMAL")  # 5 ms → 0.4 ms per step
+        graph = build_debate_graph(saver)
+        context = DebateContext(
+            client=client,
+            debater_a=config.debater_a,
+            debater_b=config.debater_b,
+            rounds=config.rounds,
+            seed=config.seed,
+            turn_tokens=config.turn_tokens,
+            conclusion_tokens=config.conclusion_tokens,
+        )
+        limit = asyncio.Semaphore(max(1, concurrency))
+        done = 0
+
+        async def run_one(job: dict[str, Any]) -> None:
+            nonlocal done
+            async with limit:
+                record = await _debate(graph, context, job, shard)
+            debate_log.append(record)
+            if record["status"] == "ok":
+                summary.completed += 1
+            else:
+                summary.failures.append({"id": record["id"], "error": record["error"]})
+            done += 1
+            if on_progress:
+                on_progress(done, len(pending))
+
+        await asyncio.gather(*(run_one(job) for job in pending))
+
+    records = debate_log.load()
+    debate_log.compact(records.values())
+    summary.dataset_records = write_sft_dataset(records.values(), out_dir, config.seed)
+    summary.seconds = time.time() - started
+    _write_manifest(out_dir, config, shard, source, summary, previous, started)
+    return summary
+
+
+async def _plan_debates(
+    topics: list[Topic],
+    config: DebateRunConfig,
+    client: ModelClient,
+    log: ResultLog,
+    summary: RunSummary,
+    concurrency: int,
+) -> list[dict[str, Any]]:
+    """One job per (topic, stance, argument); generated argument lists are persisted."""
+    known = log.load()
+    limit = asyncio.Semaphore(max(1, concurrency))
+    k = config.arguments_per_stance
+
+    async def arguments_for(topic: Topic, stance: str) -> list[str]:
+        if topic.arguments:
+            return list(topic.arguments[stance][:k])
+        key = stable_id("arguments", topic.topic, stance, config.identity())
+        if known.get(key, {}).get("status") == "ok":
+            return known[key]["arguments"]
+        seed = call_seed(config.seed, key, 0)
+        try:
+            async with limit:
+                arguments = await propose_arguments(
+                    client, config.debater_a, topic.topic, stance, k, seed=seed
+                )
+            error = None if arguments else "no arguments could be parsed from the reply"
+        except ModelCallError as exc:
+            arguments, error = [], str(exc)
+        record = {
+            "id": key,
+            "topic": topic.topic,
+            "stance": stance,
+            "arguments": arguments,
+            "status": "failed" if error else "ok",
+            "error": error,
+        }
+        log.append(record)
+        if error:
+            summary.failures.append({"id": key, "error": f"arguments for {stance}: {error}"})
+        return arguments
+
+    pairs = [(topic, stance) for topic in topics for stance in STANCES]
+    lists = await asyncio.gather(*(arguments_for(t, s) for t, s in pairs))
+    jobs = []
+    for (topic, stance), arguments in zip(pairs, lists, strict=True):
+        for argument in arguments:
+            debate_id = stable_id("debate", topic.topic, stance, argument, config.identity())
+            jobs.append(
+                {"id": debate_id, "topic": topic.topic, "stance": stance, "argument": argument}
+            )
+    return jobs
+
+
+async def _debate(graph: Any, context: DebateContext, job: dict[str, Any], shard: Shard) -> dict:
+    """Run (or resume) one debate and return its result record."""
+    run_config = {
+        "configurable": {"thread_id": job["id"]},
+        "recursion_limit": recursion_limit(context.rounds),
+    }
+    record = {
+        **job,
+        "status": "ok",
+        "error": None,
+        "transcript": [],
+        "conclusion": None,
+        "models": {
+            "debater_a": context.debater_a.spec.name,
+            "debater_b": context.debater_b.spec.name,
+        },
+        "rounds": context.rounds,
+        "shard": str(shard),
+    }
+    try:
+        saved = await graph.aget_state(run_config)
+        if saved.values and not saved.next:  # finished before a crash lost its record
+            final = saved.values
+        else:
+            start = None if saved.next else {**job, "turns": []}
+            final = await graph.ainvoke(start, run_config, context=context)
+    except ModelCallError as exc:
+        saved = await graph.aget_state(run_config)
+        record.update(status="failed", error=str(exc), transcript=saved.values.get("turns", []))
+        return record
+    record.update(transcript=final["turns"], conclusion=final["conclusion"])
+    return record
+
+
+def _check_compatible(out_dir: Path, identity: dict[str, Any], shard: Shard) -> dict[str, Any]:
+    """The previous manifest, if `out_dir` holds a run of the same configuration and shard."""
+    import json
+
+    path = out_dir / "manifest.json"
+    if not path.exists():
+        return {}
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        raise ConfigError(
+            f"{path}: not valid JSON; move the folder aside or use a new --out"
+        ) from None
+    if previous.get("identity") != identity:
+        raise ConfigError(
+            f"{out_dir} holds a run with a different configuration; use a new --out "
+            "(or the same options as before)"
+        )
+    if previous.get("shard") != str(shard):
+        raise ConfigError(f"{out_dir} holds shard {previous.get('shard')}, not {shard}")
+    return previous
+
+
+def _write_manifest(
+    out_dir: Path,
+    config: DebateRunConfig,
+    shard: Shard,
+    source: str,
+    summary: RunSummary,
+    previous: dict[str, Any],
+    started: float,
+) -> None:
+    ledger = summary.ledger
+    before = (
+        UsageLedger.from_json(previous["ledger_total"]) if previous.get("ledger_total") else None
+    )
+    total = UsageLedger.merged([ledger, before]) if before else ledger
+    write_json(
+        out_dir / "manifest.json",
+        {
+            "kind": "debatune",
+            "identity": config.identity(),
+            "roles": [config.debater_a.describe(), config.debater_b.describe()],
+            "shard": str(shard),
+            "topics_source": source,
+            "counts": {
+                "debates_planned": summary.planned,
+                "debates_ok": summary.planned
+                - len([f for f in summary.failures if "arguments" not in f["error"]]),
+                "failures": len(summary.failures),
+                "dataset_records": summary.dataset_records,
+            },
+            "failures": summary.failures,
+            "ledger": ledger.to_json(),
+            "ledger_total": total.to_json(),
+            "runs": [
+                *previous.get("runs", []),
+                {"started": started, "seconds": round(summary.seconds, 3)},
+            ],
+            "versions": versions(),
+            "outputs": {
+                "debates": "debates.jsonl",
+                "arguments": "arguments.jsonl",
+                "dataset_jsonl": "dataset.jsonl",
+                "dataset": "dataset/",
+            },
+        },
+    )
+
+
+def versions() -> dict[str, str]:
+    """Versions of moot, Python and the libraries a run depends on."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {"python": sys.version.split()[0]}
+    for package in (
+        "moot",
+        "langgraph",
+        "langchain-openai",
+        "openai",
+        "litellm",
+        "datasets",
+        "xllamacpp",
+    ):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            continue
+    return found
