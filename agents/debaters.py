@@ -6,12 +6,17 @@ and parses the reply. Agent A holds the stance and argument; agent B takes the o
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import BaseModel, Field, StringConstraints, create_model
 
 from moot.core.models import ModelClient
 from moot.core.spec import Role
+from moot.core.structured import OutputParseError, json_schema_format, parse_structured
 from moot.prompts import render
 
 #: Completion budgets from the DEBATunE reference: arguments, debate turns, conclusion.
@@ -40,15 +45,40 @@ def opposite(stance: str) -> str:
 async def propose_arguments(
     client: ModelClient, role: Role, topic: str, stance: str, count: int, *, seed: int
 ) -> list[str]:
-    """Ask `role` for its arguments on `stance` and parse up to `count` of them."""
+    """Ask `role` for up to `count` one-sentence arguments on `stance`.
+
+    The prompt is the paper's; the decoding is constrained to a JSON list of `count` short strings
+    where the server supports JSON schemas (small models otherwise ramble instead of listing). A
+    reply that is a plain numbered or bulleted list is parsed as one.
+    """
     messages = [
         _system("debatune/debater_system.j2", topic, stance),
         {"role": "user", "content": render("debatune/arguments.j2", topic=topic, side=stance)},
     ]
+    schema = argument_schema(count)
     reply = await client.complete(
-        role, messages, stage="arguments", max_tokens=ARGUMENT_TOKENS, seed=seed
+        role,
+        messages,
+        stage="arguments",
+        max_tokens=ARGUMENT_TOKENS,
+        seed=seed,
+        response_format=json_schema_format(schema),
     )
-    return parse_argument_list(reply.text)[:count]
+    try:
+        items = parse_structured(reply.text, schema).arguments  # type: ignore[attr-defined]
+    except OutputParseError:
+        items = parse_argument_list(reply.text)
+    return _clean(items)[:count]
+
+
+@functools.cache
+def argument_schema(count: int) -> type[BaseModel]:
+    """JSON schema of an argument list: 1 to `count` sentences of at most 300 characters."""
+    sentence = Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=3, max_length=300)
+    ]
+    field = (list[sentence], Field(min_length=1, max_length=count))
+    return create_model("ArgumentList", arguments=field)
 
 
 def parse_argument_list(text: str) -> list[str]:
@@ -63,6 +93,11 @@ def parse_argument_list(text: str) -> list[str]:
         items = [_BULLET.sub("", line, count=1) for line in marked]
     else:
         items = _split_inline_numbers(text)
+    return _clean(items)
+
+
+def _clean(items: Sequence[str]) -> list[str]:
+    """Items without markdown emphasis, quotes, blanks or duplicates."""
     cleaned: list[str] = []
     for item in items:
         item = re.sub(r"\*\*|__", "", item).strip().strip('"').strip()

@@ -254,7 +254,9 @@ async def _plan_debates(
         }
         log.append(record)
         if error:
-            summary.failures.append({"id": key, "error": f"arguments for {stance}: {error}"})
+            summary.failures.append(
+                {"id": key, "error": f"arguments for {stance} on {topic.topic!r}: {error}"}
+            )
         return arguments
 
     pairs = [(topic, stance) for topic in topics for stance in STANCES]
@@ -392,3 +394,76 @@ def versions() -> dict[str, str]:
         except PackageNotFoundError:
             continue
     return found
+
+
+def merge_runs(dirs: list[Path], out: Path, *, allow_partial: bool = False) -> dict[str, int]:
+    """Join the output folders of sharded runs into one dataset in `out`.
+
+    Raises:
+        InputError: A folder is not a moot debate output.
+        ConfigError: The folders' configurations differ, or shards are missing (unless
+            `allow_partial`).
+    """
+    import json
+
+    from moot.core.errors import InputError
+
+    manifests = []
+    for folder in dirs:
+        path = Path(folder) / "manifest.json"
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InputError(path, "not found: not a `moot debate` output folder") from None
+        except ValueError as exc:
+            raise InputError(path, f"invalid JSON: {exc}") from None
+        if manifest.get("kind") != "debatune":
+            raise InputError(path, "not a `moot debate` manifest")
+        manifests.append(manifest)
+    identity = manifests[0]["identity"]
+    for folder, manifest in zip(dirs, manifests, strict=True):
+        if manifest["identity"] != identity:
+            raise ConfigError(
+                f"{folder} was generated with a different configuration from {dirs[0]}"
+            )
+    shards = {Shard.parse(m["shard"]) for m in manifests if m["shard"] not in ("partial",)}
+    counts = {s.count for s in shards}
+    missing = (
+        [] if len(counts) != 1 else sorted(set(range(counts.pop())) - {s.index for s in shards})
+    )
+    if len({s.count for s in shards}) > 1:
+        raise ConfigError("the folders come from different --shard splits (different N)")
+    if missing and not allow_partial:
+        total = next(iter(shards)).count
+        names = ", ".join(f"{i}/{total}" for i in missing)
+        raise ConfigError(f"missing shards {names}; merge them too, or pass --allow-partial")
+
+    debates: dict[str, dict[str, Any]] = {}
+    arguments: dict[str, dict[str, Any]] = {}
+    for folder in dirs:
+        for record in ResultLog(Path(folder) / "debates.jsonl").load().values():
+            if debates.get(record["id"], {}).get("status") != "ok":
+                debates[record["id"]] = record
+        for record in ResultLog(Path(folder) / "arguments.jsonl").load().values():
+            if arguments.get(record["id"], {}).get("status") != "ok":
+                arguments[record["id"]] = record
+    out = Path(out)
+    ResultLog(out / "debates.jsonl").compact(debates.values())
+    ResultLog(out / "arguments.jsonl").compact(arguments.values())
+    records = write_sft_dataset(debates.values(), out, identity["seed"])
+    ledger = UsageLedger.merged(UsageLedger.from_json(m["ledger_total"]) for m in manifests)
+    failed = sum(1 for d in debates.values() if d["status"] != "ok")
+    write_json(
+        out / "manifest.json",
+        {
+            **{k: manifests[0][k] for k in ("kind", "identity", "roles", "topics_source")},
+            "shard": "partial" if missing else "0/1",
+            "merged_from": [str(d) for d in dirs],
+            "counts": {"debates": len(debates), "failed": failed, "dataset_records": records},
+            "ledger": ledger.to_json(),
+            "ledger_total": ledger.to_json(),
+            "versions": versions(),
+            "outputs": manifests[0]["outputs"],
+        },
+    )
+    return {"debates": len(debates), "failed": failed, "dataset_records": records}

@@ -59,6 +59,7 @@ def write_sft_dataset(debates: Iterable[dict[str, Any]], out_dir: Path, seed: in
     """
     import datasets
 
+    datasets.disable_progress_bars()
     records = [sft_record(d, seed) for d in debates if d.get("status") == "ok"]
     write_jsonl(out_dir / "dataset.jsonl", records)
     features = datasets.Features(

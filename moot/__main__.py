@@ -1,0 +1,3 @@
+from moot.cli import main
+
+raise SystemExit(main())

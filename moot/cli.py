@@ -1,0 +1,403 @@
+"""The ``moot`` command line.
+
+Heavy libraries (langgraph, litellm, datasets, llama.cpp) are imported inside the commands, so
+``moot --help`` answers at once. Expected failures (`MootError`) print one line and exit 2; a run
+whose work partly failed exits 1; ``--debug`` shows tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MODEL = "local/smollm2"
+DEMO_NOTE = (
+    "note: local/smollm2 is the embedded 135M demo model: fluent, often off-topic or on the wrong "
+    "side. Use --model with a real model for real data."
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit code."""
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
+    if not getattr(args, "command_fn", None):
+        parser.print_help()
+        return 2
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    from moot.core.errors import MootError
+
+    try:
+        if getattr(args, "config", None):
+            args = _apply_config(parser, argv, args)
+        return int(args.command_fn(args) or 0)
+    except MootError as exc:
+        if args.debug:
+            raise
+        print(f"moot: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("moot: interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (flags map 1:1 to the Python API's keyword arguments)."""
+    parser = argparse.ArgumentParser(
+        prog="moot", description="Multi-LLM debate simulation: debate data, training and judges."
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    debate = commands.add_parser(
+        "debate", help="generate DEBATunE debate data", description=_doc("debate")
+    )
+    debate.set_defaults(command_fn=_cmd_debate)
+    debate.add_argument("--topics", required=True, help="topics file, datasets folder or hub name")
+    debate.add_argument("--out", required=True, type=Path, help="output folder")
+    debate.add_argument("--arguments-per-stance", type=_positive, default=3, metavar="K")
+    debate.add_argument("--rounds", type=_positive, default=2, metavar="M")
+    _model_options(debate, roles=("a", "b"), temperature=0.7)
+    debate.add_argument("--seed", type=int, default=0, help="base sampling seed (default 0)")
+    debate.add_argument("--turn-tokens", type=_positive, default=800, help="budget per turn")
+    debate.add_argument("--conclusion-tokens", type=_positive, default=2048)
+    debate.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=8,
+        metavar="N",
+        help="debates in flight (default 8)",
+    )
+    debate.add_argument("--shard", default="0/1", metavar="I/N", help="run shard I of N (0-based)")
+    _run_options(debate)
+
+    merge = commands.add_parser(
+        "merge", help="join shard output folders", description=_doc("merge")
+    )
+    merge.set_defaults(command_fn=_cmd_merge)
+    merge.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
+    merge.add_argument("--out", required=True, type=Path)
+    merge.add_argument(
+        "--allow-partial", action="store_true", help="merge even if shards are missing"
+    )
+    merge.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+
+    models = commands.add_parser("models", help="model utilities")
+    model_commands = models.add_subparsers(title="commands", metavar="COMMAND")
+    check = model_commands.add_parser("check", help="one round trip: latency and tokens")
+    check.set_defaults(command_fn=_cmd_models_check)
+    check.add_argument("spec", metavar="SPEC", help="provider/model, e.g. local/smollm2")
+    check.add_argument("--api-base", metavar="URL")
+    check.add_argument("--api-key-env", metavar="VAR")
+    check.add_argument("--timeout", type=float, default=60.0)
+    check.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+    return parser
+
+
+def _model_options(
+    parser: argparse.ArgumentParser, roles: Sequence[str], temperature: float
+) -> None:
+    group = parser.add_argument_group("models")
+    group.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        metavar="SPEC",
+        help=f"model for every role (default {DEFAULT_MODEL})",
+    )
+    group.add_argument("--api-base", metavar="URL", help="OpenAI-compatible server for --model")
+    group.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the key")
+    group.add_argument("--temperature", type=float, default=temperature)
+    for role in roles:
+        group.add_argument(
+            f"--model-{role}", metavar="SPEC", help=f"model for debater {role.upper()}"
+        )
+        group.add_argument(f"--api-base-{role}", metavar="URL")
+        group.add_argument(f"--temperature-{role}", type=float)
+    group.add_argument("--timeout", type=float, help="seconds per request before retrying")
+    group.add_argument("--max-concurrency", type=_positive, help="requests in flight per model")
+    group.add_argument("--context-window", type=_positive, help="model context window in tokens")
+    group.add_argument("--max-retries", type=int, default=5, help="retries per call (default 5)")
+
+
+def _run_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("run")
+    group.add_argument(
+        "--config", type=Path, help="YAML file of option defaults (keys = flag names)"
+    )
+    group.add_argument("--cache", type=Path, help="request cache file (default $MOOT_CACHE_DIR)")
+    group.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    group.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    group.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
+    )
+
+
+def _cmd_debate(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from moot.core.models import ModelClient
+    from moot.core.topics import load_topics
+    from moot.graphs.debatune import DebateRunConfig, Shard, run_debatune
+
+    shard = Shard.parse(args.shard)
+    topics = load_topics(args.topics)
+    role_a, role_b = _role(args, "a", "debater_a"), _role(args, "b", "debater_b")
+    if role_a.spec == role_b.spec and role_a.temperature == role_b.temperature:
+        _note(
+            args,
+            f"warning: both debaters use {role_a.spec.name} at temperature "
+            f"{role_a.temperature:g}; set --model-b or --temperature-b for distinct voices",
+        )
+    if DEFAULT_MODEL in (role_a.spec.name, role_b.spec.name):
+        _note(args, DEMO_NOTE)
+    client = ModelClient(cache=_cache(args), retry=_retry(args))
+    for role in (role_a, role_b):
+        client.prepare(role.spec)
+    config = DebateRunConfig(
+        debater_a=role_a,
+        debater_b=role_b,
+        rounds=args.rounds,
+        arguments_per_stance=args.arguments_per_stance,
+        seed=args.seed,
+        turn_tokens=args.turn_tokens,
+        conclusion_tokens=args.conclusion_tokens,
+    )
+    with _Progress(args, "debates") as progress:
+        summary = asyncio.run(
+            run_debatune(
+                topics,
+                args.out,
+                config,
+                client,
+                concurrency=args.concurrency,
+                shard=shard,
+                source=str(args.topics),
+                on_progress=progress.update,
+            )
+        )
+    if not args.quiet:
+        _print_run_summary(summary)
+    for failure in summary.failures:
+        print(f"moot: failed {failure['id']}: {failure['error']}", file=sys.stderr)
+    if summary.failures:
+        print(
+            f"moot: {len(summary.failures)} failed; rerun the same command to retry them",
+            file=sys.stderr,
+        )
+    return 0 if summary.ok else 1
+
+
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from moot.graphs.debatune import merge_runs
+
+    result = merge_runs(args.dirs, args.out, allow_partial=args.allow_partial)
+    print(
+        f"merged {len(args.dirs)} folders into {args.out}: {result['debates']} debates, "
+        f"{result['dataset_records']} dataset records, {result['failed']} failed"
+    )
+    return 0
+
+
+def _cmd_models_check(args: argparse.Namespace) -> int:
+    import asyncio
+    import time
+
+    from moot.core.models import ModelClient, RetryPolicy
+    from moot.core.spec import Role, parse_spec
+
+    spec = parse_spec(
+        args.spec, api_base=args.api_base, api_key_env=args.api_key_env, timeout=args.timeout
+    )
+    client = ModelClient(retry=RetryPolicy(attempts=1))
+    client.prepare(spec)
+    role = Role("check", spec, temperature=0.0)
+    messages = [{"role": "user", "content": "Reply with one short sentence: are you ready?"}]
+    from moot.core.errors import EndpointError, ModelCallError
+
+    start = time.perf_counter()
+    try:
+        reply = asyncio.run(client.complete(role, messages, stage="check", max_tokens=32, seed=0))
+    except ModelCallError as exc:
+        raise EndpointError(str(exc)) from None
+    latency = time.perf_counter() - start
+    print(
+        f"{spec.name}: ok in {latency * 1000:.0f} ms, {reply.prompt_tokens} prompt + "
+        f"{reply.completion_tokens} completion tokens"
+    )
+    print(f"reply: {reply.text.strip()[:200]}")
+    return 0
+
+
+def _role(args: argparse.Namespace, suffix: str, name: str) -> Any:
+    from moot.core.spec import Role, parse_spec
+
+    spec_text = getattr(args, f"model_{suffix}") or args.model
+    own_model = getattr(args, f"model_{suffix}") is not None
+    api_base = getattr(args, f"api_base_{suffix}") or (None if own_model else args.api_base)
+    spec = parse_spec(
+        spec_text,
+        api_base=api_base,
+        api_key_env=args.api_key_env,
+        timeout=args.timeout,
+        max_concurrency=args.max_concurrency,
+        context_window=args.context_window,
+    )
+    if spec.transport == "embedded" and args.timeout is None:
+        spec = spec.with_options(timeout=600.0)
+    temperature = getattr(args, f"temperature_{suffix}")
+    return Role(name, spec, args.temperature if temperature is None else temperature)
+
+
+def _cache(args: argparse.Namespace) -> Any:
+    if args.no_cache:
+        return None
+    from moot.core.cache import RequestCache, default_cache_path
+
+    return RequestCache(args.cache or default_cache_path())
+
+
+def _retry(args: argparse.Namespace) -> Any:
+    from moot.core.models import RetryPolicy
+
+    if args.max_retries < 0:
+        from moot.core.errors import ConfigError
+
+        raise ConfigError("--max-retries must be 0 or more")
+    return RetryPolicy(attempts=args.max_retries + 1)
+
+
+def _apply_config(
+    parser: argparse.ArgumentParser, argv: list[str], args: argparse.Namespace
+) -> argparse.Namespace:
+    """Re-parse with a YAML file's values as defaults, so flags still win."""
+    import yaml
+
+    from moot.core.errors import InputError
+
+    path = args.config
+    try:
+        values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise InputError(path, f"cannot read config: {str(exc).splitlines()[0]}") from None
+    if not isinstance(values, dict):
+        raise InputError(path, "expected a mapping of option names to values")
+    known = vars(args)
+    defaults = {}
+    for key, value in values.items():
+        dest = str(key).replace("-", "_")
+        if dest not in known or dest in ("command_fn", "config"):
+            raise InputError(path, f"unknown option {key!r}")
+        defaults[dest] = value
+    subparser = _subparser_for(parser, args.command_fn)
+    subparser.set_defaults(**defaults)
+    for action in subparser._actions:  # a config may supply what the command line requires
+        if action.dest in defaults:
+            action.required = False
+    return parser.parse_args(argv)
+
+
+def _subparser_for(parser: argparse.ArgumentParser, fn: Any) -> argparse.ArgumentParser:
+    for action in parser._subparsers._group_actions:  # type: ignore[union-attr]
+        for sub in action.choices.values():
+            if sub.get_default("command_fn") is fn:
+                return sub
+    raise LookupError(fn)
+
+
+def _print_run_summary(summary: Any) -> None:
+    out = summary.out_dir
+    total = summary.ledger.total()
+    print()
+    print(
+        f"dataset   {out / 'dataset.jsonl'}  ({summary.dataset_records} records; "
+        f"datasets copy in {out / 'dataset'})"
+    )
+    print(f"debates   {out / 'debates.jsonl'}")
+    print(f"manifest  {out / 'manifest.json'}")
+    print()
+    print(
+        f"debates planned {summary.planned}, done before {summary.already_done}, "
+        f"completed now {summary.completed}, failed {len(summary.failures)}, "
+        f"{summary.seconds:.1f}s"
+    )
+    print(_ledger_table(summary.ledger))
+    cost = f"${total.cost_usd:.4f}"
+    if summary.ledger.unpriced:
+        cost += f" (+ unpriced: {', '.join(sorted(summary.ledger.unpriced))})"
+    print(
+        f"total: {total.calls} calls ({total.cache_hits} cached), "
+        f"{total.prompt_tokens + total.completion_tokens} tokens, cost {cost}"
+    )
+
+
+def _ledger_table(ledger: Any) -> str:
+    header = ("role", "stage", "model", "calls", "cached", "prompt", "completion", "cost $")
+    rows = [header] + [
+        (
+            role,
+            stage,
+            model,
+            str(u.calls),
+            str(u.cache_hits),
+            str(u.prompt_tokens),
+            str(u.completion_tokens),
+            f"{u.cost_usd:.4f}",
+        )
+        for (role, stage, model), u in sorted(ledger.entries.items())
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = []
+    for row in rows:
+        cells = [c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells))
+    return "\n".join(lines)
+
+
+class _Progress:
+    """A tqdm bar with ETA on a terminal; silent otherwise."""
+
+    def __init__(self, args: argparse.Namespace, unit: str) -> None:
+        self.enabled = not args.quiet and sys.stderr.isatty()
+        self.unit, self.bar = unit, None
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def update(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit=self.unit, file=sys.stderr)
+        self.bar.update(done - self.bar.n)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _note(args: argparse.Namespace, text: str) -> None:
+    if not args.quiet:
+        print(text, file=sys.stderr)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _doc(command: str) -> str:
+    return {
+        "debate": "Two agents with opposite stances debate each argument for M rounds; the "
+        "supporting agent concludes a statement that becomes an SFT record. Reruns "
+        "resume; see docs/cli.md.",
+        "merge": "Join the output folders of `moot debate --shard I/N` runs into one dataset.",
+    }[command]
