@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, StringConstraints, create_model
 
 from moot.core.models import ModelClient
 from moot.core.spec import Role
-from moot.core.structured import OutputParseError, json_schema_format, parse_structured
+from moot.core.structured import OutputParseError, extract_value, json_schema_format
 from moot.prompts import render
 
 #: Completion budgets from the DEBATunE reference: arguments, debate turns, conclusion.
@@ -64,11 +64,17 @@ async def propose_arguments(
         seed=seed,
         response_format=json_schema_format(schema),
     )
+    return _clean(_json_items(reply.text) or parse_argument_list(reply.text))[:count]
+
+
+def _json_items(text: str) -> list[str]:
+    """Strings of a JSON ``{"arguments": [...]}`` or ``[...]`` reply (any length), else []."""
     try:
-        items = parse_structured(reply.text, schema).arguments  # type: ignore[attr-defined]
+        value = extract_value(text)
     except OutputParseError:
-        items = parse_argument_list(reply.text)
-    return _clean(items)[:count]
+        return []
+    items = value.get("arguments") if isinstance(value, dict) else value
+    return [item for item in items if isinstance(item, str)] if isinstance(items, list) else []
 
 
 @functools.cache

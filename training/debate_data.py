@@ -76,6 +76,7 @@ def write_sft_dataset(debates: Iterable[dict[str, Any]], out_dir: Path, seed: in
             "completion": datasets.Value("string"),
         }
     )
-    table = datasets.Dataset.from_list(records, features=features)
+    columns = {name: [record[name] for record in records] for name in features}
+    table = datasets.Dataset.from_dict(columns, features=features)  # also right when empty
     atomic_replace_dir(lambda tmp: table.save_to_disk(str(tmp)), out_dir / "dataset")
     return len(records)

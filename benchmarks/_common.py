@@ -1,0 +1,132 @@
+"""Helpers shared by the benchmarks: offline environment, loopback guard, scripted server, stats.
+
+Not a benchmark itself. Each ``bench_*.py`` puts this folder on ``sys.path`` (Python does that for
+the script's own folder), so ``import _common`` works when run as ``python benchmarks/bench_x.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+import selectors
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+LOOPBACK = "127.0.0.1"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def offline_env() -> dict[str, str]:
+    """Set (and return) environment variables that keep every library offline and quiet."""
+    values = {
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    os.environ.update(values)
+    no_proxy = os.environ.get("NO_PROXY", "")
+    hosts = [h for h in no_proxy.split(",") if h]
+    for host in (LOOPBACK, "localhost"):
+        if host not in hosts:
+            hosts.append(host)
+    os.environ["NO_PROXY"] = os.environ["no_proxy"] = ",".join(hosts)
+    return dict(os.environ)
+
+
+_real_connect = socket.socket.connect
+
+
+def _loopback_only(self: socket.socket, address: object) -> None:
+    if self.family in (socket.AF_INET, socket.AF_INET6) and isinstance(address, tuple):
+        host = address[0]
+        try:
+            ok = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            ok = host == "localhost"
+        if not ok:
+            raise ConnectionRefusedError(f"benchmarks only talk to {LOOPBACK} (refused {host})")
+    return _real_connect(self, address)
+
+
+def guard_loopback() -> None:
+    """Refuse any Python-level TCP connection that is not to this machine."""
+    socket.socket.connect = _loopback_only  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def scripted_server(latency: float, *, startup_timeout: float = 60.0) -> Iterator[str]:
+    """Run ``python -m moot.core.scripted_server`` in its own process; yield its base URL.
+
+    A separate process keeps the server's threads off the client's GIL.
+    """
+    cmd = [
+        sys.executable,
+        "-m",
+        "moot.core.scripted_server",
+        "--latency",
+        repr(latency),
+        "--port",
+        "0",
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=offline_env())
+    try:
+        assert proc.stdout is not None
+        selector = selectors.DefaultSelector()
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        if not selector.select(startup_timeout):
+            raise RuntimeError(f"scripted server did not start within {startup_timeout:g}s")
+        line = proc.stdout.readline().strip()
+        selector.close()
+        if not line.startswith("READY "):
+            raise RuntimeError(f"scripted server failed to start: {line!r}")
+        url = line.split()[1]
+        if urlsplit(url).hostname != LOOPBACK:
+            raise RuntimeError(f"scripted server is not on {LOOPBACK}: {url}")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextlib.contextmanager
+def temp_dir(prefix: str) -> Iterator[Path]:
+    """A temporary folder removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as name:
+        yield Path(name)
+
+
+def median(values: Sequence[float]) -> float:
+    """Median of a non-empty sequence."""
+    return statistics.median(values)
+
+
+def machine_note() -> str:
+    """CPU count and load, to read the figures against (the machine is shared)."""
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"cpus={os.cpu_count()} loadavg=({load}) python={sys.version.split()[0]}"
+
+
+class Stopwatch:
+    """``with Stopwatch() as sw: ...; sw.seconds``."""
+
+    def __enter__(self) -> Stopwatch:
+        self.start = time.perf_counter()
+        self.seconds = 0.0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.perf_counter() - self.start

@@ -1,0 +1,41 @@
+"""Running the real `moot` command in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ARGUMENTS_REPLY = '{"arguments": ["First argument number {n} holds.", "Second argument {n} holds."]}'
+
+
+def moot_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(extra)
+    return env
+
+
+def run_moot(*args: object, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "moot", *map(str, args)],
+        capture_output=True, text=True, env=env or moot_env(), timeout=timeout,
+    )
+
+
+def popen_moot(*args: object, env: dict[str, str] | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "moot", *map(str, args)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or moot_env(),
+    )
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def write_topics(path: Path, topics: list[str]) -> Path:
+    path.write_text(json.dumps(topics), encoding="utf-8")
+    return path

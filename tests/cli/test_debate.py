@@ -1,0 +1,177 @@
+"""`moot debate` and `moot merge` end to end, through real HTTP to the scripted server."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from moot.core.cache import RequestCache
+from moot.core.scripted_server import Fault, Rule, ScriptedServer
+from tests.cli.helpers import ARGUMENTS_REPLY, moot_env, popen_moot, read_jsonl, run_moot, write_topics
+
+TOPICS = ["Should zoos be banned?", "Is remote work better than office work?"]
+
+
+@pytest.fixture
+def server():
+    with ScriptedServer(rules=[Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]) as s:
+        yield s
+
+
+def debate_args(server: ScriptedServer, topics: Path, out: Path, *extra: object) -> list[object]:
+    return ["debate", "--topics", topics, "--out", out, "--model", "openai/scripted",
+            "--api-base", server.url, "--arguments-per-stance", 2, "--max-retries", 1, *extra]
+
+
+def test_generates_dataset_with_transcripts_and_manifest(server, tmp_path):
+    topics = write_topics(tmp_path / "topics.json", TOPICS)
+    result = run_moot(*debate_args(server, topics, tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "out"
+    debates = read_jsonl(out / "debates.jsonl")
+    assert len(debates) == 2 * 2 * 2 and {d["status"] for d in debates} == {"ok"}
+    assert len({d["id"] for d in debates}) == 8
+    for debate in debates:
+        assert [t["speaker"] for t in debate["transcript"]] == ["A", "B", "A", "B"]
+        other = "Negative" if debate["stance"] == "Affirmative" else "Affirmative"
+        assert [t["side"] for t in debate["transcript"]] == [debate["stance"], other] * 2
+        assert debate["conclusion"]
+
+    dataset = read_jsonl(out / "dataset.jsonl")
+    assert len(dataset) == 8
+    for record in dataset:
+        user, assistant = record["messages"]
+        assert user["role"] == "user" and assistant["role"] == "assistant"
+        assert record["topic"] in user["content"] and record["argument"] in user["content"]
+        assert record["stance"].lower() in user["content"]
+        assert (record["prompt"], record["completion"]) == (user["content"], assistant["content"])
+
+    import datasets
+
+    table = datasets.load_from_disk(str(out / "dataset"))
+    assert table.num_rows == 8 and {"messages", "prompt", "completion"} <= set(table.column_names)
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    roles = {row["role"] for row in manifest["ledger"]["by_role"]}
+    assert roles == {"debater_a", "debater_b"}
+    assert manifest["ledger"]["total"]["calls"] == 4 + 8 * 5
+    assert manifest["counts"]["dataset_records"] == 8
+    assert "dataset.jsonl" in result.stdout and "debater_a" in result.stdout
+
+    bodies = [r.body for r in server.requests if r.path.endswith("/chat/completions")]
+    assert len(bodies) == 4 + 8 * 5
+    conclusions = [b for b in bodies if "You are watching a debate" in b["messages"][0]["content"]]
+    assert len(conclusions) == 8
+    for body in conclusions:
+        text = " ".join(m["content"] for m in body["messages"])
+        assert "{" not in text.replace('{"', "")  # every placeholder filled (the reference's bug)
+        assert any(topic in text for topic in TOPICS)
+
+
+def test_rerun_skips_finished_debates_and_pays_nothing(server, tmp_path):
+    topics = write_topics(tmp_path / "topics.json", TOPICS)
+    assert run_moot(*debate_args(server, topics, tmp_path / "out")).returncode == 0
+    before = (tmp_path / "out" / "dataset.jsonl").read_text()
+    server.clear_log()
+    for extra in ([], ["--no-cache"]):
+        result = run_moot(*debate_args(server, topics, tmp_path / "out", *extra))
+        assert result.returncode == 0, result.stderr
+        assert "done before 8" in result.stdout
+    assert server.requests == []
+    assert (tmp_path / "out" / "dataset.jsonl").read_text() == before
+
+
+def test_resume_after_kill_repays_no_finished_call(tmp_path):
+    topics = write_topics(tmp_path / "topics.json", TOPICS)
+    rules = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]
+    cache_dir = tmp_path / "cache"
+    env = moot_env(MOOT_CACHE_DIR=str(cache_dir))
+    with ScriptedServer(rules=rules, latency=0.15) as server:
+        args = debate_args(server, topics, tmp_path / "out", "--concurrency", 2)
+        process = popen_moot(*args, env=env)
+        deadline = time.time() + 60
+        log = tmp_path / "out" / "debates.jsonl"
+        while time.time() < deadline and not (log.exists() and log.read_text().count("\n") >= 2):
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        finished_calls = len(RequestCache(cache_dir / "requests.sqlite"))
+        assert 0 < finished_calls < 44
+        rerun_start = time.time()
+        result = run_moot(*args, env=env)
+        assert result.returncode == 0, result.stderr
+        # requests still in flight when the first run died arrived before the rerun started
+        rerun = [r for r in server.requests if r.time >= rerun_start]
+        assert len(rerun) == 44 - finished_calls
+    debates = read_jsonl(log)
+    assert len(debates) == len({d["id"] for d in debates}) == 8
+    dataset = read_jsonl(tmp_path / "out" / "dataset.jsonl")
+    assert sorted(r["id"] for r in dataset) == sorted(d["id"] for d in debates)
+
+
+def test_failing_debates_are_recorded_exit_nonzero_and_only_they_are_retried(server, tmp_path):
+    topics = write_topics(tmp_path / "topics.json", TOPICS)
+    # every conclusion about zoos fails twice in a row: 2 debates x 2 attempts
+    server.add_fault(Fault(kind="500", times=4, match="watching a debate.*zoos"))
+    args = debate_args(server, topics, tmp_path / "out", "--arguments-per-stance", 1)
+    result = run_moot(*args)
+    assert result.returncode == 1
+    assert "2 failed" in result.stderr and "Traceback" not in result.stderr
+    debates = read_jsonl(tmp_path / "out" / "debates.jsonl")
+    failed = [d for d in debates if d["status"] == "failed"]
+    assert len(failed) == 2 and all("zoos" in d["topic"] and "HTTP 500" in d["error"] for d in failed)
+    assert all(len(d["transcript"]) == 4 for d in failed)  # the finished turns are kept
+    assert len(read_jsonl(tmp_path / "out" / "dataset.jsonl")) == 2
+
+    server.clear_log()
+    result = run_moot(*args)
+    assert result.returncode == 0, result.stderr
+    assert len(server.requests) == 2  # only the two missing conclusions
+    debates = read_jsonl(tmp_path / "out" / "debates.jsonl")
+    assert len(debates) == 4 and {d["status"] for d in debates} == {"ok"}
+    assert len(read_jsonl(tmp_path / "out" / "dataset.jsonl")) == 4
+
+
+def test_shards_merge_into_the_unsharded_dataset(server, tmp_path):
+    topics = write_topics(tmp_path / "topics.json", [*TOPICS, "Should homework be abolished?"])
+    assert run_moot(*debate_args(server, topics, tmp_path / "full")).returncode == 0
+    for index in (0, 1):
+        shard = run_moot(*debate_args(server, topics, tmp_path / f"s{index}", "--shard", f"{index}/2"))
+        assert shard.returncode == 0, shard.stderr
+    partial = run_moot("merge", tmp_path / "s0", "--out", tmp_path / "partial")
+    assert partial.returncode == 2 and "missing shards 1/2" in partial.stderr
+    assert not (tmp_path / "partial").exists()
+
+    merged = run_moot("merge", tmp_path / "s0", tmp_path / "s1", "--out", tmp_path / "merged")
+    assert merged.returncode == 0, merged.stderr
+    full = {r["id"]: r for r in read_jsonl(tmp_path / "full" / "dataset.jsonl")}
+    joined = {r["id"]: r for r in read_jsonl(tmp_path / "merged" / "dataset.jsonl")}
+    assert joined == full and len(full) == 3 * 2 * 2
+    shard_topics = [{d["topic"] for d in read_jsonl(tmp_path / f"s{i}" / "debates.jsonl")} for i in (0, 1)]
+    assert not shard_topics[0] & shard_topics[1]
+
+
+def test_config_file_supplies_options_and_flags_win(server, tmp_path):
+    topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
+    config = tmp_path / "run.yaml"
+    config.write_text(f"model: openai/scripted\napi-base: {server.url}\nrounds: 1\n"
+                      "arguments_per_stance: 2\n")
+    result = run_moot("debate", "--config", config, "--topics", topics, "--out", tmp_path / "out",
+                      "--arguments-per-stance", 1)
+    assert result.returncode == 0, result.stderr
+    debates = read_jsonl(tmp_path / "out" / "debates.jsonl")
+    assert len(debates) == 2 and all(len(d["transcript"]) == 2 for d in debates)
+    config.write_text("modle: openai/scripted\n")
+    bad = run_moot("debate", "--config", config, "--topics", topics, "--out", tmp_path / "o2")
+    assert bad.returncode == 2 and "unknown option 'modle'" in bad.stderr
+
+
+def test_a_changed_configuration_needs_a_new_output_folder(server, tmp_path):
+    topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
+    assert run_moot(*debate_args(server, topics, tmp_path / "out")).returncode == 0
+    result = run_moot(*debate_args(server, topics, tmp_path / "out", "--rounds", 3))
+    assert result.returncode == 2 and "different configuration" in result.stderr
