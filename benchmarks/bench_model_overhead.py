@@ -9,8 +9,13 @@ reversed every other round, so drift on the shared machine hits every mode alike
 * ``cache miss`` ``ModelClient(cache=RequestCache(tmp))``, a unique seed per call: lookup + write
 * ``cache hit``  the same client re-asking cached requests (no HTTP at all)
 
-Each figure is the median over rounds of the mean per-call time; the overhead is the median of the
-per-round paired differences (moot minus raw in the same round).
+Every call is timed. A round's figure for a mode is the median of its per-call times (robust to
+the other tenants of a shared machine preempting a few calls); the reported figure is the median
+over rounds, and the overhead is the median of the per-round paired differences (moot minus raw in
+the same round). Means are printed too.
+
+A last, network-free section times `complete` against a stub transport (moot's own CPU per call;
+it uses a private hook, ``ModelClient._transports``, and is skipped if that changes).
 
 Run: ``python benchmarks/bench_model_overhead.py`` (``--quick`` for a smoke run).
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import statistics
 import time
 from collections.abc import Awaitable, Callable
 
@@ -43,9 +49,10 @@ MESSAGES = [
 ]
 
 MODES = ("raw", "cache off", "cache miss", "cache hit")
+Rounds = dict[str, list[list[float]]]  # mode -> rounds -> per-call seconds
 
 
-async def run(rounds: int, calls: int, warmup: int) -> dict[str, list[float]]:
+async def run_http(rounds: int, calls: int, warmup: int) -> Rounds:
     import openai
 
     from moot.core.cache import RequestCache
@@ -80,13 +87,16 @@ async def run(rounds: int, calls: int, warmup: int) -> dict[str, list[float]]:
             )
             return reply.cached
 
-        async def timed(fn: Callable[[int], Awaitable[object]], seeds: list[int]) -> float:
-            start = time.perf_counter()
+        async def timed(fn: Callable[[int], Awaitable[object]], seeds: list[int]) -> list[float]:
+            durations = []
+            clock = time.perf_counter
             for seed in seeds:
+                start = clock()
                 await fn(seed)
-            return (time.perf_counter() - start) / len(seeds)
+                durations.append(clock() - start)
+            return durations
 
-        # Warm-up: connections, imports, the hit set, code paths.
+        # Warm-up: connections, imports, code paths, and the set of requests that will hit.
         await timed(call_raw, [next(fresh) for _ in range(warmup)])
         await timed(call_off, [next(fresh) for _ in range(warmup)])
         await timed(call_cached, [next(fresh) for _ in range(warmup)])
@@ -94,21 +104,25 @@ async def run(rounds: int, calls: int, warmup: int) -> dict[str, list[float]]:
             await call_cached(seed)
         assert all([await call_cached(s) for s in hit_seeds[:5]]), "cache hits expected"
 
-        results: dict[str, list[float]] = {mode: [] for mode in MODES}
+        results: Rounds = {mode: [] for mode in MODES}
         for number in range(rounds):
             order = MODES if number % 2 == 0 else tuple(reversed(MODES))
             for mode in order:
                 if mode == "raw":
-                    per_call = await timed(call_raw, [next(fresh) for _ in range(calls)])
+                    durations = await timed(call_raw, [next(fresh) for _ in range(calls)])
                 elif mode == "cache off":
-                    per_call = await timed(call_off, [next(fresh) for _ in range(calls)])
+                    durations = await timed(call_off, [next(fresh) for _ in range(calls)])
                 elif mode == "cache miss":
-                    per_call = await timed(call_cached, [next(fresh) for _ in range(calls)])
+                    durations = await timed(call_cached, [next(fresh) for _ in range(calls)])
                 else:
-                    per_call = await timed(call_cached, hit_seeds)
-                results[mode].append(per_call)
-            line = "  ".join(f"{m} {results[m][-1] * 1e3:.3f}" for m in MODES)
-            print(f"round {number + 1}/{rounds} (ms/call): {line}", flush=True)
+                    durations = await timed(call_cached, hit_seeds)
+                results[mode].append(durations)
+            line = "  ".join(
+                f"{m} {statistics.median(results[m][-1]) * 1e3:.3f}"
+                f"/{statistics.fmean(results[m][-1]) * 1e3:.3f}"
+                for m in MODES
+            )
+            print(f"round {number + 1}/{rounds} ms/call median/mean: {line}", flush=True)
 
         hits = cached.ledger.total().cache_hits
         expected = len(hit_seeds) * rounds + 5
@@ -118,35 +132,96 @@ async def run(rounds: int, calls: int, warmup: int) -> dict[str, list[float]]:
         return results
 
 
+async def run_stub(calls: int) -> dict[str, float] | None:
+    """Microseconds per `complete` with a do-nothing transport: moot's own cost, no network."""
+    from moot.core import models
+    from moot.core.cache import RequestCache
+    from moot.core.spec import Role, parse_spec
+
+    reply_type = getattr(models, "_Reply", None)
+    hook = getattr(models.ModelClient(), "_transports", None)
+    if reply_type is None or not isinstance(hook, dict):
+        return None
+
+    class Stub:
+        identity, api_base, context_window = "stub", "http://127.0.0.1:9/v1", None
+
+        async def send(self, messages: object, params: object) -> object:
+            return reply_type("stub reply", "stop", 100, 20)
+
+    spec = parse_spec("openai/stub", api_base=Stub.api_base)
+    role = Role("bench", spec, TEMPERATURE)
+    out: dict[str, float] = {}
+    with _common.temp_dir("moot-bench-stub-") as tmp:
+        cache = RequestCache(tmp / "stub.sqlite")
+        for name, client_cache in (("cache off", None), ("cache miss", cache)):
+            client = models.ModelClient(cache=client_cache, retry=models.RetryPolicy(attempts=1))
+            client._transports[spec] = Stub()  # type: ignore[assignment]
+            seeds = itertools.count()
+            samples = []
+            for _ in range(5):
+                start = time.perf_counter()
+                for _ in range(calls):
+                    await client.complete(
+                        role, MESSAGES, stage="bench", max_tokens=MAX_TOKENS, seed=next(seeds)
+                    )
+                samples.append((time.perf_counter() - start) / calls)
+            out[name] = min(samples) * 1e6  # min: the machine's other tenants only add time
+        cache.close()
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: 2 rounds x 30 calls")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--calls", type=int, default=300, help="calls per mode per round")
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--calls", type=int, default=100, help="calls per mode per round")
     args = parser.parse_args()
     rounds, calls, warmup = (2, 30, 20) if args.quick else (args.rounds, args.calls, 100)
     _common.offline_env()
     _common.guard_loopback()
     print(f"bench_model_overhead: {rounds} rounds x {calls} sequential calls per mode")
     print(f"machine: {_common.machine_note()}")
-    results = asyncio.run(run(rounds, calls, warmup))
+    results = asyncio.run(run_http(rounds, calls, warmup))
+    stub = asyncio.run(run_stub(200 if args.quick else 2000))
     print(f"after: {_common.machine_note()}")
 
-    med = {mode: _common.median(values) * 1e3 for mode, values in results.items()}
-    raw = results["raw"]
+    def per_round(mode: str, stat: Callable[[list[float]], float]) -> list[float]:
+        return [stat(durations) for durations in results[mode]]
+
+    med = {m: _common.median(per_round(m, statistics.median)) * 1e3 for m in MODES}
+    mean = {m: _common.median(per_round(m, statistics.fmean)) * 1e3 for m in MODES}
+    raw_rounds = per_round("raw", statistics.median)
 
     def paired_diff(mode: str) -> float:
-        return _common.median([m - r for m, r in zip(results[mode], raw, strict=True)]) * 1e3
+        moot_rounds = per_round(mode, statistics.median)
+        return _common.median([m - r for m, r in zip(moot_rounds, raw_rounds, strict=True)]) * 1e3
 
     def paired_ratio(mode: str) -> float:
-        return _common.median([m / r for m, r in zip(results[mode], raw, strict=True)])
+        moot_rounds = per_round(mode, statistics.median)
+        return _common.median([m / r for m, r in zip(moot_rounds, raw_rounds, strict=True)])
 
     print()
-    print(f"per-call ms, median of {rounds} rounds x {calls} calls:")
-    print(f"  raw openai SDK              {med['raw']:.3f} ms")
-    print(f"  moot cache off              {med['cache off']:.3f} ms")
-    print(f"  moot cache on, miss + write {med['cache miss']:.3f} ms")
-    print(f"  moot cache on, hit          {med['cache hit']:.3f} ms (no HTTP)")
+    print(f"per-call ms (median per call; median of {rounds} rounds x {calls} calls; mean):")
+    print(f"  raw openai SDK              {med['raw']:.3f} ms   (mean {mean['raw']:.3f})")
+    print(
+        f"  moot cache off              {med['cache off']:.3f} ms   (mean {mean['cache off']:.3f})"
+    )
+    print(
+        f"  moot cache on, miss + write {med['cache miss']:.3f} ms   "
+        f"(mean {mean['cache miss']:.3f})"
+    )
+    print(
+        f"  moot cache on, hit          {med['cache hit']:.3f} ms   "
+        f"(mean {mean['cache hit']:.3f}; no HTTP)"
+    )
+    if stub is None:
+        print("moot's own CPU per call (stub transport): skipped (private hook changed)")
+    else:
+        print(
+            f"moot's own CPU per call (stub transport, no HTTP): cache off "
+            f"{stub['cache off']:.0f} us, cache miss + write {stub['cache miss']:.0f} us"
+        )
     print(f"overhead per call (cache miss + write): {paired_diff('cache miss'):+.3f} ms")
     print(f"overhead per call (cache off): {paired_diff('cache off'):+.3f} ms (goal <= 1 ms)")
     print(f"ratio moot cache off / raw: {paired_ratio('cache off'):.3f}")

@@ -1,0 +1,45 @@
+"""The engine room: model layer, embedded model, cache, ledger, records, inputs, test server."""
+
+from moot.core.cache import RequestCache, default_cache_path
+from moot.core.errors import (
+    ConfigError,
+    ContextWindowExceeded,
+    EndpointError,
+    InputError,
+    ModelCallError,
+    MootError,
+)
+from moot.core.ledger import Usage, UsageLedger
+from moot.core.models import Completion, ModelClient, RetryPolicy, check_reachable
+from moot.core.records import ResultLog, stable_id
+from moot.core.spec import ModelSpec, Role, parse_spec
+from moot.core.structured import OutputParseError, ParseFailure, Structured, parse_structured
+from moot.core.topics import Topic, load_topics
+
+__all__ = [
+    "Completion",
+    "ConfigError",
+    "ContextWindowExceeded",
+    "EndpointError",
+    "InputError",
+    "ModelCallError",
+    "ModelClient",
+    "ModelSpec",
+    "MootError",
+    "OutputParseError",
+    "ParseFailure",
+    "RequestCache",
+    "ResultLog",
+    "RetryPolicy",
+    "Role",
+    "Structured",
+    "Topic",
+    "Usage",
+    "UsageLedger",
+    "check_reachable",
+    "default_cache_path",
+    "load_topics",
+    "parse_spec",
+    "parse_structured",
+    "stable_id",
+]

@@ -1,7 +1,8 @@
 """Errors moot reports to users.
 
-`MootError` and its subclasses are expected failures: the CLI prints their one-line message and exits
-with code 2 (bad input, configuration or endpoint) without a traceback. Anything else is a bug.
+`MootError` and its subclasses are expected failures: the CLI prints their one-line message
+and exits with code 2 (bad input, configuration or endpoint) without a traceback. Anything
+else is a bug.
 """
 
 from __future__ import annotations
@@ -17,11 +18,15 @@ class InputError(MootError):
     Args:
         path: The file that holds the problem.
         problem: What is wrong, in a few words.
-        record: Which record (line number, index or id), if one is to blame.
+        record: Which record, as the user would look for it (``line 3``, ``index 0``, an id).
+
+    Example:
+        >>> str(InputError("topics.jsonl", "empty topic", "line 3"))
+        'topics.jsonl, line 3: empty topic'
     """
 
     def __init__(self, path: object, problem: str, record: object | None = None) -> None:
-        where = f"{path}" if record is None else f"{path}, record {record}"
+        where = f"{path}" if record is None else f"{path}, {record}"
         super().__init__(f"{where}: {problem}")
         self.path, self.problem, self.record = path, problem, record
 

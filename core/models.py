@@ -1,8 +1,9 @@
 """The model layer: every LLM call in moot goes through `ModelClient.complete`.
 
-One path gives every call the same guarantees: a per-model concurrency bound, retries on 429 / 5xx /
-timeouts / malformed bodies that honour ``Retry-After`` (never on other 4xx), an on-disk cache keyed by
-the request's identity, a token and cost ledger per role and stage, and context-window checks.
+One path gives every call the same guarantees: a per-model concurrency bound, retries on
+429 / 5xx / timeouts / malformed bodies that honour ``Retry-After`` (never on other 4xx), an
+on-disk cache keyed by the request's identity, a token and cost ledger per role and stage, and
+context-window checks.
 
 Transports: OpenAI-compatible servers (OpenAI, vLLM, llama.cpp, the embedded model) go through
 langchain-openai's ``ChatOpenAI``, which resolves the client configuration; the hot path calls its
@@ -22,6 +23,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
+from pydantic import BaseModel
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+from tenacity.wait import wait_random_exponential
+
 from moot.core.cache import RequestCache, request_key
 from moot.core.errors import ConfigError, ContextWindowExceeded, EndpointError, ModelCallError
 from moot.core.ledger import UsageLedger
@@ -34,9 +39,6 @@ from moot.core.structured import (
     parse_structured,
 )
 from moot.core.tokens import count_message_tokens
-from pydantic import BaseModel
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
-from tenacity.wait import wait_random_exponential
 
 T = TypeVar("T", bound=BaseModel)
 Messages = list[dict[str, str]]
@@ -91,7 +93,8 @@ class ModelClient:
     Example:
         >>> client = ModelClient(cache=RequestCache(path))  # doctest: +SKIP
         >>> role = Role("debater_a", parse_spec("local/smollm2"), temperature=0.7)  # doctest: +SKIP
-        >>> reply = await client.complete(role, [{"role": "user", "content": "Hi"}], stage="demo")  # doctest: +SKIP
+        >>> hi = [{"role": "user", "content": "Hi"}]
+        >>> reply = await client.complete(role, hi, stage="demo")  # doctest: +SKIP
     """
 
     def __init__(

@@ -1,8 +1,8 @@
 """Model specs: which model a role talks to, and how to reach it.
 
-A spec string is litellm-style ``provider/model``: ``openai/gpt-4o-mini``, ``hosted_vllm/llama-3-8b``
-(with ``api_base``), ``ollama_chat/llama3``, ``openai/<alias>`` plus ``api_base`` for any
-OpenAI-compatible server, or ``local/smollm2`` for the embedded default model.
+A spec string is litellm-style ``provider/model``: ``openai/gpt-4o-mini``,
+``hosted_vllm/llama-3-8b`` (with ``api_base``), ``ollama_chat/llama3``, ``openai/<alias>`` plus
+``api_base`` for any OpenAI-compatible server, or ``local/smollm2`` for the embedded default model.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class ModelSpec:
     """How to reach one model.
 
     Args:
-        provider: litellm provider name (``openai``, ``anthropic``, ``ollama_chat`` ...) or ``local``.
+        provider: litellm provider (``openai``, ``anthropic``, ``ollama_chat`` ...) or ``local``.
         model: The model name as the provider knows it.
         api_base: Base URL of an OpenAI-compatible or self-hosted server.
         api_key_env: Name of the environment variable holding the key. Defaults to the provider's

@@ -1,9 +1,9 @@
 """Structured output: tolerant parsing of model replies into pydantic models.
 
-Models wrap JSON in prose and code fences, write Python dict reprs, or stop half way. The parser
-tries, in order: the whole reply, fenced blocks, then every balanced ``{...}``/``[...]`` span, each as
-JSON and then as a Python literal. What still fails becomes an explicit `ParseFailure`; callers never
-substitute a default value for it.
+Models wrap JSON in prose and code fences, write Python dict reprs, or stop half way. The
+parser tries, in order: the whole reply, fenced blocks, then every balanced ``{...}``/``[...]``
+span, each as JSON and then as a Python literal. What still fails becomes an explicit
+`ParseFailure`; callers never substitute a default value for it.
 """
 
 from __future__ import annotations

@@ -58,7 +58,11 @@ def load_topics(source: str) -> list[Topic]:
     if not text.strip():
         raise InputError(source, "file is empty")
     if path.suffix.lower() == ".csv":
-        rows = list(csv.DictReader(io.StringIO(text)))
+        reader = csv.DictReader(io.StringIO(text))
+        if "topic" not in (reader.fieldnames or []):
+            columns = ", ".join(reader.fieldnames or []) or "none"
+            raise InputError(source, f"missing 'topic' column (columns: {columns})")
+        rows = list(reader)
         return _validate(source, ((i + 2, row) for i, row in enumerate(rows)), "line")
     stripped = text.lstrip()
     if stripped.startswith("["):
@@ -77,14 +81,14 @@ def _jsonl(source: str, text: str) -> Iterable[tuple[int, Any]]:
         try:
             yield number, json.loads(line)
         except ValueError as exc:
-            raise InputError(source, f"invalid JSON: {exc.args[0]}", f"at line {number}") from None
+            raise InputError(source, f"invalid JSON: {exc.args[0]}", f"line {number}") from None
 
 
 def _validate(source: str, items: Iterable[tuple[int, Any]], unit: str) -> list[Topic]:
     topics: list[Topic] = []
     seen: set[str] = set()
     for position, item in items:
-        where = f"at {unit} {position}"
+        where = f"{unit} {position}"
         topic = _parse_item(source, item, where)
         if topic.topic in seen:
             continue  # the same topic twice would be the same debates: keep the first

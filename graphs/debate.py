@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
+
 from moot.agents.debaters import Turn, conclude, opposite, speak
 from moot.core.models import ModelClient
 from moot.core.spec import Role

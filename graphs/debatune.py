@@ -3,8 +3,8 @@
 The run is resumable and shardable. Every finished debate (ok or failed) is appended to
 ``debates.jsonl`` under a stable id derived from topic, stance, argument and configuration; a rerun
 skips the finished ones, retries the failed ones, resumes interrupted ones from their LangGraph
-checkpoint, and pays for no model call twice (the request cache). Derived outputs (``dataset.jsonl``,
-``dataset/``, ``manifest.json``) are rebuilt atomically at the end of every run.
+checkpoint, and pays for no model call twice (the request cache). Derived outputs
+(``dataset.jsonl``, ``dataset/``, ``manifest.json``) are rebuilt atomically at the end of every run.
 """
 
 from __future__ import annotations

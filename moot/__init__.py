@@ -1,0 +1,55 @@
+"""moot: multi-LLM debate simulation, debate data, training and judges.
+
+The public API is re-exported here lazily, so ``import moot`` (and ``moot --help``) stays fast:
+
+    >>> from moot import ModelClient, Role, parse_spec, run_debatune  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "moot.core": (
+        "Completion",
+        "ConfigError",
+        "ContextWindowExceeded",
+        "EndpointError",
+        "InputError",
+        "ModelCallError",
+        "ModelClient",
+        "ModelSpec",
+        "MootError",
+        "ParseFailure",
+        "RequestCache",
+        "RetryPolicy",
+        "Role",
+        "Structured",
+        "Topic",
+        "UsageLedger",
+        "load_topics",
+        "parse_spec",
+    ),
+    "moot.graphs": (
+        "DebateRunConfig",
+        "RunSummary",
+        "Shard",
+        "build_debate_graph",
+        "merge_runs",
+        "run_debatune",
+    ),
+    "moot.training": ("instruction", "sft_record", "write_sft_dataset"),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'moot' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value

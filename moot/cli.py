@@ -353,7 +353,10 @@ def _ledger_table(ledger: Any) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = []
     for row in rows:
-        cells = [c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        cells = [
+            c.ljust(w) if i < 3 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
         lines.append("  ".join(cells))
     return "\n".join(lines)
 

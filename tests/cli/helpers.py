@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ARGUMENTS_REPLY = '{"arguments": ["First argument number {n} holds.", "Second argument {n} holds."]}'
+ARGUMENTS_REPLY = (
+    '{"arguments": ["First argument number {n} holds.", "Second argument {n} holds."]}'
+)
 
 
 def moot_env(**extra: str) -> dict[str, str]:
@@ -18,17 +20,25 @@ def moot_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_moot(*args: object, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_moot(
+    *args: object, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "moot", *map(str, args)],
-        capture_output=True, text=True, env=env or moot_env(), timeout=timeout,
+        capture_output=True,
+        text=True,
+        env=env or moot_env(),
+        timeout=timeout,
     )
 
 
 def popen_moot(*args: object, env: dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "moot", *map(str, args)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or moot_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env or moot_env(),
     )
 
 

@@ -11,7 +11,14 @@ import pytest
 
 from moot.core.cache import RequestCache
 from moot.core.scripted_server import Fault, Rule, ScriptedServer
-from tests.cli.helpers import ARGUMENTS_REPLY, moot_env, popen_moot, read_jsonl, run_moot, write_topics
+from tests.cli.helpers import (
+    ARGUMENTS_REPLY,
+    moot_env,
+    popen_moot,
+    read_jsonl,
+    run_moot,
+    write_topics,
+)
 
 TOPICS = ["Should zoos be banned?", "Is remote work better than office work?"]
 
@@ -23,8 +30,22 @@ def server():
 
 
 def debate_args(server: ScriptedServer, topics: Path, out: Path, *extra: object) -> list[object]:
-    return ["debate", "--topics", topics, "--out", out, "--model", "openai/scripted",
-            "--api-base", server.url, "--arguments-per-stance", 2, "--max-retries", 1, *extra]
+    return [
+        "debate",
+        "--topics",
+        topics,
+        "--out",
+        out,
+        "--model",
+        "openai/scripted",
+        "--api-base",
+        server.url,
+        "--arguments-per-stance",
+        2,
+        "--max-retries",
+        1,
+        *extra,
+    ]
 
 
 def test_generates_dataset_with_transcripts_and_manifest(server, tmp_path):
@@ -123,7 +144,9 @@ def test_failing_debates_are_recorded_exit_nonzero_and_only_they_are_retried(ser
     assert "2 failed" in result.stderr and "Traceback" not in result.stderr
     debates = read_jsonl(tmp_path / "out" / "debates.jsonl")
     failed = [d for d in debates if d["status"] == "failed"]
-    assert len(failed) == 2 and all("zoos" in d["topic"] and "HTTP 500" in d["error"] for d in failed)
+    assert len(failed) == 2 and all(
+        "zoos" in d["topic"] and "HTTP 500" in d["error"] for d in failed
+    )
     assert all(len(d["transcript"]) == 4 for d in failed)  # the finished turns are kept
     assert len(read_jsonl(tmp_path / "out" / "dataset.jsonl")) == 2
 
@@ -140,7 +163,9 @@ def test_shards_merge_into_the_unsharded_dataset(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", [*TOPICS, "Should homework be abolished?"])
     assert run_moot(*debate_args(server, topics, tmp_path / "full")).returncode == 0
     for index in (0, 1):
-        shard = run_moot(*debate_args(server, topics, tmp_path / f"s{index}", "--shard", f"{index}/2"))
+        shard = run_moot(
+            *debate_args(server, topics, tmp_path / f"s{index}", "--shard", f"{index}/2")
+        )
         assert shard.returncode == 0, shard.stderr
     partial = run_moot("merge", tmp_path / "s0", "--out", tmp_path / "partial")
     assert partial.returncode == 2 and "missing shards 1/2" in partial.stderr
@@ -151,17 +176,29 @@ def test_shards_merge_into_the_unsharded_dataset(server, tmp_path):
     full = {r["id"]: r for r in read_jsonl(tmp_path / "full" / "dataset.jsonl")}
     joined = {r["id"]: r for r in read_jsonl(tmp_path / "merged" / "dataset.jsonl")}
     assert joined == full and len(full) == 3 * 2 * 2
-    shard_topics = [{d["topic"] for d in read_jsonl(tmp_path / f"s{i}" / "debates.jsonl")} for i in (0, 1)]
+    shard_topics = [
+        {d["topic"] for d in read_jsonl(tmp_path / f"s{i}" / "debates.jsonl")} for i in (0, 1)
+    ]
     assert not shard_topics[0] & shard_topics[1]
 
 
 def test_config_file_supplies_options_and_flags_win(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
     config = tmp_path / "run.yaml"
-    config.write_text(f"model: openai/scripted\napi-base: {server.url}\nrounds: 1\n"
-                      "arguments_per_stance: 2\n")
-    result = run_moot("debate", "--config", config, "--topics", topics, "--out", tmp_path / "out",
-                      "--arguments-per-stance", 1)
+    config.write_text(
+        f"model: openai/scripted\napi-base: {server.url}\nrounds: 1\narguments_per_stance: 2\n"
+    )
+    result = run_moot(
+        "debate",
+        "--config",
+        config,
+        "--topics",
+        topics,
+        "--out",
+        tmp_path / "out",
+        "--arguments-per-stance",
+        1,
+    )
     assert result.returncode == 0, result.stderr
     debates = read_jsonl(tmp_path / "out" / "debates.jsonl")
     assert len(debates) == 2 and all(len(d["transcript"]) == 2 for d in debates)

