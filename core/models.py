@@ -107,6 +107,8 @@ class ModelClient:
         self.cache = cache
         self.ledger = ledger if ledger is not None else UsageLedger()
         self.retry = retry or RetryPolicy()
+        # HTTP clients and semaphores belong to one event loop; a new loop gets fresh ones
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._transports: dict[ModelSpec, _Transport] = {}
         self._limits: dict[tuple[str, str | None], asyncio.Semaphore] = {}
 
@@ -152,6 +154,9 @@ class ModelClient:
             ModelCallError: The call failed for good (non-retryable, or retries exhausted).
         """
         spec = role.spec
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._loop, self._transports, self._limits = loop, {}, {}
         transport = self._transport(spec)
         window = spec.context_window or transport.context_window
         if window:
@@ -439,9 +444,8 @@ def _classify(exc: Exception, spec: ModelSpec, api_base: str | None, key: str | 
                 status,
             )
         return ModelCallError(f"{spec.name}: HTTP {status} from {where}: {message}", status)
-    if isinstance(
-        exc, ValueError | openai.APIResponseValidationError | AttributeError | IndexError
-    ):
+    malformed = (ValueError, TypeError, KeyError, IndexError, AttributeError)  # e.g. a cut body
+    if isinstance(exc, (*malformed, openai.APIResponseValidationError)):
         return _Transient(f"malformed response from {where}: {clean(type(exc).__name__)}")
     return exc
 

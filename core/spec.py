@@ -72,7 +72,11 @@ class ModelSpec:
 
     def describe(self) -> dict[str, object]:
         """A JSON-safe description for manifests (never includes a key)."""
-        return {"spec": self.name, "api_base": self.api_base, "context_window": self.context_window}
+        api_base = self.api_base
+        if api_base and "@" in api_base:  # never write credentials embedded in a URL
+            url = urlparse(api_base)
+            api_base = url._replace(netloc=url.netloc.rpartition("@")[2]).geturl()
+        return {"spec": self.name, "api_base": api_base, "context_window": self.context_window}
 
 
 @dataclass(frozen=True)

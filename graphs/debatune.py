@@ -201,7 +201,8 @@ async def run_debatune(
             if record["status"] == "ok":
                 summary.completed += 1
             else:
-                summary.failures.append({"id": record["id"], "error": record["error"]})
+                failure = {"id": record["id"], "kind": "debate", "error": record["error"]}
+                summary.failures.append(failure)
             done += 1
             if on_progress:
                 on_progress(done, len(pending))
@@ -254,9 +255,8 @@ async def _plan_debates(
         }
         log.append(record)
         if error:
-            summary.failures.append(
-                {"id": key, "error": f"arguments for {stance} on {topic.topic!r}: {error}"}
-            )
+            message = f"arguments for {stance} on {topic.topic!r}: {error}"
+            summary.failures.append({"id": key, "kind": "arguments", "error": message})
         return arguments
 
     pairs = [(topic, stance) for topic in topics for stance in STANCES]
@@ -302,6 +302,8 @@ async def _debate(graph: Any, context: DebateContext, job: dict[str, Any], shard
         record.update(status="failed", error=str(exc), transcript=saved.values.get("turns", []))
         return record
     record.update(transcript=final["turns"], conclusion=final["conclusion"])
+    if not final["conclusion"].strip():  # an empty statement is no training target
+        record.update(status="failed", error="the conclusion came back empty")
     return record
 
 
@@ -353,7 +355,7 @@ def _write_manifest(
             "counts": {
                 "debates_planned": summary.planned,
                 "debates_ok": summary.planned
-                - len([f for f in summary.failures if "arguments" not in f["error"]]),
+                - sum(1 for f in summary.failures if f["kind"] == "debate"),
                 "failures": len(summary.failures),
                 "dataset_records": summary.dataset_records,
             },

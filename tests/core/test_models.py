@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
+
 from moot.core.cache import RequestCache
 from moot.core.errors import ConfigError, ContextWindowExceeded, EndpointError, ModelCallError
 from moot.core.models import Completion, ModelClient, RetryPolicy
@@ -20,7 +22,6 @@ from moot.core.scripted_server import Fault, Rule, ScriptedServer
 from moot.core.spec import ModelSpec, Role, parse_spec, resolve_api_key
 from moot.core.structured import ParseFailure
 from moot.core.tokens import count_message_tokens
-from pydantic import BaseModel
 
 HELLO = [
     {"role": "system", "content": "You are a careful debater."},
@@ -473,7 +474,9 @@ def test_structured_valid_json(server: ScriptedServer) -> None:
 
 
 def test_structured_prose_wrapped_and_fenced(server: ScriptedServer) -> None:
-    server.add_rule(Rule("Who won", 'My verdict:\n```json\n{"winner": "B", "score": 6}\n```\nDone.'))
+    server.add_rule(
+        Rule("Who won", 'My verdict:\n```json\n{"winner": "B", "score": 6}\n```\nDone.')
+    )
     result = structured(ModelClient(retry=FAST), make_role(server))
     assert result.ok and result.value == Verdict(winner="B", score=6)
     assert len(chat_requests(server)) == 1

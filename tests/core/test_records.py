@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from moot.core.records import (
     ResultLog,
     atomic_replace_dir,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from moot.core.errors import ConfigError
 from moot.core.spec import ModelSpec, Role, parse_spec
 

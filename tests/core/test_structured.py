@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import BaseModel
+
 from moot.core.structured import (
     OutputParseError,
     ParseFailure,
@@ -11,7 +13,6 @@ from moot.core.structured import (
     json_schema_format,
     parse_structured,
 )
-from pydantic import BaseModel
 
 
 class Verdict(BaseModel):
@@ -49,7 +50,10 @@ def test_parse_structured_accepts(text: str) -> None:
         ('```json\n{"a": [1, {"b": 2}]}\n```', {"a": [1, {"b": 2}]}),
         ('Result: {"a": 1} and then {"b": 2}', {"a": 1}),
         ("{'flag': True, 'none': None, 'x': 'y'}", {"flag": True, "none": None, "x": "y"}),
-        ('Prose {"note": "a } and { inside", "n": 1} more prose', {"note": "a } and { inside", "n": 1}),
+        (
+            'Prose {"note": "a } and { inside", "n": 1} more prose',
+            {"note": "a } and { inside", "n": 1},
+        ),
         ('He said "use { here" then {"k": "v"}', {"k": "v"}),
         ('{"s": "escaped \\" quote }"}', {"s": 'escaped " quote }'}),
     ],
