@@ -469,8 +469,9 @@ def _is_context_error(exc: Any, message: str) -> bool:
 
 def _retry_after(exc: Any) -> float | None:
     """Seconds from ``retry-after-ms`` / ``Retry-After`` (seconds or HTTP date), if sent."""
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None) or {}
+    headers = getattr(exc, "litellm_response_headers", None)  # litellm keeps them here
+    if not headers:
+        headers = getattr(getattr(exc, "response", None), "headers", None) or {}
     try:
         if headers.get("retry-after-ms"):
             return float(headers["retry-after-ms"]) / 1000
