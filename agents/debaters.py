@@ -14,6 +14,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, StringConstraints, create_model
 
+from moot.core.errors import ModelCallError
 from moot.core.models import ModelClient
 from moot.core.spec import Role
 from moot.core.structured import OutputParseError, extract_value, json_schema_format
@@ -94,6 +95,7 @@ def parse_argument_list(text: str) -> list[str]:
     together on one line, where only the next expected number starts an item (so "3.5 million" is
     never a split point). Prose with no list markers yields no items.
     """
+    text = re.sub(r"\*\*|__", "", text)  # "**1.** Claim" is as much a list item as "1. Claim"
     marked = [line for line in text.splitlines() if _BULLET.match(line)]
     if len(marked) >= 2:
         items = [_BULLET.sub("", line, count=1) for line in marked]
@@ -153,7 +155,7 @@ async def speak(
     ]
     stage = "opening" if not history else "rebuttal" if len(history) > 1 else "critique"
     reply = await client.complete(role, messages, stage=stage, max_tokens=max_tokens, seed=seed)
-    return reply.text.strip()
+    return _nonempty(reply.text, role, stage)
 
 
 async def conclude(
@@ -185,7 +187,14 @@ async def conclude(
     reply = await client.complete(
         role, messages, stage="conclusion", max_tokens=max_tokens, seed=seed
     )
-    return reply.text.strip()
+    return _nonempty(reply.text, role, "conclusion")
+
+
+def _nonempty(text: str, role: Role, stage: str) -> str:
+    """The reply's text; an empty speech fails the debate (the rerun asks again: not cached)."""
+    if not text.strip():
+        raise ModelCallError(f"{role.spec.name}: empty reply for the {stage}")
+    return text.strip()
 
 
 def _system(template: str, topic: str, side: str) -> dict[str, str]:

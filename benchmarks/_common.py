@@ -34,12 +34,10 @@ def offline_env() -> dict[str, str]:
         "TOKENIZERS_PARALLELISM": "false",
     }
     os.environ.update(values)
-    no_proxy = os.environ.get("NO_PROXY", "")
-    hosts = [h for h in no_proxy.split(",") if h]
-    for host in (LOOPBACK, "localhost"):
-        if host not in hosts:
-            hosts.append(host)
-    os.environ["NO_PROXY"] = os.environ["no_proxy"] = ",".join(hosts)
+    # Loopback only: no proxy may see the traffic (and NO_PROXY would make langchain-openai warn).
+    for name in list(os.environ):
+        if name.lower() in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+            del os.environ[name]
     return dict(os.environ)
 
 

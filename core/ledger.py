@@ -93,7 +93,8 @@ class UsageLedger:
     def from_json(cls, data: dict[str, Any]) -> UsageLedger:
         """Inverse of `to_json`."""
         ledger = cls(unpriced=set(data.get("unpriced", [])))
-        for row in data.get("by_role", []):
+        for item in data.get("by_role", []):
+            row = dict(item)
             key = (row.pop("role"), row.pop("stage"), row.pop("model"))
             ledger.entries[key] = Usage(**row)
         return ledger

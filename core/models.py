@@ -28,7 +28,13 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
 from moot.core.cache import RequestCache, request_key
-from moot.core.errors import ConfigError, ContextWindowExceeded, EndpointError, ModelCallError
+from moot.core.errors import (
+    ConfigError,
+    ContextWindowExceeded,
+    EndpointError,
+    ModelCallError,
+    MootError,
+)
 from moot.core.ledger import UsageLedger
 from moot.core.spec import ModelSpec, Role, missing_litellm_keys, resolve_api_key
 from moot.core.structured import (
@@ -197,7 +203,8 @@ class ModelClient:
                 return reply
 
         reply = await self._send(transport, role, stage, messages, params)
-        if key is not None and self.cache is not None:
+        if key is not None and self.cache is not None and reply.text.strip():
+            # an empty reply is never cached: a rerun asks again
             self.cache.put(
                 key,
                 {
@@ -293,7 +300,7 @@ class ModelClient:
                 status=exc.status,
                 retryable=True,
             ) from None
-        except ModelCallError:
+        except (ModelCallError, MootError):
             self.ledger.record(spec, role.name, stage, failed=True, retries=attempts - 1)
             raise
         latency = time.perf_counter() - start
@@ -343,15 +350,20 @@ class _Transport:
 
 class _OpenAITransport(_Transport):
     def __init__(self, spec: ModelSpec, api_base: str | None, api_key: str | None, identity: str):
+        import httpx
         from langchain_openai import ChatOpenAI
 
         self.spec, self.api_base, self.identity, self._key = spec, api_base, identity, api_key
+        # Our own HTTP client: langchain-openai otherwise shares one per endpoint process-wide,
+        # whose pooled connections die with the event loop that opened them.
+        limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
         self.chat_model = ChatOpenAI(
             model=spec.model,
             base_url=api_base,
             api_key=api_key or "EMPTY",
             max_retries=0,
             timeout=spec.timeout,
+            http_async_client=httpx.AsyncClient(limits=limits, timeout=spec.timeout),
         )
         self._create = self.chat_model.async_client.create
 
@@ -373,6 +385,10 @@ class _OpenAITransport(_Transport):
 class _LiteLLMTransport(_Transport):
     def __init__(self, spec: ModelSpec, api_key: str | None):
         self.spec, self.api_base, self.identity, self._key = spec, spec.api_base, spec.name, api_key
+        if api_key is None and spec.api_base:
+            # litellm would otherwise fall back to the provider's own key variable and send it
+            # to a custom server
+            self._key = "EMPTY"
 
     async def send(self, messages: Messages, params: dict[str, Any]) -> _Reply:
         from moot.core.litellm_import import litellm
@@ -425,7 +441,7 @@ def _classify(exc: Exception, spec: ModelSpec, api_base: str | None, key: str | 
         text = " ".join(str(text).split())[:300]
         return text.replace(key, "***") if key else text
 
-    if isinstance(exc, ModelCallError | _Transient):
+    if isinstance(exc, ModelCallError | _Transient | MootError):
         return exc
     if isinstance(exc, openai.APITimeoutError):
         return _Transient(f"request to {where} timed out after {spec.timeout:g}s")
@@ -438,10 +454,9 @@ def _classify(exc: Exception, spec: ModelSpec, api_base: str | None, key: str | 
             return _Transient(f"HTTP {status} from {where}: {message}", status, _retry_after(exc))
         if _is_context_error(exc, message):
             return ContextWindowExceeded(f"{spec.name}: context window exceeded: {message}")
-        if status in (401, 403):
-            return ModelCallError(
-                f"{spec.name}: authentication failed at {where} (HTTP {status}); check the API key",
-                status,
+        if status in (401, 403):  # every later call would fail the same way: stop the run
+            return ConfigError(
+                f"{spec.name}: authentication failed at {where} (HTTP {status}); check the API key"
             )
         return ModelCallError(f"{spec.name}: HTTP {status} from {where}: {message}", status)
     malformed = (ValueError, TypeError, KeyError, IndexError, AttributeError)  # e.g. a cut body

@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import shutil
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -80,9 +80,9 @@ def atomic_write(path: Path, write: Callable[[Any], Any]) -> None:
     """Call ``write(file)`` on a temporary sibling of `path`, then rename it into place."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with open(tmp, "x", encoding="utf-8") as f:  # "x" respects the umask, unlike mkstemp
             write(f)
             f.flush()
             os.fsync(f.fileno())
@@ -96,8 +96,9 @@ def atomic_replace_dir(build: Callable[[Path], Any], target: Path) -> None:
     """Build a directory with ``build(tmp_dir)`` next to `target`, then swap it into place."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
     try:
+        tmp.mkdir()
         build(tmp)
         old = target.with_name(f".{target.name}.old")
         if target.exists():

@@ -20,6 +20,7 @@ import random
 import re
 import signal
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -292,6 +293,12 @@ class _HTTPServer(ThreadingHTTPServer):
     block_on_close = False  # stop() must not wait for idle keep-alive or hanging handlers
     request_queue_size = 256  # benchmarks open 64+ connections at once
     owner: ScriptedServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Stay quiet when a client goes away mid-request (timeouts, killed processes)."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class ScriptedServer:

@@ -131,7 +131,9 @@ def parse_spec(text: str, *, api_base: str | None = None, **options: object) -> 
     if api_base:
         url = urlparse(api_base)
         if url.scheme not in ("http", "https") or not url.netloc:
-            raise ConfigError(f"invalid --api-base {api_base!r}: expected http(s)://host:port/...")
+            raise ConfigError(
+                f"invalid --api-base {api_base!r} for {text!r}: expected http(s)://host:port/..."
+            )
     spec = ModelSpec(provider=provider, model=model, api_base=api_base or None)
     return spec.with_options(**options)
 

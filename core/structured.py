@@ -129,18 +129,19 @@ def json_schema_format(schema: type[BaseModel]) -> dict[str, Any]:
 
 
 def _balanced_end(text: str, start: int, opener: str, closer: str) -> int | None:
-    depth, in_string, escaped = 0, False, False
+    """Index of the bracket closing the one at `start`, skipping JSON and Python string literals."""
+    depth, quote, escaped = 0, "", False
     for i in range(start, len(text)):
         ch = text[i]
-        if in_string:
+        if quote:
             if escaped:
                 escaped = False
             elif ch == "\\":
                 escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
         elif ch == opener:
             depth += 1
         elif ch == closer:

@@ -171,6 +171,9 @@ def _first_split(loaded: Any) -> Any:
 
 
 def _looks_like_hub_name(source: str) -> bool:
+    """``owner/name[:split]`` that is not a path into an existing folder or a data file name."""
     name = source.partition(":")[0]
     parts = name.split("/")
-    return len(parts) == 2 and all(parts) and not name.endswith((".json", ".jsonl", ".csv"))
+    if len(parts) != 2 or not all(parts) or Path(parts[0]).is_dir():
+        return False
+    return Path(parts[1]).suffix.lower() not in (".json", ".jsonl", ".csv", ".txt", ".tsv")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from moot.agents.debaters import propose_arguments
-from moot.core.errors import ConfigError, ModelCallError
+from moot.core.errors import ConfigError, InputError, ModelCallError
 from moot.core.ledger import UsageLedger
 from moot.core.models import ModelClient
 from moot.core.records import ResultLog, stable_id, write_json
@@ -163,10 +163,9 @@ async def run_debatune(
     out_dir = Path(out_dir)
     started = time.time()
     identity = config.identity()
-    previous = _check_compatible(out_dir, identity, shard)
+    previous = _claim_folder(out_dir, identity, shard)
     summary = RunSummary(out_dir=out_dir, ledger=client.ledger)
     state_dir = out_dir / ".moot"
-    state_dir.mkdir(parents=True, exist_ok=True)
     mine = shard.select(topics)
 
     argument_log = ResultLog(out_dir / "arguments.jsonl")
@@ -211,6 +210,7 @@ async def run_debatune(
 
     records = debate_log.load()
     debate_log.compact(records.values())
+    argument_log.compact(argument_log.load().values())
     summary.dataset_records = write_sft_dataset(records.values(), out_dir, config.seed)
     summary.seconds = time.time() - started
     _write_manifest(out_dir, config, shard, source, summary, previous, started)
@@ -302,32 +302,47 @@ async def _debate(graph: Any, context: DebateContext, job: dict[str, Any], shard
         record.update(status="failed", error=str(exc), transcript=saved.values.get("turns", []))
         return record
     record.update(transcript=final["turns"], conclusion=final["conclusion"])
-    if not final["conclusion"].strip():  # an empty statement is no training target
-        record.update(status="failed", error="the conclusion came back empty")
     return record
 
 
-def _check_compatible(out_dir: Path, identity: dict[str, Any], shard: Shard) -> dict[str, Any]:
-    """The previous manifest, if `out_dir` holds a run of the same configuration and shard."""
+def _claim_folder(out_dir: Path, identity: dict[str, Any], shard: Shard) -> dict[str, Any]:
+    """Make sure `out_dir` is new or holds this configuration and shard, and claim it.
+
+    The claim (``.moot/run.json``) is written before any work, so even a run interrupted before
+    its first manifest keeps a rerun with other options from mixing two datasets in one folder.
+
+    Returns:
+        The previous manifest, or an empty dict.
+    """
+    previous: dict[str, Any] = {}
+    claim = out_dir / ".moot" / "run.json"
+    for path in (claim, out_dir / "manifest.json"):
+        if not path.exists():
+            continue
+        data = _read_json(path)
+        if data.get("identity") != identity:
+            raise ConfigError(
+                f"{out_dir} holds a run with a different configuration; use a new --out "
+                "(or the same options as before)"
+            )
+        if data.get("shard") != str(shard):
+            raise ConfigError(f"{out_dir} holds shard {data.get('shard')}, not {shard}")
+        if path.name == "manifest.json":
+            previous = data
+    write_json(claim, {"identity": identity, "shard": str(shard)})
+    return previous
+
+
+def _read_json(path: Path) -> dict[str, Any]:
     import json
 
-    path = out_dir / "manifest.json"
-    if not path.exists():
-        return {}
     try:
-        previous = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:
-        raise ConfigError(
-            f"{path}: not valid JSON; move the folder aside or use a new --out"
-        ) from None
-    if previous.get("identity") != identity:
-        raise ConfigError(
-            f"{out_dir} holds a run with a different configuration; use a new --out "
-            "(or the same options as before)"
-        )
-    if previous.get("shard") != str(shard):
-        raise ConfigError(f"{out_dir} holds shard {previous.get('shard')}, not {shard}")
-    return previous
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(path, f"unreadable ({exc}); move it aside or use a new --out") from None
+    if not isinstance(data, dict):
+        raise InputError(path, "expected a JSON object")
+    return data
 
 
 def _write_manifest(
@@ -353,7 +368,7 @@ def _write_manifest(
             "shard": str(shard),
             "topics_source": source,
             "counts": {
-                "debates_planned": summary.planned,
+                "debates": summary.planned,
                 "debates_ok": summary.planned
                 - sum(1 for f in summary.failures if f["kind"] == "debate"),
                 "failures": len(summary.failures),
@@ -401,24 +416,20 @@ def versions() -> dict[str, str]:
 def merge_runs(dirs: list[Path], out: Path, *, allow_partial: bool = False) -> dict[str, int]:
     """Join the output folders of sharded runs into one dataset in `out`.
 
+    Returns:
+        Counts: ``debates``, ``debates_ok``, ``failures``, ``dataset_records``.
+
     Raises:
         InputError: A folder is not a moot debate output.
-        ConfigError: The folders' configurations differ, or shards are missing (unless
-            `allow_partial`).
+        ConfigError: The folders' configurations differ, shards are missing (unless
+            `allow_partial`), or `out` is an input or holds something else.
     """
-    import json
-
-    from moot.core.errors import InputError
-
     manifests = []
     for folder in dirs:
         path = Path(folder) / "manifest.json"
-        try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputError(path, "not found: not a `moot debate` output folder") from None
-        except ValueError as exc:
-            raise InputError(path, f"invalid JSON: {exc}") from None
+        if not path.exists():
+            raise InputError(path, "not found: not a `moot debate` output folder")
+        manifest = _read_json(path)
         if manifest.get("kind") != "debatune":
             raise InputError(path, "not a `moot debate` manifest")
         manifests.append(manifest)
@@ -428,44 +439,63 @@ def merge_runs(dirs: list[Path], out: Path, *, allow_partial: bool = False) -> d
             raise ConfigError(
                 f"{folder} was generated with a different configuration from {dirs[0]}"
             )
-    shards = {Shard.parse(m["shard"]) for m in manifests if m["shard"] not in ("partial",)}
-    counts = {s.count for s in shards}
-    missing = (
-        [] if len(counts) != 1 else sorted(set(range(counts.pop())) - {s.index for s in shards})
-    )
+    _check_merge_target(Path(out), dirs, identity)
+    shards = {Shard.parse(m["shard"]) for m in manifests if m["shard"] != "partial"}
     if len({s.count for s in shards}) > 1:
         raise ConfigError("the folders come from different --shard splits (different N)")
+    total = next(iter(shards)).count if shards else 1
+    missing = sorted(set(range(total)) - {s.index for s in shards})
     if missing and not allow_partial:
-        total = next(iter(shards)).count
         names = ", ".join(f"{i}/{total}" for i in missing)
         raise ConfigError(f"missing shards {names}; merge them too, or pass --allow-partial")
 
     debates: dict[str, dict[str, Any]] = {}
     arguments: dict[str, dict[str, Any]] = {}
     for folder in dirs:
-        for record in ResultLog(Path(folder) / "debates.jsonl").load().values():
-            if debates.get(record["id"], {}).get("status") != "ok":
-                debates[record["id"]] = record
-        for record in ResultLog(Path(folder) / "arguments.jsonl").load().values():
-            if arguments.get(record["id"], {}).get("status") != "ok":
-                arguments[record["id"]] = record
+        for store, name in ((debates, "debates.jsonl"), (arguments, "arguments.jsonl")):
+            for record in ResultLog(Path(folder) / name).load().values():
+                if store.get(record["id"], {}).get("status") != "ok":  # ok wins over failed
+                    store[record["id"]] = record
     out = Path(out)
     ResultLog(out / "debates.jsonl").compact(debates.values())
     ResultLog(out / "arguments.jsonl").compact(arguments.values())
     records = write_sft_dataset(debates.values(), out, identity["seed"])
-    ledger = UsageLedger.merged(UsageLedger.from_json(m["ledger_total"]) for m in manifests)
-    failed = sum(1 for d in debates.values() if d["status"] != "ok")
+    ledger = UsageLedger.merged(UsageLedger.from_json(m.get("ledger_total", {})) for m in manifests)
+    failures = [
+        {"id": r["id"], "kind": kind, "error": r["error"]}
+        for kind, store in (("arguments", arguments), ("debate", debates))
+        for r in store.values()
+        if r["status"] != "ok"
+    ]
+    counts = {
+        "debates": len(debates),
+        "debates_ok": sum(1 for d in debates.values() if d["status"] == "ok"),
+        "failures": len(failures),
+        "dataset_records": records,
+    }
     write_json(
         out / "manifest.json",
         {
             **{k: manifests[0][k] for k in ("kind", "identity", "roles", "topics_source")},
             "shard": "partial" if missing else "0/1",
             "merged_from": [str(d) for d in dirs],
-            "counts": {"debates": len(debates), "failed": failed, "dataset_records": records},
+            "counts": counts,
+            "failures": failures,
             "ledger": ledger.to_json(),
             "ledger_total": ledger.to_json(),
+            "runs": [run for m in manifests for run in m.get("runs", [])],
             "versions": versions(),
             "outputs": manifests[0]["outputs"],
         },
     )
-    return {"debates": len(debates), "failed": failed, "dataset_records": records}
+    return counts
+
+
+def _check_merge_target(out: Path, dirs: list[Path], identity: dict[str, Any]) -> None:
+    if any(out.resolve() == Path(d).resolve() for d in dirs):
+        raise ConfigError(f"--out {out} is one of the folders being merged; choose a new folder")
+    if (out / "manifest.json").exists():
+        if _read_json(out / "manifest.json").get("identity") != identity:
+            raise ConfigError(f"{out} holds a run with a different configuration")
+    elif out.exists() and any(out.iterdir()):
+        raise ConfigError(f"{out} exists and is not a moot output folder; choose a new folder")

@@ -58,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
         "debate", help="generate DEBATunE debate data", description=_doc("debate")
     )
     debate.set_defaults(command_fn=_cmd_debate)
-    debate.add_argument("--topics", required=True, help="topics file, datasets folder or hub name")
-    debate.add_argument("--out", required=True, type=Path, help="output folder")
+    debate.add_argument("--topics", help="topics file, datasets folder or hub name (required)")
+    debate.add_argument("--out", type=Path, help="output folder (required)")
     debate.add_argument("--arguments-per-stance", type=_positive, default=3, metavar="K")
     debate.add_argument("--rounds", type=_positive, default=2, metavar="M")
     _model_options(debate, roles=("a", "b"), temperature=0.7)
@@ -88,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
 
     models = commands.add_parser("models", help="model utilities")
+    models.set_defaults(command_fn=lambda _: models.print_help() or 2)
     model_commands = models.add_subparsers(title="commands", metavar="COMMAND")
     check = model_commands.add_parser("check", help="one round trip: latency and tokens")
     check.set_defaults(command_fn=_cmd_models_check)
@@ -144,6 +145,7 @@ def _cmd_debate(args: argparse.Namespace) -> int:
     from moot.core.topics import load_topics
     from moot.graphs.debatune import DebateRunConfig, Shard, run_debatune
 
+    _require(args, "topics", "out")
     shard = Shard.parse(args.shard)
     topics = load_topics(args.topics)
     role_a, role_b = _role(args, "a", "debater_a"), _role(args, "b", "debater_b")
@@ -195,12 +197,18 @@ def _cmd_debate(args: argparse.Namespace) -> int:
 def _cmd_merge(args: argparse.Namespace) -> int:
     from moot.graphs.debatune import merge_runs
 
-    result = merge_runs(args.dirs, args.out, allow_partial=args.allow_partial)
+    counts = merge_runs(args.dirs, args.out, allow_partial=args.allow_partial)
     print(
-        f"merged {len(args.dirs)} folders into {args.out}: {result['debates']} debates, "
-        f"{result['dataset_records']} dataset records, {result['failed']} failed"
+        f"merged {len(args.dirs)} folders into {args.out}: {counts['debates']} debates, "
+        f"{counts['dataset_records']} dataset records, {counts['failures']} failed"
     )
-    return 0
+    if counts["failures"]:
+        print(
+            f"moot: {counts['failures']} failed in the shards; rerun their `moot debate` "
+            "commands, then merge again",
+            file=sys.stderr,
+        )
+    return 1 if counts["failures"] else 0
 
 
 def _cmd_models_check(args: argparse.Namespace) -> int:
@@ -274,7 +282,7 @@ def _retry(args: argparse.Namespace) -> Any:
 def _apply_config(
     parser: argparse.ArgumentParser, argv: list[str], args: argparse.Namespace
 ) -> argparse.Namespace:
-    """Re-parse with a YAML file's values as defaults, so flags still win."""
+    """Re-parse with a YAML file's values as defaults, so flags on the command line still win."""
     import yaml
 
     from moot.core.errors import InputError
@@ -286,19 +294,41 @@ def _apply_config(
         raise InputError(path, f"cannot read config: {str(exc).splitlines()[0]}") from None
     if not isinstance(values, dict):
         raise InputError(path, "expected a mapping of option names to values")
-    known = vars(args)
+    subparser = _subparser_for(parser, args.command_fn)
+    actions = {action.dest: action for action in subparser._actions}
     defaults = {}
     for key, value in values.items():
-        dest = str(key).replace("-", "_")
-        if dest not in known or dest in ("command_fn", "config"):
+        action = actions.get(str(key).replace("-", "_"))
+        if action is None or action.dest in ("config", "help"):
             raise InputError(path, f"unknown option {key!r}")
-        defaults[dest] = value
-    subparser = _subparser_for(parser, args.command_fn)
+        defaults[action.dest] = _config_value(path, key, action, value)
     subparser.set_defaults(**defaults)
-    for action in subparser._actions:  # a config may supply what the command line requires
-        if action.dest in defaults:
-            action.required = False
     return parser.parse_args(argv)
+
+
+def _config_value(path: Path, key: object, action: argparse.Action, value: object) -> object:
+    """Check and convert a config value exactly as the flag's own parser would."""
+    from moot.core.errors import InputError
+
+    if action.nargs == 0:  # an on/off flag
+        if not isinstance(value, bool):
+            raise InputError(path, f"option {key!r}: expected true or false")
+        return value
+    if value is None:
+        return None
+    try:
+        return (action.type or str)(str(value))
+    except (ValueError, TypeError, argparse.ArgumentTypeError) as exc:
+        raise InputError(path, f"option {key!r}: {exc}") from None
+
+
+def _require(args: argparse.Namespace, *names: str) -> None:
+    from moot.core.errors import ConfigError
+
+    for name in names:
+        if getattr(args, name) is None:
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(f"missing {flag} (on the command line or as `{name}:` in --config)")
 
 
 def _subparser_for(parser: argparse.ArgumentParser, fn: Any) -> argparse.ArgumentParser:
@@ -320,10 +350,11 @@ def _print_run_summary(summary: Any) -> None:
     print(f"debates   {out / 'debates.jsonl'}")
     print(f"manifest  {out / 'manifest.json'}")
     print()
+    failed_debates = sum(1 for f in summary.failures if f["kind"] == "debate")
     print(
         f"debates planned {summary.planned}, done before {summary.already_done}, "
-        f"completed now {summary.completed}, failed {len(summary.failures)}, "
-        f"{summary.seconds:.1f}s"
+        f"completed now {summary.completed}, failed {failed_debates}, "
+        f"argument lists failed {len(summary.failures) - failed_debates}, {summary.seconds:.1f}s"
     )
     print(_ledger_table(summary.ledger))
     cost = f"${total.cost_usd:.4f}"

@@ -45,12 +45,6 @@ def test_bold_heading_inside_item_is_kept_as_text() -> None:
     ]
 
 
-@pytest.mark.xfail(
-    reason="agents/debaters.py _BULLET requires the marker at line start, so a bold marker "
-    "('**1.** ...', '**Argument 1:** ...') matches neither the line nor the inline pattern "
-    "and a well-formed list yields []",
-    strict=True,
-)
 @pytest.mark.parametrize(
     "text",
     [

@@ -147,8 +147,7 @@ def test_wrong_key_is_a_clean_failure_that_never_shows_the_key(tmp_path):
             1,
             env=env,
         )
-    assert result.returncode == 1  # every call refused: recorded as failures, reported
-    assert "authentication failed" in result.stderr
+    assert_clean_failure(result, "authentication failed", "HTTP 401")  # stops at once
     everything = (
         result.stdout
         + result.stderr

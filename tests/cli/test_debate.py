@@ -212,3 +212,104 @@ def test_a_changed_configuration_needs_a_new_output_folder(server, tmp_path):
     assert run_moot(*debate_args(server, topics, tmp_path / "out")).returncode == 0
     result = run_moot(*debate_args(server, topics, tmp_path / "out", "--rounds", 3))
     assert result.returncode == 2 and "different configuration" in result.stderr
+
+
+def test_config_file_can_supply_the_required_options(server, tmp_path):
+    topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"topics: {topics}\nout: {tmp_path / 'out'}\nmodel: openai/scripted\n"
+        f"api_base: {server.url}\nrounds: 1\narguments_per_stance: 1\n"
+    )
+    result = run_moot("debate", "--config", config)
+    assert result.returncode == 0, result.stderr
+    assert len(read_jsonl(tmp_path / "out" / "debates.jsonl")) == 2
+
+
+@pytest.mark.parametrize(
+    ("line", "needle"),
+    [
+        ("rounds: 0", "option 'rounds': must be a positive integer"),
+        ("rounds: two", "option 'rounds'"),
+        ("no_cache: maybe", "option 'no_cache': expected true or false"),
+    ],
+)
+def test_config_values_are_validated_like_flags(line, needle, tmp_path):
+    config = tmp_path / "run.yaml"
+    config.write_text(line + "\n")
+    result = run_moot("debate", "--config", config, "--topics", "t.json", "--out", tmp_path / "o")
+    assert result.returncode == 2 and needle in result.stderr, result.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_required_option_is_a_clean_error(tmp_path):
+    result = run_moot("debate", "--out", tmp_path / "o")
+    assert result.returncode == 2 and "missing --topics" in result.stderr
+
+
+def test_an_interrupted_run_still_refuses_other_options(tmp_path):
+    topics = write_topics(tmp_path / "topics.json", TOPICS)
+    rules = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]
+    with ScriptedServer(rules=rules, latency=0.3) as server:
+        process = popen_moot(*debate_args(server, topics, tmp_path / "out"))
+        deadline = time.time() + 60
+        while time.time() < deadline and not server.requests:
+            time.sleep(0.02)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        assert not (tmp_path / "out" / "manifest.json").exists()
+        other = run_moot(*debate_args(server, topics, tmp_path / "out", "--rounds", 1))
+    assert other.returncode == 2 and "different configuration" in other.stderr
+
+
+def test_empty_replies_fail_the_debate_and_are_asked_again_on_rerun(tmp_path):
+    topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
+    rules = [
+        Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY),
+        Rule(pattern="You are watching a debate", reply=""),
+    ]
+    with ScriptedServer(rules=rules) as server:
+        args = debate_args(server, topics, tmp_path / "out", "--arguments-per-stance", 1)
+        first = run_moot(*args)
+    assert first.returncode == 1 and "empty reply for the conclusion" in first.stderr
+    assert read_jsonl(tmp_path / "out" / "dataset.jsonl") == []
+    with ScriptedServer(rules=rules[:1]) as server:  # the model now answers
+        second = run_moot(
+            *debate_args(server, topics, tmp_path / "out", "--arguments-per-stance", 1)
+        )
+        assert second.returncode == 0, second.stderr
+        asked = [r.body["messages"][0]["content"] for r in server.requests]
+    # only the two conclusions were asked again; the debate turns came from the checkpoints
+    assert len(asked) == 2 and all("watching a debate" in text for text in asked)
+    assert len(read_jsonl(tmp_path / "out" / "dataset.jsonl")) == 2
+
+
+def test_merge_reports_failures_and_refuses_to_overwrite_an_input(server, tmp_path):
+    topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
+    server.add_fault(Fault(kind="500", times=2, match="watching a debate.*You are Affirmative"))
+    args = debate_args(server, topics, tmp_path / "run", "--arguments-per-stance", 1)
+    assert run_moot(*args).returncode == 1
+    merged = run_moot("merge", tmp_path / "run", "--out", tmp_path / "merged")
+    assert merged.returncode == 1 and "1 failed" in merged.stderr
+    manifest = json.loads((tmp_path / "merged" / "manifest.json").read_text())
+    assert manifest["counts"] == {
+        "debates": 2,
+        "debates_ok": 1,
+        "failures": 1,
+        "dataset_records": 1,
+    }
+    into_input = run_moot("merge", tmp_path / "run", "--out", tmp_path / "run")
+    assert into_input.returncode == 2 and "one of the folders being merged" in into_input.stderr
+
+
+def test_outputs_are_readable_by_others_as_the_umask_allows(server, tmp_path):
+    topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
+    args = debate_args(server, topics, tmp_path / "out", "--arguments-per-stance", 1)
+    assert run_moot(*args).returncode == 0
+    for name in ("dataset.jsonl", "debates.jsonl", "manifest.json", "dataset"):
+        assert (tmp_path / "out" / name).stat().st_mode & 0o044 == 0o044, name
+
+
+def test_models_without_a_subcommand_shows_its_help():
+    result = run_moot("models")
+    assert result.returncode == 2 and "check" in result.stdout

@@ -183,11 +183,6 @@ def test_to_json_from_json_round_trip() -> None:
     assert data["total"]["calls"] == 4
 
 
-@pytest.mark.xfail(
-    reason="core/ledger.py UsageLedger.from_json pops role/stage/model out of the caller's row "
-    "dicts, so loading the same data twice raises KeyError('role')",
-    strict=True,
-)
 def test_from_json_does_not_mutate_its_input() -> None:
     data = sample_ledger().to_json()
     snapshot = json.loads(json.dumps(data))

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import openai
 import pytest
+
 from moot.core.scripted_server import Fault, FaultKind, Rule, ScriptedServer, ServerConfig
 from moot.core.tokens import count_message_tokens, count_tokens
 

@@ -68,11 +68,6 @@ def test_rejects_bad_api_base_naming_it(bad: str) -> None:
     assert repr(bad) in str(info.value)
 
 
-@pytest.mark.xfail(
-    reason="core/spec.py parse_spec: the invalid --api-base message names the URL but not the "
-    "spec it was given for",
-    strict=True,
-)
 def test_bad_api_base_message_names_the_spec() -> None:
     with pytest.raises(ConfigError) as info:
         parse_spec("openai/x", api_base="ftp://host/v1")

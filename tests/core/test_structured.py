@@ -69,11 +69,6 @@ def test_braces_inside_json_strings_in_prose() -> None:
     assert parse_structured(text, Verdict).winner == "A }"
 
 
-@pytest.mark.xfail(
-    reason="core/structured.py _balanced_end only tracks double-quoted strings, so a brace "
-    "inside a single-quoted Python-repr string ends the span early and the reply is unreadable",
-    strict=True,
-)
 def test_python_repr_with_brace_in_string_inside_prose() -> None:
     text = "My verdict: {'winner': 'A }', 'score': 7} final."
     assert parse_structured(text, Verdict) == Verdict(winner="A }", score=7)

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+
 from moot.core import tokens
 from moot.core.tokens import count_message_tokens, count_tokens, encoding_available
 
