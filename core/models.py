@@ -126,7 +126,7 @@ class ModelClient:
             EndpointError: The endpoint does not accept connections.
         """
         transport = self._transport(spec)
-        if spec.transport == "litellm" and not spec.api_base:
+        if spec.transport == "litellm" and not spec.api_base and not spec.api_key_env:
             missing = missing_litellm_keys(spec)
             if missing:
                 raise ConfigError(f"missing API key for {spec.name}: set {', '.join(missing)}")

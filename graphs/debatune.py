@@ -234,9 +234,12 @@ async def _plan_debates(
         if topic.arguments:
             return list(topic.arguments[stance][:k])
         key = stable_id("arguments", topic.topic, stance, config.identity())
-        if known.get(key, {}).get("status") == "ok":
-            return known[key]["arguments"]
-        seed = call_seed(config.seed, key, 0)
+        previous = known.get(key, {})
+        if previous.get("status") == "ok":
+            return previous["arguments"]
+        # a reply that held no list is cached: a retry must ask anew, with the next seed
+        attempt = previous.get("attempt", -1) + 1
+        seed = call_seed(config.seed, key, attempt)
         try:
             async with limit:
                 arguments = await propose_arguments(
@@ -251,12 +254,12 @@ async def _plan_debates(
             "stance": stance,
             "arguments": arguments,
             "status": "failed" if error else "ok",
-            "error": error,
+            "error": error and f"arguments for {stance} on {topic.topic!r}: {error}",
+            "attempt": attempt,
         }
         log.append(record)
         if error:
-            message = f"arguments for {stance} on {topic.topic!r}: {error}"
-            summary.failures.append({"id": key, "kind": "arguments", "error": message})
+            summary.failures.append({"id": key, "kind": "arguments", "error": record["error"]})
         return arguments
 
     pairs = [(topic, stance) for topic in topics for stance in STANCES]
@@ -494,6 +497,8 @@ def merge_runs(dirs: list[Path], out: Path, *, allow_partial: bool = False) -> d
 def _check_merge_target(out: Path, dirs: list[Path], identity: dict[str, Any]) -> None:
     if any(out.resolve() == Path(d).resolve() for d in dirs):
         raise ConfigError(f"--out {out} is one of the folders being merged; choose a new folder")
+    if (out / ".moot" / "run.json").exists():
+        raise ConfigError(f"{out} is a `moot debate` run folder; merge into a new folder")
     if (out / "manifest.json").exists():
         if _read_json(out / "manifest.json").get("identity") != identity:
             raise ConfigError(f"{out} holds a run with a different configuration")

@@ -199,7 +199,7 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
     counts = merge_runs(args.dirs, args.out, allow_partial=args.allow_partial)
     print(
-        f"merged {len(args.dirs)} folders into {args.out}: {counts['debates']} debates, "
+        f"merged {len(args.dirs)} folder(s) into {args.out}: {counts['debates']} debates, "
         f"{counts['dataset_records']} dataset records, {counts['failures']} failed"
     )
     if counts["failures"]:
@@ -315,6 +315,8 @@ def _config_value(path: Path, key: object, action: argparse.Action, value: objec
             raise InputError(path, f"option {key!r}: expected true or false")
         return value
     if value is None:
+        if action.default is not None:  # e.g. `rounds:` with nothing after it
+            raise InputError(path, f"option {key!r}: needs a value")
         return None
     try:
         return (action.type or str)(str(value))

@@ -313,3 +313,35 @@ def test_outputs_are_readable_by_others_as_the_umask_allows(server, tmp_path):
 def test_models_without_a_subcommand_shows_its_help():
     result = run_moot("models")
     assert result.returncode == 2 and "check" in result.stdout
+
+
+def test_a_failed_argument_list_is_asked_anew_on_rerun(tmp_path):
+    topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
+    prose = [Rule(pattern="list your arguments", reply="I would rather talk about the weather.")]
+    with ScriptedServer(rules=prose) as server:
+        args = debate_args(server, topics, tmp_path / "out", "--arguments-per-stance", 1)
+        first = run_moot(*args)
+        assert first.returncode == 1 and "no arguments could be parsed" in first.stderr
+        seeds = [r.body["seed"] for r in server.requests]
+        second = run_moot(*args)
+        assert second.returncode == 1
+        reseeds = [r.body["seed"] for r in server.requests][len(seeds) :]
+    assert len(seeds) == len(reseeds) == 2 and not set(seeds) & set(reseeds)
+
+
+def test_config_value_left_empty_is_an_error(tmp_path):
+    config = tmp_path / "run.yaml"
+    config.write_text("rounds:\n")
+    result = run_moot("debate", "--config", config, "--topics", "t.json", "--out", tmp_path / "o")
+    assert result.returncode == 2 and "option 'rounds': needs a value" in result.stderr
+
+
+def test_merge_never_writes_into_a_run_folder(server, tmp_path):
+    topics = write_topics(tmp_path / "topics.json", TOPICS)
+    for index in (0, 1):
+        args = debate_args(server, topics, tmp_path / f"s{index}", "--shard", f"{index}/2")
+        assert run_moot(*args).returncode == 0
+    result = run_moot("merge", tmp_path / "s0", tmp_path / "s1", "--out", tmp_path / "s0" / "..")
+    assert result.returncode == 2
+    result = run_moot("merge", tmp_path / "s1", "--out", tmp_path / "s0", "--allow-partial")
+    assert result.returncode == 2 and "run folder" in result.stderr
