@@ -15,7 +15,7 @@ over rounds, and the overhead is the median of the per-round paired differences 
 the same round). Means are printed too.
 
 A last, network-free section times `complete` against a stub transport (moot's own CPU per call;
-it uses a private hook, ``ModelClient._transports``, and is skipped if that changes).
+it patches a private hook, ``moot.core.models._make_transport``, and is skipped if that goes).
 
 Run: ``python benchmarks/bench_model_overhead.py`` (``--quick`` for a smoke run).
 """
@@ -139,8 +139,8 @@ async def run_stub(calls: int) -> dict[str, float] | None:
     from moot.core.spec import Role, parse_spec
 
     reply_type = getattr(models, "_Reply", None)
-    hook = getattr(models.ModelClient(), "_transports", None)
-    if reply_type is None or not isinstance(hook, dict):
+    make_transport = getattr(models, "_make_transport", None)
+    if reply_type is None or make_transport is None:
         return None
 
     class Stub:
@@ -152,22 +152,27 @@ async def run_stub(calls: int) -> dict[str, float] | None:
     spec = parse_spec("openai/stub", api_base=Stub.api_base)
     role = Role("bench", spec, TEMPERATURE)
     out: dict[str, float] = {}
-    with _common.temp_dir("moot-bench-stub-") as tmp:
-        cache = RequestCache(tmp / "stub.sqlite")
-        for name, client_cache in (("cache off", None), ("cache miss", cache)):
-            client = models.ModelClient(cache=client_cache, retry=models.RetryPolicy(attempts=1))
-            client._transports[spec] = Stub()  # type: ignore[assignment]
-            seeds = itertools.count()
-            samples = []
-            for _ in range(5):
-                start = time.perf_counter()
-                for _ in range(calls):
-                    await client.complete(
-                        role, MESSAGES, stage="bench", max_tokens=MAX_TOKENS, seed=next(seeds)
-                    )
-                samples.append((time.perf_counter() - start) / calls)
-            out[name] = min(samples) * 1e6  # min: the machine's other tenants only add time
-        cache.close()
+    models._make_transport = lambda s: Stub() if s == spec else make_transport(s)
+    try:
+        with _common.temp_dir("moot-bench-stub-") as tmp:
+            cache = RequestCache(tmp / "stub.sqlite")
+            for name, client_cache in (("cache off", None), ("cache miss", cache)):
+                client = models.ModelClient(
+                    cache=client_cache, retry=models.RetryPolicy(attempts=1)
+                )
+                seeds = itertools.count()
+                samples = []
+                for _ in range(5):
+                    start = time.perf_counter()
+                    for _ in range(calls):
+                        await client.complete(
+                            role, MESSAGES, stage="bench", max_tokens=MAX_TOKENS, seed=next(seeds)
+                        )
+                    samples.append((time.perf_counter() - start) / calls)
+                out[name] = min(samples) * 1e6  # min: the machine's other tenants only add time
+            cache.close()
+    finally:
+        models._make_transport = make_transport
     return out
 
 
