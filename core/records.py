@@ -12,6 +12,7 @@ import json
 import os
 import secrets
 import shutil
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ class ResultLog:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self._lock = threading.Lock()  # appends may come from worker threads
 
     def load(self) -> dict[str, dict[str, Any]]:
         """Records by id, in first-seen order; a torn or corrupt line is skipped."""
@@ -52,7 +54,7 @@ class ResultLog:
         """Append one record and flush it to disk before returning."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps(record, ensure_ascii=False) + "\n"
-        with self.path.open("a", encoding="utf-8") as f:
+        with self._lock, self.path.open("a", encoding="utf-8") as f:
             if f.tell() and not _ends_with_newline(self.path):
                 f.write("\n")  # seal a line torn by an earlier crash
             f.write(line)

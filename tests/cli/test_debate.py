@@ -345,3 +345,25 @@ def test_merge_never_writes_into_a_run_folder(server, tmp_path):
     assert result.returncode == 2
     result = run_moot("merge", tmp_path / "s1", "--out", tmp_path / "s0", "--allow-partial")
     assert result.returncode == 2 and "run folder" in result.stderr
+
+
+def test_resume_after_kill_without_cache_redoes_only_unfinished_work(tmp_path):
+    topics = write_topics(tmp_path / "topics.json", TOPICS)
+    rules = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]
+    with ScriptedServer(rules=rules, latency=0.15) as server:
+        args = debate_args(server, topics, tmp_path / "out", "--concurrency", 2, "--no-cache")
+        process = popen_moot(*args)
+        log = tmp_path / "out" / "debates.jsonl"
+        deadline = time.time() + 60
+        while time.time() < deadline and not (log.exists() and log.read_text().count("\n") >= 2):
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        finished = len({d["id"] for d in read_jsonl(log)})
+        rerun_start = time.time()
+        assert run_moot(*args).returncode == 0
+        rerun = [r for r in server.requests if r.time >= rerun_start]
+    # argument lists and finished debates are never redone; unfinished debates resume
+    assert 0 < len(rerun) <= (8 - finished) * 5
+    debates = read_jsonl(log)
+    assert len(debates) == len({d["id"] for d in debates}) == 8
