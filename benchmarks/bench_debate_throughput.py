@@ -27,7 +27,7 @@ import argparse
 import asyncio
 import itertools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ class Point:
     raw: list[float]  # calls/s, one per repetition
     moot: list[float]
     finalize: list[float]  # seconds from the last debate's end to run_debatune's return
+    cached: list[float] = field(default_factory=list)  # moot as users run it: cache on (misses)
 
     @property
     def calls(self) -> int:
@@ -61,6 +62,10 @@ class Point:
     @property
     def ratio(self) -> float:
         return self.moot_rate / self.raw_rate
+
+    @property
+    def cached_ratio(self) -> float:
+        return sum(self.cached) / len(self.cached) / self.raw_rate
 
 
 def synthetic_topics(count: int) -> list[Any]:
@@ -89,6 +94,7 @@ async def measure_latency(
 ) -> tuple[list[Point], list[dict[str, Any]]]:
     import openai
 
+    from moot.core.cache import RequestCache
     from moot.core.models import ModelClient, RetryPolicy
     from moot.core.spec import Role, parse_spec
     from moot.graphs.debatune import DebateRunConfig, run_debatune
@@ -111,8 +117,9 @@ async def measure_latency(
             arguments_per_stance=1,
         )
 
-    async def moot_run(concurrency: int, debates: int, client: Any = None) -> tuple[float, float]:
-        client = client or ModelClient(cache=None, retry=RetryPolicy(attempts=1))
+    async def moot_run(
+        concurrency: int, debates: int, client: Any = None, cache: bool = False
+    ) -> tuple[float, float]:
         last_done = 0.0
 
         def progress(done: int, total: int) -> None:
@@ -121,6 +128,8 @@ async def measure_latency(
 
         topics = synthetic_topics((debates + 1) // 2)
         with _common.temp_dir("moot-bench-debate-") as out:
+            store = RequestCache(Path(out) / "cache" / "requests.sqlite") if cache else None
+            client = client or ModelClient(cache=store, retry=RetryPolicy(attempts=1))
             start = time.perf_counter()
             summary = await run_debatune(
                 topics,
@@ -158,10 +167,12 @@ async def measure_latency(
         debates = sizes.get(concurrency) or debates_for(concurrency, latency)
         point = Point(latency, concurrency, debates, [], [], [])
         for rep in range(reps):
-            order = ("raw", "moot") if rep % 2 == 0 else ("moot", "raw")
+            order = ("raw", "moot", "cached") if rep % 2 == 0 else ("cached", "moot", "raw")
             for kind in order:
                 if kind == "raw":
                     point.raw.append(await raw_run(concurrency, point.calls))
+                elif kind == "cached":
+                    point.cached.append((await moot_run(concurrency, debates, cache=True))[0])
                 else:
                     rate, finalize = await moot_run(concurrency, debates)
                     point.moot.append(rate)
@@ -169,7 +180,7 @@ async def measure_latency(
         print(
             f"  latency {latency:g}s C={concurrency:<3d} {point.calls:5d} calls: "
             f"raw {point.raw_rate:7.1f}/s  moot {point.moot_rate:7.1f}/s  "
-            f"ratio {point.ratio:.3f}",
+            f"ratio {point.ratio:.3f}  with cache {point.cached_ratio:.3f}",
             flush=True,
         )
         points.append(point)
@@ -217,13 +228,14 @@ def main() -> None:
     print()
     header = (
         f"{'latency':>8} {'C':>3} {'calls':>6} {'raw calls/s':>12} {'moot calls/s':>13} "
-        f"{'moot/raw':>9} {'C/latency':>10} {'finalize s':>11}"
+        f"{'moot/raw':>9} {'cached/raw':>11} {'C/latency':>10} {'finalize s':>11}"
     )
     print(header)
     for p in points:
         print(
             f"{p.latency:>7g}s {p.concurrency:>3d} {p.calls:>6d} {p.raw_rate:>12.1f} "
-            f"{p.moot_rate:>13.1f} {p.ratio:>9.3f} {p.concurrency / p.latency:>10.0f} "
+            f"{p.moot_rate:>13.1f} {p.ratio:>9.3f} {p.cached_ratio:>11.3f} "
+            f"{p.concurrency / p.latency:>10.0f} "
             f"{sum(p.finalize) / len(p.finalize):>11.2f}"
         )
     print("(finalize s: end of the last debate to run_debatune's return; included in moot calls/s)")
@@ -231,7 +243,9 @@ def main() -> None:
     for latency in reference:
         mine = [p for p in points if p.latency == latency]
         ratios = ", ".join(f"C={p.concurrency} {p.ratio:.3f}" for p in mine)
-        print(f"moot/raw at latency {latency:g} s: {ratios} (goal >= 0.9)")
+        print(f"moot/raw, cache off, at latency {latency:g} s: {ratios} (goal >= 0.9)")
+        ratios = ", ".join(f"C={p.concurrency} {p.cached_ratio:.3f}" for p in mine)
+        print(f"moot/raw, cache on (default), at latency {latency:g} s: {ratios} (goal >= 0.9)")
     for latency, ref in reference.items():
         top = max((p for p in points if p.latency == latency), key=lambda p: p.concurrency)
         print(
