@@ -7,10 +7,8 @@ the script's own folder), so ``import _common`` works when run as ``python bench
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import os
 import selectors
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,24 +39,11 @@ def offline_env() -> dict[str, str]:
     return dict(os.environ)
 
 
-_real_connect = socket.socket.connect
-
-
-def _loopback_only(self: socket.socket, address: object) -> None:
-    if self.family in (socket.AF_INET, socket.AF_INET6) and isinstance(address, tuple):
-        host = address[0]
-        try:
-            ok = ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            ok = host == "localhost"
-        if not ok:
-            raise ConnectionRefusedError(f"benchmarks only talk to {LOOPBACK} (refused {host})")
-    return _real_connect(self, address)
-
-
 def guard_loopback() -> None:
     """Refuse any Python-level TCP connection that is not to this machine."""
-    socket.socket.connect = _loopback_only  # type: ignore[method-assign]
+    from moot.core.netguard import guard_loopback as guard
+
+    guard("benchmarks")
 
 
 @contextlib.contextmanager

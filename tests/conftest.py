@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from moot.core.netguard import guard_loopback
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
@@ -20,23 +20,7 @@ for _key in ("OPENAI_API_KEY", "MOOT_API_KEY", "ANTHROPIC_API_KEY"):
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
-_real_connect = socket.socket.connect
-
-
-def _guarded_connect(self: socket.socket, address: object) -> None:
-    """Refuse any connection that is not to this machine (tests must never touch the network)."""
-    if self.family in (socket.AF_INET, socket.AF_INET6) and isinstance(address, tuple):
-        host = address[0]
-        try:
-            loopback = ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = host == "localhost"
-        if not loopback:
-            raise ConnectionRefusedError(f"tests may not reach the network ({host})")
-    return _real_connect(self, address)
-
-
-socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+guard_loopback("tests")
 
 
 @pytest.fixture(autouse=True)
