@@ -8,5 +8,34 @@ from moot.agents.debaters import (
     propose_arguments,
     speak,
 )
+from moot.agents.judges import (
+    CONTROLLABILITY,
+    QUALITY,
+    Judge,
+    Judgment,
+    PairJudgment,
+    PairScores,
+    Percentages,
+    judge_pair,
+    parse_scores,
+    run_judge,
+)
 
-__all__ = ["Turn", "conclude", "opposite", "parse_argument_list", "propose_arguments", "speak"]
+__all__ = [
+    "CONTROLLABILITY",
+    "QUALITY",
+    "Judge",
+    "Judgment",
+    "PairJudgment",
+    "PairScores",
+    "Percentages",
+    "Turn",
+    "conclude",
+    "judge_pair",
+    "opposite",
+    "parse_argument_list",
+    "parse_scores",
+    "propose_arguments",
+    "run_judge",
+    "speak",
+]
