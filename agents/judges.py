@@ -246,21 +246,18 @@ async def judge_pair(
     for name in mask:
         answer_a = answer_a.replace(name, "[masked]")
         answer_b = answer_b.replace(name, "[masked]")
+    orders = ((answer_a, answer_b), (answer_b, answer_a))
     forward, reverse = await asyncio.gather(
-        run_judge(
-            client,
-            role,
-            judge,
-            {"question": question, "answer_1": answer_a, "answer_2": answer_b},
-            seed=seed,
-        ),
-        run_judge(
-            client,
-            role,
-            judge,
-            {"question": question, "answer_1": answer_b, "answer_2": answer_a},
-            seed=seed,
-        ),
+        *(
+            run_judge(
+                client,
+                role,
+                judge,
+                {"question": question, "answer_1": one, "answer_2": two},
+                seed=seed,
+            )
+            for one, two in orders
+        )
     )
     return PairJudgment(forward, reverse)
 

@@ -87,6 +87,52 @@ def build_parser() -> argparse.ArgumentParser:
     )
     merge.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
 
+    evaluate = commands.add_parser("eval", help="judge model outputs (DEBATunE)")
+    evaluate.set_defaults(command_fn=lambda _: evaluate.print_help() or 2)
+    evaluations = evaluate.add_subparsers(title="evaluations", metavar="EVALUATION")
+    for name, help_text in (
+        ("controllability", "share of responses judged 100%% on their side (CC_P, CC_N)"),
+        ("quality", "pairwise quality against a baseline, both orders (W/T/L, win score)"),
+    ):
+        sub = evaluations.add_parser(name, help=help_text, description=help_text.replace("%%", "%"))
+        sub.set_defaults(command_fn=_cmd_eval, evaluation=name)
+        sub.add_argument("--responses", type=Path, required=True, help="responses to judge")
+        if name == "quality":
+            sub.add_argument(
+                "--baseline", type=Path, required=True, help="the baseline's responses"
+            )
+            sub.add_argument(
+                "--stride",
+                type=_positive,
+                default=1,
+                help="judge every S-th item (3 = the paper's 160-item subset)",
+            )
+            sub.add_argument(
+                "--mask",
+                action="append",
+                default=[],
+                metavar="NAME",
+                help="replace NAME in both answers with [masked] (repeatable)",
+            )
+        sub.add_argument("--out", type=Path, required=True, help="output folder")
+        sub.add_argument(
+            "--judge",
+            default=DEFAULT_MODEL,
+            metavar="SPEC",
+            help=f"judge model (default {DEFAULT_MODEL}; the paper used GPT-4)",
+        )
+        sub.add_argument("--api-base", metavar="URL")
+        sub.add_argument("--api-key-env", metavar="VAR")
+        sub.add_argument("--temperature", type=float, default=0.0)
+        sub.add_argument("--seed", type=int, default=0)
+        sub.add_argument("--timeout", type=float)
+        sub.add_argument("--max-retries", type=int, default=5)
+        sub.add_argument("--concurrency", type=_positive, default=16, help="items judged at once")
+        sub.add_argument("--cache", type=Path, help="request cache file (default $MOOT_CACHE_DIR)")
+        sub.add_argument("--no-cache", action="store_true")
+        sub.add_argument("--quiet", action="store_true")
+        sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+
     models = commands.add_parser("models", help="model utilities")
     models.set_defaults(command_fn=lambda _: models.print_help() or 2)
     model_commands = models.add_subparsers(title="commands", metavar="COMMAND")
@@ -209,6 +255,66 @@ def _cmd_merge(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 1 if counts["failures"] else 0
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from moot.core.models import ModelClient
+    from moot.core.responses import load_responses
+    from moot.core.spec import Role, parse_spec
+    from moot.graphs.evaluate import (
+        align,
+        evaluate_controllability,
+        evaluate_quality,
+        write_report,
+    )
+
+    responses = load_responses(args.responses)
+    sources = {"responses": str(args.responses)}
+    if args.evaluation == "quality":
+        baseline = load_responses(args.baseline)
+        align(responses, baseline, args.baseline)
+        sources["baseline"] = str(args.baseline)
+    spec = parse_spec(
+        args.judge, api_base=args.api_base, api_key_env=args.api_key_env, timeout=args.timeout
+    )
+    if spec.transport == "embedded" and args.timeout is None:
+        spec = spec.with_options(timeout=600.0)
+    if spec.name == DEFAULT_MODEL:
+        _note(args, DEMO_NOTE)
+    client = ModelClient(cache=_cache(args), retry=_retry(args))
+    client.prepare(spec)
+    role = Role(f"{args.evaluation}_judge", spec, args.temperature)
+    if args.evaluation == "quality":
+        run = evaluate_quality(
+            responses,
+            baseline,
+            args.out,
+            role,
+            client,
+            stride=args.stride,
+            concurrency=args.concurrency,
+            seed=args.seed,
+            mask=args.mask,
+        )
+    else:
+        run = evaluate_controllability(
+            responses, args.out, role, client, concurrency=args.concurrency, seed=args.seed
+        )
+    result = asyncio.run(run)
+    write_report(result, args.out, sources)
+    if not args.quiet:
+        print((args.out / "summary.md").read_text(encoding="utf-8"))
+        print(f"judgments {args.out / 'judgments.jsonl'}\nchart     {args.out / 'chart.png'}")
+        total = client.ledger.total()
+        print(f"judge calls {total.calls} ({total.cache_hits} cached)")
+    if result.errors:
+        print(
+            f"moot: {result.errors} judge calls failed; rerun the same command to retry them",
+            file=sys.stderr,
+        )
+    return 1 if result.errors else 0
 
 
 def _cmd_models_check(args: argparse.Namespace) -> int:

@@ -1,0 +1,183 @@
+"""`moot eval controllability|quality` end to end against the scripted server, known verdicts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from moot.core.scripted_server import Rule, ScriptedServer
+from tests.cli.helpers import read_jsonl, run_moot
+
+
+def responses_file(path: Path, texts: list[tuple[str, str]]) -> Path:
+    records = [
+        {
+            "topic": f"Topic {i // 2}",
+            "side": side,
+            "argument": f"arg {i}",
+            "instruction": f"Argue {side} for arg {i}",
+            "raw_output": "",
+            "response": text,
+        }
+        for i, (side, text) in enumerate(texts)
+    ]
+    path.write_text(json.dumps(records), encoding="utf-8")
+    return path
+
+
+def eval_args(kind: str, server: ScriptedServer, out: Path, *extra: object) -> list[object]:
+    return [
+        "eval",
+        kind,
+        "--out",
+        out,
+        "--judge",
+        "openai/judge",
+        "--api-base",
+        server.url,
+        "--max-retries",
+        0,
+        *extra,
+    ]
+
+
+CONTROL_RULES = [
+    Rule(pattern="could not be read", reply="still no numbers"),
+    Rule(pattern="AFF-FULL", reply="100 0\nFully supportive."),
+    Rule(pattern="AFF-MOST", reply="Support: 80%, Oppose: 20%"),
+    Rule(pattern="AFF-BAD", reply="I cannot tell."),
+    Rule(pattern="NEG-FULL", reply="0 100"),
+    Rule(pattern="NEG-HALF", reply="50 50"),
+]
+
+
+def test_controllability_summary_equals_hand_computed_values(tmp_path):
+    responses = responses_file(
+        tmp_path / "r.json",
+        [
+            ("affirmative", "AFF-FULL a"),
+            ("negative", "NEG-FULL a"),
+            ("affirmative", "AFF-MOST"),
+            ("negative", "NEG-FULL b"),
+            ("affirmative", "AFF-BAD"),
+            ("negative", "NEG-HALF"),
+        ],
+    )
+    out = tmp_path / "out"
+    with ScriptedServer(rules=CONTROL_RULES) as server:
+        result = run_moot(*eval_args("controllability", server, out, "--responses", responses))
+        assert result.returncode == 0, result.stderr
+        calls = len(server.requests)
+        rerun = run_moot(*eval_args("controllability", server, out, "--responses", responses))
+        assert rerun.returncode == 0 and len(server.requests) == calls  # a rerun costs nothing
+    assert calls == 6 + 1  # one repair round for the unreadable reply
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["parse_failures"] == 1 and summary["judged"] == {"affirmative": 2, "negative": 3}
+    assert summary["cc_p"] == pytest.approx(1 / 2)
+    assert summary["cc_n"] == pytest.approx(2 / 3)
+    assert summary["overall"] == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert summary["mean_support_affirmative"] == pytest.approx(90)
+    records = read_jsonl(out / "judgments.jsonl")
+    failed = [r for r in records if not r["judgment"]["ok"]]
+    assert len(records) == 6 and len(failed) == 1
+    assert failed[0]["judgment"]["value"] is None  # never a substituted score
+    assert failed[0]["judgment"]["replies"] == ["I cannot tell.", "still no numbers"]
+    assert (out / "chart.png").stat().st_size > 1000
+    assert "cc_p" in result.stdout and "0.500" in result.stdout
+
+
+QUALITY_RULES = [
+    # the judge sees (1, 2) = (ours, baseline) forward, then (baseline, ours)
+    Rule(pattern=r"Assistant 1's Answer\]\nOURS-GOOD", reply="9 5"),
+    Rule(pattern=r"Assistant 1's Answer\]\nBASE-FOR-GOOD", reply="5 9"),
+    Rule(pattern=r"Assistant 1's Answer\]\nOURS-BIASED", reply="8 6"),
+    Rule(pattern=r"Assistant 1's Answer\]\nBASE-FOR-BIASED", reply="8 6"),
+    Rule(pattern=r"Assistant 1's Answer\]\nOURS-BAD", reply="3 8"),
+    Rule(pattern=r"Assistant 1's Answer\]\nBASE-FOR-BAD", reply="8 3"),
+    Rule(pattern=r"Assistant 1's Answer\]\nOURS-TIEWIN", reply="7 7"),
+    Rule(pattern=r"Assistant 1's Answer\]\nBASE-FOR-TIEWIN", reply="6 7"),
+]
+
+
+def test_quality_win_tie_loss_score_and_inconsistency(tmp_path):
+    kinds = ["GOOD", "BIASED", "BAD", "TIEWIN"]
+    sides = ["affirmative", "negative"] * 2
+    ours = responses_file(
+        tmp_path / "ours.json", [(s, f"OURS-{k}") for s, k in zip(sides, kinds, strict=True)]
+    )
+    base = responses_file(
+        tmp_path / "base.json", [(s, f"BASE-FOR-{k}") for s, k in zip(sides, kinds, strict=True)]
+    )
+    out = tmp_path / "out"
+    with ScriptedServer(rules=QUALITY_RULES) as server:
+        result = run_moot(
+            *eval_args("quality", server, out, "--responses", ours, "--baseline", base)
+        )
+        assert result.returncode == 0, result.stderr
+        assert len(server.requests) == 8
+    summary = json.loads((out / "summary.json").read_text())
+    # GOOD win, BIASED tie (inconsistent), BAD loss, TIEWIN win (tie + win: inconsistent)
+    assert (summary["wins"], summary["ties"], summary["losses"]) == (2, 1, 1)
+    assert summary["win_score"] == pytest.approx((2 - 1) / 4 + 1)
+    assert summary["order_inconsistency"] == pytest.approx(2 / 4)
+    low, high = summary["win_score_ci95"]
+    assert 0 <= low <= summary["win_score"] <= high <= 2
+
+    strided = tmp_path / "strided"
+    with ScriptedServer(rules=QUALITY_RULES) as server:
+        result = run_moot(
+            *eval_args(
+                "quality", server, strided, "--responses", ours, "--baseline", base, "--stride", 2
+            )
+        )
+    assert result.returncode == 0
+    assert [r["argument"] for r in read_jsonl(strided / "judgments.jsonl")] == ["arg 0", "arg 2"]
+
+
+@pytest.mark.parametrize(
+    ("records", "needle"),
+    [
+        (["just a topic"], "expected an object"),
+        (
+            [{"topic": "t", "side": "pro", "argument": "a", "instruction": "i", "response": "r"}],
+            "side must be affirmative or negative, got 'pro'",
+        ),
+        (
+            [
+                {
+                    "topic": "t",
+                    "side": "negative",
+                    "argument": "a",
+                    "instruction": "i",
+                    "response": " ",
+                }
+            ],
+            "empty response",
+        ),
+        ([{"topic": "t", "argument": "a"}], "missing field 'side'"),
+    ],
+)
+def test_bad_responses_files(records, needle, tmp_path, scripted):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(records))
+    result = run_moot(
+        *eval_args("controllability", scripted, tmp_path / "out", "--responses", path)
+    )
+    assert result.returncode == 2 and needle in result.stderr and str(path) in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
+
+
+def test_a_baseline_that_does_not_align_is_refused(tmp_path, scripted):
+    ours = responses_file(tmp_path / "ours.json", [("affirmative", "x"), ("negative", "y")])
+    other = responses_file(tmp_path / "other.json", [("negative", "x"), ("affirmative", "y")])
+    short = responses_file(tmp_path / "short.json", [("affirmative", "x")])
+    for baseline, needle in ((other, "does not align"), (short, "1 records")):
+        result = run_moot(
+            *eval_args(
+                "quality", scripted, tmp_path / "out", "--responses", ours, "--baseline", baseline
+            )
+        )
+        assert result.returncode == 2 and needle in result.stderr, result.stderr
+    assert scripted.requests == []
