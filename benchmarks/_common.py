@@ -47,10 +47,13 @@ def guard_loopback() -> None:
 
 
 @contextlib.contextmanager
-def scripted_server(latency: float, *, startup_timeout: float = 60.0) -> Iterator[str]:
+def scripted_server(
+    latency: float, *, config: Path | None = None, startup_timeout: float = 60.0
+) -> Iterator[str]:
     """Run ``python -m moot.core.scripted_server`` in its own process; yield its base URL.
 
-    A separate process keeps the server's threads off the client's GIL.
+    A separate process keeps the server's threads off the client's GIL. `config` is a
+    ``ServerConfig`` JSON file (scripted rules, faults).
     """
     cmd = [
         sys.executable,
@@ -60,6 +63,7 @@ def scripted_server(latency: float, *, startup_timeout: float = 60.0) -> Iterato
         repr(latency),
         "--port",
         "0",
+        *(["--config", str(config)] if config else []),
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=offline_env())
     try:

@@ -279,7 +279,7 @@ def _chart(summary: dict[str, Any], path: Path) -> None:
             ["CC_P", "CC_N", "overall"],
             [summary["cc_p"], summary["cc_n"], summary["overall"]],
         )
-        ax.set_ylim(0, 1)
+        ax.set_ylim(0, 1.12)  # room for the value labels
         ax.set_ylabel("share judged 100% on its side")
     else:
         labels, values = (
@@ -287,6 +287,7 @@ def _chart(summary: dict[str, Any], path: Path) -> None:
             [summary["wins"], summary["ties"], summary["losses"]],
         )
         ax.set_ylabel("items")
+        ax.margins(y=0.15)
     bars = ax.bar(labels, [v or 0 for v in values], color=["#3b7dd8", "#9aa5b1", "#d8643b"])
     for bar, value in zip(bars, values, strict=True):
         ax.annotate(
