@@ -112,7 +112,7 @@ class UsageLedger:
 
 def price_per_token(spec: ModelSpec) -> tuple[float, float] | None:
     """(input, output) USD per token for `spec`, 0 for local models, None if unknown."""
-    if spec.transport == "embedded":
+    if spec.transport in ("embedded", "hf"):
         return (0.0, 0.0)
     if spec.api_base:  # a self-hosted or proxied model: its price is the user's business
         return None

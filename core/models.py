@@ -415,6 +415,23 @@ class _LiteLLMTransport(_Transport):
             raise _classify(exc, self.spec, self.api_base, self._key) from None
 
 
+class _HFTransport(_Transport):
+    """A local transformers model: generation in a worker thread, one request at a time."""
+
+    def __init__(self, spec: ModelSpec):
+        from moot.core.local_hf import LocalModel, weights_identity
+
+        self.spec, self.api_base = spec, None
+        self.identity = weights_identity(spec.model) + (spec.chat_template or "")
+        self._model = LocalModel(spec.model, spec.chat_template)
+
+    async def send(self, messages: Messages, params: dict[str, Any]) -> _Reply:
+        text, finish, prompt, completion = await asyncio.to_thread(
+            self._model.generate, messages, params
+        )
+        return _Reply(text, finish, prompt, completion)
+
+
 def _make_transport(spec: ModelSpec) -> _Transport:
     if spec.transport == "embedded":
         from moot.core.embedded import cache_identity, start_embedded
@@ -425,6 +442,8 @@ def _make_transport(spec: ModelSpec) -> _Transport:
         )
         transport.context_window = endpoint.context_window
         return transport
+    if spec.transport == "hf":
+        return _HFTransport(spec)
     key = resolve_api_key(spec)
     if spec.transport == "openai":
         return _OpenAITransport(spec, spec.api_base, key, spec.name)

@@ -40,6 +40,7 @@ class ModelSpec:
         timeout: Seconds before one request is abandoned (and retried).
         context_window: Prompt plus completion tokens the model accepts; prompts that cannot fit
             are refused before sending, and ``max_tokens`` is clamped to what is left.
+        chat_template: For ``hf/<path>`` models, a Jinja chat template replacing the tokenizer's.
 
     Example:
         >>> parse_spec("openai/llama3", api_base="http://127.0.0.1:8000/v1").transport
@@ -53,6 +54,7 @@ class ModelSpec:
     max_concurrency: int = 16
     timeout: float = 120.0
     context_window: int | None = None
+    chat_template: str | None = None
 
     @property
     def name(self) -> str:
@@ -61,9 +63,11 @@ class ModelSpec:
 
     @property
     def transport(self) -> str:
-        """``embedded``, ``openai`` (langchain-openai client) or ``litellm``."""
+        """``embedded``, ``hf`` (in process), ``openai`` (langchain-openai) or ``litellm``."""
         if self.provider == "local":
             return "embedded"
+        if self.provider == "hf":
+            return "hf"
         return "openai" if self.provider in OPENAI_COMPATIBLE else "litellm"
 
     def with_options(self, **changes: object) -> ModelSpec:
@@ -124,6 +128,16 @@ def parse_spec(text: str, *, api_base: str | None = None, **options: object) -> 
             )
         if api_base:
             raise ConfigError(f"model spec {text!r} is embedded and takes no --api-base")
+    elif provider == "hf":  # a local model or LoRA adapter folder (or a hub id), run in process
+        if api_base:
+            raise ConfigError(f"model spec {text!r} runs in process and takes no --api-base")
+        folder = Path(model)
+        if folder.exists() and not any(
+            (folder / f).exists() for f in ("config.json", "adapter_config.json")
+        ):
+            raise ConfigError(
+                f"{model}: no config.json or adapter_config.json (not a model folder)"
+            )
     elif provider not in _litellm_providers():
         raise ConfigError(f"unknown model spec {text!r}: unknown provider {provider!r} ({hint})")
     if provider == "hosted_vllm" and not api_base:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_MODEL = "local/smollm2"
+CHAT_TEMPLATES = ("alpaca", "llama-2", "vicuna")
 DEMO_NOTE = (
     "note: local/smollm2 is the embedded 135M demo model: fluent, often off-topic or on the wrong "
     "side. Use --model with a real model for real data."
@@ -132,6 +133,43 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--no-cache", action="store_true")
         sub.add_argument("--quiet", action="store_true")
         sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+
+    generate = commands.add_parser(
+        "generate",
+        help="answer the DEBATunE test instructions with a model",
+        description="Answer each topic's instructions (the paper's inference instruction, one per "
+        "side and argument) and write the model-output format the judges read.",
+    )
+    generate.set_defaults(command_fn=_cmd_generate)
+    generate.add_argument(
+        "--dataset",
+        required=True,
+        help="topics with arguments per side (debate_test_v1_arg.jsonl shape)",
+    )
+    generate.add_argument(
+        "--model",
+        required=True,
+        metavar="SPEC",
+        help="provider/model, local/smollm2, or a local model / LoRA adapter folder",
+    )
+    generate.add_argument("--out", type=Path, required=True, help="output JSON file")
+    generate.add_argument(
+        "--template",
+        choices=CHAT_TEMPLATES,
+        help="chat template for a local model folder (default: its own)",
+    )
+    generate.add_argument("--api-base", metavar="URL")
+    generate.add_argument("--api-key-env", metavar="VAR")
+    generate.add_argument("--temperature", type=float, default=0.0)
+    generate.add_argument("--max-tokens", type=_positive, default=2048)
+    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--timeout", type=float)
+    generate.add_argument("--max-retries", type=int, default=5)
+    generate.add_argument("--concurrency", type=_positive, default=8)
+    generate.add_argument("--cache", type=Path)
+    generate.add_argument("--no-cache", action="store_true")
+    generate.add_argument("--quiet", action="store_true")
+    generate.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
 
     models = commands.add_parser("models", help="model utilities")
     models.set_defaults(command_fn=lambda _: models.print_help() or 2)
@@ -255,6 +293,62 @@ def _cmd_merge(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 1 if counts["failures"] else 0
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from moot.core.errors import ConfigError
+    from moot.core.models import ModelClient
+    from moot.core.spec import Role, parse_spec
+    from moot.core.topics import load_topics
+    from moot.graphs.generate import debate_test_instructions, generate_responses
+    from moot.prompts import template_source
+
+    items = debate_test_instructions(load_topics(args.dataset), args.dataset)
+    text = f"hf/{args.model}" if Path(args.model).is_dir() else args.model
+    template = template_source(f"chat_templates/{args.template}.j2") if args.template else None
+    spec = parse_spec(
+        text,
+        api_base=args.api_base,
+        api_key_env=args.api_key_env,
+        timeout=args.timeout,
+        chat_template=template,
+    )
+    if template and spec.transport != "hf":
+        raise ConfigError("--template applies to local model folders only")
+    if spec.transport == "embedded":
+        _note(args, DEMO_NOTE)
+    client = ModelClient(cache=_cache(args), retry=_retry(args))
+    client.prepare(spec)
+    role = Role("generator", spec, args.temperature)
+    records, failed = asyncio.run(
+        generate_responses(
+            items,
+            args.out,
+            role,
+            client,
+            concurrency=args.concurrency,
+            max_tokens=args.max_tokens,
+            seed=args.seed,
+        )
+    )
+    total = client.ledger.total()
+    if not args.quiet:
+        print(
+            f"{len(records) - failed}/{len(records)} answered by {spec.name}; "
+            f"{total.calls} calls ({total.cache_hits} cached), "
+            f"{total.completion_tokens} completion tokens"
+        )
+    if failed:
+        print(
+            f"moot: {failed} failed; {args.out} not written; rerun the same command to retry",
+            file=sys.stderr,
+        )
+        return 1
+    if not args.quiet:
+        print(f"responses {args.out}")
+    return 0
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:

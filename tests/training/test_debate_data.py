@@ -2,7 +2,7 @@ from moot.training.debate_data import instruction, instruction_templates, sft_re
 
 PAPER = (
     'Suppose you are affirmative to the topic "Zoos", please provide explanations and '
-    'supporting evidence for this argument "They protect species"'
+    'supporting evidence for this argument "They protect species" '
 )
 
 
@@ -37,3 +37,14 @@ def test_sft_record_is_seeded_and_carries_both_formats():
     user, assistant = record["messages"]
     assert (user["content"], assistant["content"]) == (record["prompt"], record["completion"])
     assert assistant["content"] == "Zoos confine animals."
+
+
+def test_variant_zero_matches_the_papers_released_instructions():
+    import json
+
+    from tests.conftest import shared_data
+
+    path = shared_data("debatune", "model_outputs", "DEBATunE_7b", "debate_test_arg_2048.json")
+    records = json.loads(path.read_text(encoding="utf-8"))
+    for r in records:
+        assert instruction(r["topic"], r["side"], r["argument"]) == r["instruction"]

@@ -1,0 +1,168 @@
+"""`moot generate`: any model answers the DEBATunE test instructions in the paper's format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from moot.core.responses import load_responses
+from moot.core.scripted_server import Fault, ScriptedServer
+from tests.cli.helpers import run_moot
+
+TOPIC = {
+    "topic": "Should zoos be banned?",
+    "Affirmative": {"arguments": ["A1 cages", "A2 stress", "A3 cost"]},
+    "Negative": {"arguments": ["N1 species", "N2 research", "N3 education"]},
+}
+
+
+def dataset(tmp_path: Path) -> Path:
+    path = tmp_path / "test_arg.jsonl"
+    path.write_text(json.dumps(TOPIC) + "\n", encoding="utf-8")
+    return path
+
+
+def test_generate_writes_the_model_output_format_and_resumes(tmp_path):
+    out = tmp_path / "responses.json"
+    with ScriptedServer() as server:
+        server.add_fault(Fault(kind="500", times=1, match="N2 research"))
+        args = [
+            "generate",
+            "--dataset",
+            dataset(tmp_path),
+            "--model",
+            "openai/m",
+            "--api-base",
+            server.url,
+            "--out",
+            out,
+            "--max-retries",
+            0,
+            "--max-tokens",
+            64,
+        ]
+        first = run_moot(*args)
+        assert first.returncode == 1 and "1 failed" in first.stderr and not out.exists()
+        server.clear_log()
+        second = run_moot(*args)
+        assert second.returncode == 0, second.stderr
+        assert len(server.requests) == 1  # only the failed instruction is asked again
+        server.clear_log()
+        assert run_moot(*args).returncode == 0 and server.requests == []
+    records = json.loads(out.read_text())
+    assert [(r["side"], r["argument"]) for r in records] == [
+        ("affirmative", "A1 cages"),
+        ("affirmative", "A2 stress"),
+        ("affirmative", "A3 cost"),
+        ("negative", "N1 species"),
+        ("negative", "N2 research"),
+        ("negative", "N3 education"),
+    ]
+    assert records[0]["instruction"].startswith('Suppose you are affirmative to the topic "Should')
+    assert all(r["response"] for r in records)
+    assert len(load_responses(out)) == 6  # the judges read it
+
+
+def test_topics_without_arguments_are_refused(tmp_path, scripted):
+    path = tmp_path / "topics.json"
+    path.write_text('["Should zoos be banned?"]')
+    result = run_moot(
+        "generate",
+        "--dataset",
+        path,
+        "--model",
+        "openai/m",
+        "--api-base",
+        scripted.url,
+        "--out",
+        tmp_path / "r.json",
+    )
+    assert result.returncode == 2 and "needs topics with arguments" in result.stderr
+
+
+def tiny_model(folder: Path) -> Path:
+    """A random-weight Llama-architecture model with a word-level tokenizer, built offline."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    words = ["<pad>", "<s>", "</s>", "<unk>", "zoos", "are", "good", "bad", "animals", "because"]
+    core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+    )
+    config = LlamaConfig(
+        vocab_size=len(words),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    import torch
+
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("adapter", [False, True], ids=["model", "lora-adapter"])
+def test_generate_with_a_local_model_folder(adapter, tmp_path):
+    model = tiny_model(tmp_path / "tiny")
+    if adapter:
+        from peft import LoraConfig, get_peft_model
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        peft_model = get_peft_model(
+            AutoModelForCausalLM.from_pretrained(model),
+            LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"]),
+        )
+        peft_model.save_pretrained(tmp_path / "adapter")
+        AutoTokenizer.from_pretrained(model).save_pretrained(tmp_path / "adapter")
+        model = tmp_path / "adapter"
+    out = tmp_path / "responses.json"
+    result = run_moot(
+        "generate",
+        "--dataset",
+        dataset(tmp_path),
+        "--model",
+        model,
+        "--template",
+        "vicuna",
+        "--max-tokens",
+        4,
+        "--out",
+        out,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "6/6 answered by hf/" in result.stdout
+    records = json.loads(out.read_text())
+    assert len(records) == 6 and all(isinstance(r["raw_output"], str) for r in records)
+
+
+def test_template_is_only_for_local_models(tmp_path, scripted):
+    result = run_moot(
+        "generate",
+        "--dataset",
+        dataset(tmp_path),
+        "--model",
+        "openai/m",
+        "--api-base",
+        scripted.url,
+        "--template",
+        "vicuna",
+        "--out",
+        tmp_path / "r.json",
+    )
+    assert result.returncode == 2 and "--template applies to local model folders" in result.stderr
