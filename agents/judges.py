@@ -19,7 +19,12 @@ from pydantic import BaseModel, Field, ValidationError
 
 from moot.core.models import ModelClient
 from moot.core.spec import Role
-from moot.core.structured import OutputParseError, ParseFailure, parse_structured
+from moot.core.structured import (
+    OutputParseError,
+    ParseFailure,
+    json_schema_format,
+    parse_structured,
+)
 from moot.prompts import render
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -139,6 +144,7 @@ async def run_judge(
     variables: Mapping[str, str],
     *,
     seed: int = 0,
+    constrained: bool = False,
 ) -> Judgment:
     """Ask `role` to judge; parse tolerantly; on failure, one repair round, then a ParseFailure.
 
@@ -148,6 +154,8 @@ async def run_judge(
         judge: What to ask and how to read the answer.
         variables: Template variables; judged texts are fenced here.
         seed: Sampling seed (part of the cache key).
+        constrained: Send the schema as ``response_format`` so servers that support it decode
+            only valid JSON (the tolerant parser reads JSON as well as the paper's first line).
     """
     fenced = {key: fence(value) for key, value in variables.items()}
     messages = [
@@ -155,6 +163,8 @@ async def run_judge(
         {"role": "user", "content": render(judge.prompt, **fenced)},
     ]
     kwargs: dict[str, Any] = {"max_tokens": judge.max_tokens, "seed": seed}
+    if constrained:
+        kwargs["response_format"] = json_schema_format(judge.schema)
     first = await client.complete(role, messages, stage=judge.name, **kwargs)
     try:
         return Judgment(parse_scores(first.text, judge.schema), None, (first.text,))
@@ -230,6 +240,7 @@ async def judge_pair(
     *,
     seed: int = 0,
     mask: Sequence[str] = (),
+    constrained: bool = False,
 ) -> PairJudgment:
     """Judge A against B in both orders, concurrently.
 
@@ -242,6 +253,7 @@ async def judge_pair(
         answer_b: The baseline.
         seed: Sampling seed.
         mask: Names (e.g. of models) replaced by ``[masked]`` in both answers.
+        constrained: Ask for schema-constrained JSON (see `run_judge`).
     """
     for name in mask:
         answer_a = answer_a.replace(name, "[masked]")
@@ -255,6 +267,7 @@ async def judge_pair(
                 judge,
                 {"question": question, "answer_1": one, "answer_2": two},
                 seed=seed,
+                constrained=constrained,
             )
             for one, two in orders
         )

@@ -85,11 +85,12 @@ async def _run(items: list[dict[str, Any]], out_dir: Path, task: Task, concurren
     return [records[item["id"]] for item in items]
 
 
-def _judge_identity(role: Role, judge: Judge) -> dict[str, Any]:
+def _judge_identity(role: Role, judge: Judge, constrained: bool) -> dict[str, Any]:
     prompts = "".join(template_source(p) for p in (judge.system, judge.prompt))
     return {
         "judge": role.spec.name,
         "temperature": role.temperature,
+        "constrained": constrained,
         "prompts": hashlib.sha256(prompts.encode()).hexdigest()[:16],
     }
 
@@ -115,9 +116,10 @@ async def evaluate_controllability(
     *,
     concurrency: int = 16,
     seed: int = 0,
+    constrained: bool = False,
 ) -> EvalResult:
     """Judge each response's supporting and opposing shares, not telling the judge the side."""
-    identity = _judge_identity(role, CONTROLLABILITY)
+    identity = _judge_identity(role, CONTROLLABILITY, constrained)
     items = [
         {
             "id": stable_id("controllability", identity, r.key, r.response),
@@ -131,7 +133,9 @@ async def evaluate_controllability(
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         variables = {"topic": item["topic"], "arguments": texts[item["id"]]}
-        judgment = await run_judge(client, role, CONTROLLABILITY, variables, seed=seed)
+        judgment = await run_judge(
+            client, role, CONTROLLABILITY, variables, seed=seed, constrained=constrained
+        )
         return {"judgment": judgment.to_json()}
 
     records = await _run(items, out_dir, task, concurrency)
@@ -174,9 +178,10 @@ async def evaluate_quality(
     concurrency: int = 16,
     seed: int = 0,
     mask: Sequence[str] = (),
+    constrained: bool = False,
 ) -> EvalResult:
     """Judge each response against the baseline's in both orders (win = both, or one and a tie)."""
-    identity = _judge_identity(role, QUALITY)
+    identity = _judge_identity(role, QUALITY, constrained)
     pairs = list(zip(responses, baseline, strict=True))[::stride]
     items = [
         {
@@ -200,6 +205,7 @@ async def evaluate_quality(
             theirs.response,
             seed=seed,
             mask=mask,
+            constrained=constrained,
         )
         return judged.to_json()
 

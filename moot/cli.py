@@ -129,6 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--timeout", type=float)
         sub.add_argument("--max-retries", type=int, default=5)
         sub.add_argument("--concurrency", type=_positive, default=16, help="items judged at once")
+        sub.add_argument(
+            "--constrained",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help="ask for schema-constrained JSON (default: on for local/smollm2)",
+        )
         sub.add_argument("--cache", type=Path, help="request cache file (default $MOOT_CACHE_DIR)")
         sub.add_argument("--no-cache", action="store_true")
         sub.add_argument("--quiet", action="store_true")
@@ -380,6 +386,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     client = ModelClient(cache=_cache(args), retry=_retry(args))
     client.prepare(spec)
     role = Role(f"{args.evaluation}_judge", spec, args.temperature)
+    constrained = spec.transport == "embedded" if args.constrained is None else args.constrained
     if args.evaluation == "quality":
         run = evaluate_quality(
             responses,
@@ -391,10 +398,17 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             seed=args.seed,
             mask=args.mask,
+            constrained=constrained,
         )
     else:
         run = evaluate_controllability(
-            responses, args.out, role, client, concurrency=args.concurrency, seed=args.seed
+            responses,
+            args.out,
+            role,
+            client,
+            concurrency=args.concurrency,
+            seed=args.seed,
+            constrained=constrained,
         )
     result = asyncio.run(run)
     write_report(result, args.out, sources)

@@ -162,3 +162,22 @@ def test_name_masking():
         )
         texts = [r.body["messages"][1]["content"] for r in s.requests]
     assert all("GPT-4" not in t and "Vicuna" not in t and "[masked]" in t for t in texts)
+
+
+def test_constrained_judging_sends_the_schema_and_reads_json():
+    with ScriptedServer() as s:  # no rule: the server answers with JSON valid for the schema
+        judgment = asyncio.run(
+            run_judge(
+                ModelClient(),
+                judge_role(s),
+                CONTROLLABILITY,
+                {"topic": "T", "arguments": "x"},
+                constrained=True,
+            )
+        )
+        body = s.requests[0].body
+    assert body["response_format"]["type"] == "json_schema"
+    assert (
+        body["response_format"]["json_schema"]["schema"]["properties"]["support"]["maximum"] == 100
+    )
+    assert judgment.ok and 0 <= judgment.value.support <= 100

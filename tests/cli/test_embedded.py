@@ -55,3 +55,27 @@ def test_debate_on_the_embedded_model(tmp_path):
 
     rerun = run_moot(*args)  # resumes: nothing to do, nothing re-paid
     assert rerun.returncode == 0 and "done before 2" in rerun.stdout
+
+
+def test_controllability_judged_by_the_embedded_model(tmp_path):
+    records = [
+        {
+            "topic": "Should zoos be banned?",
+            "side": side,
+            "argument": "a",
+            "instruction": "i",
+            "response": text,
+        }
+        for side, text in [
+            ("affirmative", "Zoos should be banned: cages harm animals."),
+            ("negative", "Zoos protect endangered species and should stay."),
+        ]
+    ]
+    path = tmp_path / "responses.json"
+    path.write_text(json.dumps(records))
+    result = run_moot("eval", "controllability", "--responses", path, "--out", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["items"] == 2 and summary["errors"] == 0
+    judged = summary["judged"]["affirmative"] + summary["judged"]["negative"]
+    assert judged + summary["parse_failures"] == 2  # every item is judged or counted as unparsed

@@ -181,3 +181,30 @@ def test_a_baseline_that_does_not_align_is_refused(tmp_path, scripted):
         )
         assert result.returncode == 2 and needle in result.stderr, result.stderr
     assert scripted.requests == []
+
+
+def test_moot_debate_sft_records_are_judged_too(tmp_path):
+    records = [
+        {
+            "id": str(i),
+            "topic": "Zoos",
+            "stance": stance,
+            "argument": f"arg {i}",
+            "messages": [
+                {"role": "user", "content": f"Argue {stance}"},
+                {"role": "assistant", "content": text},
+            ],
+            "prompt": f"Argue {stance}",
+            "completion": text,
+        }
+        for i, (stance, text) in enumerate([("Affirmative", "AFF-FULL"), ("Negative", "NEG-HALF")])
+    ]
+    path = tmp_path / "dataset.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with ScriptedServer(rules=CONTROL_RULES) as server:
+        result = run_moot(
+            *eval_args("controllability", server, tmp_path / "out", "--responses", path)
+        )
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert (summary["cc_p"], summary["cc_n"]) == (1.0, 0.0)
