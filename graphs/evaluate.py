@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import json
 import operator
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from langgraph.types import Send
 
 from moot.agents.judges import CONTROLLABILITY, QUALITY, Judge, judge_pair, run_judge
 from moot.core import metrics
-from moot.core.errors import InputError, ModelCallError
+from moot.core.errors import ConfigError, InputError, ModelCallError
 from moot.core.models import ModelClient
 from moot.core.records import ResultLog, stable_id, write_json
 from moot.core.responses import Response
@@ -69,8 +70,22 @@ def _graph() -> Any:
     return graph.compile()
 
 
-async def _run(items: list[dict[str, Any]], out_dir: Path, task: Task, concurrency: int) -> list:
-    """Judge the items not yet judged; return every record, in item order."""
+async def _run(
+    items: list[dict[str, Any]], out_dir: Path, task: Task, concurrency: int, claim: dict
+) -> list:
+    """Judge the items not yet judged; return every record, in item order.
+
+    The folder is claimed for one evaluation and judge (``.moot/eval.json``) before any call,
+    so a rerun with another judge cannot drop or mix earlier judgments.
+    """
+    claim_path = Path(out_dir) / ".moot" / "eval.json"
+    if claim_path.exists():
+        if json.loads(claim_path.read_text(encoding="utf-8")) != claim:
+            raise ConfigError(
+                f"{out_dir} holds an evaluation with another judge or settings; use a new --out"
+            )
+    else:
+        write_json(claim_path, claim)
     log = ResultLog(Path(out_dir) / "judgments.jsonl")
     done = {k: r for k, r in log.load().items() if r.get("status") == "ok"}
     pending = [item for item in items if item["id"] not in done]
@@ -138,7 +153,8 @@ async def evaluate_controllability(
         )
         return {"judgment": judgment.to_json()}
 
-    records = await _run(items, out_dir, task, concurrency)
+    claim = {"evaluation": "controllability", **identity}
+    records = await _run(items, out_dir, task, concurrency, claim)
     judged = [r for r in records if r["status"] == "ok"]
     summary = {
         "evaluation": "controllability",
@@ -209,7 +225,8 @@ async def evaluate_quality(
         )
         return judged.to_json()
 
-    records = await _run(items, out_dir, task, concurrency)
+    claim = {"evaluation": "quality", **identity, "stride": stride, "mask": list(mask)}
+    records = await _run(items, out_dir, task, concurrency, claim)
     judged = [r for r in records if r["status"] == "ok"]
     summary = {
         "evaluation": "quality",

@@ -208,3 +208,13 @@ def test_moot_debate_sft_records_are_judged_too(tmp_path):
     assert result.returncode == 0, result.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert (summary["cc_p"], summary["cc_n"]) == (1.0, 0.0)
+
+
+def test_an_output_folder_holds_one_judge(tmp_path):
+    responses = responses_file(tmp_path / "r.json", [("affirmative", "AFF-FULL")])
+    with ScriptedServer(rules=CONTROL_RULES) as server:
+        args = eval_args("controllability", server, tmp_path / "out", "--responses", responses)
+        assert run_moot(*args).returncode == 0
+        other = run_moot(*args, "--temperature", 0.5)
+    assert other.returncode == 2 and "another judge" in other.stderr
+    assert len(read_jsonl(tmp_path / "out" / "judgments.jsonl")) == 1
