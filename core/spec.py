@@ -21,6 +21,9 @@ from moot.core.errors import ConfigError
 #: wrong side. Use a real model for real data.
 EMBEDDED_MODELS = ("smollm2",)
 
+#: Default request timeout of the embedded model, in seconds.
+EMBEDDED_TIMEOUT = 600.0
+
 #: Providers served through langchain-openai's client: anything speaking the OpenAI chat API.
 OPENAI_COMPATIBLE = ("openai", "hosted_vllm")
 
@@ -149,6 +152,8 @@ def parse_spec(text: str, *, api_base: str | None = None, **options: object) -> 
                 f"invalid --api-base {api_base!r} for {text!r}: expected http(s)://host:port/..."
             )
     spec = ModelSpec(provider=provider, model=model, api_base=api_base or None)
+    if provider == "local":  # a 2-core CPU takes minutes for long completions
+        spec = spec.with_options(timeout=EMBEDDED_TIMEOUT)
     return spec.with_options(**options)
 
 

@@ -122,12 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="SPEC",
             help=f"judge model (default {DEFAULT_MODEL}; the paper used GPT-4)",
         )
-        sub.add_argument("--api-base", metavar="URL")
-        sub.add_argument("--api-key-env", metavar="VAR")
-        sub.add_argument("--temperature", type=float, default=0.0)
-        sub.add_argument("--seed", type=int, default=0)
-        sub.add_argument("--timeout", type=float)
-        sub.add_argument("--max-retries", type=int, default=5)
+        _call_options(sub)
         sub.add_argument("--concurrency", type=_positive, default=16, help="items judged at once")
         sub.add_argument(
             "--constrained",
@@ -135,10 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             help="ask for schema-constrained JSON (default: on for local/smollm2)",
         )
-        sub.add_argument("--cache", type=Path, help="request cache file (default $MOOT_CACHE_DIR)")
-        sub.add_argument("--no-cache", action="store_true")
-        sub.add_argument("--quiet", action="store_true")
-        sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+        _run_options(sub, config=False)
 
     generate = commands.add_parser(
         "generate",
@@ -164,18 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
         choices=CHAT_TEMPLATES,
         help="chat template for a local model folder (default: its own)",
     )
-    generate.add_argument("--api-base", metavar="URL")
-    generate.add_argument("--api-key-env", metavar="VAR")
-    generate.add_argument("--temperature", type=float, default=0.0)
+    _call_options(generate)
     generate.add_argument("--max-tokens", type=_positive, default=2048)
-    generate.add_argument("--seed", type=int, default=0)
-    generate.add_argument("--timeout", type=float)
-    generate.add_argument("--max-retries", type=int, default=5)
     generate.add_argument("--concurrency", type=_positive, default=8)
-    generate.add_argument("--cache", type=Path)
-    generate.add_argument("--no-cache", action="store_true")
-    generate.add_argument("--quiet", action="store_true")
-    generate.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+    _run_options(generate, config=False)
 
     models = commands.add_parser("models", help="model utilities")
     models.set_defaults(command_fn=lambda _: models.print_help() or 2)
@@ -215,11 +199,23 @@ def _model_options(
     group.add_argument("--max-retries", type=int, default=5, help="retries per call (default 5)")
 
 
-def _run_options(parser: argparse.ArgumentParser) -> None:
+def _call_options(parser: argparse.ArgumentParser) -> None:
+    """Flags of a command that talks to one model (generate, eval)."""
+    group = parser.add_argument_group("model")
+    group.add_argument("--api-base", metavar="URL", help="OpenAI-compatible server")
+    group.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the key")
+    group.add_argument("--temperature", type=float, default=0.0)
+    group.add_argument("--seed", type=int, default=0)
+    group.add_argument("--timeout", type=float, help="seconds per request before retrying")
+    group.add_argument("--max-retries", type=int, default=5, help="retries per call (default 5)")
+
+
+def _run_options(parser: argparse.ArgumentParser, config: bool = True) -> None:
     group = parser.add_argument_group("run")
-    group.add_argument(
-        "--config", type=Path, help="YAML file of option defaults (keys = flag names)"
-    )
+    if config:
+        group.add_argument(
+            "--config", type=Path, help="YAML file of option defaults (keys = flag names)"
+        )
     group.add_argument("--cache", type=Path, help="request cache file (default $MOOT_CACHE_DIR)")
     group.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     group.add_argument("--quiet", action="store_true", help="no progress bar or summary")
@@ -231,7 +227,6 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
 def _cmd_debate(args: argparse.Namespace) -> int:
     import asyncio
 
-    from moot.core.models import ModelClient
     from moot.core.topics import load_topics
     from moot.graphs.debatune import DebateRunConfig, Shard, run_debatune
 
@@ -247,9 +242,7 @@ def _cmd_debate(args: argparse.Namespace) -> int:
         )
     if DEFAULT_MODEL in (role_a.spec.name, role_b.spec.name):
         _note(args, DEMO_NOTE)
-    client = ModelClient(cache=_cache(args), retry=_retry(args))
-    for role in (role_a, role_b):
-        client.prepare(role.spec)
+    client = _client(args, role_a.spec, role_b.spec)
     config = DebateRunConfig(
         debater_a=role_a,
         debater_b=role_b,
@@ -305,8 +298,6 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     import asyncio
 
     from moot.core.errors import ConfigError
-    from moot.core.models import ModelClient
-    from moot.core.spec import Role, parse_spec
     from moot.core.topics import load_topics
     from moot.graphs.generate import debate_test_instructions, generate_responses
     from moot.prompts import template_source
@@ -314,20 +305,10 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     items = debate_test_instructions(load_topics(args.dataset), args.dataset)
     text = f"hf/{args.model}" if Path(args.model).is_dir() else args.model
     template = template_source(f"chat_templates/{args.template}.j2") if args.template else None
-    spec = parse_spec(
-        text,
-        api_base=args.api_base,
-        api_key_env=args.api_key_env,
-        timeout=args.timeout,
-        chat_template=template,
-    )
-    if template and spec.transport != "hf":
+    role = _single_role(args, text, "generator", chat_template=template)
+    if template and role.spec.transport != "hf":
         raise ConfigError("--template applies to local model folders only")
-    if spec.transport == "embedded":
-        _note(args, DEMO_NOTE)
-    client = ModelClient(cache=_cache(args), retry=_retry(args))
-    client.prepare(spec)
-    role = Role("generator", spec, args.temperature)
+    client = _client(args, role.spec)
     records, failed = asyncio.run(
         generate_responses(
             items,
@@ -342,7 +323,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     total = client.ledger.total()
     if not args.quiet:
         print(
-            f"{len(records) - failed}/{len(records)} answered by {spec.name}; "
+            f"{len(records) - failed}/{len(records)} answered by {role.spec.name}; "
             f"{total.calls} calls ({total.cache_hits} cached), "
             f"{total.completion_tokens} completion tokens"
         )
@@ -360,9 +341,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 def _cmd_eval(args: argparse.Namespace) -> int:
     import asyncio
 
-    from moot.core.models import ModelClient
     from moot.core.responses import load_responses
-    from moot.core.spec import Role, parse_spec
     from moot.graphs.evaluate import (
         align,
         evaluate_controllability,
@@ -376,17 +355,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         baseline = load_responses(args.baseline)
         align(responses, baseline, args.baseline)
         sources["baseline"] = str(args.baseline)
-    spec = parse_spec(
-        args.judge, api_base=args.api_base, api_key_env=args.api_key_env, timeout=args.timeout
-    )
-    if spec.transport == "embedded" and args.timeout is None:
-        spec = spec.with_options(timeout=600.0)
-    if spec.name == DEFAULT_MODEL:
-        _note(args, DEMO_NOTE)
-    client = ModelClient(cache=_cache(args), retry=_retry(args))
-    client.prepare(spec)
-    role = Role(f"{args.evaluation}_judge", spec, args.temperature)
-    constrained = spec.transport == "embedded" if args.constrained is None else args.constrained
+    role = _single_role(args, args.judge, f"{args.evaluation}_judge")
+    client = _client(args, role.spec)
+    embedded = role.spec.transport == "embedded"
+    constrained = embedded if args.constrained is None else args.constrained
     if args.evaluation == "quality":
         run = evaluate_quality(
             responses,
@@ -469,10 +441,30 @@ def _role(args: argparse.Namespace, suffix: str, name: str) -> Any:
         max_concurrency=args.max_concurrency,
         context_window=args.context_window,
     )
-    if spec.transport == "embedded" and args.timeout is None:
-        spec = spec.with_options(timeout=600.0)
     temperature = getattr(args, f"temperature_{suffix}")
     return Role(name, spec, args.temperature if temperature is None else temperature)
+
+
+def _single_role(args: argparse.Namespace, text: str, name: str, **options: Any) -> Any:
+    """The one model of `generate` or `eval`, from its spec text and the `_call_options`."""
+    from moot.core.spec import Role, parse_spec
+
+    spec = parse_spec(
+        text, api_base=args.api_base, api_key_env=args.api_key_env, timeout=args.timeout, **options
+    )
+    if spec.transport == "embedded":
+        _note(args, DEMO_NOTE)
+    return Role(name, spec, args.temperature)
+
+
+def _client(args: argparse.Namespace, *specs: Any) -> Any:
+    """The model layer for a command, with credentials and endpoints checked up front."""
+    from moot.core.models import ModelClient
+
+    client = ModelClient(cache=_cache(args), retry=_retry(args))
+    for spec in specs:
+        client.prepare(spec)
+    return client
 
 
 def _cache(args: argparse.Namespace) -> Any:
