@@ -306,9 +306,11 @@ async def _debate(
     }
     try:
         saved = await graph.aget_state(run_config)
-        if saved.values and not saved.next:  # finished before a crash lost its record
+        if saved.values.get("conclusion"):  # finished before a crash lost its record
             final = saved.values
         else:
+            if saved.values and not saved.next:  # a checkpoint a kill left with nothing to resume
+                await graph.checkpointer.adelete_thread(job["id"])
             start = None if saved.next else {**job, "turns": []}
             final = await graph.ainvoke(start, run_config, context=context, durability=durability)
     except ModelCallError as exc:
