@@ -248,7 +248,7 @@ class ModelClient:
         kwargs: dict[str, Any] = {"max_tokens": max_tokens, "seed": seed, "response_format": fmt}
         first = await self.complete(role, messages, stage=stage, **kwargs)
         try:
-            return Structured(parse_structured(first.text, schema), None, first.text)
+            return Structured(parse_structured(first.text, schema), None, first.text, (first,))
         except OutputParseError as exc:
             error = str(exc)
         repair = render(
@@ -260,10 +260,12 @@ class ModelClient:
             {"role": "user", "content": repair},
         ]
         second = await self.complete(role, retry_messages, stage=f"{stage}:repair", **kwargs)
+        calls = (first, second)
         try:
-            return Structured(parse_structured(second.text, schema), None, second.text)
+            return Structured(parse_structured(second.text, schema), None, second.text, calls)
         except OutputParseError as exc:
-            return Structured(None, ParseFailure(second.text, str(exc), repaired=True), second.text)
+            failure = ParseFailure(second.text, str(exc), repaired=True)
+            return Structured(None, failure, second.text, calls)
 
     async def _send(
         self, transport: _Transport, role: Role, stage: str, messages: Messages, params: dict

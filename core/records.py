@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from moot.core.errors import InputError
+
 
 def stable_id(*parts: Any, length: int = 16) -> str:
     """A short deterministic id from JSON-serialisable parts."""
@@ -117,3 +119,20 @@ def _ends_with_newline(path: Path) -> bool:
     with path.open("rb") as f:
         f.seek(-1, os.SEEK_END)
         return f.read(1) == b"\n"
+
+
+def read_input_text(path: Path) -> str:
+    """The text of a UTF-8 input file (a leading BOM dropped).
+
+    Raises:
+        InputError: The file is missing, not UTF-8, or holds only whitespace.
+    """
+    if not Path(path).is_file():
+        raise InputError(path, "file not found")
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(path, "not UTF-8 text") from None
+    if not text.strip():
+        raise InputError(path, "file is empty")
+    return text

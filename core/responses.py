@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from moot.core.errors import InputError
+from moot.core.records import read_input_text
 
 SIDES = ("affirmative", "negative")
 
@@ -42,14 +43,7 @@ def load_responses(path: str | Path) -> list[Response]:
             other than affirmative/negative; an empty response.
     """
     path = Path(path)
-    if not path.is_file():
-        raise InputError(path, "file not found")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(path, "not UTF-8 text") from None
-    if not text.strip():
-        raise InputError(path, "file is empty")
+    text = read_input_text(path)
     try:
         if text.lstrip().startswith("["):
             rows = list(enumerate(json.loads(text)))

@@ -57,6 +57,7 @@ class Structured(Generic[T]):
     value: T | None
     failure: ParseFailure | None
     raw: str
+    completions: tuple[Any, ...] = ()  # the model layer's Completion of each call made
 
     @property
     def ok(self) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 
 DEFAULT_MODEL = "local/smollm2"
 CHAT_TEMPLATES = ("alpaca", "llama-2", "vicuna")
+FRAMEWORK_NAMES = ("debatrix", "non-iterative", "chronological", "dimensional", "direct")
 DEMO_NOTE = (
     "note: local/smollm2 is the embedded 135M demo model: fluent, often off-topic or on the wrong "
     "side. Use --model with a real model for real data."
@@ -160,6 +161,50 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--max-tokens", type=_positive, default=2048)
     generate.add_argument("--concurrency", type=_positive, default=8)
     _run_options(generate, config=False)
+
+    judge = commands.add_parser(
+        "judge",
+        help="judge debates speech by speech (Debatrix) or with a baseline framework",
+        description="Judge each debate per dimension, speech by speech with memory (Debatrix), "
+        "and combine the dimensions in a panel; or use one of the paper's baselines. Writes "
+        "judgments.jsonl, summary.json and a report per judgment; reruns resume.",
+    )
+    judge.set_defaults(command_fn=_cmd_judge)
+    judge.add_argument("--debates", help="debates: JSON/JSONL file or DebateArt folder (required)")
+    judge.add_argument("--out", type=Path, help="output folder (required)")
+    judge.add_argument("--framework", choices=FRAMEWORK_NAMES, default="debatrix")
+    judge.add_argument(
+        "--dimensions",
+        type=_names,
+        metavar="A,B,...",
+        help="dimensions of split frameworks (default argument,source,language; "
+        "BP: argument,support,clash,language)",
+    )
+    judge.add_argument(
+        "--weights", type=_weights, metavar="A=W,...", help="panel weights (default: the paper's)"
+    )
+    judge.add_argument(
+        "--judge",
+        default=DEFAULT_MODEL,
+        metavar="SPEC",
+        help=f"judge model (default {DEFAULT_MODEL}; the paper used ChatGPT and GPT-4)",
+    )
+    _call_options(judge)
+    judge.add_argument(
+        "--context-window", type=_positive, metavar="TOKENS", help="the judge's context window"
+    )
+    judge.add_argument("--repeats", type=_positive, default=1, help="judgments per debate")
+    judge.add_argument("--concurrency", type=_positive, default=4, help="debates judged at once")
+    judge.add_argument("--analysis-tokens", type=_positive, default=1024, metavar="N")
+    judge.add_argument("--judgment-tokens", type=_positive, default=1536, metavar="N")
+    judge.add_argument(
+        "--constrained",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="ask for schema-constrained JSON scores and winners (default: on for local/smollm2)",
+    )
+    judge.add_argument("--report", choices=("md", "html"), default="md", help="report format")
+    _run_options(judge)
 
     models = commands.add_parser("models", help="model utilities")
     models.set_defaults(command_fn=lambda _: models.print_help() or 2)
@@ -336,6 +381,65 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"responses {args.out}")
     return 0
+
+
+def _cmd_judge(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from moot.agents.debatrix import FRAMEWORKS
+    from moot.core.debates import load_debates
+    from moot.graphs.judge_run import JudgeSettings, judge_debates
+
+    _require(args, "debates", "out")
+    debates = load_debates(args.debates)
+    role = _single_role(args, args.judge, "judge", context_window=args.context_window)
+    client = _client(args, role.spec)
+    embedded = role.spec.transport == "embedded"
+    settings = JudgeSettings(
+        role=role,
+        framework=FRAMEWORKS[args.framework],
+        dimensions=args.dimensions,
+        weights=args.weights or {},
+        seed=args.seed,
+        constrained=embedded if args.constrained is None else args.constrained,
+        analysis_tokens=args.analysis_tokens,
+        judgment_tokens=args.judgment_tokens,
+    )
+    with _Progress(args, "judgments") as progress:
+        summary = asyncio.run(
+            judge_debates(
+                debates,
+                args.out,
+                settings,
+                client,
+                repeats=args.repeats,
+                concurrency=args.concurrency,
+                report_format=args.report,
+                on_progress=progress.update,
+            )
+        )
+    errors = summary.count("error")
+    if not args.quiet:
+        total = client.ledger.total()
+        print(
+            f"judged {len(summary.records)}/{summary.planned} ({summary.already_done} before): "
+            f"{summary.count('complete')} complete, {summary.count('incomplete')} incomplete "
+            f"(prompt over the context window), {errors} failed; "
+            f"{summary.parse_failures} unparsed scores or winners"
+        )
+        print(
+            f"judge calls {total.calls} ({total.cache_hits} cached), "
+            f"{total.prompt_tokens} prompt + {total.completion_tokens} completion tokens"
+        )
+        out = args.out
+        print(f"judgments {out / 'judgments.jsonl'}\nsummary   {out / 'summary.json'}")
+        print(f"reports   {out / 'reports'}")
+    for record in summary.records:
+        if record["status"] == "error":
+            print(f"moot: failed {record['debate']}: {record['reason']}", file=sys.stderr)
+    if errors:
+        print(f"moot: {errors} failed; rerun the same command to retry them", file=sys.stderr)
+    return 1 if errors else 0
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -634,6 +738,27 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
     return value
+
+
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("expected comma-separated names")
+    return names
+
+
+def _weights(text: str) -> dict[str, float]:
+    weights = {}
+    for part in text.split(","):
+        name, _, value = part.partition("=")
+        try:
+            weight = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected NAME=WEIGHT, got {part!r}") from None
+        if not name.strip() or weight < 0:
+            raise argparse.ArgumentTypeError(f"expected NAME=WEIGHT with WEIGHT >= 0, got {part!r}")
+        weights[name.strip()] = weight
+    return weights
 
 
 def _doc(command: str) -> str:
