@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moot.agents.debatrix import Extractor, Framework, choose_dimensions
+from moot.agents.debatrix import Dimension, Extractor, Framework, choose_dimensions
 from moot.core.debates import Debate
 from moot.core.errors import ConfigError, ModelCallError
 from moot.core.models import ModelClient
@@ -65,6 +65,18 @@ class JudgeSettings:
     constrained: bool = False
     analysis_tokens: int = 1024
     judgment_tokens: int = 1536
+
+    def plan(self, debates: Sequence[Debate]) -> dict[str, tuple[Dimension, ...]]:
+        """The dimensions judged per debate format present in `debates`.
+
+        Raises:
+            ConfigError: An unknown dimension or weight.
+        """
+        formats = sorted({debate.format for debate in debates})
+        return {
+            fmt: choose_dimensions(self.framework, fmt, self.dimensions, self.weights)
+            for fmt in formats
+        }
 
     def identity(self) -> dict[str, Any]:
         """What makes two runs' judgments the same judgments (endpoints excluded)."""
@@ -133,10 +145,7 @@ async def judge_debates(
 
     out_dir = Path(out_dir)
     identity = settings.identity()
-    plans = {
-        fmt: choose_dimensions(settings.framework, fmt, settings.dimensions, settings.weights)
-        for fmt in sorted({d.format for d in debates})
-    }  # fail before any call
+    plans = settings.plan(debates)  # fails before any call
     _claim(out_dir, identity)
     items = [
         (stable_id("judge", identity, _content(debate), repeat), debate, repeat)

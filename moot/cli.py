@@ -393,7 +393,6 @@ def _cmd_judge(args: argparse.Namespace) -> int:
     _require(args, "debates", "out")
     debates = load_debates(args.debates)
     role = _single_role(args, args.judge, "judge", context_window=args.context_window)
-    client = _client(args, role.spec)
     embedded = role.spec.transport == "embedded"
     settings = JudgeSettings(
         role=role,
@@ -405,6 +404,8 @@ def _cmd_judge(args: argparse.Namespace) -> int:
         analysis_tokens=args.analysis_tokens,
         judgment_tokens=args.judgment_tokens,
     )
+    settings.plan(debates)  # bad dimensions fail before the judge is contacted
+    client = _client(args, role.spec)
     with _Progress(args, "judgments") as progress:
         summary = asyncio.run(
             judge_debates(

@@ -1,0 +1,152 @@
+"""`moot judge` end to end on real PanelBench debates, through real HTTP to the scripted server."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from moot.core.scripted_server import Rule, ScriptedServer
+from tests.cli.helpers import popen_moot, read_jsonl, run_moot
+from tests.conftest import shared_data
+
+SCORE = Rule(r'"score": <1-10>', '{"comment": "solid", "score": 6}', role="last")
+
+
+def real_debates(tmp_path: Path, count: int) -> tuple[Path, list[dict]]:
+    lines = shared_data("panelbench", "debateart.jsonl").read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "debates.jsonl"
+    path.write_text("\n".join(lines[:count]) + "\n", encoding="utf-8")
+    return path, [json.loads(line) for line in lines[:count]]
+
+
+def judge_args(server: ScriptedServer, debates: Path, out: Path, *extra: object) -> list:
+    return [
+        "judge",
+        "--debates",
+        debates,
+        "--out",
+        out,
+        "--judge",
+        "openai/scripted",
+        "--api-base",
+        server.url,
+        "--max-retries",
+        0,
+        *extra,
+    ]
+
+
+def test_judges_real_debates_and_counts_parse_failures(tmp_path):
+    debates, records = real_debates(tmp_path, 3)
+    # the con debater wins every dimension; winners of the panel are sometimes unparseable prose
+    winner_rules = [
+        Rule(
+            f'Con side debaters are: {r["con"][0]}\n.*"winner"',
+            json.dumps({"winner": r["con"][0]}),
+        )
+        for r in records
+    ]
+    with ScriptedServer(rules=[SCORE, *winner_rules]) as server:
+        result = run_moot(*judge_args(server, debates, tmp_path / "out"), "--report", "html")
+        rerun = run_moot(*judge_args(server, debates, tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert "3 complete" in result.stdout and "0 unparsed" in result.stdout
+    judged = read_jsonl(tmp_path / "out" / "judgments.jsonl")
+    assert [j["debate"] for j in judged] == [r["id"] for r in records]
+    for judgment, record in zip(judged, records, strict=True):
+        assert judgment["final"]["winner"] == record["con"][0]
+        speeches = judgment["dimensions"]["argument"]["speeches"]
+        assert [s["speaker"] for s in speeches] == record["speech_order"]
+        assert judgment["usage"]["largest_prompt"] > 0
+    html = (tmp_path / "out" / "reports" / f"{records[0]['id']}.r0.html").read_text()
+    assert html.startswith("<!doctype html>") and "Verdict" in html
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["complete"] == 3 and summary["parse_failures"] == 0
+    assert rerun.returncode == 0 and "judge calls 0" in rerun.stdout
+
+
+def test_unparseable_verdicts_are_counted_not_guessed(tmp_path):
+    debates, _ = real_debates(tmp_path, 1)
+    with ScriptedServer(rules=[SCORE]) as server:  # winners: random prose, never a name
+        result = run_moot(*judge_args(server, debates, tmp_path / "out", "--framework", "direct"))
+    assert result.returncode == 0, result.stderr
+    (judgment,) = read_jsonl(tmp_path / "out" / "judgments.jsonl")
+    assert judgment["final"]["winner"] is None and judgment["final"]["winner_failure"]
+    assert "1 unparsed" in result.stdout
+    report = (tmp_path / "out" / "reports" / f"{judgment['debate']}.r0.md").read_text()
+    assert "Verdict: unparsed" in report
+
+
+def test_resume_after_kill_finishes_without_duplicates(tmp_path):
+    debates, records = real_debates(tmp_path, 4)
+    out = tmp_path / "out"
+    with ScriptedServer(rules=[SCORE], latency=0.02) as server:
+        args = judge_args(server, debates, out, "--concurrency", 2, "--no-cache")
+        process = popen_moot(*args)
+        log = out / "judgments.jsonl"
+        deadline = time.time() + 120
+        while time.time() < deadline and not (log.exists() and log.read_text().count("\n") >= 1):
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        finished = {j["debate"] for j in read_jsonl(log)}
+        assert 1 <= len(finished) < 4
+        before = len(server.requests)
+        result = run_moot(*args)
+        second = server.requests[before:]
+    assert result.returncode == 0, result.stderr
+    judged = read_jsonl(log)
+    assert sorted(j["debate"] for j in judged) == sorted(r["id"] for r in records)
+    # finished debates cost nothing on the rerun
+    for debate in finished:
+        motion = next(r["motion"] for r in records if r["id"] == debate)
+        assert not any(motion in json.dumps(r.body) for r in second)
+
+
+def bad(tmp_path: Path, change) -> Path:
+    record = {
+        "id": "d1",
+        "motion": "Zoos should be abolished",
+        "pro": ["Alice"],
+        "con": ["Bob"],
+        "speech_order": ["Alice", "Bob"],
+        "speeches": [
+            {"speaker": "Alice", "content": "Zoos confine animals."},
+            {"speaker": "Bob", "content": "Zoos protect species."},
+        ],
+    }
+    change(record)
+    path = tmp_path / "debates.json"
+    path.write_text(json.dumps([record]), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: r["speeches"][1].update(speaker="Carol"), "speech 2: unknown speaker 'Carol'"),
+        (lambda r: r["speeches"][0].update(content="  "), "speech 1 by 'Alice' is empty"),
+        (lambda r: r.update(speech_order=["Bob", "Alice"]), "does not match the speeches"),
+        (lambda r: r.update(con=["Alice"]), "'Alice' is on both sides"),
+        (lambda r: r.pop("motion"), "missing 'motion'"),
+    ],
+)
+def test_bad_debate_files_are_rejected_with_one_line(tmp_path, change, message):
+    path = bad(tmp_path, change)
+    result = run_moot("judge", "--debates", path, "--out", tmp_path / "out", "--judge", "openai/x")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert str(path) in result.stderr and "index 0" in result.stderr and message in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_dimension_is_a_config_error(tmp_path):
+    path = bad(tmp_path, lambda r: None)
+    result = run_moot(
+        "judge", "--debates", path, "--out", tmp_path / "out", "--dimensions", "argument,style"
+    )
+    assert result.returncode == 2 and "unknown 1v1 dimension 'style'" in result.stderr
