@@ -133,6 +133,10 @@ class ModelClient:
         if transport.api_base:
             check_reachable(transport.api_base)
 
+    def context_window(self, spec: ModelSpec) -> int | None:
+        """The model's context window: the spec's, else what its server reports (embedded)."""
+        return spec.context_window or self._transport(spec).context_window
+
     async def complete(
         self,
         role: Role,
@@ -164,7 +168,7 @@ class ModelClient:
         if loop is not self._loop:
             self._loop, self._transports, self._limits = loop, {}, {}
         transport = self._transport(spec)
-        window = spec.context_window or transport.context_window
+        window = self.context_window(spec)
         if window:
             used = count_message_tokens(messages)
             if used >= window:

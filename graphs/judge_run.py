@@ -179,7 +179,7 @@ async def judge_debates(
                 framework=settings.framework,
                 dimensions=plans[debate.format],
                 extractor=extractor,
-                window=settings.role.spec.context_window,
+                window=client.context_window(settings.role.spec),
                 analysis_tokens=settings.analysis_tokens,
                 judgment_tokens=settings.judgment_tokens,
             )

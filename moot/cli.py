@@ -19,7 +19,7 @@ CHAT_TEMPLATES = ("alpaca", "llama-2", "vicuna")
 FRAMEWORK_NAMES = ("debatrix", "non-iterative", "chronological", "dimensional", "direct")
 DEMO_NOTE = (
     "note: local/smollm2 is the embedded 135M demo model: fluent, often off-topic or on the wrong "
-    "side. Use --model with a real model for real data."
+    "side. Use a real model (--model, --judge) for real data."
 )
 
 

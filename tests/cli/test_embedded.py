@@ -79,3 +79,27 @@ def test_controllability_judged_by_the_embedded_model(tmp_path):
     assert summary["items"] == 2 and summary["errors"] == 0
     judged = summary["judged"]["affirmative"] + summary["judged"]["negative"]
     assert judged + summary["parse_failures"] == 2  # every item is judged or counted as unparsed
+
+
+def test_debatrix_judging_on_the_embedded_model(tmp_path):
+    debate = {
+        "id": "zoos",
+        "motion": "Zoos should be abolished",
+        "pro": ["Alice"],
+        "con": ["Bob"],
+        "speeches": [
+            {"speaker": "Alice", "content": "Zoos confine wild animals and cause them stress."},
+            {"speaker": "Bob", "content": "Accredited zoos fund conservation and breeding."},
+        ],
+    }
+    path = tmp_path / "debates.json"
+    path.write_text(json.dumps([debate]), encoding="utf-8")
+    args = ["judge", "--debates", path, "--out", tmp_path / "out", "--dimensions", "argument"]
+    result = run_moot(*args, "--analysis-tokens", 48, "--judgment-tokens", 96)
+    assert result.returncode == 0, result.stderr
+    (judgment,) = read_jsonl(tmp_path / "out" / "judgments.jsonl")
+    assert judgment["status"] == "complete"
+    speeches = judgment["dimensions"]["argument"]["speeches"]
+    assert [s["speaker"] for s in speeches] == ["Alice", "Bob"]
+    # constrained decoding on the embedded model: every winner is a debater, or counted unparsed
+    assert judgment["final"]["winner"] in ("Alice", "Bob") or judgment["final"]["winner_failure"]
