@@ -8,6 +8,14 @@ from moot.agents.debaters import (
     propose_arguments,
     speak,
 )
+from moot.agents.debatrix import (
+    FRAMEWORKS,
+    Dimension,
+    Extractor,
+    Framework,
+    choose_dimensions,
+    winner_schema,
+)
 from moot.agents.judges import (
     CONTROLLABILITY,
     QUALITY,
@@ -23,13 +31,18 @@ from moot.agents.judges import (
 
 __all__ = [
     "CONTROLLABILITY",
+    "FRAMEWORKS",
     "QUALITY",
+    "Dimension",
+    "Extractor",
+    "Framework",
     "Judge",
     "Judgment",
     "PairJudgment",
     "PairScores",
     "Percentages",
     "Turn",
+    "choose_dimensions",
     "conclude",
     "judge_pair",
     "opposite",
@@ -38,4 +51,5 @@ __all__ = [
     "propose_arguments",
     "run_judge",
     "speak",
+    "winner_schema",
 ]

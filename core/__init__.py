@@ -1,6 +1,7 @@
 """The engine room: model layer, embedded model, cache, ledger, records, inputs, test server."""
 
 from moot.core.cache import RequestCache, default_cache_path
+from moot.core.debates import Debate, Speech, load_debates
 from moot.core.errors import (
     ConfigError,
     ContextWindowExceeded,
@@ -19,6 +20,7 @@ from moot.core.topics import Topic, load_topics
 __all__ = [
     "Completion",
     "ConfigError",
+    "Debate",
     "ContextWindowExceeded",
     "EndpointError",
     "InputError",
@@ -32,12 +34,14 @@ __all__ = [
     "ResultLog",
     "RetryPolicy",
     "Role",
+    "Speech",
     "Structured",
     "Topic",
     "Usage",
     "UsageLedger",
     "check_reachable",
     "default_cache_path",
+    "load_debates",
     "load_topics",
     "parse_spec",
     "parse_structured",
