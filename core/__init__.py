@@ -12,6 +12,7 @@ from moot.core.errors import (
 )
 from moot.core.ledger import Usage, UsageLedger
 from moot.core.models import Completion, ModelClient, RetryPolicy, check_reachable
+from moot.core.panelbench import evaluate_panelbench, write_panelbench_report
 from moot.core.records import ResultLog, stable_id
 from moot.core.spec import ModelSpec, Role, parse_spec
 from moot.core.structured import OutputParseError, ParseFailure, Structured, parse_structured
@@ -41,9 +42,11 @@ __all__ = [
     "UsageLedger",
     "check_reachable",
     "default_cache_path",
+    "evaluate_panelbench",
     "load_debates",
     "load_topics",
     "parse_spec",
     "parse_structured",
     "stable_id",
+    "write_panelbench_report",
 ]

@@ -236,7 +236,7 @@ def _debateart_folder(folder: Path) -> list[Debate]:
                 else s
                 for s in speeches
             ],
-            "gold": gold.get(int(motion_path.stem.rsplit("_", 1)[-1]), {}),
+            "gold": _debateart_gold_for(motion_path, gold),
         }
         debates.append(_debate(speech_path, "file", record))
     return debates
@@ -256,6 +256,16 @@ def _debateart_gold(folder: Path) -> dict[int, dict[str, Any]]:
         entry = gold.setdefault(int(row["dart_id"]), {})
         entry.setdefault("dimensions", {})[row["dimension"]] = float(row["label"])
     return gold
+
+
+def _debateart_gold_for(motion_path: Path, gold: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """The gold labels of one motion, matched by the number its file name ends in."""
+    number = motion_path.stem.rsplit("_", 1)[-1]
+    if number.isdigit():
+        return gold.get(int(number), {})
+    if gold:
+        raise InputError(motion_path, "name must end in _<dart_id> to match the gold labels")
+    return {}
 
 
 def _csv_rows(path: Path) -> Iterable[dict[str, str]]:

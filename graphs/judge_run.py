@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moot.agents.debatrix import Dimension, Extractor, Framework, choose_dimensions
+from moot.agents.debatrix import FRAMEWORKS, Dimension, Extractor, Framework, choose_dimensions
 from moot.core.debates import Debate
 from moot.core.errors import ConfigError, ModelCallError
 from moot.core.models import ModelClient
@@ -279,7 +279,8 @@ def _claim(out_dir: Path, identity: dict[str, Any]) -> None:
 def _failures(record: dict[str, Any]) -> int:
     """Parse failures in one judgment: speech scores, debater scores and winners."""
     verdicts = list(record.get("dimensions", {}).values())
-    if record.get("final") and len(verdicts) > 1:  # a single dimension's verdict is the final one
+    # A split framework's panel judges anew; the others adopt their only dimension's verdict.
+    if record.get("final") and FRAMEWORKS[record["framework"]].split:
         verdicts.append(record["final"])
     count = 0
     for verdict in verdicts:

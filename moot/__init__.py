@@ -31,9 +31,11 @@ _EXPORTS = {
         "Structured",
         "Topic",
         "UsageLedger",
+        "evaluate_panelbench",
         "load_debates",
         "load_topics",
         "parse_spec",
+        "write_panelbench_report",
     ),
     "moot.graphs": (
         "DebateRunConfig",

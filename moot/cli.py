@@ -132,6 +132,39 @@ def build_parser() -> argparse.ArgumentParser:
             help="ask for schema-constrained JSON (default: on for local/smollm2)",
         )
         _run_options(sub, config=False)
+    panelbench = evaluations.add_parser(
+        "panelbench",
+        help="score `moot judge` outputs against PanelBench gold (DebateArt RMSE, BP accuracy)",
+        description="RMSE x 100 of final and dimensional verdicts against DebateArt gold, from "
+        "debater scores and from named winners; BP accuracy, completion and winners' positions. "
+        "Unparsed, incomplete, failed and unjudged items are counted, never imputed.",
+    )
+    panelbench.set_defaults(command_fn=_cmd_eval_panelbench)
+    panelbench.add_argument(
+        "--predictions",
+        type=Path,
+        nargs="+",
+        required=True,
+        metavar="DIR",
+        help="`moot judge` output folders, one per framework",
+    )
+    panelbench.add_argument(
+        "--gold", type=Path, required=True, help="debates with gold: JSON/JSONL or DebateArt folder"
+    )
+    panelbench.add_argument(
+        "--out", type=Path, help="output folder (default: the first DIR/panelbench)"
+    )
+    panelbench.add_argument(
+        "--tie-margin",
+        type=float,
+        default=3.0,
+        metavar="POINTS",
+        help="source and language scores within this are a tie (default 3, the paper's)",
+    )
+    panelbench.add_argument("--quiet", action="store_true", help="do not print the summary")
+    panelbench.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
+    )
 
     generate = commands.add_parser(
         "generate",
@@ -500,6 +533,22 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 1 if result.errors else 0
+
+
+def _cmd_eval_panelbench(args: argparse.Namespace) -> int:
+    from moot.core.errors import ConfigError
+    from moot.core.panelbench import TIE_MARGINS, evaluate_panelbench, write_panelbench_report
+
+    if not args.tie_margin >= 0:  # also rejects nan
+        raise ConfigError(f"--tie-margin must be 0 or more, got {args.tie_margin:g}")
+    margins = {name: args.tie_margin for name in TIE_MARGINS}
+    summary = evaluate_panelbench(args.predictions, args.gold, margins=margins)
+    out = args.out or args.predictions[0] / "panelbench"
+    write_panelbench_report(summary, out)
+    if not args.quiet:
+        print((out / "summary.md").read_text(encoding="utf-8"))
+        print(f"summary {out / 'summary.json'}\nchart   {out / 'chart.png'}")
+    return 0
 
 
 def _cmd_models_check(args: argparse.Namespace) -> int:

@@ -67,6 +67,20 @@ def test_judges_real_debates_and_counts_parse_failures(tmp_path):
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["complete"] == 3 and summary["parse_failures"] == 0
     assert rerun.returncode == 0 and "judge calls 0" in rerun.stdout
+    # and PanelBench scores those judgments against the gold labels
+    gold = shared_data("panelbench", "debateart.jsonl")
+    scored = run_moot("eval", "panelbench", "--predictions", tmp_path / "out", "--gold", gold)
+    assert scored.returncode == 0, scored.stderr
+    (framework,) = json.loads((tmp_path / "out" / "panelbench" / "summary.json").read_text())[
+        "frameworks"
+    ]
+    direct, score = framework["debateart"]["direct"], framework["debateart"]["score"]
+    finals = [r["gold"]["final"] for r in records]
+    expected = 100 * (sum((1 - g) ** 2 for g in finals) / 3) ** 0.5  # con (1) always predicted
+    assert direct["final"]["rmse"] == pytest.approx(expected)
+    assert direct["final"]["predicted"] == 3 and direct["final"]["unjudged"] == 97
+    tie = 100 * (sum((0.5 - g) ** 2 for g in finals) / 3) ** 0.5  # equal scores are a tie
+    assert score["final"]["rmse"] == pytest.approx(tie)
 
 
 def test_unparseable_verdicts_are_counted_not_guessed(tmp_path):

@@ -85,3 +85,41 @@ def test_duplicate_ids_and_empty_files_are_errors(tmp_path):
         load_debates(path)
     with pytest.raises(InputError, match="file not found"):
         load_debates(tmp_path / "missing.json")
+
+
+def write_debateart(folder, name, gold_rows=None):
+    motion = {
+        "motion": "Zoos should be abolished",
+        "pro_side": [{"name": "Alice"}],
+        "con_side": [{"name": "Bob"}],
+        "speech_order": ["Alice", "Bob"],
+    }
+    speeches = [
+        {"debater_name": "Alice", "content": "Zoos confine animals."},
+        {"debater_name": "Bob", "content": "Zoos protect species."},
+    ]
+    for sub in ("motion", "speech", "gold"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    (folder / "motion" / f"{name}.yml").write_text(json.dumps(motion))  # JSON is YAML
+    (folder / "speech" / f"{name}.yml").write_text(json.dumps(speeches))
+    if gold_rows is not None:
+        lines = ["dart_id,is_many_round,is_long,vote_count,label", *gold_rows]
+        (folder / "gold" / "final.csv").write_text("\n".join(lines) + "\n")
+
+
+def test_a_debateart_folder_matches_gold_labels_by_the_number_ending_the_file_name(tmp_path):
+    write_debateart(tmp_path, "zoos_0042", ["42,False,False,3,1.0"])
+    (debate,) = load_debates(tmp_path)
+    assert debate.id == "zoos_0042" and debate.gold["final"] == 1.0
+    assert debate.gold["vote_count"] == 3
+
+
+def test_a_debateart_file_name_without_a_number_is_fine_without_gold_and_an_error_with_it(
+    tmp_path,
+):
+    write_debateart(tmp_path / "plain", "zoos")
+    (debate,) = load_debates(tmp_path / "plain")
+    assert debate.gold == {}
+    write_debateart(tmp_path / "gold", "zoos", ["42,False,False,3,1.0"])
+    with pytest.raises(InputError, match=r"zoos\.yml.*must end in _<dart_id>"):
+        load_debates(tmp_path / "gold")

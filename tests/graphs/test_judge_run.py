@@ -128,6 +128,14 @@ def test_a_winner_who_is_not_a_debater_is_a_parse_failure_not_a_verdict(tmp_path
     assert summary.parse_failures == 1
 
 
+def test_a_one_dimension_panel_counts_its_own_parse_failure(tmp_path):
+    with ScriptedServer(rules=rules("Carol")) as server:
+        summary = run(server.url, [debate()], tmp_path, "dimensional", dimensions=("argument",))
+    (record,) = summary.records
+    assert record["dimensions"]["argument"]["winner"] is None and record["final"]["winner"] is None
+    assert summary.parse_failures == 2  # the dimension's winner and the panel's, asked apart
+
+
 def test_a_tie_is_a_parse_failure_where_ties_are_not_allowed(tmp_path):
     with ScriptedServer(rules=rules("tie")) as server:
         summary = run(server.url, [debate()], tmp_path, "dimensional")
