@@ -48,7 +48,19 @@ _EXPORTS = {
         "merge_runs",
         "run_debatune",
     ),
-    "moot.training": ("instruction", "sft_record", "write_sft_dataset"),
+    "moot.training": (
+        "SFTRunConfig",
+        "build_trainer",
+        "distill_compqa",
+        "instruction",
+        "load_sft_config",
+        "load_sft_dataset",
+        "merge_adapter",
+        "mix_datasets",
+        "sft_record",
+        "train_sft",
+        "write_sft_dataset",
+    ),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_MODEL = "local/smollm2"
-CHAT_TEMPLATES = ("alpaca", "llama-2", "vicuna")
+CHAT_TEMPLATES = ("alpaca", "llama-2", "llama-3", "vicuna", "zephyr")
+LAUNCHES = ("ddp", "fsdp", "zero3", "zero3-offload")
 FRAMEWORK_NAMES = ("debatrix", "non-iterative", "chronological", "dimensional", "direct")
 DEMO_NOTE = (
     "note: local/smollm2 is the embedded 135M demo model: fluent, often off-topic or on the wrong "
@@ -238,6 +239,102 @@ def build_parser() -> argparse.ArgumentParser:
     )
     judge.add_argument("--report", choices=("md", "html"), default="md", help="report format")
     _run_options(judge)
+
+    train = commands.add_parser("train", help="LoRA SFT (trl + peft), on one process or many")
+    train.set_defaults(command_fn=lambda _: train.print_help() or 2)
+    train_commands = train.add_subparsers(title="commands", metavar="COMMAND")
+    sft = train_commands.add_parser(
+        "sft",
+        help="LoRA SFT with assistant-only loss",
+        description="Fine-tune a LoRA adapter with trl's SFTTrainer: a YAML config (over a "
+        "preset), then section.key=value overrides. Resumes from the last checkpoint; a "
+        "finished run is not redone.",
+    )
+    sft.set_defaults(command_fn=_cmd_train_sft)
+    sft.add_argument(
+        "--config", dest="train_config", type=Path, required=True, help="the run's YAML config"
+    )
+    sft.add_argument(
+        "overrides", nargs="*", metavar="SECTION.KEY=VALUE", help="e.g. training.epochs=1"
+    )
+    launch = sft.add_argument_group("launch on many processes (accelerate launch)")
+    launch.add_argument("--launch", choices=LAUNCHES, help="distributed strategy")
+    launch.add_argument("--num-processes", type=_positive, default=1, metavar="N")
+    launch.add_argument("--num-machines", type=_positive, default=1, metavar="M")
+    launch.add_argument("--machine-rank", type=int, default=0, metavar="R")
+    launch.add_argument("--main-process-ip", metavar="IP")
+    launch.add_argument("--main-process-port", type=int, metavar="PORT")
+    sft.add_argument("--quiet", action="store_true", help="no progress bar or per-step losses")
+    sft.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+    merge_adapter = train_commands.add_parser(
+        "merge",
+        help="merge a LoRA adapter into its base model",
+        description="Write one Hugging Face model folder (base + adapter merged) that "
+        "`moot generate`, vLLM or any server can load.",
+    )
+    merge_adapter.set_defaults(command_fn=_cmd_train_merge)
+    merge_adapter.add_argument("--adapter", type=Path, required=True, metavar="DIR")
+    merge_adapter.add_argument("--out", type=Path, required=True, metavar="DIR")
+    merge_adapter.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+
+    data_group = commands.add_parser("data", help="build SFT datasets: CompQA distillation, mixing")
+    data_group.set_defaults(command_fn=lambda _: data_group.print_help() or 2)
+    data_commands = data_group.add_subparsers(title="commands", metavar="COMMAND")
+    distill = data_commands.add_parser(
+        "distill-compqa",
+        help="judged CompQA answers scoring at least 18 of 19 as SFT records",
+        description="Keep the judged comparative answers (CompQA's evaluated_summaries files) "
+        "that scored at least --min-score of 19 and write them as chat SFT records. Exits 1 "
+        "when none passed.",
+    )
+    distill.set_defaults(command_fn=_cmd_data_distill_compqa)
+    distill.add_argument(
+        "--judged",
+        type=Path,
+        nargs="+",
+        required=True,
+        metavar="FILE",
+        help="judged answer files (<generator>_scenario_<N>.json, cam.json, ...)",
+    )
+    distill.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+    distill.add_argument(
+        "--min-score",
+        type=float,
+        default=18.0,
+        metavar="S",
+        help="lowest total score kept, 0-19 (default 18, the paper's threshold)",
+    )
+    distill.add_argument("--quiet", action="store_true", help="do not print the table")
+    distill.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+    mix = data_commands.add_parser(
+        "mix",
+        help="combine SFT datasets: deduplicated, weighted, split train/eval",
+        description="Combine SFT datasets (moot debate, distill-compqa or mix outputs, JSON/JSONL, "
+        "datasets folders, cached hub datasets) into one DatasetDict with train and eval splits, "
+        "deduplicated on messages and split by a seeded hash of each row's id.",
+    )
+    mix.set_defaults(command_fn=_cmd_data_mix)
+    mix.add_argument(
+        "--in", dest="inputs", nargs="+", required=True, metavar="SRC", help="datasets to combine"
+    )
+    mix.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+    mix.add_argument(
+        "--weights",
+        type=float,
+        nargs="+",
+        metavar="W",
+        help="one per input: 1 = every row, 0.5 = a seeded half, 2 = every row twice",
+    )
+    mix.add_argument(
+        "--eval-fraction",
+        type=float,
+        default=0.05,
+        metavar="F",
+        help="share of rows in the eval split, in [0, 1) (default 0.05; 0 = no eval split)",
+    )
+    mix.add_argument("--seed", type=int, default=0, help="seeds the weight sampling and the split")
+    mix.add_argument("--quiet", action="store_true", help="do not print the table")
+    mix.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
 
     models = commands.add_parser("models", help="model utilities")
     models.set_defaults(command_fn=lambda _: models.print_help() or 2)
@@ -548,6 +645,75 @@ def _cmd_eval_panelbench(args: argparse.Namespace) -> int:
     if not args.quiet:
         print((out / "summary.md").read_text(encoding="utf-8"))
         print(f"summary {out / 'summary.json'}\nchart   {out / 'chart.png'}")
+    return 0
+
+
+def _cmd_train_sft(args: argparse.Namespace) -> int:
+    from moot.training.sft_config import load_sft_config
+
+    config = load_sft_config(args.train_config, args.overrides)  # checked before any launch
+    if args.launch:
+        from moot.training.launch import run_launch
+
+        return run_launch(
+            args.launch,
+            args.train_config,
+            args.overrides,
+            num_processes=args.num_processes,
+            num_machines=args.num_machines,
+            machine_rank=args.machine_rank,
+            main_process_ip=args.main_process_ip,
+            main_process_port=args.main_process_port,
+        )
+    from moot.training.sft import train_sft
+
+    result = train_sft(config, log=print, progress=not args.quiet)
+    if result.manifest:  # the main process
+        print(f"adapter  {result.adapter_dir}\nmanifest {result.output_dir / 'manifest.json'}")
+    return 0
+
+
+def _cmd_train_merge(args: argparse.Namespace) -> int:
+    from moot.training.merge import merge_adapter
+
+    print(f"merged   {merge_adapter(args.adapter, args.out)}")
+    return 0
+
+
+def _cmd_data_distill_compqa(args: argparse.Namespace) -> int:
+    from moot.training.compqa_data import distill_compqa
+
+    summary = distill_compqa(args.judged, args.out, min_score=args.min_score)
+    if not args.quiet:
+        print(summary.table())
+    if not summary.kept:
+        print(f"moot: no answer scored >= {args.min_score:g}; nothing written", file=sys.stderr)
+        return 1
+    print(
+        f"wrote {summary.kept} records to {args.out} (dataset.jsonl, dataset/, manifest.json, "
+        f"README.md); {summary.duplicates} duplicate(s) dropped"
+    )
+    if summary.unchecked_scores:
+        _note(args, f"note: {summary.unchecked_scores} score(s) unchecked: unreadable score_dict")
+    return 0
+
+
+def _cmd_data_mix(args: argparse.Namespace) -> int:
+    from moot.training.mixing import mix_datasets
+
+    summary = mix_datasets(
+        args.inputs,
+        args.out,
+        weights=args.weights,
+        eval_fraction=args.eval_fraction,
+        seed=args.seed,
+    )
+    if not args.quiet:
+        print(summary.table())
+    print(
+        f"wrote {args.out}: {summary.train} train and {summary.eval} eval rows; "
+        f"{summary.duplicates} duplicate(s) dropped"
+    )
     return 0
 
 

@@ -1,0 +1,89 @@
+"""`moot train sft` and `moot train merge` end to end: example config, merge, generate, resume."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+from tests.cli.helpers import moot_env, popen_moot, run_moot
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "train-tiny.yaml"
+DATA = ROOT / "examples" / "sft-tiny.jsonl"
+ENV = moot_env(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+
+
+def train(out: Path, *overrides: str, **options):
+    args = ["train", "sft", "--config", EXAMPLE, "--quiet", f"data.train={DATA}"]
+    return run_moot(*args, f"training.output_dir={out}", *overrides, env=ENV, **options)
+
+
+def test_example_trains_merges_and_generates(tmp_path):
+    run = tmp_path / "run"
+    result = train(run)
+    assert result.returncode == 0, result.stderr
+    assert "train: 12 samples, 1629 tokens" in result.stdout
+    assert "trained 30 steps (10.00 epochs) on 1 process(es)" in result.stdout
+    again = train(run)
+    assert again.returncode == 0 and "already trained" in again.stdout
+    merged = tmp_path / "merged"
+    result = run_moot("train", "merge", "--adapter", run / "adapter", "--out", merged, env=ENV)
+    assert result.returncode == 0, result.stderr
+    assert (merged / "model.safetensors").is_file()
+    assert not (merged / "adapter_config.json").exists()  # a plain model, no peft needed
+    topics = tmp_path / "topics.jsonl"
+    topic = {
+        "topic": "Should zoos be banned?",
+        "Affirmative": {"arguments": ["Captivity harms animals"]},
+        "Negative": {"arguments": ["Zoos fund conservation"]},
+    }
+    topics.write_text(json.dumps(topic) + "\n")
+    out = tmp_path / "responses.json"
+    args = ["--dataset", topics, "--model", merged, "--out", out, "--max-tokens", "12", "--quiet"]
+    result = run_moot("generate", *args, env=ENV)
+    assert result.returncode == 0, result.stderr
+    responses = json.loads(out.read_text())
+    assert [r["side"] for r in responses] == ["affirmative", "negative"]
+    assert all(r["raw_output"] for r in responses)
+
+
+def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path):
+    run = tmp_path / "run"
+    overrides = ["training.epochs=100", "training.save_steps=20", "training.save_total_limit=1"]
+    args = ["train", "sft", "--config", EXAMPLE, "--quiet", f"data.train={DATA}"]
+    process = popen_moot(*args, f"training.output_dir={run}", *overrides, env=ENV)
+    deadline = time.monotonic() + 120
+    while not list((run / "checkpoints").glob("checkpoint-*/trainer_state.json")):
+        assert process.poll() is None and time.monotonic() < deadline, "no checkpoint written"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (run / "manifest.json").exists()
+    result = train(run, *overrides)
+    assert result.returncode == 0, result.stderr
+    assert "resuming from checkpoint-" in result.stdout
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["steps"] == 300 and manifest["epochs"] == 100
+
+
+def test_bad_configs_and_data_exit_2_with_one_line(tmp_path):
+    typo = train(tmp_path / "a", "training.learnin_rate=1e-3")
+    assert typo.returncode == 2
+    assert typo.stderr.strip().splitlines() == [
+        f"moot: error: {EXAMPLE}: training: unknown key 'learnin_rate' "
+        "(did you mean 'learning_rate'?)"
+    ]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    result = train(tmp_path / "b", f"data.train={empty}")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert str(empty) in result.stderr
+    columns = tmp_path / "columns.jsonl"
+    columns.write_text(json.dumps({"question": "q", "answer": "a"}) + "\n")
+    result = train(tmp_path / "c", f"data.train={columns}")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert str(columns) in result.stderr and not (tmp_path / "c" / "adapter").exists()
+    result = run_moot("train", "merge", "--adapter", tmp_path, "--out", tmp_path / "m", env=ENV)
+    assert result.returncode == 2 and "not a LoRA adapter folder" in result.stderr

@@ -1,0 +1,156 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from moot.core.errors import ConfigError, InputError
+from moot.training.compqa_data import distill_compqa, file_generator, question
+from moot.training.data import load_sft_dataset
+from tests.conftest import shared_data
+
+CRITERIA = {str(c): (2 if 9 <= c <= 12 else 1) for c in range(1, 16)}  # 19 points
+
+
+def answer(text: str = "A is faster; B is cheaper.", score: int = 19, **fields: object) -> dict:
+    criteria, missing = dict(CRITERIA), 19 - score if isinstance(score, int) else 0
+    for c in (*range(1, 9), 13, 14, 15, 9, 10, 11, 12):  # one-point criteria first
+        taken = min(criteria[str(c)], max(missing, 0))
+        criteria[str(c)] -= taken
+        missing -= taken
+    record = {"object1": "A", "object2": "B", "aspect": "speed", "comparison": text}
+    return {**record, "score_dict": criteria, "score": score, **fields}
+
+
+def write(path: Path, answers: list[object]) -> Path:
+    path.write_text(json.dumps(answers), encoding="utf-8")
+    return path
+
+
+def test_file_names_give_generator_and_scenario() -> None:
+    assert file_generator("x/gpt4_scenario_3.json") == ("gpt4", 3)
+    assert file_generator("llama3-70b_scenario_1.json") == ("llama3-70b", 1)
+    assert file_generator("cam.json") == ("cam", None)
+
+
+def test_question_template() -> None:
+    assert question("A", "B", "speed") == "What is better: A or B? Focus on speed."
+    assert question("A", "B", None) == "What is better: A or B?"
+
+
+def test_threshold_records_and_string_score_dict(tmp_path: Path) -> None:
+    high = answer("High.", 19)
+    as_text = answer("Text dict.", 18, score_dict=json.dumps(answer(score=18)["score_dict"]))
+    ones = repr({str(c): 1 for c in range(1, 16)})  # a Python dict's text, summing to 15
+    python_repr = answer("Repr dict.", 15, aspect="", score_dict=ones)
+    unreadable = answer("Unreadable.", 18, aspect=None, score_dict="eighteen points")
+    low = answer("Low.", 17)
+    judged = write(tmp_path / "gpt4_scenario_2.json", [high, as_text, python_repr, unreadable, low])
+    summary = distill_compqa([judged], tmp_path / "out")
+    assert (summary.read, summary.kept, summary.unchecked_scores) == (5, 3, 1)
+    assert summary.by_generator == {"gpt4": {"read": 5, "kept": 3}}
+    assert summary.by_scenario == {"2": {"read": 5, "kept": 3}}
+    records = [json.loads(x) for x in (tmp_path / "out" / "dataset.jsonl").read_text().splitlines()]
+    assert [r["completion"] for r in records] == ["High.", "Text dict.", "Unreadable."]
+    first = records[0]
+    assert first["source"] == "compqa:gpt4" and (first["generator"], first["scenario"]) == (
+        "gpt4",
+        2,
+    )
+    assert first["prompt"] == "What is better: A or B? Focus on speed."
+    assert first["messages"][1] == {"role": "assistant", "content": "High."}
+    assert records[2]["aspect"] is None and records[2]["prompt"] == "What is better: A or B?"
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["counts"] == {
+        "read": 5,
+        "kept": 3,
+        "below_min_score": 2,
+        "duplicates": 0,
+        "unchecked_scores": 1,
+    }
+    assert len(manifest["inputs"][0]["sha256"]) == 64
+    assert load_sft_dataset(tmp_path / "out")["id"] == [r["id"] for r in records]
+
+
+def test_ids_are_stable_and_duplicates_dropped(tmp_path: Path) -> None:
+    same = answer("Same  text.")
+    judged = write(tmp_path / "mixtral.json", [same, answer("Same text."), answer("Other.")])
+    summary = distill_compqa([judged, judged], tmp_path / "out", min_score=0)
+    assert (summary.read, summary.kept, summary.duplicates) == (6, 2, 4)
+    first = (tmp_path / "out" / "dataset.jsonl").read_bytes()
+    distill_compqa([judged, judged], tmp_path / "out", min_score=0)  # rerun replaces
+    assert (tmp_path / "out" / "dataset.jsonl").read_bytes() == first
+
+
+def test_nothing_kept_writes_nothing(tmp_path: Path) -> None:
+    judged = write(tmp_path / "cam.json", [answer(score=9)])
+    summary = distill_compqa([judged], tmp_path / "out")
+    assert summary.kept == 0 and not (tmp_path / "out").exists()
+
+
+BAD = {
+    "score": ({**answer(), "score": None}, "index 1: missing or non-numeric 'score' (None)"),
+    "text": ({**answer(), "score": "19"}, "index 1: missing or non-numeric 'score' ('19')"),
+    "range": (answer(score=20, score_dict=None), "index 1: 'score' 20 is outside 0-19"),
+    "sum": (
+        answer(score_dict={"1": 1}),
+        "index 1: 'score' 19 is not the sum of 'score_dict' (1)",
+    ),
+    "comparison": (answer(" "), "index 1: missing or empty 'comparison'"),
+    "object": ({**answer(), "object2": None}, "index 1: missing or empty 'object2'"),
+    "aspect": (answer(aspect=3), "index 1: 'aspect' must be a string, got int"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_records_name_file_and_index(tmp_path: Path, case: str) -> None:
+    bad, message = BAD[case]
+    judged = write(tmp_path / "gpt4_scenario_1.json", [answer(), bad])
+    with pytest.raises(InputError) as info:
+        distill_compqa([judged], tmp_path / "out")
+    assert str(info.value) == f"{judged}, {message}"
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_files_and_options(tmp_path: Path) -> None:
+    (tmp_path / "obj.json").write_text('{"a": 1}', encoding="utf-8")
+    with pytest.raises(InputError, match="expected a JSON list of judged answers, got dict"):
+        distill_compqa([tmp_path / "obj.json"], tmp_path / "out")
+    with pytest.raises(ConfigError, match="--min-score must be between 0 and 19"):
+        distill_compqa([tmp_path / "obj.json"], tmp_path / "out", min_score=20)
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine", encoding="utf-8")
+    judged = write(tmp_path / "j.json", [answer()])
+    with pytest.raises(ConfigError, match="is not an earlier compqa-distill output"):
+        distill_compqa([judged], tmp_path / "busy")
+    assert (tmp_path / "busy" / "notes.txt").read_text() == "mine"
+
+
+KEPT_AT_18 = {  # measured on ../shared/data/compqa/evaluated_summaries/gpt-4
+    "cam": (50, 0),
+    "gpt3-5": (600, 268),  # 269 pass; one is a repeat of an earlier answer
+    "gpt4": (600, 370),
+    "human": (80, 39),
+    "llama3-70b": (200, 81),
+    "llama3-8b": (200, 87),
+    "mixtral": (200, 97),
+    "perplexity": (200, 114),
+    "yahoo": (28, 1),
+}
+
+
+def test_real_compqa_files(tmp_path: Path) -> None:
+    files = sorted(shared_data("compqa", "evaluated_summaries", "gpt-4").glob("*.json"))
+    assert len(files) == 27
+    summary = distill_compqa(files, tmp_path / "out")
+    counts = {g: (c["read"], c["kept"]) for g, c in summary.by_generator.items()}
+    assert counts == KEPT_AT_18
+    assert (summary.read, summary.kept, summary.duplicates) == (2158, 1057, 1)
+    assert summary.unchecked_scores == 0  # every score is its score_dict's sum
+    assert summary.by_scenario["3"] == {"read": 500, "kept": 403}
+    assert summary.by_scenario["none"] == {"read": 158, "kept": 40}
+    loaded = load_sft_dataset(tmp_path / "out")
+    assert len(loaded) == 1057 and len(set(loaded["id"])) == 1057
+    at_19 = distill_compqa(files, tmp_path / "out19", min_score=19)
+    assert at_19.by_generator["gpt4"]["kept"] < 370

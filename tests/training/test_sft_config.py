@@ -1,0 +1,69 @@
+"""The SFT run configuration: presets, YAML, overrides and their one-line errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from moot.core.errors import ConfigError
+from moot.training.sft_config import load_sft_config
+
+REQUIRED = ["model.base=meta-llama/Llama-2-7b-hf", "data.train=d.jsonl", "training.output_dir=o"]
+
+
+def test_presets_carry_the_papers_recipes_and_the_file_and_overrides_win(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("preset: debatune-vicuna\ntraining:\n  epochs: 1\n")
+    config = load_sft_config(path, [*REQUIRED, "training.learning_rate=3e-5"])
+    assert config.preset == "debatune-vicuna" and config.model.chat_template == "vicuna"
+    assert config.training.learning_rate == 3e-5  # YAML reads 3e-5 as text; a float field takes it
+    assert config.training.epochs == 1.0 and config.training.effective_batch_size == 128
+    llama = load_sft_config(None, ["preset=debatune-llama2", *REQUIRED])
+    assert (llama.training.learning_rate, llama.data.max_length) == (2e-5, 2048)
+    assert llama.training.warmup_ratio == 0.03 and llama.model.chat_template == "llama-2"
+    compqa = load_sft_config(None, ["preset=compqa-distill", *REQUIRED]).training
+    assert (compqa.learning_rate, compqa.effective_batch_size, compqa.weight_decay) == (
+        1e-6,
+        32,
+        0.01,
+    )
+    assert compqa.lr_scheduler == "cosine" and compqa.epochs == 3
+
+
+def test_effective_batch_becomes_gradient_accumulation_per_process_count():
+    config = load_sft_config(None, ["preset=debatune-llama2", *REQUIRED])
+    assert config.gradient_accumulation(1) == 32  # 128 / (4 per device x 1)
+    assert config.gradient_accumulation(8) == 4
+    with pytest.raises(ConfigError, match="not a multiple"):
+        config.gradient_accumulation(3)
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "overrides", "message"),
+    [
+        ("training:\n  learnin_rate: 1\n", [], "unknown key 'learnin_rate' \\(did you mean"),
+        ("trainer: {}\n", [], "unknown section 'trainer' \\(did you mean 'training'\\?\\)"),
+        ("", ["training.epochs=three"], "training.epochs: expected float, got 'three'"),
+        ("", ["lora.r=0"], "lora.r must be more than 0"),
+        ("", ["lora.target_modules=[1, 2]"], "expected a list of text or text"),
+        ("", ["data.overlong=skip"], "expected 'truncate' or 'drop'"),
+        ("", ["model.chat_template=chatml"], "unknown chat template 'chatml'"),
+        ("", ["preset=debatune"], "unknown preset 'debatune'"),
+        ("", ["model.init={model_type: llama}"], "exactly one of model.base and model.init"),
+        ("", ["epochs=3"], "expected section.key=value"),
+        ("- a list\n", [], "expected a mapping of sections"),
+        ("training: [\n", [], "not valid YAML"),
+    ],
+)
+def test_bad_configs_are_one_line_errors(tmp_path, yaml_text, overrides, message):
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml_text)
+    with pytest.raises(ConfigError, match=message) as caught:
+        load_sft_config(path, [*REQUIRED, *overrides])
+    assert "\n" not in str(caught.value)
+
+
+def test_required_values_are_named(tmp_path):
+    with pytest.raises(ConfigError, match="data.train is required"):
+        load_sft_config(None, ["model.base=x", "training.output_dir=o"])
+    with pytest.raises(ConfigError, match="file not found"):
+        load_sft_config(tmp_path / "missing.yaml")

@@ -1,0 +1,69 @@
+"""Chat templates of the model families the papers fine-tune, with ``{% generation %}`` markers.
+
+The markers tell transformers which characters the assistant wrote, so trl's assistant-only loss
+trains exactly the answers (and each answer's end-of-turn token); a template without them would
+make the loss mask cover nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from moot.core.errors import ConfigError
+from moot.prompts import template_source
+
+
+@dataclass(frozen=True)
+class ChatFamily:
+    """A model family's conversation format.
+
+    Args:
+        name: The family's name, as written in configs (``llama-2``).
+        eos: The token that ends an assistant turn.
+        special: Marker tokens the format writes besides ``eos`` (kept whole by tokenizers).
+    """
+
+    name: str
+    eos: str
+    special: tuple[str, ...] = ()
+
+    @property
+    def template(self) -> str:
+        """The Jinja chat template (``prompts/chat_templates/<name>.j2``)."""
+        return template_source(f"chat_templates/{self.name}.j2")
+
+
+FAMILIES = {
+    family.name: family
+    for family in (
+        ChatFamily("llama-2", "</s>", ("<s>",)),
+        ChatFamily("vicuna", "</s>"),
+        ChatFamily("alpaca", "</s>"),
+        ChatFamily("zephyr", "</s>", ("<|system|>", "<|user|>", "<|assistant|>")),
+        ChatFamily(
+            "llama-3",
+            "<|eot_id|>",
+            ("<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>"),
+        ),
+    )
+}
+
+
+def chat_family(name: str) -> ChatFamily:
+    """The family called `name`.
+
+    Raises:
+        ConfigError: No such family.
+    """
+    if name not in FAMILIES:
+        raise ConfigError(f"unknown chat template {name!r} (known: {', '.join(FAMILIES)})")
+    return FAMILIES[name]
+
+
+_GENERATION = re.compile(r"\{%-?\s*generation\s*-?%\}")
+
+
+def has_generation_markers(template: str | None) -> bool:
+    """Whether a chat template marks the assistant's text for assistant-only loss."""
+    return bool(template and _GENERATION.search(template))

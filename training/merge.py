@@ -1,0 +1,58 @@
+"""Merge a LoRA adapter into its base: one plain Hugging Face model folder.
+
+The merged folder loads with ``AutoModelForCausalLM.from_pretrained`` alone, so ``moot generate``,
+vLLM or any OpenAI-compatible server can serve it; the tokenizer (with the chat template the
+adapter was trained with) goes along.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from moot.core.errors import ConfigError, InputError
+from moot.core.records import atomic_replace_dir
+
+
+def merge_adapter(adapter_dir: Path, out_dir: Path) -> Path:
+    """Write the base model with the adapter's weights merged in to `out_dir`.
+
+    The folder appears complete or not at all.
+
+    Args:
+        adapter_dir: A peft LoRA adapter folder (``adapter_config.json``), e.g. a run's
+            ``adapter/``; its base is read from ``base_model_name_or_path``.
+        out_dir: The merged model's folder (replaced if it exists).
+
+    Returns:
+        `out_dir`.
+
+    Raises:
+        InputError: `adapter_dir` is not a LoRA adapter folder.
+        ConfigError: The base model cannot be loaded, or `out_dir` is the adapter folder.
+    """
+    adapter_dir, out_dir = Path(adapter_dir), Path(out_dir)
+    config_path = adapter_dir / "adapter_config.json"
+    if not config_path.is_file():
+        raise InputError(adapter_dir, "not a LoRA adapter folder (no adapter_config.json)")
+    if out_dir.resolve() == adapter_dir.resolve():
+        raise ConfigError("--out must differ from --adapter")
+    base = json.loads(config_path.read_text(encoding="utf-8")).get("base_model_name_or_path")
+    from peft import AutoPeftModelForCausalLM
+    from transformers import AutoTokenizer
+
+    try:
+        model = AutoPeftModelForCausalLM.from_pretrained(str(adapter_dir))
+    except (OSError, ValueError) as exc:
+        problem = str(exc).strip().splitlines()[0]
+        raise ConfigError(f"cannot load {adapter_dir}'s base {base!r}: {problem}") from None
+    tokenizer_source = adapter_dir if (adapter_dir / "tokenizer_config.json").exists() else base
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_source))
+    merged = model.merge_and_unload()
+
+    def build(folder: Path) -> None:
+        merged.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+
+    atomic_replace_dir(build, out_dir)
+    return out_dir

@@ -1,0 +1,237 @@
+"""Mixing SFT datasets into one train/eval dataset (``moot data mix``).
+
+Each input is read with `load_sft_dataset` (its ``train`` split). Rows are deduplicated on their
+messages, whitespace collapsed and case kept: the first occurrence in input order wins. A weight
+then scales each input: its integer part is how many times every row is repeated, its fraction a
+seeded sample of the rows that get one more copy (1 = all rows, 0.5 = a seeded half, 2 = every row
+twice, 1.5 = every row once and a seeded half twice). Finally each row goes to ``eval`` when a
+seeded hash of its id falls below the eval fraction: the split depends on nothing else, so adding
+data never moves a row between splits, and every copy of a row lands in the same split.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from moot.core.errors import ConfigError
+from moot.core.records import atomic_replace_dir, write_json, write_jsonl
+from moot.training.data import (
+    check_out_dir,
+    load_sft_dataset,
+    sft_features,
+    source_digest,
+    text_table,
+    versions,
+)
+
+KIND = "mix"
+DEFAULT_EVAL_FRACTION = 0.05
+
+
+@dataclass
+class MixSummary:
+    """What `mix_datasets` wrote.
+
+    Attributes:
+        out_dir: The output folder.
+        sources: Per input, in order: ``{source, sha256, rows_sha256, weight, rows, duplicates,
+            train, eval}`` (``rows``: rows read; ``train``/``eval``: rows written, copies counted).
+        train: Rows in the train split.
+        eval: Rows in the eval split (0, and no split, when the eval fraction is 0).
+        duplicates: Rows dropped as repeats of an earlier row.
+    """
+
+    out_dir: Path
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    train: int = 0
+    eval: int = 0
+    duplicates: int = 0
+
+    def table(self) -> str:
+        """A plain-text table of rows read, dropped and written per input."""
+        header = ("source", "weight", "rows", "duplicates", "train", "eval")
+        rows = [header] + [
+            (s["source"], f"{s['weight']:g}", *(str(s[k]) for k in header[2:]))
+            for s in self.sources
+        ]
+        return text_table(rows)
+
+
+def unit_hash(*parts: object) -> float:
+    """A number in [0, 1) from a seeded SHA-256 of `parts` (stable across runs and machines)."""
+    digest = hashlib.sha256("\0".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def is_eval(record_id: str, seed: int, eval_fraction: float) -> bool:
+    """Whether the row with `record_id` belongs to the eval split."""
+    return unit_hash(seed, "split", record_id) < eval_fraction
+
+
+def mix_datasets(
+    sources: Sequence[str | Path],
+    out: str | Path,
+    *,
+    weights: Sequence[float] | None = None,
+    eval_fraction: float = DEFAULT_EVAL_FRACTION,
+    seed: int = 0,
+) -> MixSummary:
+    """Combine SFT datasets, deduplicated, weighted and split, and write them to `out`.
+
+    Writes `out` as a whole, atomically (built in a temporary sibling, then swapped in):
+    ``dataset/`` (a DatasetDict with ``train`` and, unless `eval_fraction` is 0, ``eval``),
+    ``train.jsonl``, ``eval.jsonl`` (likewise), ``manifest.json`` and ``README.md``. The same
+    inputs and options give byte-identical files.
+
+    Args:
+        sources: Anything `load_sft_dataset` reads, one per input.
+        out: The output folder: new, empty, or an earlier ``moot data mix`` output.
+        weights: One weight > 0 per input (default all 1; see the module docstring).
+        eval_fraction: The expected share of rows in ``eval``, in [0, 1); 0 writes no eval split.
+        seed: Seeds the weight sampling and the split.
+
+    Raises:
+        ConfigError: Bad weights or eval fraction, an unusable `out`, or an empty train split.
+        InputError: An input that `load_sft_dataset` rejects.
+    """
+    weights = [1.0] * len(sources) if weights is None else [float(w) for w in weights]
+    if not sources:
+        raise ConfigError("no inputs to mix")
+    if len(weights) != len(sources):
+        raise ConfigError(f"--weights: got {len(weights)} for {len(sources)} input(s)")
+    if not all(math.isfinite(w) and w > 0 for w in weights):
+        raise ConfigError(f"--weights must be numbers above 0, got {' '.join(map(str, weights))}")
+    if not 0 <= eval_fraction < 1:  # also rejects nan
+        raise ConfigError(f"--eval-fraction must be in [0, 1), got {eval_fraction:g}")
+    out = Path(out)
+    check_out_dir(out, KIND, sources)
+    summary = MixSummary(out)
+    seen: set[str] = set()
+    splits: dict[str, list[dict[str, Any]]] = {"train": [], "eval": []}
+    for source, weight in zip(sources, weights, strict=True):
+        rows = load_sft_dataset(source).to_list()
+        fresh = []
+        for row in rows:
+            key = json.dumps([[m["role"], " ".join(m["content"].split())] for m in row["messages"]])
+            if key not in seen:
+                seen.add(key)
+                fresh.append(row)
+        counts = {"train": 0, "eval": 0}
+        for row, copies in zip(fresh, _copies(fresh, weight, seed), strict=True):
+            split = "eval" if is_eval(row["id"], seed, eval_fraction) else "train"
+            splits[split] += [row] * copies
+            counts[split] += copies
+        summary.sources.append(
+            {
+                "source": str(source),
+                "sha256": source_digest(source),
+                "rows_sha256": hashlib.sha256(json.dumps(rows).encode()).hexdigest(),
+                "weight": weight,
+                "rows": len(rows),
+                "duplicates": len(rows) - len(fresh),
+                **counts,
+            }
+        )
+        summary.duplicates += len(rows) - len(fresh)
+    summary.train, summary.eval = len(splits["train"]), len(splits["eval"])
+    if not splits["train"]:
+        raise ConfigError("the train split would be empty: lower --eval-fraction or add data")
+    if not eval_fraction:
+        del splits["eval"]
+    options = {"weights": weights, "eval_fraction": eval_fraction, "seed": seed}
+    atomic_replace_dir(lambda tmp: _write(tmp, splits, summary, options), out)
+    return summary
+
+
+def _copies(rows: list[dict[str, Any]], weight: float, seed: int) -> list[int]:
+    """How many times each row goes into the mix under `weight`."""
+    whole = math.floor(weight)
+    extra = round((weight - whole) * len(rows))
+    ranked = sorted(range(len(rows)), key=lambda i: unit_hash(seed, "weight", rows[i]["id"], i))
+    chosen = set(ranked[:extra])
+    return [whole + (i in chosen) for i in range(len(rows))]
+
+
+def _write(
+    tmp: Path,
+    splits: dict[str, list[dict[str, Any]]],
+    summary: MixSummary,
+    options: dict[str, Any],
+) -> None:
+    import datasets
+
+    datasets.disable_progress_bars()
+    features = sft_features()
+    tables = {}
+    for name, rows in splits.items():
+        write_jsonl(tmp / f"{name}.jsonl", rows)
+        columns = {column: [row[column] for row in rows] for column in features}
+        tables[name] = datasets.Dataset.from_dict(columns, features=features)
+    datasets.DatasetDict(tables).save_to_disk(str(tmp / "dataset"))
+    manifest = {
+        "kind": KIND,
+        "inputs": summary.sources,
+        **options,
+        "counts": {"train": summary.train, "eval": summary.eval, "duplicates": summary.duplicates},
+        "versions": versions(),
+        "outputs": {"dataset": "dataset/", **{name: f"{name}.jsonl" for name in splits}},
+    }
+    write_json(tmp / "manifest.json", manifest)
+    (tmp / "README.md").write_text(_data_card(summary, options), encoding="utf-8")
+
+
+def _data_card(summary: MixSummary, options: dict[str, Any]) -> str:
+    rows = [("source", "weight", "rows", "duplicates", "train", "eval")]
+    rows += [
+        (
+            s["source"],
+            f"{s['weight']:g}",
+            *(str(s[k]) for k in ("rows", "duplicates", "train", "eval")),
+        )
+        for s in summary.sources
+    ]
+    table = "\n".join("| " + " | ".join(row) + " |" for row in rows)
+    table = table.replace("\n", "\n|---|---:|---:|---:|---:|---:|\n", 1)
+    fraction = options["eval_fraction"]
+    files = (
+        "a DatasetDict with splits `train` and `eval`; the same rows as `train.jsonl` and "
+        "`eval.jsonl`"
+        if fraction
+        else "a DatasetDict with split `train` only, as the eval fraction is 0; the same rows "
+        "as `train.jsonl`"
+    )
+    return f"""# SFT data mix
+
+Built by `moot data mix` from {len(summary.sources)} input(s); rows are deduplicated on their
+messages (whitespace collapsed, the first occurrence kept), weighted, and split by a seeded hash
+of their id.
+
+- seed: {options["seed"]}; eval fraction: {fraction:g}
+- train rows: {summary.train}; eval rows: {summary.eval}
+- rows dropped as duplicates: {summary.duplicates}
+
+`rows` counts the rows read from each input; `train` and `eval` count the rows written, copies
+made by weights above 1 included.
+
+{table}
+
+Columns: `id` (the row's own id, or a hash of its messages), `source` (where the row came from),
+`messages` (`[{{"role", "content"}}]`, the assistant's turn last).
+
+Files: `dataset/` (`datasets.load_from_disk`: {files}); `manifest.json` (inputs with their
+SHA-256, weights, seed, counts).
+
+Train on it: set `data.train` to this folder in the config of `moot train sft --config FILE`;
+without `data.eval`, the `eval` split is used for evaluation.
+
+```yaml
+data:
+  train: {summary.out_dir}
+```
+"""
