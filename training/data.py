@@ -288,12 +288,13 @@ def check_out_dir(out: Path, kind: str, inputs: Iterable[str | Path]) -> None:
         )
 
 
-def versions() -> dict[str, str]:
-    """Versions that decide a builder's bytes (recorded in its manifest)."""
+def versions(*packages: str) -> dict[str, str]:
+    """Python's and the `packages`' versions (default: a data builder's), for manifests."""
     import platform
     from importlib.metadata import version
 
-    return {"python": platform.python_version(), **{n: version(n) for n in ("moot", "datasets")}}
+    names = packages or ("moot", "datasets")
+    return {"python": platform.python_version(), **{n: version(n) for n in names}}
 
 
 def text_table(rows: Sequence[Sequence[str]]) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 from moot.core.errors import ConfigError, InputError
 from moot.core.records import write_json
 from moot.training.chat_templates import ChatFamily, chat_family, has_generation_markers
+from moot.training.data import load_sft_dataset, versions
 from moot.training.sft_config import SFTRunConfig
 
 VERSIONED = ("moot", "torch", "transformers", "trl", "peft", "accelerate", "datasets")
@@ -119,7 +120,7 @@ def train_sft(
         "losses": metrics,
         "log_history": state.log_history,
         "seconds": round(time.perf_counter() - started, 1),
-        "versions": _versions(),
+        "versions": versions(*VERSIONED),
     }
     write_json(manifest_path, manifest)
     log(
@@ -246,8 +247,6 @@ def _eval_source(config: SFTRunConfig) -> str | None:
 
 
 def _load(source: str, split: str) -> Any:
-    from moot.training.data import load_sft_dataset
-
     return load_sft_dataset(source, split=split).select_columns(["messages"])
 
 
@@ -415,15 +414,3 @@ def _trainable(model: Any) -> dict[str, int]:
     total = sum(p.numel() for p in model.parameters())
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     return {"trainable": trainable, "total": total}
-
-
-def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    found = {}
-    for name in VERSIONED:
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            found[name] = "not installed"
-    return found

@@ -1,0 +1,282 @@
+"""Launching `moot train sft` on several processes or machines through `accelerate launch`.
+
+``moot train sft --config FILE --launch ddp --num-processes 2`` does not train itself: it runs
+``python -m accelerate.commands.launch --config_file <shipped config> --num_processes 2 ...
+-m moot train sft --config FILE [overrides]``, which starts one ``moot train sft`` (without
+``--launch``) per process. The shipped accelerate configs are in ``training/accelerate/``.
+
+What the command line does on a machine without CUDA (measured with accelerate 1.15,
+torch 2.13 CPU, see docs in the config files):
+
+- ``--cpu`` / ``use_cpu: true`` would make accelerate start ONE process whatever
+  ``--num_processes`` says, so the configs keep ``use_cpu: false`` and moot exports
+  ``ACCELERATE_USE_CPU=true`` to the workers instead: TrainingArguments then builds a gloo
+  process group (without it each worker trains alone, as rank 0 of a world of 1).
+- ``--num_cpu_threads_per_process`` is set to the cores per process unless ``OMP_NUM_THREADS``
+  is set: two 2-thread workers on 2 cores train 5x slower than two 1-thread ones.
+- FSDP is refused: accelerate runs it as plain DDP on a CPU process group.
+- ZeRO-3 works (DeepSpeed's CPU accelerator) but needs DeepSpeed installed and a C++ compiler.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from moot.core.errors import ConfigError
+
+#: The ``--launch`` choices, each with its accelerate config ``training/accelerate/<name>.yaml``.
+LAUNCHES: tuple[str, ...] = ("ddp", "fsdp", "zero3", "zero3-offload")
+
+#: The DeepSpeed release the ZeRO-3 configs were tested with (it is not a moot dependency).
+DEEPSPEED_REQUIREMENT = "deepspeed==0.19.8"
+
+CONFIG_DIR = Path(__file__).resolve().parent / "accelerate"
+
+
+def accelerate_config(launch: str) -> Path:
+    """The shipped accelerate config file for a ``--launch`` choice.
+
+    Args:
+        launch: One of `LAUNCHES`.
+
+    Returns:
+        The path of ``training/accelerate/<launch>.yaml`` inside the installed package.
+
+    Raises:
+        ConfigError: If ``launch`` is not one of `LAUNCHES`.
+    """
+    if launch not in LAUNCHES:
+        raise ConfigError(f"--launch must be one of {', '.join(LAUNCHES)}, not {launch!r}")
+    return CONFIG_DIR / f"{launch}.yaml"
+
+
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA device (imports torch, so it is asked only when needed)."""
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def cores() -> int:
+    """The CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _check(
+    launch: str,
+    num_processes: int,
+    num_machines: int,
+    machine_rank: int,
+    main_process_ip: str | None,
+    main_process_port: int | None,
+    cpu: bool,
+) -> None:
+    """Refuse launches that accelerate would start wrongly or that cannot run here."""
+    accelerate_config(launch)
+    if num_processes < 1:
+        raise ConfigError(f"--num-processes must be at least 1, not {num_processes}")
+    if num_machines < 1:
+        raise ConfigError(f"--num-machines must be at least 1, not {num_machines}")
+    if not 0 <= machine_rank < num_machines:
+        raise ConfigError(
+            f"--machine-rank must be between 0 and {num_machines - 1} "
+            f"(--num-machines {num_machines}), not {machine_rank}"
+        )
+    if num_processes % num_machines:
+        raise ConfigError(
+            f"--num-processes counts the processes on all machines together: {num_processes} "
+            f"does not split evenly over {num_machines} machines"
+        )
+    if num_processes < num_machines:
+        raise ConfigError(
+            f"--num-processes {num_processes} is fewer than --num-machines {num_machines}: "
+            "it counts the processes on all machines together"
+        )
+    if num_machines > 1 and not main_process_ip:
+        raise ConfigError(
+            "training on several machines needs --main-process-ip, the address of the "
+            "machine with --machine-rank 0, which every machine can reach"
+        )
+    if main_process_port is not None and not 0 <= main_process_port <= 65535:
+        raise ConfigError(f"--main-process-port must be a TCP port, not {main_process_port}")
+    if launch == "fsdp" and cpu:
+        raise ConfigError(
+            "FSDP needs GPUs: on a machine without CUDA accelerate silently runs an FSDP config "
+            "as plain DDP. Use --launch ddp (or zero3 with DeepSpeed installed) here."
+        )
+    if launch.startswith("zero3"):
+        if importlib.util.find_spec("deepspeed") is None:
+            raise ConfigError(
+                f"--launch {launch} needs DeepSpeed, which is not installed: "
+                f"pip install {DEEPSPEED_REQUIREMENT}"
+            )
+        compiler = os.environ.get("CXX") or "c++"
+        if cpu and shutil.which(compiler) is None:
+            raise ConfigError(
+                f"--launch {launch} on CPU needs a C++ compiler ({compiler} not found): DeepSpeed "
+                "compiles its CPU ops when training starts. Install one (apt-get install g++) "
+                "or set CXX."
+            )
+
+
+def accelerate_argv(
+    launch: str,
+    num_processes: int,
+    num_machines: int = 1,
+    machine_rank: int = 0,
+    main_process_ip: str | None = None,
+    main_process_port: int | None = None,
+    cpu: bool | None = None,
+) -> list[str]:
+    """The ``accelerate launch`` part of the command line, up to the program it starts.
+
+    Args:
+        launch: One of `LAUNCHES`.
+        num_processes: Processes on all machines together.
+        num_machines: Machines taking part; each runs the same command with its own rank.
+        machine_rank: This machine's rank, 0 for the machine at ``main_process_ip``.
+        main_process_ip: Address of the rank-0 machine (needed with several machines).
+        main_process_port: Port on the rank-0 machine. ``None`` means a free port on a single
+            machine (so that two trainings on one machine do not collide) and accelerate's
+            default, 29500, on several machines.
+        cpu: Whether the machine trains on CPU; ``None`` asks torch whether CUDA is there.
+
+    Returns:
+        ``[sys.executable, "-m", "accelerate.commands.launch", ...]``: the interpreter of this
+        venv, so that the workers import the same moot, torch and accelerate.
+
+    Raises:
+        ConfigError: If the launch cannot work here (FSDP without CUDA, ZeRO-3 without DeepSpeed
+            or, on CPU, without a C++ compiler) or the process/machine numbers do not fit.
+    """
+    cpu = (not cuda_available()) if cpu is None else cpu
+    _check(
+        launch, num_processes, num_machines, machine_rank, main_process_ip, main_process_port, cpu
+    )
+    argv = [sys.executable, "-m", "accelerate.commands.launch"]
+    argv += ["--config_file", str(accelerate_config(launch))]
+    argv += ["--num_processes", str(num_processes)]
+    argv += ["--num_machines", str(num_machines), "--machine_rank", str(machine_rank)]
+    if main_process_ip:
+        argv += ["--main_process_ip", main_process_ip]
+    if main_process_port is None and num_machines == 1:
+        main_process_port = 0  # accelerate picks a free port
+    if main_process_port is not None:
+        argv += ["--main_process_port", str(main_process_port)]
+    if cpu and not os.environ.get("OMP_NUM_THREADS"):
+        per_process = max(1, cores() // (num_processes // num_machines))
+        argv += ["--num_cpu_threads_per_process", str(per_process)]
+    return argv
+
+
+def launch_command(
+    launch: str,
+    config_path: str | Path,
+    overrides: Sequence[str],
+    num_processes: int,
+    num_machines: int = 1,
+    machine_rank: int = 0,
+    main_process_ip: str | None = None,
+    main_process_port: int | None = None,
+    cpu: bool | None = None,
+) -> list[str]:
+    """The full command line that runs ``moot train sft`` on every process.
+
+    Args:
+        launch: One of `LAUNCHES`.
+        config_path: The SFT config file, passed on as ``--config`` (as given: with several
+            machines it must name the file on each of them).
+        overrides: The ``moot train sft`` overrides, passed on unchanged.
+        num_processes: Processes on all machines together.
+        num_machines: Machines taking part.
+        machine_rank: This machine's rank.
+        main_process_ip: Address of the rank-0 machine.
+        main_process_port: Port on the rank-0 machine (see `accelerate_argv`).
+        cpu: Whether the machine trains on CPU; ``None`` asks torch.
+
+    Returns:
+        The argv: `accelerate_argv` followed by ``-m moot train sft --config FILE [overrides]``.
+        Run it with `launch_env` added to the environment (as `run_launch` does).
+
+    Raises:
+        ConfigError: As `accelerate_argv`.
+
+    Example:
+        >>> argv = launch_command("ddp", "sft.yaml", ["lr=1e-4"], 2, cpu=False)
+        >>> argv[-7:]
+        ['-m', 'moot', 'train', 'sft', '--config', 'sft.yaml', 'lr=1e-4']
+    """
+    argv = accelerate_argv(
+        launch, num_processes, num_machines, machine_rank, main_process_ip, main_process_port, cpu
+    )
+    return [*argv, "-m", "moot", "train", "sft", "--config", str(config_path), *overrides]
+
+
+def launch_env(cpu: bool) -> dict[str, str]:
+    """Environment variables the launched workers need on top of the current ones.
+
+    Args:
+        cpu: Whether the machine trains on CPU.
+
+    Returns:
+        ``{"ACCELERATE_USE_CPU": "true"}`` on CPU (TrainingArguments then joins the workers in a
+        gloo process group even if the SFT config does not say ``use_cpu``), else nothing.
+    """
+    return {"ACCELERATE_USE_CPU": "true"} if cpu else {}
+
+
+def run_launch(
+    launch: str,
+    config_path: str | Path,
+    overrides: Sequence[str],
+    num_processes: int,
+    num_machines: int = 1,
+    machine_rank: int = 0,
+    main_process_ip: str | None = None,
+    main_process_port: int | None = None,
+    cpu: bool | None = None,
+) -> int:
+    """Print the launch command line to stderr, run it and wait for it.
+
+    Args:
+        launch: One of `LAUNCHES`.
+        config_path: The SFT config file.
+        overrides: The ``moot train sft`` overrides.
+        num_processes: Processes on all machines together.
+        num_machines: Machines taking part.
+        machine_rank: This machine's rank.
+        main_process_ip: Address of the rank-0 machine.
+        main_process_port: Port on the rank-0 machine.
+        cpu: Whether the machine trains on CPU; ``None`` asks torch.
+
+    Returns:
+        The exit code of ``accelerate launch`` (non-zero if any worker failed).
+
+    Raises:
+        ConfigError: As `accelerate_argv`, before anything is started.
+    """
+    cpu = (not cuda_available()) if cpu is None else cpu
+    argv = launch_command(
+        launch,
+        config_path,
+        overrides,
+        num_processes,
+        num_machines,
+        machine_rank,
+        main_process_ip,
+        main_process_port,
+        cpu,
+    )
+    env = launch_env(cpu)
+    print(shlex.join([f"{k}={v}" for k, v in env.items()] + argv), file=sys.stderr, flush=True)
+    return subprocess.run(argv, env={**os.environ, **env}, check=False).returncode
