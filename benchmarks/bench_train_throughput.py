@@ -28,10 +28,12 @@ MODEL = (
     "{model_type: llama, hidden_size: 128, intermediate_size: 256, num_hidden_layers: 4, "
     "num_attention_heads: 4, num_key_value_heads: 4, max_position_embeddings: 1024}"
 )
+# name: (overrides, --launch, OMP_NUM_THREADS); 2 processes get one thread each (the launcher's)
 VARIANTS = {
-    "padding, 1 process": ([], None),
-    "packing, 1 process": (["training.packing=true"], None),
-    "padding, 2 processes": ([], "ddp"),
+    "padding, 1 process": ([], None, None),
+    "packing, 1 process": (["training.packing=true"], None, None),
+    "padding, 1 process, 1 thread": ([], None, "1"),
+    "padding, 2 processes": ([], "ddp", None),
 }
 
 
@@ -50,16 +52,21 @@ def write_data(path: Path, samples: int, seed: int = 0) -> None:
             handle.write(json.dumps({"messages": messages}) + "\n")
 
 
-def run(name: str, folder: Path, data: Path, epochs: int, env: dict[str, str]) -> dict:
-    """One training run; returns its manifest."""
-    overrides, launch = VARIANTS[name]
-    out = folder / f"{name.replace(', ', '-').replace(' ', '_')}-{len(list(folder.iterdir()))}"
+def run(name: str, round_: int, folder: Path, data: Path, epochs: int, env: dict) -> dict:
+    """One training run in a new folder under `folder`; returns its manifest."""
+    overrides, launch, threads = VARIANTS[name]
+    out = folder / "runs" / f"{name.replace(', ', '-').replace(' ', '_')}-{round_}"
     cmd = [sys.executable, "-m", "moot", "train", "sft", "--config", str(folder / "bench.yaml")]
     cmd += ["--quiet", f"data.train={data}", f"training.output_dir={out}", *overrides]
     cmd += [f"training.epochs={epochs}"]
     if launch:
         cmd += ["--launch", launch, "--num-processes", "2"]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        env={**env, **({"OMP_NUM_THREADS": threads} if threads else {})},
+    )
     if done.returncode:
         raise SystemExit(f"bench_train_throughput: {name} failed:\n{done.stderr[-2000:]}")
     return json.loads((out / "manifest.json").read_text(encoding="utf-8"))
@@ -92,14 +99,12 @@ def main() -> int:
             "  activation_checkpointing: false\n  logging_steps: 1000\n  seed: 0\n"
         )
         (folder / "bench.yaml").write_text(config, encoding="utf-8")
-        runs_dir = folder / "runs"
-        runs_dir.mkdir()
         results: dict[str, list[float]] = {name: [] for name in VARIANTS}
         tokens = 0
         with _common.Stopwatch() as total:
             for round_ in range(args.rounds):
                 for name in VARIANTS:
-                    manifest = run(name, runs_dir, data, args.epochs, env)
+                    manifest = run(name, round_, folder, data, args.epochs, env)
                     results[name].append(tokens_per_second(manifest))
                     tokens = manifest["data"]["train"]["tokens"]
                     print(
@@ -109,12 +114,15 @@ def main() -> int:
     print(f"after: {_common.machine_note()}")
     print(f"runtime: {total.seconds:.1f} s; {args.samples} samples, {tokens} tokens per epoch")
     medians = {name: _common.median(values) for name, values in results.items()}
-    print(f"\n{'variant':<22} {'median tokens/s':>16}")
+    print(f"\n{'variant':<30} {'median tokens/s':>16}")
     for name, value in medians.items():
-        print(f"{name:<22} {value:>16,.0f}")
+        print(f"{name:<30} {value:>16,.0f}")
     base = medians["padding, 1 process"]
     print(f"\nratio packing / padding (1 process): {medians['packing, 1 process'] / base:.2f}")
-    print(f"ratio 2 processes / 1 process (padding): {medians['padding, 2 processes'] / base:.2f}")
+    two = medians["padding, 2 processes"]
+    print(f"ratio 2 processes / 1 process (padding): {two / base:.2f}")
+    one_thread = medians["padding, 1 process, 1 thread"]
+    print(f"ratio 2 processes / 1 process, one thread each (padding): {two / one_thread:.2f}")
     return 0
 
 

@@ -658,7 +658,7 @@ def _cmd_train_sft(args: argparse.Namespace) -> int:
         return run_launch(
             args.launch,
             args.train_config,
-            args.overrides,
+            ["--quiet", *args.overrides] if args.quiet else args.overrides,
             num_processes=args.num_processes,
             num_machines=args.num_machines,
             machine_rank=args.machine_rank,

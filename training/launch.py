@@ -6,12 +6,13 @@
 ``--launch``) per process. The shipped accelerate configs are in ``training/accelerate/``.
 
 What the command line does on a machine without CUDA (measured with accelerate 1.15,
-torch 2.13 CPU, see docs in the config files):
+torch 2.13 CPU; the config files say more):
 
 - ``--cpu`` / ``use_cpu: true`` would make accelerate start ONE process whatever
-  ``--num_processes`` says, so the configs keep ``use_cpu: false`` and moot exports
-  ``ACCELERATE_USE_CPU=true`` to the workers instead: TrainingArguments then builds a gloo
-  process group (without it each worker trains alone, as rank 0 of a world of 1).
+  ``--num_processes`` says, so the configs keep ``use_cpu: false``. Each worker must then ask
+  for CPU itself (``use_cpu=True`` in the SFT config, as the trainer does without CUDA), or it
+  trains alone, as rank 0 of a world of 1; for DDP moot also exports ``ACCELERATE_USE_CPU=true``
+  (not for DeepSpeed, which it breaks).
 - ``--num_cpu_threads_per_process`` is set to the cores per process unless ``OMP_NUM_THREADS``
   is set: two 2-thread workers on 2 cores train 5x slower than two 1-thread ones.
 - FSDP is refused: accelerate runs it as plain DDP on a CPU process group.
@@ -24,8 +25,10 @@ import importlib.util
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,6 +41,9 @@ LAUNCHES: tuple[str, ...] = ("ddp", "fsdp", "zero3", "zero3-offload")
 DEEPSPEED_REQUIREMENT = "deepspeed==0.19.8"
 
 CONFIG_DIR = Path(__file__).resolve().parent / "accelerate"
+
+#: Seconds `run_launch` gives the launcher to stop its workers after Ctrl-C or SIGTERM.
+STOP_GRACE_SECONDS = 60.0
 
 
 def accelerate_config(launch: str) -> Path:
@@ -92,15 +98,15 @@ def _check(
             f"--machine-rank must be between 0 and {num_machines - 1} "
             f"(--num-machines {num_machines}), not {machine_rank}"
         )
-    if num_processes % num_machines:
-        raise ConfigError(
-            f"--num-processes counts the processes on all machines together: {num_processes} "
-            f"does not split evenly over {num_machines} machines"
-        )
     if num_processes < num_machines:
         raise ConfigError(
             f"--num-processes {num_processes} is fewer than --num-machines {num_machines}: "
             "it counts the processes on all machines together"
+        )
+    if num_processes % num_machines:
+        raise ConfigError(
+            f"--num-processes counts the processes on all machines together: {num_processes} "
+            f"does not split evenly over {num_machines} machines"
         )
     if num_machines > 1 and not main_process_ip:
         raise ConfigError(
@@ -196,7 +202,8 @@ def launch_command(
         launch: One of `LAUNCHES`.
         config_path: The SFT config file, passed on as ``--config`` (as given: with several
             machines it must name the file on each of them).
-        overrides: The ``moot train sft`` overrides, passed on unchanged.
+        overrides: What follows ``--config FILE`` on each worker's ``moot train sft`` line
+            (flags such as ``--quiet``, then ``section.key=value`` overrides), unchanged.
         num_processes: Processes on all machines together.
         num_machines: Machines taking part.
         machine_rank: This machine's rank.
@@ -222,17 +229,21 @@ def launch_command(
     return [*argv, "-m", "moot", "train", "sft", "--config", str(config_path), *overrides]
 
 
-def launch_env(cpu: bool) -> dict[str, str]:
+def launch_env(launch: str, cpu: bool) -> dict[str, str]:
     """Environment variables the launched workers need on top of the current ones.
 
     Args:
+        launch: One of `LAUNCHES`.
         cpu: Whether the machine trains on CPU.
 
     Returns:
-        ``{"ACCELERATE_USE_CPU": "true"}`` on CPU (TrainingArguments then joins the workers in a
-        gloo process group even if the SFT config does not say ``use_cpu``), else nothing.
+        ``{"ACCELERATE_USE_CPU": "true"}`` for DDP on CPU (TrainingArguments then joins the
+        workers in a gloo process group even if the SFT config does not say ``use_cpu``), else
+        nothing. Never for DeepSpeed: with it accelerate sets the workers up as plain CPU DDP
+        while DeepSpeed partitions the model, and training fails; there the trainer's own
+        ``use_cpu=True`` does the job.
     """
-    return {"ACCELERATE_USE_CPU": "true"} if cpu else {}
+    return {"ACCELERATE_USE_CPU": "true"} if cpu and launch == "ddp" else {}
 
 
 def run_launch(
@@ -251,7 +262,7 @@ def run_launch(
     Args:
         launch: One of `LAUNCHES`.
         config_path: The SFT config file.
-        overrides: The ``moot train sft`` overrides.
+        overrides: As `launch_command`'s.
         num_processes: Processes on all machines together.
         num_machines: Machines taking part.
         machine_rank: This machine's rank.
@@ -277,6 +288,42 @@ def run_launch(
         main_process_port,
         cpu,
     )
-    env = launch_env(cpu)
+    env = launch_env(launch, cpu)
     print(shlex.join([f"{k}={v}" for k, v in env.items()] + argv), file=sys.stderr, flush=True)
-    return subprocess.run(argv, env={**os.environ, **env}, check=False).returncode
+    # a session of its own: a Ctrl-C reaches accelerate once, forwarded by _wait, not twice
+    process = subprocess.Popen(argv, env={**os.environ, **env}, start_new_session=True)
+    return _wait(process)
+
+
+def _wait(process: subprocess.Popen, grace: float = STOP_GRACE_SECONDS) -> int:
+    """Wait for ``accelerate launch``; on Ctrl-C or SIGTERM have it stop its workers first.
+
+    torchrun starts each worker in a session of its own, so only the launcher can stop them:
+    killing it outright would leave them running (and, in a collective, hanging for ever). It is
+    sent SIGTERM, which torchrun's agent answers by stopping the workers, and killed only if it
+    has not ended after `grace` seconds.
+
+    Returns:
+        The launcher's exit code, or 130 if this process was interrupted.
+    """
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return process.wait()
+    except KeyboardInterrupt:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """A SIGTERM handler that stops `_wait` like Ctrl-C does."""
+    raise KeyboardInterrupt

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from moot.core.errors import ConfigError, InputError
-from moot.core.records import write_json
+from moot.core.records import atomic_replace_dir, write_json
 from moot.training.chat_templates import ChatFamily, chat_family, has_generation_markers
 from moot.training.data import load_sft_dataset, versions
 from moot.training.sft_config import SFTRunConfig
 
+SCRATCH_WAIT = 600.0  # seconds other processes wait for the main one to build a scratch base
 VERSIONED = ("moot", "torch", "transformers", "trl", "peft", "accelerate", "datasets")
 
 
@@ -99,7 +100,9 @@ def train_sft(
     metrics = {"train_loss": trained.training_loss}
     if prepared.eval_report is not None:
         metrics["eval_loss"] = trainer.evaluate()["eval_loss"]
-    trainer.save_model(str(out / "adapter"))  # writes on the main process only
+    if trainer.is_fsdp_enabled:  # a sharded state dict would make save_model write nothing
+        trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
+    trainer.save_model(str(out / "adapter"))  # every process joins; the main one writes
     if not args.should_save:
         return SFTResult(out, {}, already_done=False)
     trainer.processing_class.save_pretrained(out / "adapter")
@@ -164,18 +167,18 @@ def build_trainer(
     eval_source = _eval_source(config)
     train_rows = _load(config.data.train, "train")  # bad data fails before torch is imported
     eval_rows = _load(eval_source, "eval") if eval_source else None
-    args = _sft_args(config, out, has_eval=eval_source is not None, progress=progress)
     family = chat_family(config.model.chat_template) if config.model.chat_template else None
     base = config.model.base
     if config.model.init is not None:
         base = str(out / "base")
-        with args.main_process_first(desc="building the scratch base"):
-            if not (Path(base) / "config.json").exists():
-                from moot.training.scratch import build_scratch_base
-
-                texts = (m["content"] for row in train_rows for m in row["messages"])
-                init, vocab = config.model.init, config.model.tokenizer_vocab
-                build_scratch_base(init, vocab, family, texts, Path(base), config.training.seed)
+        _scratch_base(config, family, train_rows, Path(base))
+    args = _sft_args(config, out, has_eval=eval_source is not None, progress=progress)
+    launched = int(os.environ.get("WORLD_SIZE", "1"))
+    if args.world_size != launched:  # e.g. workers that did not join one process group
+        raise ConfigError(
+            f"{launched} processes were launched but training sees {args.world_size}: they would "
+            "train apart (use moot train sft --launch)"
+        )
     tokenizer = _tokenizer(base, family)
     train_rows, train_report = _fit_lengths(train_rows, tokenizer, config, config.data.train)
     log(_length_line("train", train_report, config))
@@ -206,6 +209,35 @@ def build_trainer(
 
         trainer.remove_callback(PrinterCallback)
     return PreparedRun(trainer, base, train_report, eval_report)
+
+
+def _scratch_base(config: SFTRunConfig, family: ChatFamily | None, rows: Any, folder: Path) -> None:
+    """Build the ``model.init`` base once, before the trainer's arguments exist.
+
+    Under DeepSpeed ZeRO-3 the arguments switch model construction to partitioned init, a
+    collective that would hang with only the main process building; so the main process builds
+    and writes the folder whole (atomically) first, and the others wait for it.
+    """
+    if (folder / "config.json").exists():
+        return
+    if _is_main():
+        from moot.training.scratch import build_scratch_base
+
+        texts = (m["content"] for row in rows for m in row["messages"])
+        init, vocab, seed = (
+            config.model.init or {},
+            config.model.tokenizer_vocab,
+            config.training.seed,
+        )
+        atomic_replace_dir(
+            lambda tmp: build_scratch_base(init, vocab, family, texts, tmp, seed), folder
+        )
+        return
+    deadline = time.monotonic() + SCRATCH_WAIT
+    while not (folder / "config.json").exists():
+        if time.monotonic() > deadline:
+            raise ConfigError(f"{folder}: the main process did not build the base in time")
+        time.sleep(0.2)
 
 
 def _claim(out: Path, config: SFTRunConfig, data: dict[str, str | None]) -> str:

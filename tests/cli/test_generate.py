@@ -10,6 +10,7 @@ import pytest
 from moot.core.responses import load_responses
 from moot.core.scripted_server import Fault, ScriptedServer
 from tests.cli.helpers import run_moot
+from tests.tiny import tiny_llama
 
 TOPIC = {
     "topic": "Should zoos be banned?",
@@ -84,37 +85,7 @@ def test_topics_without_arguments_are_refused(tmp_path, scripted):
 
 def tiny_model(folder: Path) -> Path:
     """A random-weight Llama-architecture model with a word-level tokenizer, built offline."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    words = ["<pad>", "<s>", "</s>", "<unk>", "zoos", "are", "good", "bad", "animals", "because"]
-    core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core,
-        bos_token="<s>",
-        eos_token="</s>",
-        unk_token="<unk>",
-        pad_token="<pad>",
-    )
-    config = LlamaConfig(
-        vocab_size=len(words),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
-    )
-    import torch
-
-    torch.manual_seed(0)
-    LlamaForCausalLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return tiny_llama(folder, ["zoos", "are", "good", "bad", "animals", "because"])
 
 
 @pytest.mark.parametrize("adapter", [False, True], ids=["model", "lora-adapter"])

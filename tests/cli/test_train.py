@@ -26,8 +26,6 @@ def test_example_trains_merges_and_generates(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "train: 12 samples, 1629 tokens" in result.stdout
     assert "trained 30 steps (10.00 epochs) on 1 process(es)" in result.stdout
-    again = train(run)
-    assert again.returncode == 0 and "already trained" in again.stdout
     merged = tmp_path / "merged"
     result = run_moot("train", "merge", "--adapter", run / "adapter", "--out", merged, env=ENV)
     assert result.returncode == 0, result.stderr
@@ -51,7 +49,7 @@ def test_example_trains_merges_and_generates(tmp_path):
 
 def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     run = tmp_path / "run"
-    overrides = ["training.epochs=100", "training.save_steps=20", "training.save_total_limit=1"]
+    overrides = ["training.epochs=40", "training.save_steps=20", "training.save_total_limit=1"]
     args = ["train", "sft", "--config", EXAMPLE, "--quiet", f"data.train={DATA}"]
     process = popen_moot(*args, f"training.output_dir={run}", *overrides, env=ENV)
     deadline = time.monotonic() + 120
@@ -65,7 +63,7 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "resuming from checkpoint-" in result.stdout
     manifest = json.loads((run / "manifest.json").read_text())
-    assert manifest["steps"] == 300 and manifest["epochs"] == 100
+    assert manifest["steps"] == 120 and manifest["epochs"] == 40
 
 
 def test_bad_configs_and_data_exit_2_with_one_line(tmp_path):

@@ -1,4 +1,6 @@
-"""Both DEBATunE evaluations over all 9 stored model-output files (scripted judge)."""
+"""The 9 stored DEBATunE model-output files: all load and align; both evaluations run on three
+(scripted judge; judging all nine repeats the same path at 7,200 calls).
+"""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ MODELS = [
     "zephyr_7b_a",
     "zephyr_7b_b",
 ]
+JUDGED = ["DEBATunE_7b", "vicuna_13b_15", "zephyr_7b_b"]  # tuned, Vicuna, Zephyr formats
 RULES = [
     Rule(pattern="how many percent", reply="100 0\nSupportive."),
     Rule(pattern="Assistant 1's Answer", reply="7 6\nFirst is better."),
@@ -38,6 +41,8 @@ def test_all_nine_model_output_files(tmp_path):
             responses = load_responses(path)
             assert len(responses) == 480
             align(responses, baseline, path)
+        for model in JUDGED:
+            responses = load_responses(root / model / "debate_test_arg_2048.json")
             client = ModelClient(cache=cache, retry=RetryPolicy(attempts=1))
             control = asyncio.run(
                 evaluate_controllability(
@@ -62,7 +67,7 @@ def test_all_nine_model_output_files(tmp_path):
             assert quality.summary["items"] == 160 and quality.summary["ties"] == 160
             assert quality.summary["order_inconsistency"] == 1.0
         calls = len(server.requests)
-        for model in MODELS[:2]:  # a rerun costs no judge call
+        for model in JUDGED[:2]:  # a rerun costs no judge call
             responses = load_responses(root / model / "debate_test_arg_2048.json")
             client = ModelClient(cache=cache)
             asyncio.run(evaluate_controllability(responses, tmp_path / model / "c", role, client))
