@@ -34,7 +34,8 @@ class SFTResult:
 
     Attributes:
         output_dir: The run folder.
-        manifest: The run manifest (``manifest.json``).
+        manifest: The run manifest (``manifest.json``); empty on processes other than the
+            main one of a multi-process run.
         already_done: The folder held this run finished: nothing was trained.
     """
 
@@ -443,6 +444,9 @@ def _digest(rows: Any) -> str:
 
 
 def _trainable(model: Any) -> dict[str, int]:
-    total = sum(p.numel() for p in model.parameters())
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    def size(parameter: Any) -> int:  # ZeRO-3 leaves each process a partition
+        return getattr(parameter, "ds_numel", None) or parameter.numel()
+
+    total = sum(size(p) for p in model.parameters())
+    trainable = sum(size(p) for p in model.parameters() if p.requires_grad)
     return {"trainable": trainable, "total": total}
