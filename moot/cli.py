@@ -649,9 +649,12 @@ def _cmd_eval_panelbench(args: argparse.Namespace) -> int:
 
 
 def _cmd_train_sft(args: argparse.Namespace) -> int:
+    from moot.core.errors import ConfigError
     from moot.training.sft_config import load_sft_config
 
     config = load_sft_config(args.train_config, args.overrides)  # checked before any launch
+    if not args.launch and (args.num_processes > 1 or args.num_machines > 1):
+        raise ConfigError("--num-processes and --num-machines need --launch (e.g. --launch ddp)")
     if args.launch:
         from moot.training.launch import run_launch
 

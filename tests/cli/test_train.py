@@ -73,6 +73,8 @@ def test_bad_configs_and_data_exit_2_with_one_line(tmp_path):
         f"moot: error: {EXAMPLE}: training: unknown key 'learnin_rate' "
         "(did you mean 'learning_rate'?)"
     ]
+    alone = train(tmp_path / "a", "--num-processes", "2")
+    assert alone.returncode == 2 and "need --launch" in alone.stderr
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     result = train(tmp_path / "b", f"data.train={empty}")
