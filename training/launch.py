@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -44,6 +45,10 @@ CONFIG_DIR = Path(__file__).resolve().parent / "accelerate"
 
 #: Seconds `run_launch` gives the launcher to stop its workers after Ctrl-C or SIGTERM.
 STOP_GRACE_SECONDS = 60.0
+
+#: Age (s) past which a C++ extension build lock was left by a killed build: DeepSpeed builds
+#: its CPU ops in under three minutes on 2 cores.
+STALE_BUILD_LOCK_SECONDS = 600.0
 
 
 def accelerate_config(launch: str) -> Path:
@@ -133,6 +138,32 @@ def _check(
                 "compiles its CPU ops when training starts. Install one (apt-get install g++) "
                 "or set CXX."
             )
+
+
+def stale_build_locks(root: Path | None = None, now: float | None = None) -> list[Path]:
+    """Build locks of torch C++ extensions (DeepSpeed's ops) that a killed build left behind.
+
+    torch waits silently and forever while an extension's ``lock`` file exists, so one killed
+    ZeRO-3 start would hang every later one on the machine.
+
+    Args:
+        root: Where torch builds extensions: ``TORCH_EXTENSIONS_DIR`` (one folder per
+            extension) or, when ``None`` and that is unset, torch's default
+            (``~/.cache/torch_extensions/<python>_<device>/<extension>``).
+        now: The current time, for tests; ``None`` is ``time.time()``.
+
+    Returns:
+        The lock files older than `STALE_BUILD_LOCK_SECONDS`.
+    """
+    if root is None and (configured := os.environ.get("TORCH_EXTENSIONS_DIR")):
+        root = Path(configured)
+    elif root is None:
+        from torch.utils.cpp_extension import get_default_build_root
+
+        root = Path(get_default_build_root())
+    now = time.time() if now is None else now
+    locks = [*root.glob("*/lock"), *root.glob("*/*/lock")]
+    return sorted(lock for lock in locks if now - lock.stat().st_mtime > STALE_BUILD_LOCK_SECONDS)
 
 
 def accelerate_argv(
@@ -274,9 +305,15 @@ def run_launch(
         The exit code of ``accelerate launch`` (non-zero if any worker failed).
 
     Raises:
-        ConfigError: As `accelerate_argv`, before anything is started.
+        ConfigError: As `accelerate_argv`, or when a killed build left a lock that ZeRO-3
+            would wait on (`stale_build_locks`); before anything is started.
     """
     cpu = (not cuda_available()) if cpu is None else cpu
+    if launch.startswith("zero3") and (locks := stale_build_locks()):
+        raise ConfigError(
+            f"{locks[0]} was left by a DeepSpeed op build that was killed, and DeepSpeed would "
+            "wait for it forever: delete it if no other training is starting on this machine"
+        )
     argv = launch_command(
         launch,
         config_path,

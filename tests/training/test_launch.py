@@ -24,6 +24,7 @@ from moot.training.launch import (
     launch_command,
     launch_env,
     run_launch,
+    stale_build_locks,
 )
 
 EXPECTED_TYPE = {
@@ -229,6 +230,26 @@ def test_run_launch_refuses_before_starting_anything(monkeypatch):
     monkeypatch.setattr(launch_mod.subprocess, "Popen", lambda *a, **k: pytest.fail("started"))
     with pytest.raises(ConfigError, match="FSDP needs GPUs"):
         run_launch("fsdp", "sft.yaml", [], 2, cpu=True)
+
+
+def test_a_lock_left_by_a_killed_deepspeed_build_is_refused_not_waited_on(
+    deepspeed_installed, tmp_path, monkeypatch
+):
+    """torch waits forever on a build lock; a killed ZeRO-3 start once hung CI for 10 minutes."""
+    fresh = tmp_path / "py311_cpu" / "cpu_adam" / "lock"
+    stale = tmp_path / "py311_cpu" / "deepspeed_shm_comm" / "lock"
+    for lock in (fresh, stale):
+        lock.parent.mkdir(parents=True)
+        lock.touch()
+    hour_ago = stale.stat().st_mtime - 3600
+    os.utime(stale, (hour_ago, hour_ago))
+    assert stale_build_locks(tmp_path) == [stale]
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    monkeypatch.setattr(launch_mod.subprocess, "Popen", lambda *a, **k: pytest.fail("started"))
+    with pytest.raises(ConfigError, match=f"{stale} was left by a DeepSpeed op build"):
+        run_launch("zero3", "sft.yaml", [], 2, cpu=False)
+    stale.unlink()
+    assert stale_build_locks(tmp_path) == []
 
 
 def test_sigterm_stops_the_launcher_gracefully_so_it_can_stop_its_workers(tmp_path):
