@@ -90,7 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     merge.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
 
-    evaluate = commands.add_parser("eval", help="judge model outputs (DEBATunE)")
+    evaluate = commands.add_parser(
+        "eval", help="judge and score outputs (DEBATunE, PanelBench, DebateQA, BERDS)"
+    )
     evaluate.set_defaults(command_fn=lambda _: evaluate.print_help() or 2)
     evaluations = evaluate.add_subparsers(title="evaluations", metavar="EVALUATION")
     for name, help_text in (
@@ -346,6 +348,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--api-key-env", metavar="VAR")
     check.add_argument("--timeout", type=float, default=60.0)
     check.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+
+    # DebateQA / BERDS: corpora and retrieval, answering, and their metrics under `eval`
+    from moot import cli_answer, cli_berds, cli_pd, cli_retrieval
+
+    for module in (cli_retrieval, cli_answer, cli_pd, cli_berds):
+        module.register(commands, evaluations)
     return parser
 
 

@@ -1,0 +1,14 @@
+"""`moot eval pd`: DebateQA Perspective Diversity with a local causal LM."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(commands: Any, evaluations: Any) -> None:
+    """Add this module's commands to ``moot`` (`commands`) and ``moot eval`` (`evaluations`)."""
+    del commands, evaluations  # filled in by the DebateQA/BERDS work (issue 6)
+
+
+__all__ = ["argparse", "register"]
