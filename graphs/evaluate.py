@@ -71,22 +71,28 @@ def _graph() -> Any:
 
 
 async def _run(
-    items: list[dict[str, Any]], out_dir: Path, task: Task, concurrency: int, claim: dict
+    items: list[dict[str, Any]],
+    out_dir: Path,
+    task: Task,
+    concurrency: int,
+    claim: dict,
+    log_name: str = "judgments.jsonl",
 ) -> list:
-    """Judge the items not yet judged; return every record, in item order.
+    """Run `task` on the items not yet done; return every record, in item order.
 
-    The folder is claimed for one evaluation and judge (``.moot/eval.json``) before any call,
-    so a rerun with another judge cannot drop or mix earlier judgments.
+    The folder is claimed for one evaluation and judge, or one answering run
+    (``.moot/eval.json``), before any call, so a rerun with other settings cannot drop or mix
+    earlier records. Records are appended to ``out_dir/log_name`` as they finish.
     """
     claim_path = Path(out_dir) / ".moot" / "eval.json"
     if claim_path.exists():
         if json.loads(claim_path.read_text(encoding="utf-8")) != claim:
             raise ConfigError(
-                f"{out_dir} holds an evaluation with another judge or settings; use a new --out"
+                f"{out_dir} holds a run with another model, judge or settings; use a new --out"
             )
     else:
         write_json(claim_path, claim)
-    log = ResultLog(Path(out_dir) / "judgments.jsonl")
+    log = ResultLog(Path(out_dir) / log_name)
     done = {k: r for k, r in log.load().items() if r.get("status") == "ok"}
     pending = [item for item in items if item["id"] not in done]
     if pending:
