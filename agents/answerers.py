@@ -23,7 +23,7 @@ Messages = list[dict[str, Any]]
 
 _FINAL = re.compile(r"\**final\s+answer\**\s*:\**\s*", re.I)
 _SEARCH = re.compile(
-    r"^\s*\**(?:action\s*:\s*)?search\**\s*(?::|\[)\s*(.+?)\s*\]?\s*$", re.I | re.M
+    r"^\s*\**(?:action\s*:\s*)?search\s*(?::|\[)\**\s*(.+?)\s*\]?\s*$", re.I | re.M
 )
 _THOUGHT = re.compile(r"^\s*\**thought\**\s*:\s*", re.I)
 

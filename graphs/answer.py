@@ -246,18 +246,32 @@ def run_identity(ctx: AnswerContext) -> dict[str, Any]:
         "prompts": hashlib.sha256(prompts.encode()).hexdigest()[:16],
     }
     if ctx.mode == "rag":
-        identity |= {"retriever": _retriever_name(ctx), "k": ctx.k}
+        identity |= {**retriever_identity(ctx.retriever), "k": ctx.k}
     elif ctx.mode == "react":
         identity |= {
-            "retriever": _retriever_name(ctx),
+            **retriever_identity(ctx.retriever),
             "search_k": ctx.search_k,
             "max_searches": ctx.max_searches,
         }
     return identity
 
 
-def _retriever_name(ctx: AnswerContext) -> str:
-    return getattr(ctx.retriever, "name", type(ctx.retriever).__name__)
+def retriever_identity(retriever: Retriever | None) -> dict[str, Any]:
+    """What a run's claim pins about its search tool: kind, corpus, filters."""
+    from moot.core.retrieval import LocalRetriever
+
+    identity: dict[str, Any] = {
+        "retriever": getattr(retriever, "name", None),
+        "trusted_domains": getattr(retriever, "trusted_domains", False),
+    }
+    if isinstance(retriever, LocalRetriever):
+        manifest = retriever.index.manifest
+        identity |= {
+            "mmr": retriever.lam,
+            "corpus_sha256": manifest["source_sha256"],
+            "chunk_chars": manifest["chunk_chars"],
+        }
+    return identity
 
 
 @dataclass(frozen=True)
@@ -352,5 +366,6 @@ __all__ = [
     "answer_questions",
     "build_answer_graph",
     "hit_json",
+    "retriever_identity",
     "run_identity",
 ]

@@ -32,7 +32,7 @@ from moot.core.models import ModelClient
 from moot.core.qa_data import Question
 from moot.core.records import write_json, write_jsonl
 from moot.core.spec import Role
-from moot.graphs.answer import search
+from moot.graphs.answer import retriever_identity, search
 from moot.graphs.debate import call_seed
 from moot.graphs.evaluate import _run
 from moot.prompts import render, template_source
@@ -201,7 +201,7 @@ def curate_identity(ctx: CurateContext) -> dict[str, Any]:
         "run": "curate",
         "model": ctx.role.spec.name,
         "temperature": ctx.role.temperature,
-        "retriever": getattr(ctx.retriever, "name", type(ctx.retriever).__name__),
+        **retriever_identity(ctx.retriever),
         "embedder": ctx.embedder.name,
         "documents": ctx.documents,
         "threshold": ctx.threshold,

@@ -1,0 +1,202 @@
+"""`moot answer` and `moot curate` end to end: a real BM25 index over DebateQA answers, BERDS
+questions, and the scripted server over HTTP."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from moot.core.retrieval import build_index
+from moot.core.scripted_server import Rule, ScriptedServer
+from tests.cli.helpers import read_jsonl, run_moot
+from tests.conftest import shared_data
+
+FINAL = "It is debated. Some argue it reduces poverty; others say it costs too much."
+REACT_RULES = [
+    Rule(pattern="no searches left", role="last", reply=f"Thought: done.\nFinal Answer: {FINAL}"),
+    Rule(pattern=r"search 1 of 3", role="last", reply="Thought: other side?\nSearch: costs of it"),
+    Rule(pattern=r"search 2 of 3", role="last", reply="Thought: evidence.\nSearch: trials"),
+    # past the last search the agent still asks: the graph makes it answer
+    Rule(pattern=r"search 3 of 3", role="last", reply="Thought: more!\nSearch: anything"),
+]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """An index over 150 DebateQA model answers, and 3 BERDS questions."""
+    answers = read_jsonl(shared_data("debateqa", "demo_answers.jsonl"))[:150]
+    folder = tmp_path_factory.mktemp("corpus")
+    docs = folder / "docs.jsonl"
+    docs.write_text(
+        "".join(json.dumps({"id": f"a{r['id']}", "text": r["generation"]}) + "\n" for r in answers)
+    )
+    build_index(docs, folder / "index")
+    berds = read_jsonl(shared_data("berds", "dev_perspective_sets.jsonl"))[:3]
+    questions = folder / "questions.jsonl"
+    questions.write_text("".join(json.dumps(r) + "\n" for r in berds))
+    return {"docs": docs, "index": folder / "index", "questions": questions, "berds": berds}
+
+
+def answer(server, corpus, out, *extra):
+    return run_moot(
+        "answer",
+        *("--questions", corpus["questions"], "--out", out),
+        *("--model", "openai/scripted", "--api-base", server.url, "--max-retries", 0),
+        *extra,
+    )
+
+
+def test_react_searches_three_times_then_answers_and_resumes(corpus, tmp_path):
+    out = tmp_path / "react"
+    with ScriptedServer(rules=REACT_RULES) as server:
+        result = answer(server, corpus, out, "--mode", "react", "--index", corpus["index"])
+        assert result.returncode == 0, result.stderr
+        assert len(server.requests) == 3 * 4  # per question: 3 agent replies + the final
+        records = read_jsonl(out / "answers.jsonl")
+        assert [r["id"] for r in records] == [f"{b['dataset']}/{b['id']}" for b in corpus["berds"]]
+        for record, berds in zip(records, corpus["berds"], strict=True):
+            assert record["status"] == "ok" and record["answer"] == FINAL
+            searches = [e for e in record["trace"] if e["kind"] == "search"]
+            assert [s["query"] for s in searches] == [berds["question"], "costs of it", "trials"]
+            assert all(len(s["chunk_ids"]) == 3 for s in searches)
+            ids = [c["id"] for c in record["chunks"]]
+            assert len(ids) == len(set(ids)) <= 9 and all(c["text"] for c in record["chunks"])
+            assert [e["kind"] for e in record["trace"]].count("step") == 3
+            assert record["trace"][-1]["kind"] == "final"
+            assert record["ledger"]["calls"] == 4 and record["ledger"]["prompt_tokens"] > 0
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["answered"] == 3 and summary["mean_searches"] == 3
+        server.clear_log()
+        again = answer(server, corpus, out, "--mode", "react", "--index", corpus["index"])
+        assert again.returncode == 0 and server.requests == []
+        assert read_jsonl(out / "answers.jsonl") == records
+
+
+def test_rag_gives_the_top_10_chunks_and_plain_none(corpus, tmp_path):
+    with ScriptedServer(rules=[Rule(pattern=".", reply="An answer.")]) as server:
+        rag = answer(server, corpus, tmp_path / "rag", "--mode", "rag", "--index", corpus["index"])
+        assert rag.returncode == 0, rag.stderr
+        record = read_jsonl(tmp_path / "rag" / "answers.jsonl")[0]
+        assert len(record["chunks"]) == 10 and record["answer"] == "An answer."
+        scores = [c["score"] for c in record["chunks"]]
+        assert scores == sorted(scores, reverse=True)
+        users = [r.body["messages"][1]["content"] for r in server.requests]
+        user = next(u for u in users if u.endswith(corpus["berds"][0]["question"]))
+        assert "Document [10]" in user and "Document [11]" not in user
+        server.clear_log()
+        plain = answer(server, corpus, tmp_path / "plain", "--prompt", "detailed")
+        assert plain.returncode == 0, plain.stderr
+        record = read_jsonl(tmp_path / "plain" / "answers.jsonl")[0]
+        assert record["chunks"] == [] and "trace" not in record
+        system = server.requests[0].body["messages"][0]["content"]
+        assert "debatable" in system  # the detailed prompt
+
+
+def test_failed_calls_are_retried_on_rerun_and_exit_1(corpus, tmp_path):
+    from moot.core.scripted_server import Fault
+
+    out = tmp_path / "plain"
+    with ScriptedServer(rules=[Rule(pattern=".", reply="Fine.")]) as server:
+        server.add_fault(Fault(kind="500", times=1, match=corpus["berds"][1]["question"]))
+        first = answer(server, corpus, out)
+        assert first.returncode == 1 and "rerun the same command" in first.stderr
+        statuses = [r["status"] for r in read_jsonl(out / "answers.jsonl")]
+        assert statuses == ["ok", "error", "ok"]
+        server.clear_log()
+        second = answer(server, corpus, out)
+        assert second.returncode == 0, second.stderr
+        records = read_jsonl(out / "answers.jsonl")
+        assert len(records) == 3 and {r["status"] for r in records} == {"ok"}
+        assert len(server.requests) == 1  # only the failed question was asked again
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--mode", "rag"], "--mode rag needs --index DIR"),
+        (["--mode", "plain", "--index", "IDX"], "--mode plain retrieves nothing"),
+        (["--mode", "rag", "--index", "NOPE"], "NOPE"),
+        (["--mode", "rag", "--index", "IDX", "--retriever", "dense"], "dense"),
+        (["--mode", "rag", "--index", "IDX", "--mmr", "1.5"], "--mmr must be between 0 and 1"),
+    ],
+)
+def test_bad_options_exit_2_before_any_call(corpus, tmp_path, extra, message):
+    extra = [str(corpus["index"]) if e == "IDX" else e for e in extra]
+    with ScriptedServer() as server:
+        result = answer(server, corpus, tmp_path / "out", *extra)
+        assert result.returncode == 2, result.stderr
+        assert message in result.stderr and "Traceback" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+        assert server.requests == []
+
+
+def test_questions_without_text_and_a_reused_folder_exit_2(corpus, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "Is UBI good?"}\n{"id": "2", "question": "  "}\n')
+    with ScriptedServer(rules=[Rule(pattern=".", reply="Fine.")]) as server:
+        result = run_moot(
+            "answer", "--questions", bad, "--out", tmp_path / "o", "--model", "openai/scripted",
+            "--api-base", server.url,
+        )  # fmt: skip
+        assert result.returncode == 2
+        assert result.stderr.strip() == f"moot: error: {bad}, line 2: missing or empty 'question'"
+        assert not (tmp_path / "o").exists()
+        assert answer(server, corpus, tmp_path / "p").returncode == 0
+        other = answer(server, corpus, tmp_path / "p", "--prompt", "detailed")
+        assert other.returncode == 2 and "use a new --out" in other.stderr
+
+
+def test_curate_extracts_explains_and_drops_near_duplicate_povs(corpus, tmp_path):
+    povs = {
+        "povs": [
+            {"pov": "Universal basic income reduces poverty.", "documents": [1, 2]},
+            {"pov": "Universal basic income reduces poverty a lot.", "documents": [3]},
+            {"pov": "Zoos protect endangered species.", "documents": [99]},
+        ]
+    }
+    long_explanation = " ".join(["reason"] * 320)
+    rules = [
+        Rule(pattern="Reply with JSON only", reply=json.dumps(povs)),
+        Rule(pattern="explain this point of view", reply=long_explanation),
+    ]
+    out = tmp_path / "curated"
+    with ScriptedServer(rules=rules) as server:
+        result = run_moot(
+            "curate", "--questions", corpus["questions"], "--docs", corpus["docs"],
+            "--out", out, "--model", "openai/scripted", "--api-base", server.url,
+            "--documents", 5,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert len(server.requests) == 3 * (1 + 3)
+    partials = read_jsonl(out / "partial_answers.jsonl")
+    assert len(partials) == 3
+    for item in partials:
+        assert [p["POV"] for p in item["partial_answers"]] == [
+            "Universal basic income reduces poverty.",
+            "Zoos protect endangered species.",
+        ]
+        explanation = item["partial_answers"][0]["Explanation"]
+        assert len(explanation.split()) == 300
+        assert len(item["partial_answers"][0]["documents"]) == 2
+        assert len(item["partial_answers"][1]["documents"]) == 5  # no valid number: all five
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["duplicates_removed"] == 3 and summary["cut_at_300_words"] == 9
+    record = read_jsonl(out / "curation.jsonl")[0]
+    duplicate = record["partial_answers"][1]
+    assert duplicate["duplicate_of"] == "Universal basic income reduces poverty."
+    assert duplicate["similarity"] > 0.75
+    assert (out / "index" / "index.json").is_file()  # the corpus was indexed once, inside OUT
+
+
+def test_curate_records_an_unreadable_pov_list_and_exits_1(corpus, tmp_path):
+    out = tmp_path / "curated"
+    with ScriptedServer(rules=[Rule(pattern=".", reply="I cannot list them.")]) as server:
+        result = run_moot(
+            "curate", "--questions", corpus["questions"], "--docs", corpus["index"],
+            "--out", out, "--model", "openai/scripted", "--api-base", server.url,
+        )  # fmt: skip
+    assert result.returncode == 1 and "no readable POV list" in result.stderr
+    records = read_jsonl(out / "curation.jsonl")
+    assert all(r["failure"]["raw"] == "I cannot list them." for r in records)
+    assert read_jsonl(out / "partial_answers.jsonl") == []
