@@ -1,0 +1,272 @@
+"""`moot eval da|berds|detector` end to end against the scripted server, hand-computed results."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from moot.core.errors import InputError
+from moot.core.qa_data import load_questions
+from moot.core.scripted_server import Fault, Rule, ScriptedServer
+from moot.graphs.qa_eval import join_perspectives, load_pairs, load_retrieved
+from tests.cli.helpers import read_jsonl, run_moot
+from tests.conftest import shared_data
+
+
+def judge_args(server: ScriptedServer, out: Path, flag: str = "--judge") -> list[object]:
+    return ["--out", out, flag, "openai/judge", "--api-base", server.url, "--max-retries", 0]
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def demo_answers(n: int) -> list[dict]:
+    lines = shared_data("debateqa", "demo_answers.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines[:n]]
+
+
+DA_RULES = [
+    Rule(pattern="could not be read", reply="still unsure"),
+    Rule(pattern="Question: Q-AWARE", reply="1"),
+    Rule(pattern="Question: Q-ALSO-AWARE", reply="**Response: 1**"),
+    Rule(pattern="Question: Q-UNAWARE", reply="Output: 0"),
+    Rule(pattern="Question: Q-BAD", reply="I cannot say."),
+]
+
+
+def test_dispute_awareness_counts_parse_failures_apart_and_resumes(tmp_path):
+    answers = demo_answers(4)  # {generation, id}: no question text
+    answers[0]["question"] = "Q-AWARE: is it debated?"  # its own question wins
+    path = write_jsonl(tmp_path / "answers.jsonl", answers)
+    names = ["Q-AWARE", "Q-ALSO-AWARE", "Q-UNAWARE", "Q-BAD"]
+    questions = write_jsonl(
+        tmp_path / "questions.jsonl",
+        [
+            {"id": a["id"], "question": f"{n} question?"}
+            for a, n in zip(answers, names, strict=True)
+        ][1:],
+    )
+    out = tmp_path / "out"
+    args = ["eval", "da", "--answers", path, "--questions", questions]
+    with ScriptedServer(rules=DA_RULES) as server:
+        result = run_moot(*args, *judge_args(server, out))
+        assert result.returncode == 0, result.stderr
+        assert len(server.requests) == 4 + 1  # one repair round for the unreadable reply
+        prompts = [r.body["messages"][0]["content"] for r in server.requests]
+        assert any(answers[1]["generation"][:200] in p for p in prompts)
+        server.clear_log()
+        rerun = run_moot(*args, *judge_args(server, out))
+        assert rerun.returncode == 0 and server.requests == []  # a rerun costs nothing
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["answers"], summary["scored"], summary["parse_failures"]) == (4, 3, 1)
+    assert summary["dispute_aware"] == 2 and summary["da"] == pytest.approx(2 / 3)
+    records = read_jsonl(out / "judgments.jsonl")
+    failed = [r for r in records if not r["judgment"]["ok"]]
+    assert [r["answer_id"] for r in failed] == [str(answers[3]["id"])]
+    assert failed[0]["judgment"]["label"] is None  # never a default label
+    assert failed[0]["judgment"]["replies"] == ["I cannot say.", "still unsure"]
+    assert "| da | 0.6667 |" in result.stdout
+    assert (out / "summary.md").read_text().startswith("# dispute_awareness")
+
+
+def test_dispute_awareness_needs_question_text(tmp_path):
+    path = write_jsonl(tmp_path / "answers.jsonl", demo_answers(2))
+    with ScriptedServer() as server:
+        result = run_moot("eval", "da", "--answers", path, *judge_args(server, tmp_path / "out"))
+        assert server.requests == []
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "pass --questions" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def perspective_sets(n: int) -> tuple[Path, list[dict]]:
+    path = shared_data("berds", "dev_perspective_sets.jsonl")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return path, [json.loads(line) for line in lines[:n]]
+
+
+def detection_rule(document: str, perspective: str, reply: str) -> Rule:
+    return Rule(
+        pattern=f"Document: {document}[^\n]*\nStatement: {re.escape(perspective)}\n", reply=reply
+    )
+
+
+def berds_fixture(tmp_path: Path) -> tuple[Path, Path, list[Rule]]:
+    perspectives, questions = perspective_sets(3)  # 3 arguana questions, 2 perspectives each
+    chunks = {
+        0: ["SUPPORTS-FIRST", "IRRELEVANT", "SUPPORTS-SECOND"],  # P1 only at rank 2
+        1: ["SUPPORTS-SECOND", "SUPPORTS-FIRST"],
+        2: ["GARBLED", "IRRELEVANT"],
+    }
+    retrieved = write_jsonl(
+        tmp_path / "retrieved.jsonl",
+        [
+            {
+                "id": f"{q['dataset']}/{q['id']}",
+                "question": q["question"],
+                "k": len(chunks[i]),
+                "chunks": [
+                    {"id": f"c{i}{r}", "doc_id": f"d{r}", "text": f"{t} text.", "title": "T"}
+                    for r, t in enumerate(chunks[i])
+                ],
+            }
+            for i, q in enumerate(questions)
+        ],
+    )
+    rules = [Rule(pattern="could not be read", reply="still unsure")]
+    for q in questions:
+        first, second = q["perspectives"]
+        rules += [
+            detection_rule("SUPPORTS-FIRST", first, "Yes."),
+            detection_rule("SUPPORTS-SECOND", second, "**Yes**"),
+            detection_rule("GARBLED", first, "Hmm."),
+            detection_rule("GARBLED", second, "Answer: No"),
+        ]
+    rules.append(Rule(pattern="Statement:", reply="No"))
+    return retrieved, perspectives, rules
+
+
+def test_berds_mrecall_and_precision_equal_hand_computed_values(tmp_path):
+    retrieved, perspectives, rules = berds_fixture(tmp_path)
+    out = tmp_path / "out"
+    args = ["eval", "berds", "--retrieved", retrieved, "--perspectives", perspectives, "-k", 2]
+    with ScriptedServer(rules=rules) as server:
+        result = run_moot(*args, *judge_args(server, out, "--detector"))
+        assert result.returncode == 0, result.stderr
+        assert len(server.requests) == 3 * 2 * 2 + 1  # top-2 × 2 perspectives, one repair
+        users = [r.body["messages"][1]["content"] for r in server.requests]
+        assert any("SUPPORTS-FIRST text. T\nStatement:" in u for u in users)  # text, title
+        server.clear_log()
+        assert run_moot(*args, *judge_args(server, out, "--detector")).returncode == 0
+        assert server.requests == []
+    summary = json.loads((out / "summary.json").read_text())
+    # q0: top-2 covers P0 only -> MRecall 0, Precision 1/2; q1: both -> 1, 1; q2: unparsed
+    assert (summary["questions"], summary["scored"], summary["parse_failures"]) == (3, 2, 1)
+    assert summary["mrecall"] == pytest.approx(0.5)
+    assert summary["precision"] == pytest.approx(0.75)
+    assert summary["k"] == 2 and summary["detection_parse_failures"] == 1
+    scores = read_jsonl(out / "scores.jsonl")
+    assert [s["mrecall"] for s in scores] == [0, 1, None]
+    assert scores[0]["supported"] == [True, False] and scores[2]["supported"] == [None, False]
+    assert scores[2]["parse_failure"] is True
+    assert len(read_jsonl(out / "judgments.jsonl")) == 12
+
+
+def test_berds_k_larger_than_the_retrieved_list_exits_2_with_one_line(tmp_path):
+    retrieved, perspectives, _ = berds_fixture(tmp_path)
+    out = tmp_path / "out"
+    with ScriptedServer() as server:
+        result = run_moot(
+            "eval", "berds", "--retrieved", retrieved, "--perspectives", perspectives, "-k", 3,
+            *judge_args(server, out, "--detector"),
+        )  # fmt: skip
+        assert server.requests == []
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
+    assert f"{retrieved}, id arguana_generated/751: 2 chunks retrieved, fewer than -k 3" in (
+        result.stderr
+    )
+    assert not out.exists()
+
+
+def test_a_retrieved_question_without_perspectives_is_an_input_error(tmp_path):
+    retrieved, perspectives, _ = berds_fixture(tmp_path)
+    records = read_jsonl(retrieved)
+    records[1]["id"] = "kialo/no-such-question"
+    write_jsonl(retrieved, records)
+    with pytest.raises(InputError, match="kialo/no-such-question: no perspectives in"):
+        join_perspectives(load_retrieved(retrieved), retrieved, load_questions(perspectives),
+                          perspectives, 2)  # fmt: skip
+    write_jsonl(retrieved, [{"id": "x", "chunks": [{"id": "c", "text": " "}]}])
+    with pytest.raises(InputError, match="line 1: chunk 0 has no text"):
+        load_retrieved(retrieved)
+
+
+def test_berds_k_is_required(tmp_path):
+    retrieved, perspectives, _ = berds_fixture(tmp_path)
+    result = run_moot("eval", "berds", "--retrieved", retrieved, "--perspectives", perspectives,
+                      "--out", tmp_path / "out")  # fmt: skip
+    assert result.returncode == 2 and "-k" in result.stderr
+
+
+def detector_subset(tmp_path: Path, n: int = 20) -> tuple[Path, list[list[str]]]:
+    source = shared_data("berds", "pers_det.test.tsv")
+    with source.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f, delimiter="\t"))[: n + 1]
+    path = tmp_path / "pairs.tsv"
+    with path.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f, delimiter="\t", lineterminator="\n").writerows(rows)
+    return path, rows[1:]
+
+
+# replies by pair id: a false negative (18), a false positive (1), an unparsable reply (3)
+DETECTOR_REPLIES = {"1": "Yes", "2": "Answer: No", "3": "Maybe", "18": "No.", "20": "**Yes**"}
+
+
+def test_detector_accuracy_and_f1(tmp_path):
+    pairs, rows = detector_subset(tmp_path)
+    rules = [
+        Rule(
+            pattern=f"Document: {re.escape(doc)}\nStatement: {re.escape(persp)}\n",
+            reply=DETECTOR_REPLIES.get(pid, "Yes" if label == "1" else "No"),
+        )
+        for _, pid, doc, persp, label in rows
+    ]
+    out = tmp_path / "out"
+    args = ["eval", "detector", "--pairs", pairs]
+    _, pid, doc, persp, _ = rows[8]  # pair 10 (label 0) fails once with a server error
+    fault = Fault("500", times=1, match=f"{re.escape(doc)}\nStatement: {re.escape(persp)}\n")
+    with ScriptedServer(rules=rules, faults=[fault]) as server:
+        result = run_moot(*args, *judge_args(server, out, "--detector"))
+        assert result.returncode == 1 and "1 judge calls failed; rerun" in result.stderr
+        assert len(server.requests) == 20 + 1
+        assert json.loads((out / "summary.json").read_text())["errors"] == 1
+        server.clear_log()
+        rerun = run_moot(*args, *judge_args(server, out, "--detector"))
+        assert rerun.returncode == 0, rerun.stderr
+        assert len(server.requests) == 1  # only the failed call is made again
+    summary = json.loads((out / "summary.json").read_text())
+    # 6 positives, 14 negatives; scored 19: tp 5, fn 1, fp 1, tn 12
+    assert (summary["pairs"], summary["scored"], summary["parse_failures"]) == (20, 19, 1)
+    assert (summary["tp"], summary["fn"], summary["fp"], summary["tn"]) == (5, 1, 1, 12)
+    assert summary["accuracy"] == pytest.approx(17 / 19)
+    assert summary["f1"] == pytest.approx(5 / 6)
+
+
+def rewrite(path: Path, edit) -> None:
+    with path.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f, delimiter="\t"))
+    edit(rows)
+    with path.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f, delimiter="\t", lineterminator="\n").writerows(rows)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda rows: rows[2].pop(), "line 3: expected 5 tab-separated fields, got 4"),
+        (lambda rows: rows[0].__setitem__(0, "query"), "line 1: expected the header"),
+        (lambda rows: rows[4].__setitem__(2, " "), "line 5: empty document or perspective"),
+    ],
+)
+def test_detector_bad_rows_name_the_line(tmp_path, edit, message):
+    pairs, _ = detector_subset(tmp_path, 5)
+    rewrite(pairs, edit)
+    with pytest.raises(InputError, match=re.escape(f"{pairs}, {message}")):
+        load_pairs(pairs)
+
+
+def test_detector_bad_label_exits_2_with_one_line(tmp_path):
+    pairs, _ = detector_subset(tmp_path, 5)
+    rewrite(pairs, lambda rows: rows[3].__setitem__(4, "yes"))
+    out = tmp_path / "out"
+    result = run_moot("eval", "detector", "--pairs", pairs, "--detector", "openai/x",
+                      "--api-base", "http://127.0.0.1:9/v1", "--out", out)  # fmt: skip
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
+    assert f"{pairs}, line 4: label must be 0 or 1, got 'yes'" in result.stderr
+    assert not out.exists()
