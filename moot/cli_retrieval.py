@@ -3,12 +3,216 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Any
+
+from moot.cli import DEFAULT_MODEL, _call_options, _client, _note, _run_options
+
+RETRIEVE_HELP = (
+    "Retrieve chunks for each question from a local index (or the web with --web) and write one "
+    "JSONL record per question. With --query-expansion an LLM lists perspectives (BERDS) and "
+    "the per-perspective results merge round-robin; a question whose expansion fails is "
+    "recorded as failed and the command exits 1."
+)
 
 
 def register(commands: Any, evaluations: Any) -> None:
     """Add this module's commands to ``moot`` (`commands`) and ``moot eval`` (`evaluations`)."""
-    del commands, evaluations  # filled in by the DebateQA/BERDS work (issue 6)
+    del evaluations
+    from moot.core.embeddings import DEFAULT_EMBEDDER
+
+    index = commands.add_parser(
+        "index",
+        help="chunk a corpus and build a BM25 (and dense) index",
+        description="Chunk documents (JSON/JSONL records or a folder of .txt/.md/.html files) "
+        "into ~2000-character chunks and write a bm25s index, and dense vectors with --dense.",
+    )
+    index.set_defaults(command_fn=_cmd_index)
+    index.add_argument(
+        "--docs", type=Path, required=True, metavar="PATH", help="corpus file/folder"
+    )
+    index.add_argument("--out", type=Path, required=True, metavar="DIR", help="index folder")
+    index.add_argument("--chunk-chars", type=int, default=2000, metavar="N", help="default 2000")
+    index.add_argument(
+        "--dense",
+        nargs="?",
+        const=DEFAULT_EMBEDDER,
+        metavar="MODEL",
+        help=f"also store sentence embeddings (no value: {DEFAULT_EMBEDDER}, bundled)",
+    )
+    index.add_argument("--quiet", action="store_true", help="no summary")
+    index.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+
+    retrieve = commands.add_parser(
+        "retrieve", help="retrieve chunks for questions", description=RETRIEVE_HELP
+    )
+    retrieve.set_defaults(command_fn=_cmd_retrieve)
+    retrieve.add_argument("--questions", type=Path, required=True, metavar="FILE")
+    retrieve.add_argument("--index", type=Path, metavar="DIR", help="index from moot index")
+    retrieve.add_argument("--out", type=Path, required=True, metavar="FILE", help="output JSONL")
+    retrieve.add_argument("--retriever", choices=("bm25", "dense", "hybrid"), default="bm25")
+    retrieve.add_argument("-k", type=int, default=10, help="chunks per question (default 10)")
+    retrieve.add_argument(
+        "--embedder", metavar="MODEL", help="dense/hybrid query embedder (default: the index's)"
+    )
+    retrieve.add_argument("--mmr", type=float, metavar="LAMBDA", help="MMR re-ranking, in [0, 1]")
+    retrieve.add_argument(
+        "--query-expansion", action="store_true", help="BERDS LLM query expansion"
+    )
+    retrieve.add_argument(
+        "--trusted-domains", action="store_true", help="keep .edu .org .gov .info .pro URLs only"
+    )
+    retrieve.add_argument("--web", action="store_true", help="Brave web search instead of --index")
+    retrieve.add_argument("--search-key-env", default="MOOT_SEARCH_API_KEY", metavar="VAR")
+    retrieve.add_argument("--search-api-base", metavar="URL", help="web search API root")
+    retrieve.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        metavar="SPEC",
+        help=f"query-expansion model (default {DEFAULT_MODEL}; BERDS used GPT-4)",
+    )
+    _call_options(retrieve)
+    retrieve.add_argument(
+        "--constrained",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="schema-constrained JSON for the expansion (default: on for local/smollm2)",
+    )
+    _run_options(retrieve, config=False)
 
 
-__all__ = ["argparse", "register"]
+def _cmd_index(args: argparse.Namespace) -> int:
+    from moot.core.retrieval import build_index
+
+    index = build_index(args.docs, args.out, chunk_chars=args.chunk_chars, dense=args.dense)
+    if not args.quiet:
+        m = index.manifest
+        dense = f", dense vectors ({m['embedder']})" if m["embedder"] else ""
+        print(f"indexed {m['documents']} documents as {m['chunks']} chunks{dense}: {args.out}")
+    return 0
+
+
+def _cmd_retrieve(args: argparse.Namespace) -> int:
+    from moot.core.errors import ConfigError
+    from moot.core.qa_data import load_questions
+    from moot.core.records import write_jsonl
+
+    if args.k < 1:
+        raise ConfigError(f"-k must be a positive integer, got {args.k}")
+    if args.mmr is not None and not 0 <= args.mmr <= 1:  # also rejects nan
+        raise ConfigError(f"--mmr must be between 0 and 1, got {args.mmr:g}")
+    if args.web == (args.index is not None):
+        raise ConfigError("give exactly one of --index DIR and --web")
+    questions = load_questions(args.questions)
+    retriever = _retriever(args)
+    perspectives: dict[str, Any] = {}
+    if args.query_expansion:
+        perspectives = _expand(args, questions)
+    from moot.agents.query_expansion import expanded_search
+
+    records, failed, short = [], 0, 0
+    for question in questions:
+        record: dict[str, Any] = {
+            "id": question.id,
+            "question": question.text,
+            "retriever": retriever.name,
+            "k": args.k,
+            "mmr": args.mmr,
+            "query_expansion": args.query_expansion,
+            "trusted_domains": args.trusted_domains,
+        }
+        if args.query_expansion:
+            expansion = perspectives[question.id]
+            if isinstance(expansion, Exception):
+                failed += 1
+                records.append({**record, "status": "error", "error": str(expansion), "chunks": []})
+                continue
+            if expansion.value is None:
+                failed += 1
+                failure = expansion.failure.to_json() if expansion.failure else expansion.raw
+                records.append(
+                    {**record, "status": "parse_failure", "failure": failure, "chunks": []}
+                )
+                continue
+            names = expansion.value.perspectives
+            hits = expanded_search(retriever, question.text, names, args.k)
+            record["perspectives"] = names
+        else:
+            hits = retriever.search(question.text, args.k)
+        short += len(hits) < args.k
+        records.append({**record, "status": "ok", "chunks": [hit.to_json() for hit in hits]})
+    write_jsonl(args.out, records)
+    if short:
+        print(
+            f"warning: {short} of {len(questions)} question(s) got fewer than {args.k} chunks",
+            file=sys.stderr,
+        )
+    if not args.quiet:
+        print(
+            f"retrieved up to {args.k} chunks for {len(questions) - failed}/{len(questions)} "
+            f"questions with {retriever.name}: {args.out}"
+        )
+    if failed:
+        print(
+            f"moot: query expansion failed for {failed} question(s) (recorded with status "
+            "parse_failure or error); rerun the same command to retry",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _retriever(args: argparse.Namespace) -> Any:
+    from moot.core.errors import ConfigError
+
+    if args.web:
+        if args.mmr is not None or args.embedder or args.retriever != "bm25":
+            raise ConfigError("--web takes no --mmr, --embedder or --retriever")
+        from moot.core.websearch import BRAVE_API_BASE, WebSearchRetriever
+
+        return WebSearchRetriever(
+            api_key_env=args.search_key_env,
+            api_base=args.search_api_base or BRAVE_API_BASE,
+            trusted_domains=args.trusted_domains,
+        )
+    from moot.core.retrieval import Index, LocalRetriever
+
+    index = Index.load(args.index)
+    if args.embedder and args.retriever == "bm25":
+        raise ConfigError("--embedder applies to --retriever dense or hybrid")
+    return LocalRetriever(
+        index,
+        retriever=args.retriever,
+        mmr=args.mmr,
+        trusted_domains=args.trusted_domains,
+        embedder=args.embedder,
+    )
+
+
+def _expand(args: argparse.Namespace, questions: list[Any]) -> dict[str, Any]:
+    import asyncio
+
+    from moot.agents.query_expansion import expand_query
+    from moot.cli import _single_role
+    from moot.core.errors import ModelCallError
+
+    role = _single_role(args, args.model, "query_expander")
+    client = _client(args, role.spec)
+    constrained = (
+        role.spec.transport == "embedded" if args.constrained is None else args.constrained
+    )
+
+    async def one(text: str) -> Any:
+        try:
+            return await expand_query(client, role, text, seed=args.seed, constrained=constrained)
+        except ModelCallError as exc:  # recorded for this question; the others go on
+            return exc
+
+    async def run() -> list[Any]:
+        return await asyncio.gather(*(one(q.text) for q in questions))
+
+    results = asyncio.run(run())
+    total = client.ledger.total()
+    _note(args, f"query expansion: {total.calls} calls ({total.cache_hits} cached)")
+    return {q.id: result for q, result in zip(questions, results, strict=True)}

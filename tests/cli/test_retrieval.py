@@ -1,0 +1,204 @@
+"""`moot index` and `moot retrieve` through the real CLI: real data, query expansion, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from moot.core.scripted_server import Rule, ScriptedServer
+from tests.cli.helpers import moot_env, read_jsonl, run_moot
+from tests.conftest import shared_data
+
+DOCS = [
+    {"id": "a", "text": "Compulsory voting raises turnout.", "url": "https://x.edu/a"},
+    {"id": "b", "text": "Voting should stay a free choice.", "url": "https://y.com/b"},
+    {"id": "c", "text": "Turnout falls when voting is optional.", "url": None},
+]
+
+
+def write_jsonl(path: Path, records: list[object]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("cli-index")
+    docs = write_jsonl(tmp / "docs.jsonl", DOCS)
+    result = run_moot("index", "--docs", docs, "--out", tmp / "index", "--chunk-chars", 500)
+    assert result.returncode == 0, result.stderr
+    assert "indexed 3 documents as 3 chunks" in result.stdout
+    return tmp / "index"
+
+
+def test_index_and_retrieve_on_debateqa_answers_and_berds_questions(tmp_path):
+    answers = [json.loads(line) for line in shared_data("debateqa", "demo_answers.jsonl").open()]
+    docs = write_jsonl(
+        tmp_path / "docs.jsonl", [{"id": a["id"], "text": a["generation"]} for a in answers[:300]]
+    )
+    lines = shared_data("berds", "dev_perspective_sets.jsonl").read_text().splitlines()[:4]
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    built = run_moot("index", "--docs", docs, "--out", tmp_path / "index", "--quiet")
+    assert built.returncode == 0 and built.stdout == "", built.stderr
+    manifest = json.loads((tmp_path / "index" / "index.json").read_text())
+    assert manifest["documents"] == 300 and manifest["chunks"] > 300
+    out = tmp_path / "retrieved.jsonl"
+    result = run_moot(
+        "retrieve", "--questions", questions, "--index", tmp_path / "index", "--out", out, "-k", 5
+    )
+    assert result.returncode == 0, result.stderr
+    records = read_jsonl(out)
+    assert [r["id"] for r in records] == [
+        f"{json.loads(line)['dataset']}/{json.loads(line)['id']}" for line in lines
+    ]
+    for record in records:
+        assert record["status"] == "ok" and record["retriever"] == "bm25" and record["k"] == 5
+        assert len(record["chunks"]) == 5
+        scores = [c["score"] for c in record["chunks"]]
+        assert scores == sorted(scores, reverse=True) and scores[-1] > 0
+        assert set(record["chunks"][0]) == {"id", "doc_id", "text", "title", "url", "score"}
+    # "child performers" retrieves a DebateQA answer that discusses child performers
+    assert "child" in records[0]["chunks"][0]["text"].lower()
+
+
+def test_retrieve_with_trusted_domains_warns_when_short(index, tmp_path):
+    questions = write_jsonl(tmp_path / "q.jsonl", [{"id": "q1", "question": "Voting turnout?"}])
+    out = tmp_path / "r.jsonl"
+    result = run_moot(
+        "retrieve", "--questions", questions, "--index", index, "--out", out, "-k", 3,
+        "--trusted-domains",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "warning: 1 of 1 question(s) got fewer than 3 chunks" in result.stderr
+    (record,) = read_jsonl(out)
+    assert [c["id"] for c in record["chunks"]] == ["a#0"]
+    assert record["mmr"] is None and record["trusted_domains"] is True
+
+
+EXPANSION_RULES = [
+    Rule(
+        pattern="Question: Should voting",
+        reply='{"perspectives": ["raises turnout", "free choice"]}',
+    ),
+    Rule(pattern="Question: Broken", reply="no JSON at all"),
+]
+
+
+def test_query_expansion_merges_round_robin_and_records_failures(index, tmp_path):
+    questions = write_jsonl(
+        tmp_path / "q.jsonl",
+        [
+            {"id": "ok", "question": "Should voting be compulsory?"},
+            {"id": "bad", "question": "Broken?"},
+        ],
+    )
+    out = tmp_path / "r.jsonl"
+    with ScriptedServer(rules=EXPANSION_RULES) as server:
+        args = ["retrieve", "--questions", questions, "--index", index, "--out", out, "-k", 2,
+                "--query-expansion", "--model", "openai/scripted", "--api-base", server.url,
+                "--max-retries", 0]  # fmt: skip
+        result = run_moot(*args)
+        calls = len(server.requests)
+    assert result.returncode == 1, result.stderr
+    assert "query expansion failed for 1 question(s)" in result.stderr
+    ok, bad = read_jsonl(out)
+    assert ok["status"] == "ok" and ok["perspectives"] == ["raises turnout", "free choice"]
+    assert [c["id"] for c in ok["chunks"]] == ["a#0", "b#0"]  # top of each perspective's list
+    assert bad["status"] == "parse_failure" and bad["failure"]["raw"] == "no JSON at all"
+    assert bad["chunks"] == [] and calls == 3  # ok, bad, bad's repair round
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["-k", "0"], "-k must be a positive integer"),
+        (["--mmr", "1.5"], "--mmr must be between 0 and 1"),
+        (["--mmr", "nan"], "--mmr must be between 0 and 1"),
+        (["--retriever", "dense"], "has no dense vectors; rebuild it with moot index --dense"),
+        (["--index", "MISSING"], "no index here"),
+        (["--web"], "give exactly one of --index DIR and --web"),
+    ],
+)
+def test_bad_options_exit_2_with_one_line(index, tmp_path, extra, needle):
+    questions = write_jsonl(tmp_path / "q.jsonl", ["Is it?"])
+    out = tmp_path / "r.jsonl"
+    if "MISSING" in extra:
+        extra = ["--index", str(tmp_path / "missing")]
+    else:
+        extra = ["--index", str(index), *extra]
+    result = run_moot("retrieve", "--questions", questions, "--out", out, *extra)
+    assert result.returncode == 2
+    assert needle in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_questions_without_text_exit_2(index, tmp_path):
+    questions = write_jsonl(tmp_path / "q.jsonl", [{"id": "1", "question": "Fine?"}, {"id": "2"}])
+    out = tmp_path / "r.jsonl"
+    result = run_moot("retrieve", "--questions", questions, "--index", index, "--out", out)
+    assert result.returncode == 2
+    assert "q.jsonl, line 2: missing or empty 'question'" in result.stderr
+    assert not out.exists()
+
+
+def test_an_index_built_with_another_embedder_exits_2(tmp_path):
+    index = tmp_path / "index"
+    # a manifest that claims another embedder: the names are compared before any model loads
+    built = run_moot("index", "--docs", write_jsonl(tmp_path / "d.jsonl", DOCS), "--out", index)
+    assert built.returncode == 0, built.stderr
+    manifest = json.loads((index / "index.json").read_text())
+    manifest["embedder"] = "other-embedder"
+    (index / "index.json").write_text(json.dumps(manifest))
+    np.save(index / "dense.npy", np.zeros((3, 4), dtype=np.float32))
+    questions = write_jsonl(tmp_path / "q.jsonl", ["Is it?"])
+    out = tmp_path / "r.jsonl"
+    result = run_moot(
+        "retrieve", "--questions", questions, "--index", index, "--out", out,
+        "--retriever", "dense", "--embedder", "all-MiniLM-L6-v2",
+    )  # fmt: skip
+    assert result.returncode == 2 and not out.exists()
+    assert "built with the embedder 'other-embedder', not 'all-MiniLM-L6-v2'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("docs", "needle"),
+    [
+        ([{"id": "a", "text": ""}], "line 1: missing or empty 'text'"),
+        ([{"id": "a", "text": "x"}, {"id": "a", "text": "y"}], "id a: repeated document id"),
+    ],
+)
+def test_bad_corpora_exit_2_and_write_nothing(tmp_path, docs, needle):
+    path = write_jsonl(tmp_path / "d.jsonl", docs)
+    result = run_moot("index", "--docs", path, "--out", tmp_path / "index")
+    assert result.returncode == 2 and needle in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "index").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run_moot("index", "--docs", empty, "--out", tmp_path / "index")
+    assert result.returncode == 2 and "no .txt, .md, .html, .htm files" in result.stderr
+
+
+def test_web_search_through_the_cli_keeps_the_key_out_of_outputs(tmp_path):
+    from tests.core.test_websearch import KEY, SearchServer
+
+    questions = write_jsonl(tmp_path / "q.jsonl", [{"id": "q", "question": "Is UBI good?"}])
+    out = tmp_path / "r.jsonl"
+    env = moot_env(MOOT_SEARCH_API_KEY=KEY)
+    with SearchServer() as server:
+        args = ["retrieve", "--questions", questions, "--web", "--search-api-base", server.url,
+                "--out", out, "-k", 2, "--trusted-domains"]  # fmt: skip
+        result = run_moot(*args, env=env)
+    assert result.returncode == 0, result.stderr
+    (record,) = read_jsonl(out)
+    assert record["retriever"] == "web:brave"
+    assert [c["url"] for c in record["chunks"]] == [
+        "https://econ.edu/ubi",
+        "https://agency.gov/report",
+    ]
+    assert KEY not in out.read_text() + result.stdout + result.stderr
