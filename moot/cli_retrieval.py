@@ -49,23 +49,12 @@ def register(commands: Any, evaluations: Any) -> None:
     )
     retrieve.set_defaults(command_fn=_cmd_retrieve)
     retrieve.add_argument("--questions", type=Path, required=True, metavar="FILE")
-    retrieve.add_argument("--index", type=Path, metavar="DIR", help="index from moot index")
     retrieve.add_argument("--out", type=Path, required=True, metavar="FILE", help="output JSONL")
-    retrieve.add_argument("--retriever", choices=("bm25", "dense", "hybrid"), default="bm25")
     retrieve.add_argument("-k", type=int, default=10, help="chunks per question (default 10)")
-    retrieve.add_argument(
-        "--embedder", metavar="MODEL", help="dense/hybrid query embedder (default: the index's)"
-    )
-    retrieve.add_argument("--mmr", type=float, metavar="LAMBDA", help="MMR re-ranking, in [0, 1]")
+    retrieval_options(retrieve)
     retrieve.add_argument(
         "--query-expansion", action="store_true", help="BERDS LLM query expansion"
     )
-    retrieve.add_argument(
-        "--trusted-domains", action="store_true", help="keep .edu .org .gov .info .pro URLs only"
-    )
-    retrieve.add_argument("--web", action="store_true", help="Brave web search instead of --index")
-    retrieve.add_argument("--search-key-env", default="MOOT_SEARCH_API_KEY", metavar="VAR")
-    retrieve.add_argument("--search-api-base", metavar="URL", help="web search API root")
     retrieve.add_argument(
         "--model",
         default=DEFAULT_MODEL,
@@ -102,10 +91,8 @@ def _cmd_retrieve(args: argparse.Namespace) -> int:
         raise ConfigError(f"-k must be a positive integer, got {args.k}")
     if args.mmr is not None and not 0 <= args.mmr <= 1:  # also rejects nan
         raise ConfigError(f"--mmr must be between 0 and 1, got {args.mmr:g}")
-    if args.web == (args.index is not None):
-        raise ConfigError("give exactly one of --index DIR and --web")
     questions = load_questions(args.questions)
-    retriever = _retriever(args)
+    retriever = retriever_from_args(args)
     perspectives: dict[str, Any] = {}
     if args.query_expansion:
         perspectives = _expand(args, questions)
@@ -163,9 +150,34 @@ def _cmd_retrieve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _retriever(args: argparse.Namespace) -> Any:
+def retrieval_options(parser: argparse.ArgumentParser) -> None:
+    """The flags that choose a search tool (`moot retrieve`, `moot answer`)."""
+    group = parser.add_argument_group("retrieval")
+    group.add_argument("--index", type=Path, metavar="DIR", help="index from moot index")
+    group.add_argument("--retriever", choices=("bm25", "dense", "hybrid"), default="bm25")
+    group.add_argument(
+        "--embedder", metavar="MODEL", help="dense/hybrid query embedder (default: the index's)"
+    )
+    group.add_argument("--mmr", type=float, metavar="LAMBDA", help="MMR re-ranking, in [0, 1]")
+    group.add_argument(
+        "--trusted-domains", action="store_true", help="keep .edu .org .gov .info .pro URLs only"
+    )
+    group.add_argument("--web", action="store_true", help="Brave web search instead of --index")
+    group.add_argument("--search-key-env", default="MOOT_SEARCH_API_KEY", metavar="VAR")
+    group.add_argument("--search-api-base", metavar="URL", help="web search API root")
+
+
+def retriever_from_args(args: argparse.Namespace) -> Any:
+    """The search tool the `retrieval_options` name, checked before any model call.
+
+    Raises:
+        ConfigError: Neither or both of --index and --web, or flags that do not apply.
+        InputError: A missing or damaged index.
+    """
     from moot.core.errors import ConfigError
 
+    if args.web == bool(args.index):
+        raise ConfigError("give --index DIR or --web (one of them)")
     if args.web:
         if args.mmr is not None or args.embedder or args.retriever != "bm25":
             raise ConfigError("--web takes no --mmr, --embedder or --retriever")

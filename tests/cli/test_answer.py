@@ -115,6 +115,7 @@ def test_failed_calls_are_retried_on_rerun_and_exit_1(corpus, tmp_path):
     ("extra", "message"),
     [
         (["--mode", "rag"], "--mode rag needs --index DIR"),
+        (["--mode", "rag", "--index", "IDX", "--web"], "give --index DIR or --web"),
         (["--mode", "plain", "--index", "IDX"], "--mode plain retrieves nothing"),
         (["--mode", "rag", "--index", "NOPE"], "NOPE"),
         (["--mode", "rag", "--index", "IDX", "--retriever", "dense"], "dense"),

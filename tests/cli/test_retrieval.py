@@ -120,7 +120,7 @@ def test_query_expansion_merges_round_robin_and_records_failures(index, tmp_path
         (["--mmr", "nan"], "--mmr must be between 0 and 1"),
         (["--retriever", "dense"], "has no dense vectors; rebuild it with moot index --dense"),
         (["--index", "MISSING"], "no index here"),
-        (["--web"], "give exactly one of --index DIR and --web"),
+        (["--web"], "give --index DIR or --web (one of them)"),
     ],
 )
 def test_bad_options_exit_2_with_one_line(index, tmp_path, extra, needle):
