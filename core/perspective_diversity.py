@@ -170,9 +170,8 @@ class PerspectiveDiversityScorer:
             tokenizer(lead + p, add_special_tokens=False, verbose=False)["input_ids"]
             for p in partials
         ]
-        for index, ids in enumerate(targets):
-            if not ids:
-                raise PartialTooLongError(f"partial answer {index} has no tokens")
+        if not all(targets):
+            raise ValueError("a partial answer has no tokens")
         excess = len(prefix) + max(map(len, targets)) - self.window
         dropped = 0
         if excess > 0:

@@ -216,5 +216,5 @@ def test_an_output_folder_holds_one_judge(tmp_path):
         args = eval_args("controllability", server, tmp_path / "out", "--responses", responses)
         assert run_moot(*args).returncode == 0
         other = run_moot(*args, "--temperature", 0.5)
-    assert other.returncode == 2 and "another judge" in other.stderr
+    assert other.returncode == 2 and "another model, judge or settings" in other.stderr
     assert len(read_jsonl(tmp_path / "out" / "judgments.jsonl")) == 1

@@ -1,0 +1,130 @@
+"""P.D. throughput: the answer prefix encoded once and reused vs each (answer, partial) pair alone.
+
+Same model, same inputs, one process. Models: random-init GPT-2s with GPT-2's real tokenizer
+(``tests/tiny_gpt2.py``), the tiny test shape (1 layer, width 32) and the gpt2-small shape (12
+layers, width 768, 12 heads, 1024 positions: GPT-2's real compute, random weights). Inputs: real
+DebateQA demo answers (``../shared/data/debateqa/demo_answers.jsonl``, else synthetic text) with
+``--partials`` partial answers each, cut from other demo answers (``--partial-words`` words;
+DebateQA explanations are at most 300 words). Modes, interleaved per answer in rotating order:
+
+- reuse: `PerspectiveDiversityScorer` (prefix forward once, KV cache repeated over batches of
+  ``--batch-size`` partials);
+- pairs, batched: each prefix + partial as its own sequence, right-padded, same batch size;
+- pairs, one by one: batch size 1 (the simplest implementation).
+
+Printed: pairs/s per mode, the ratios reuse / baseline, and the largest relative difference
+between the modes' perplexities (they must agree within 1e-4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import _common
+
+DATA = _common.ROOT.parent / "shared" / "data" / "debateqa" / "demo_answers.jsonl"
+SHAPES = {
+    "tiny (1 layer, width 32)": {"n_layer": 1, "n_embd": 32, "n_head": 2, "n_positions": 1024},
+    "gpt2-small shape (12 layers, width 768)": {
+        "n_layer": 12,
+        "n_embd": 768,
+        "n_head": 12,
+        "n_positions": 1024,
+    },
+}
+
+
+def inputs(answers: int, partials: int, words: int) -> tuple[list[tuple[str, list[str]]], str]:
+    """(answer, partial answers) pairs and where the text came from."""
+    if DATA.is_file():
+        lines = DATA.read_text(encoding="utf-8").splitlines()
+        texts = [json.loads(line)["generation"].strip() for line in lines]
+        source = f"{DATA.name} (real answers)"
+    else:
+        texts = [" ".join(f"Sentence {i} of answer {n} weighs one side." for i in range(60))
+                 for n in range(200)]  # fmt: skip
+        source = "synthetic text (../shared absent)"
+    items = []
+    for n in range(answers):
+        others = texts[answers + n * partials : answers + (n + 1) * partials]
+        items.append((texts[n], [" ".join(o.split()[:words]) for o in others]))
+    return items, source
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--answers", type=int, default=6, help="answers per shape (default 6)")
+    parser.add_argument("--partials", type=int, default=4, help="partial answers per answer")
+    parser.add_argument("--partial-words", type=int, default=120)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--quick", action="store_true", help="2 answers, tiny shape only")
+    args = parser.parse_args()
+    _common.offline_env()
+    _common.guard_loopback()
+    sys.path.insert(0, str(_common.ROOT))
+    from transformers.utils import logging
+
+    from moot.core.perspective_diversity import PerspectiveDiversityScorer
+    from tests.tiny_gpt2 import tiny_gpt2
+
+    logging.disable_progress_bar()
+    count = 2 if args.quick else args.answers
+    items, source = inputs(count, args.partials, args.partial_words)
+    shapes = dict(list(SHAPES.items())[:1]) if args.quick else SHAPES
+    print("bench_pd: P.D. throughput, prefix reuse vs per-pair scoring (paper variant, CPU fp32)")
+    print(f"machine: {_common.machine_note()}")
+    print(
+        f"{len(items)} answers x {args.partials} partial answers ({args.partial_words} words) "
+        f"from {source}; batch size {args.batch_size}"
+    )
+    ratios = []
+    with _common.temp_dir("moot-bench-pd-") as folder:
+        for name, shape in shapes.items():
+            model = tiny_gpt2(folder / str(shape["n_layer"]), **shape)
+            scorers = {
+                "reuse": PerspectiveDiversityScorer(str(model), batch_size=args.batch_size),
+                "pairs, batched": PerspectiveDiversityScorer(
+                    str(model), batch_size=args.batch_size, reuse_prefix=False
+                ),
+                "pairs, one by one": PerspectiveDiversityScorer(
+                    str(model), batch_size=1, reuse_prefix=False
+                ),
+            }
+            for scorer in scorers.values():  # warm-up: first calls allocate and pick kernels
+                scorer.score(*items[0])
+            seconds = dict.fromkeys(scorers, 0.0)
+            results: dict[str, list] = {mode: [] for mode in scorers}
+            modes = list(scorers)
+            for index, (answer, partials) in enumerate(items):
+                for mode in modes[index % 3 :] + modes[: index % 3]:  # rotate the order
+                    with _common.Stopwatch() as watch:
+                        results[mode].append(scorers[mode].score(answer, partials))
+                    seconds[mode] += watch.seconds
+            pairs = sum(len(p) for _, p in items)
+            context = [r.context_tokens for r in results["reuse"]]
+            truncated = sum(r.truncated for r in results["reuse"])
+            print(
+                f"\n{name}: context tokens {min(context)}-{max(context)}, "
+                f"{truncated} of {len(items)} answers truncated to the 1024-token window"
+            )
+            for mode in scorers:
+                print(f"  {mode:18s} {pairs / seconds[mode]:8.2f} pairs/s ({seconds[mode]:.1f} s)")
+            worst = max(
+                abs(a - b) / b
+                for mode in modes[1:]
+                for ra, rb in zip(results["reuse"], results[mode], strict=True)
+                for a, b in zip(ra.perplexities, rb.perplexities, strict=True)
+            )
+            print(f"  largest relative difference in perplexity between modes: {worst:.1e}")
+            for mode in modes[1:]:
+                ratios.append((name, mode, seconds[mode] / seconds["reuse"]))
+    print("\nratios (throughput of reuse / baseline, same run):")
+    for name, mode, ratio in ratios:
+        print(f"  {name}: reuse / {mode} = {ratio:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
