@@ -471,9 +471,13 @@ def _embedded_folder() -> Path:
         import transformers
 
         options = {"gguf_file": weights.name}
-        transformers.AutoModelForCausalLM.from_pretrained(
+        model = transformers.AutoModelForCausalLM.from_pretrained(
             weights.parent, dtype=torch.float32, **options
-        ).save_pretrained(tmp)
+        )
+        # the weights are dequantized to float32 on load; only the GGUF marker blocks saving
+        model.hf_quantizer = None
+        model.config.quantization_config = None
+        model.save_pretrained(tmp)
         transformers.AutoTokenizer.from_pretrained(weights.parent, **options).save_pretrained(tmp)
 
     atomic_replace_dir(convert, folder)
