@@ -1,5 +1,6 @@
 """The roles that speak: each module holds a role's prompts' caller and its parser."""
 
+from moot.agents.answerers import PROMPTS, parse_react_step
 from moot.agents.debaters import (
     Turn,
     conclude,
@@ -28,8 +29,15 @@ from moot.agents.judges import (
     parse_scores,
     run_judge,
 )
+from moot.agents.perspective_judges import detect_perspective, judge_dispute_awareness
+from moot.agents.query_expansion import expand_query
 
 __all__ = [
+    "PROMPTS",
+    "detect_perspective",
+    "expand_query",
+    "judge_dispute_awareness",
+    "parse_react_step",
     "CONTROLLABILITY",
     "FRAMEWORKS",
     "QUALITY",

@@ -20,8 +20,6 @@ RETRIEVE_HELP = (
 def register(commands: Any, evaluations: Any) -> None:
     """Add this module's commands to ``moot`` (`commands`) and ``moot eval`` (`evaluations`)."""
     del evaluations
-    from moot.core.embeddings import DEFAULT_EMBEDDER
-
     index = commands.add_parser(
         "index",
         help="chunk a corpus and build a BM25 (and dense) index",
@@ -37,9 +35,9 @@ def register(commands: Any, evaluations: Any) -> None:
     index.add_argument(
         "--dense",
         nargs="?",
-        const=DEFAULT_EMBEDDER,
+        const="",  # the default embedder, resolved in the command (moot --help stays light)
         metavar="MODEL",
-        help=f"also store sentence embeddings (no value: {DEFAULT_EMBEDDER}, bundled)",
+        help="also store sentence embeddings (no value: the bundled all-MiniLM-L6-v2)",
     )
     index.add_argument("--quiet", action="store_true", help="no summary")
     index.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
@@ -72,9 +70,11 @@ def register(commands: Any, evaluations: Any) -> None:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
+    from moot.core.embeddings import DEFAULT_EMBEDDER
     from moot.core.retrieval import build_index
 
-    index = build_index(args.docs, args.out, chunk_chars=args.chunk_chars, dense=args.dense)
+    dense = DEFAULT_EMBEDDER if args.dense == "" else args.dense
+    index = build_index(args.docs, args.out, chunk_chars=args.chunk_chars, dense=dense)
     if not args.quiet:
         m = index.manifest
         dense = f", dense vectors ({m['embedder']})" if m["embedder"] else ""
