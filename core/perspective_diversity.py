@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import json
 import math
 import statistics
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -37,7 +36,7 @@ from typing import Any
 
 from moot.core.errors import ConfigError, InputError, MootError
 from moot.core.qa_data import Answer, PartialAnswer, PartialAnswers
-from moot.core.records import ResultLog, stable_id, write_json
+from moot.core.records import ResultLog, claim_folder, stable_id, write_json
 from moot.prompts import render
 
 VARIANTS = ("paper", "released")
@@ -324,14 +323,7 @@ def evaluate(
     Raises:
         ConfigError: The folder holds scores from another scorer, variant or window.
     """
-    claim_path = Path(out_dir) / ".moot" / "pd.json"
-    if claim_path.exists():
-        if json.loads(claim_path.read_text(encoding="utf-8")) != claim:
-            raise ConfigError(
-                f"{out_dir} holds P.D. scores from another scorer or settings; use a new --out"
-            )
-    else:
-        write_json(claim_path, claim)
+    claim_folder(out_dir, "pd", claim, "P.D. scores from another scorer or settings")
     log = ResultLog(Path(out_dir) / "scores.jsonl")
     done = log.load()
     keys = {a.id: stable_id(a.text, [p.text for p in s.partial_answers]) for a, s in pairs}

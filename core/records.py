@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from moot.core.errors import InputError
+from moot.core.errors import ConfigError, InputError
 
 
 def stable_id(*parts: Any, length: int = 16) -> str:
@@ -66,6 +66,29 @@ class ResultLog:
     def compact(self, records: Iterable[dict[str, Any]]) -> None:
         """Rewrite the log atomically with exactly `records` (one line per id)."""
         write_jsonl(self.path, records)
+
+
+def claim_folder(out_dir: Path, name: str, claim: dict[str, Any], holds: str) -> None:
+    """Claim `out_dir` for one set of settings (``.moot/<name>.json``) before any work.
+
+    A rerun with the same settings passes; with others it is refused, so results made with
+    different settings are never mixed or dropped.
+
+    Args:
+        out_dir: The output folder.
+        name: The claim file's stem (``eval``, ``judge``, ``pd``).
+        claim: The settings, JSON-safe.
+        holds: What the folder holds otherwise, for the error (``judgments made with other
+            settings``).
+
+    Raises:
+        ConfigError: The folder is claimed for other settings.
+    """
+    path = Path(out_dir) / ".moot" / f"{name}.json"
+    if not path.exists():
+        write_json(path, claim)
+    elif json.loads(path.read_text(encoding="utf-8")) != claim:
+        raise ConfigError(f"{out_dir} holds {holds}; use a new --out")
 
 
 def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:

@@ -16,7 +16,6 @@ missing, and the folder is claimed for one model and set of settings.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import operator
 import threading
 from collections.abc import Sequence
@@ -40,7 +39,7 @@ from moot.core.records import write_json
 from moot.core.spec import Role
 from moot.graphs.debate import call_seed
 from moot.graphs.evaluate import _run
-from moot.prompts import render, template_source
+from moot.prompts import render, template_digest
 
 if TYPE_CHECKING:
     from moot.core.retrieval import Retriever
@@ -234,7 +233,6 @@ def run_identity(ctx: AnswerContext) -> dict[str, Any]:
     """What makes two answering runs the same: model, mode, prompts, retrieval, budgets."""
     names = ["answer_basic", "answer_comprehensive", "answer_detailed", "rag"]
     names += ["react_system", "react_question", "react_observation", "react_final"]
-    prompts = "".join(template_source(f"debateqa/{name}.j2") for name in names)
     identity: dict[str, Any] = {
         "run": "answer",
         "model": ctx.role.spec.name,
@@ -243,7 +241,7 @@ def run_identity(ctx: AnswerContext) -> dict[str, Any]:
         "prompt": ctx.prompt,
         "max_tokens": ctx.max_tokens,
         "seed": ctx.seed,
-        "prompts": hashlib.sha256(prompts.encode()).hexdigest()[:16],
+        "prompts": template_digest(*(f"debateqa/{name}.j2" for name in names)),
     }
     if ctx.mode == "rag":
         identity |= {**retriever_identity(ctx.retriever), "k": ctx.k}

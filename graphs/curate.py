@@ -15,7 +15,6 @@ DebateQA shape `moot eval pd` reads) is written atomically from the curated ques
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from moot.core.spec import Role
 from moot.graphs.answer import retriever_identity, search
 from moot.graphs.debate import call_seed
 from moot.graphs.evaluate import _run
-from moot.prompts import render, template_source
+from moot.prompts import render, template_digest
 
 if TYPE_CHECKING:
     from moot.core.embeddings import Embedder
@@ -196,7 +195,6 @@ async def _dedup(state: CurateState, runtime: Runtime[CurateContext]) -> CurateS
 
 def curate_identity(ctx: CurateContext) -> dict[str, Any]:
     """What makes two curation runs the same."""
-    prompts = "".join(template_source(f"debateqa/curate_{n}.j2") for n in ("extract", "explain"))
     return {
         "run": "curate",
         "model": ctx.role.spec.name,
@@ -207,7 +205,7 @@ def curate_identity(ctx: CurateContext) -> dict[str, Any]:
         "threshold": ctx.threshold,
         "max_tokens": ctx.max_tokens,
         "seed": ctx.seed,
-        "prompts": hashlib.sha256(prompts.encode()).hexdigest()[:16],
+        "prompts": template_digest("debateqa/curate_extract.j2", "debateqa/curate_explain.j2"),
     }
 
 

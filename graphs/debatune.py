@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import sys
 import time
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from moot.core.records import ResultLog, stable_id, write_json
 from moot.core.spec import Role
 from moot.core.topics import STANCES, Topic
 from moot.graphs.debate import DebateContext, build_debate_graph, call_seed, recursion_limit
-from moot.prompts import template_source
+from moot.prompts import template_digest
 from moot.training.debate_data import write_sft_dataset
 
 PROMPTS = (
@@ -83,7 +82,7 @@ class DebateRunConfig:
 
 @functools.cache
 def _prompts_digest() -> str:
-    return hashlib.sha256("".join(template_source(p) for p in PROMPTS).encode()).hexdigest()[:16]
+    return template_digest(*PROMPTS)
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
-import json
 import operator
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -26,12 +24,12 @@ from langgraph.types import Send
 
 from moot.agents.judges import CONTROLLABILITY, QUALITY, Judge, judge_pair, run_judge
 from moot.core import metrics
-from moot.core.errors import ConfigError, InputError, ModelCallError
+from moot.core.errors import InputError, ModelCallError
 from moot.core.models import ModelClient
-from moot.core.records import ResultLog, stable_id, write_json
+from moot.core.records import ResultLog, claim_folder, stable_id, write_json
 from moot.core.responses import Response
 from moot.core.spec import Role
-from moot.prompts import template_source
+from moot.prompts import template_digest
 
 Task = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -84,14 +82,7 @@ async def _run(
     (``.moot/eval.json``), before any call, so a rerun with other settings cannot drop or mix
     earlier records. Records are appended to ``out_dir/log_name`` as they finish.
     """
-    claim_path = Path(out_dir) / ".moot" / "eval.json"
-    if claim_path.exists():
-        if json.loads(claim_path.read_text(encoding="utf-8")) != claim:
-            raise ConfigError(
-                f"{out_dir} holds a run with another model, judge or settings; use a new --out"
-            )
-    else:
-        write_json(claim_path, claim)
+    claim_folder(out_dir, "eval", claim, "a run with another model, judge or settings")
     log = ResultLog(Path(out_dir) / log_name)
     done = {k: r for k, r in log.load().items() if r.get("status") == "ok"}
     pending = [item for item in items if item["id"] not in done]
@@ -107,12 +98,11 @@ async def _run(
 
 
 def _judge_identity(role: Role, judge: Judge, constrained: bool) -> dict[str, Any]:
-    prompts = "".join(template_source(p) for p in (judge.system, judge.prompt))
     return {
         "judge": role.spec.name,
         "temperature": role.temperature,
         "constrained": constrained,
-        "prompts": hashlib.sha256(prompts.encode()).hexdigest()[:16],
+        "prompts": template_digest(judge.system, judge.prompt),
     }
 
 

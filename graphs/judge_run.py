@@ -9,8 +9,6 @@ for no model call twice (the request cache). The folder is claimed for one set o
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,13 +16,13 @@ from typing import Any
 
 from moot.agents.debatrix import FRAMEWORKS, Dimension, Extractor, Framework, choose_dimensions
 from moot.core.debates import Debate
-from moot.core.errors import ConfigError, ModelCallError
+from moot.core.errors import ModelCallError
 from moot.core.models import ModelClient
-from moot.core.records import ResultLog, stable_id, write_json
+from moot.core.records import ResultLog, claim_folder, stable_id, write_json
 from moot.core.spec import Role
 from moot.graphs.debatrix import JudgeContext, build_judge_graph, initial_state, recursion_limit
 from moot.graphs.judge_report import write_report
-from moot.prompts import template_source
+from moot.prompts import template_digest
 
 PROMPTS = (
     "debatrix/system.j2",
@@ -80,7 +78,6 @@ class JudgeSettings:
 
     def identity(self) -> dict[str, Any]:
         """What makes two runs' judgments the same judgments (endpoints excluded)."""
-        prompts = "".join(template_source(p) for p in PROMPTS)
         return {
             "framework": self.framework.name,
             "dimensions": list(self.dimensions) if self.dimensions else None,
@@ -92,7 +89,7 @@ class JudgeSettings:
             "constrained": self.constrained,
             "analysis_tokens": self.analysis_tokens,
             "judgment_tokens": self.judgment_tokens,
-            "prompts": hashlib.sha256(prompts.encode()).hexdigest()[:16],
+            "prompts": template_digest(*PROMPTS),
         }
 
 
@@ -146,7 +143,7 @@ async def judge_debates(
     out_dir = Path(out_dir)
     identity = settings.identity()
     plans = settings.plan(debates)  # fails before any call
-    _claim(out_dir, identity)
+    claim_folder(out_dir, "judge", identity, "judgments made with other settings")
     items = [
         (stable_id("judge", identity, _content(debate), repeat), debate, repeat)
         for debate in debates
@@ -262,18 +259,6 @@ def _content(debate: Debate) -> dict[str, Any]:
         "con": debate.con,
         "speeches": [[s.speaker, s.content] for s in debate.speeches],
     }
-
-
-def _claim(out_dir: Path, identity: dict[str, Any]) -> None:
-    """Claim `out_dir` for these settings before any call (``.moot/judge.json``)."""
-    path = out_dir / ".moot" / "judge.json"
-    if path.exists():
-        if json.loads(path.read_text(encoding="utf-8")) != identity:
-            raise ConfigError(
-                f"{out_dir} holds judgments made with other settings; use a new --out"
-            )
-    else:
-        write_json(path, identity)
 
 
 def _failures(record: dict[str, Any]) -> int:

@@ -10,7 +10,6 @@ an unparsable reply is a final parse failure, counted apart and never scored.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from moot.core.qa_data import Answer, Question, read_records
 from moot.core.records import atomic_write, read_input_text, stable_id, write_json, write_jsonl
 from moot.core.spec import Role
 from moot.graphs.evaluate import EvalResult, _run
-from moot.prompts import template_source
+from moot.prompts import template_digest
 
 TSV_COLUMNS = ("question", "id", "document", "perspective", "label")
 
@@ -198,12 +197,11 @@ def load_pairs(path: Path) -> list[DetectorPair]:
 
 
 def _identity(role: Role, seed: int, *templates: str) -> dict[str, Any]:
-    prompts = "".join(template_source(t) for t in templates)
     return {
         "judge": role.spec.name,
         "temperature": role.temperature,
         "seed": seed,
-        "prompts": hashlib.sha256(prompts.encode()).hexdigest()[:16],
+        "prompts": template_digest(*templates),
     }
 
 
@@ -231,13 +229,9 @@ async def evaluate_dispute_awareness(
         seed: Sampling seed.
     """
     identity = _identity(role, seed, DA_PROMPT, DA_REPAIR)
-    items = _unique(
-        [
-            {"id": stable_id("da", identity, a.id, a.question, a.text), "answer_id": a.id}
-            for a in answers
-        ]
-    )
-    by_id = {stable_id("da", identity, a.id, a.question, a.text): a for a in answers}
+    ids = [stable_id("da", identity, a.id, a.question, a.text) for a in answers]
+    by_id = dict(zip(ids, answers, strict=True))
+    items = _unique([{"id": i, "answer_id": a.id} for i, a in zip(ids, answers, strict=True)])
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         answer = by_id[item["id"]]

@@ -7,13 +7,14 @@ Every prompt moot sends lives here as a template whose header cites its source. 
 from __future__ import annotations
 
 import functools
+import hashlib
 from importlib import resources
 from typing import Any
 
 import jinja2
 import yaml
 
-__all__ = ["load_yaml", "render", "template_source"]
+__all__ = ["load_yaml", "render", "template_digest", "template_source"]
 
 
 @functools.cache
@@ -40,6 +41,15 @@ def render(name: str, **variables: Any) -> str:
 def template_source(name: str) -> str:
     """The raw text of a template (its version is part of run manifests)."""
     return resources.files("moot.prompts").joinpath(name).read_text(encoding="utf-8")
+
+
+def template_digest(*names: str) -> str:
+    """A short hash of the templates `names`, for run identities.
+
+    Edited prompts then make a new run instead of mixing with old results.
+    """
+    text = "".join(template_source(name) for name in names)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @functools.cache
