@@ -354,6 +354,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     for module in (cli_retrieval, cli_answer, cli_pd, cli_berds):
         module.register(commands, evaluations)
+
+    # CompQA: comparative answers, the rubric judge and the report
+    from moot import cli_compare, cli_compqa_eval, cli_compqa_report
+
+    for module in (cli_compare, cli_compqa_eval, cli_compqa_report):
+        module.register(commands, evaluations)
     return parser
 
 
@@ -704,8 +710,10 @@ def _cmd_data_distill_compqa(args: argparse.Namespace) -> int:
         f"wrote {summary.kept} records to {args.out} (dataset.jsonl, dataset/, manifest.json, "
         f"README.md); {summary.duplicates} duplicate(s) dropped"
     )
+    if summary.invalid_judgments:
+        _note(args, f"note: {summary.invalid_judgments} invalid or failed judgment(s) skipped")
     if summary.unchecked_scores:
-        _note(args, f"note: {summary.unchecked_scores} score(s) unchecked: unreadable score_dict")
+        _note(args, f"note: {summary.unchecked_scores} score(s) kept unchecked: no score_dict")
     return 0
 
 

@@ -6,40 +6,29 @@ rubric criteria (C1-C8 and C13-C15 one point, C9-C12 two) and ``score`` their su
 ``<generator>_scenario_<N>.json`` holds generator's answers in prompting scenario N; any other file
 name is a generator without scenarios (``cam.json``, ``human.json``).
 
-The score is checked, not trusted: when ``score_dict`` parses (an object, or a string holding a
-JSON or Python dict of numbers), a ``score`` that differs from its sum is an error, since the
-record is then inconsistent and either number may be wrong. An unparseable or missing
-``score_dict`` leaves ``score`` unchecked, and such records are counted in the manifest.
+Files are read with `moot.core.compqa.load_judged`, so the score is checked, not trusted: a
+``score`` that differs from its valid ``score_dict``'s sum is an error; an invalid judgment (a
+``score_dict`` that breaks the rubric, or moot's own ``invalid``/``error`` records) is skipped
+and counted; a ``score`` without any ``score_dict`` is kept unchecked and counted.
 """
 
 from __future__ import annotations
 
-import ast
 import hashlib
-import json
-import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moot.core.errors import ConfigError, InputError
-from moot.core.records import (
-    atomic_replace_dir,
-    read_input_text,
-    stable_id,
-    write_json,
-    write_jsonl,
-)
+from moot.core.compqa import MAX_SCORE, Judged, file_generator, load_judged
+from moot.core.errors import ConfigError
+from moot.core.records import atomic_replace_dir, stable_id, write_json, write_jsonl
 from moot.prompts import render, template_source
 from moot.training.data import check_out_dir, source_digest, text_table, versions
 
 KIND = "compqa-distill"
-MAX_SCORE = 19
 DEFAULT_MIN_SCORE = 18  # the CompQA paper's threshold for a high-quality answer
 QUESTION_TEMPLATE = "compqa/question.j2"
-_SCENARIO = re.compile(r"(?P<generator>.+)_scenario_(?P<scenario>\d+)")
 
 
 @dataclass
@@ -54,7 +43,8 @@ class CompqaSummary:
         read: Answers read.
         kept: Records written (scored at least `min_score`, duplicates dropped).
         duplicates: Answers at or above the threshold dropped as repeats of an earlier one.
-        unchecked_scores: Answers whose ``score_dict`` could not be read to check ``score``.
+        invalid_judgments: Answers skipped because their judgment is invalid or failed.
+        unchecked_scores: Answers kept on a ``score`` that no ``score_dict`` backs.
     """
 
     out_dir: Path
@@ -64,6 +54,7 @@ class CompqaSummary:
     read: int = 0
     kept: int = 0
     duplicates: int = 0
+    invalid_judgments: int = 0
     unchecked_scores: int = 0
 
     def table(self) -> str:
@@ -74,35 +65,28 @@ class CompqaSummary:
         return text_table(rows)
 
 
-def file_generator(path: str | Path) -> tuple[str, int | None]:
-    """The generator and scenario a judged file's name gives (``gpt4_scenario_3`` → gpt4, 3)."""
-    stem = Path(path).stem
-    match = _SCENARIO.fullmatch(stem)
-    if match is None:
-        return stem, None
-    return match["generator"], int(match["scenario"])
-
-
 def question(object1: str, object2: str, aspect: str | None) -> str:
     """The user turn: ``What is better: A or B? Focus on <aspect>.`` (no aspect, no focus)."""
     return render(QUESTION_TEMPLATE, object1=object1, object2=object2, aspect=aspect or "")
 
 
-def compqa_record(answer: dict[str, Any], generator: str, scenario: int | None) -> dict[str, Any]:
-    """The SFT record of one validated judged answer (see docs/schemas.md)."""
-    prompt = question(answer["object1"], answer["object2"], answer["aspect"])
-    completion = answer["comparison"]
-    key = (answer["object1"], answer["object2"], answer["aspect"], " ".join(completion.split()))
+def compqa_record(judged: Judged) -> dict[str, Any]:
+    """The SFT record of one judged answer (see docs/schemas.md)."""
+    answer = judged.answer
+    generator, scenario = answer.generator, answer.scenario
+    prompt = question(answer.object1, answer.object2, answer.aspect)
+    completion = answer.text
+    key = (answer.object1, answer.object2, answer.aspect, " ".join(completion.split()))
     return {
         # the answer's text is part of the id: a file holds several answers to one question
         "id": stable_id("compqa", generator, scenario, *key),
         "source": f"compqa:{generator}",
         "generator": generator,
         "scenario": scenario,
-        "object1": answer["object1"],
-        "object2": answer["object2"],
-        "aspect": answer["aspect"],
-        "score": answer["score"],
+        "object1": answer.object1,
+        "object2": answer.object2,
+        "aspect": answer.aspect,
+        "score": judged.total,
         "messages": [
             {"role": "user", "content": prompt},
             {"role": "assistant", "content": completion},
@@ -139,98 +123,55 @@ def distill_compqa(
     seen: set[tuple[str, str]] = set()
     inputs = []
     for path in judged:
-        generator, scenario = file_generator(path)
-        answers, unchecked = _read_judged(Path(path))
-        kept = [compqa_record(a, generator, scenario) for a in answers if a["score"] >= min_score]
-        fresh = []
-        for record in kept:
-            key = tuple(" ".join(m["content"].split()) for m in record["messages"])
-            if key not in seen:
-                seen.add(key)
-                fresh.append(record)
-        records += fresh
-        summary.read += len(answers)
-        summary.duplicates += len(kept) - len(fresh)
-        summary.unchecked_scores += unchecked
-        for name, table in (
-            (generator, summary.by_generator),
-            ("none" if scenario is None else str(scenario), summary.by_scenario),
-        ):
-            counts = table.setdefault(name, {"read": 0, "kept": 0})
-            counts["read"] += len(answers)
-            counts["kept"] += len(fresh)
+        answers = load_judged(Path(path))
+        kept_here = 0
+        for judged_answer in answers:
+            record = _keep(judged_answer, min_score, summary)
+            if record is not None:
+                key = tuple(" ".join(m["content"].split()) for m in record["messages"])
+                if key in seen:
+                    summary.duplicates += 1
+                    record = None
+                else:
+                    seen.add(key)
+                    records.append(record)
+                    kept_here += 1
+            answer = judged_answer.answer
+            scenario = "none" if answer.scenario is None else str(answer.scenario)
+            for name, table in (
+                (answer.generator, summary.by_generator),
+                (scenario, summary.by_scenario),
+            ):
+                counts = table.setdefault(name, {"read": 0, "kept": 0})
+                counts["read"] += 1
+                counts["kept"] += record is not None
+        generator, scenario_number = file_generator(path)
         inputs.append(
             {
                 "path": str(path),
                 "sha256": source_digest(path),
                 "generator": generator,
-                "scenario": scenario,
+                "scenario": scenario_number,
                 "read": len(answers),
-                "kept": len(fresh),
+                "kept": kept_here,
             }
         )
+        summary.read += len(answers)
     summary.kept = len(records)
     if records:
         atomic_replace_dir(lambda tmp: _write(tmp, records, summary, inputs), out)
     return summary
 
 
-def _read_judged(path: Path) -> tuple[list[dict[str, Any]], int]:
-    try:
-        items = json.loads(read_input_text(path))
-    except ValueError as exc:
-        raise InputError(path, f"invalid JSON: {exc}") from None
-    if not isinstance(items, list):
-        found = type(items).__name__
-        raise InputError(path, f"expected a JSON list of judged answers, got {found}")
-    answers, unchecked = [], 0
-    for index, item in enumerate(items):
-        answer, checked = _validate(path, item, f"index {index}")
-        answers.append(answer)
-        unchecked += not checked
-    return answers, unchecked
-
-
-def _validate(path: Path, item: Any, where: str) -> tuple[dict[str, Any], bool]:
-    if not isinstance(item, dict):
-        raise InputError(path, f"expected an object, got {type(item).__name__}", where)
-    texts = {}
-    for name in ("object1", "object2", "comparison"):
-        value = item.get(name)
-        if not isinstance(value, str) or not value.strip():
-            raise InputError(path, f"missing or empty {name!r}", where)
-        texts[name] = value.strip()
-    aspect = item.get("aspect")
-    if aspect is not None and not isinstance(aspect, str):
-        raise InputError(path, f"'aspect' must be a string, got {type(aspect).__name__}", where)
-    score = item.get("score")
-    if not isinstance(score, int | float) or isinstance(score, bool) or math.isnan(score):
-        raise InputError(path, f"missing or non-numeric 'score' ({score!r})", where)
-    if not 0 <= score <= MAX_SCORE:
-        raise InputError(path, f"'score' {score:g} is outside 0-{MAX_SCORE}", where)
-    criteria = _score_dict(item.get("score_dict"))
-    if criteria is not None and not math.isclose(sum(criteria), score, abs_tol=1e-6):
-        problem = f"'score' {score:g} is not the sum of 'score_dict' ({sum(criteria):g})"
-        raise InputError(path, problem, where)
-    answer = {**texts, "aspect": aspect.strip() if aspect and aspect.strip() else None}
-    return {**answer, "score": score}, criteria is not None
-
-
-def _score_dict(value: Any) -> list[float] | None:
-    """The criterion scores, or None when `value` is not a readable dict of numbers."""
-    if isinstance(value, str):
-        for parse in (json.loads, ast.literal_eval):
-            try:
-                value = parse(value)
-                break
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                continue
-    if not isinstance(value, dict) or not value:
+def _keep(judged: Judged, min_score: float, summary: CompqaSummary) -> dict[str, Any] | None:
+    """The SFT record of a usable answer at or above the threshold, counting what is skipped."""
+    if judged.status != "ok":
+        summary.invalid_judgments += 1
         return None
-    numbers = list(value.values())
-    if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
+    summary.unchecked_scores += judged.scores is None
+    if judged.total is None or judged.total < min_score:
         return None
-    return [float(n) for n in numbers]
+    return compqa_record(judged)
 
 
 def _write(
@@ -263,7 +204,7 @@ def _write(
 
 
 def _manifest(summary: CompqaSummary, inputs: list[dict[str, Any]]) -> dict[str, Any]:
-    below = summary.read - summary.kept - summary.duplicates
+    below = summary.read - summary.kept - summary.duplicates - summary.invalid_judgments
     template = template_source(QUESTION_TEMPLATE).encode()
     return {
         "kind": KIND,
@@ -275,6 +216,7 @@ def _manifest(summary: CompqaSummary, inputs: list[dict[str, Any]]) -> dict[str,
             "kept": summary.kept,
             "below_min_score": below,
             "duplicates": summary.duplicates,
+            "invalid_judgments": summary.invalid_judgments,
             "unchecked_scores": summary.unchecked_scores,
         },
         "by_generator": summary.by_generator,
@@ -295,7 +237,8 @@ the judged answer.
 
 - records: {summary.kept}, from {summary.read} answers read
 - repeated question-and-answer pairs dropped: {summary.duplicates}
-- scores not checked against an unreadable `score_dict`: {summary.unchecked_scores}
+- invalid or failed judgments skipped: {summary.invalid_judgments}
+- scores kept without a `score_dict` to check them: {summary.unchecked_scores}
 
 Answers read and kept per generator:
 

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from moot.core.errors import ConfigError, InputError
-from moot.training.compqa_data import distill_compqa, file_generator, question
+from moot.core.compqa import file_generator
+from moot.training.compqa_data import distill_compqa, question
 from moot.training.data import load_sft_dataset
 from tests.conftest import shared_data
 
@@ -44,15 +45,18 @@ def test_threshold_records_and_string_score_dict(tmp_path: Path) -> None:
     as_text = answer("Text dict.", 18, score_dict=json.dumps(answer(score=18)["score_dict"]))
     ones = repr({str(c): 1 for c in range(1, 16)})  # a Python dict's text, summing to 15
     python_repr = answer("Repr dict.", 15, aspect="", score_dict=ones)
-    unreadable = answer("Unreadable.", 18, aspect=None, score_dict="eighteen points")
+    unreadable = answer("Unreadable.", 19, score_dict="eighteen points")  # an invalid judgment
+    unchecked = answer("No dict.", 18, aspect=None, score_dict=None)
     low = answer("Low.", 17)
-    judged = write(tmp_path / "gpt4_scenario_2.json", [high, as_text, python_repr, unreadable, low])
+    answers = [high, as_text, python_repr, unreadable, unchecked, low]
+    judged = write(tmp_path / "gpt4_scenario_2.json", answers)
     summary = distill_compqa([judged], tmp_path / "out")
-    assert (summary.read, summary.kept, summary.unchecked_scores) == (5, 3, 1)
-    assert summary.by_generator == {"gpt4": {"read": 5, "kept": 3}}
-    assert summary.by_scenario == {"2": {"read": 5, "kept": 3}}
+    assert (summary.read, summary.kept) == (6, 3)
+    assert (summary.invalid_judgments, summary.unchecked_scores) == (1, 1)
+    assert summary.by_generator == {"gpt4": {"read": 6, "kept": 3}}
+    assert summary.by_scenario == {"2": {"read": 6, "kept": 3}}
     records = [json.loads(x) for x in (tmp_path / "out" / "dataset.jsonl").read_text().splitlines()]
-    assert [r["completion"] for r in records] == ["High.", "Text dict.", "Unreadable."]
+    assert [r["completion"] for r in records] == ["High.", "Text dict.", "No dict."]
     first = records[0]
     assert first["source"] == "compqa:gpt4" and (first["generator"], first["scenario"]) == (
         "gpt4",
@@ -63,10 +67,11 @@ def test_threshold_records_and_string_score_dict(tmp_path: Path) -> None:
     assert records[2]["aspect"] is None and records[2]["prompt"] == "What is better: A or B?"
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["counts"] == {
-        "read": 5,
+        "read": 6,
         "kept": 3,
         "below_min_score": 2,
         "duplicates": 0,
+        "invalid_judgments": 1,
         "unchecked_scores": 1,
     }
     assert len(manifest["inputs"][0]["sha256"]) == 64
@@ -90,13 +95,14 @@ def test_nothing_kept_writes_nothing(tmp_path: Path) -> None:
 
 
 BAD = {
-    "score": ({**answer(), "score": None}, "index 1: missing or non-numeric 'score' (None)"),
-    "text": ({**answer(), "score": "19"}, "index 1: missing or non-numeric 'score' ('19')"),
+    "score": (answer(score=None, score_dict=None), "index 1: no 'score' and no 'score_dict'"),
+    "text": ({**answer(), "score": "19"}, "index 1: 'score' is not a number ('19')"),
     "range": (answer(score=20, score_dict=None), "index 1: 'score' 20 is outside 0-19"),
     "sum": (
-        answer(score_dict={"1": 1}),
-        "index 1: 'score' 19 is not the sum of 'score_dict' (1)",
+        {**answer(), "score": 18},
+        "index 1: 'score' 18 is not the sum of 'score_dict' (19)",
     ),
+    "status": (answer(status="done"), "index 1: unknown status 'done'"),
     "comparison": (answer(" "), "index 1: missing or empty 'comparison'"),
     "object": ({**answer(), "object2": None}, "index 1: missing or empty 'object2'"),
     "aspect": (answer(aspect=3), "index 1: 'aspect' must be a string, got int"),
@@ -115,7 +121,7 @@ def test_bad_records_name_file_and_index(tmp_path: Path, case: str) -> None:
 
 def test_bad_files_and_options(tmp_path: Path) -> None:
     (tmp_path / "obj.json").write_text('{"a": 1}', encoding="utf-8")
-    with pytest.raises(InputError, match="expected a JSON list of judged answers, got dict"):
+    with pytest.raises(InputError, match="line 1: missing or empty 'object1'"):
         distill_compqa([tmp_path / "obj.json"], tmp_path / "out")
     with pytest.raises(ConfigError, match="--min-score must be between 0 and 19"):
         distill_compqa([tmp_path / "obj.json"], tmp_path / "out", min_score=20)
@@ -135,7 +141,7 @@ KEPT_AT_18 = {  # measured on ../shared/data/compqa/evaluated_summaries/gpt-4
     "llama3-70b": (200, 81),
     "llama3-8b": (200, 87),
     "mixtral": (200, 97),
-    "perplexity": (200, 114),
+    "perplexity": (200, 113),  # index 39 of scenario 2 scores 18 with C5 = C6 = 2: invalid
     "yahoo": (28, 1),
 }
 
@@ -146,11 +152,11 @@ def test_real_compqa_files(tmp_path: Path) -> None:
     summary = distill_compqa(files, tmp_path / "out")
     counts = {g: (c["read"], c["kept"]) for g, c in summary.by_generator.items()}
     assert counts == KEPT_AT_18
-    assert (summary.read, summary.kept, summary.duplicates) == (2158, 1057, 1)
-    assert summary.unchecked_scores == 0  # every score is its score_dict's sum
+    assert (summary.read, summary.kept, summary.duplicates) == (2158, 1056, 1)
+    assert (summary.invalid_judgments, summary.unchecked_scores) == (1, 0)
     assert summary.by_scenario["3"] == {"read": 500, "kept": 403}
     assert summary.by_scenario["none"] == {"read": 158, "kept": 40}
     loaded = load_sft_dataset(tmp_path / "out")
-    assert len(loaded) == 1057 and len(set(loaded["id"])) == 1057
+    assert len(loaded) == 1056 and len(set(loaded["id"])) == 1056
     at_19 = distill_compqa(files, tmp_path / "out19", min_score=19)
     assert at_19.by_generator["gpt4"]["kept"] < 370
