@@ -1,29 +1,36 @@
-"""Training: SFT data builders, LoRA SFT (trl + peft), adapter merging and launches."""
+"""Training: SFT data builders, LoRA SFT (trl + peft), adapter merging and launches.
 
-from moot.training.chat_templates import FAMILIES, ChatFamily, chat_family
-from moot.training.compqa_data import distill_compqa
-from moot.training.data import load_sft_dataset
-from moot.training.debate_data import instruction, sft_record, write_sft_dataset
-from moot.training.merge import merge_adapter
-from moot.training.mixing import mix_datasets
-from moot.training.sft import PreparedRun, SFTResult, build_trainer, train_sft
-from moot.training.sft_config import SFTRunConfig, load_sft_config
+Public names are imported from their modules on first use (`moot.core.lazy`).
+"""
 
-__all__ = [
-    "FAMILIES",
-    "ChatFamily",
-    "PreparedRun",
-    "SFTResult",
-    "SFTRunConfig",
-    "build_trainer",
-    "chat_family",
-    "distill_compqa",
-    "instruction",
-    "load_sft_config",
-    "load_sft_dataset",
-    "merge_adapter",
-    "mix_datasets",
-    "sft_record",
-    "train_sft",
-    "write_sft_dataset",
-]
+from moot.core.lazy import lazy_exports
+
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "moot.training.chat_templates": (
+            "FAMILIES",
+            "ChatFamily",
+            "chat_family",
+        ),
+        "moot.training.compqa_data": ("distill_compqa",),
+        "moot.training.data": ("load_sft_dataset",),
+        "moot.training.debate_data": (
+            "instruction",
+            "sft_record",
+            "write_sft_dataset",
+        ),
+        "moot.training.merge": ("merge_adapter",),
+        "moot.training.mixing": ("mix_datasets",),
+        "moot.training.sft": (
+            "PreparedRun",
+            "SFTResult",
+            "build_trainer",
+            "train_sft",
+        ),
+        "moot.training.sft_config": (
+            "SFTRunConfig",
+            "load_sft_config",
+        ),
+    },
+)
