@@ -139,7 +139,7 @@ def parse_scores(text: str) -> dict[int, int]:
         pairs = _SCORE_LINE.findall(_unmark(text))
         if not pairs:
             raise RubricError("no score dict or 'n: points' lines in the reply")
-        found = [dict(pairs)]
+        found = [_line_scores(pairs)]
     distinct = {json.dumps({str(k): str(v) for k, v in d.items()}, sort_keys=True) for d in found}
     if len(distinct) > 1:
         raise RubricError(f"{len(distinct)} different score dicts in the reply")
@@ -376,8 +376,17 @@ def _dicts(text: str) -> list[dict[Any, Any]]:
         else:
             pairs = _SCORE_LINE.findall(_unmark(chunk.strip("{}").replace(",", "\n")))
             if pairs:  # {C1: 1, C2: 0, ...}: unquoted keys, neither JSON nor Python
-                found.append(dict(pairs))
+                found.append(_line_scores(pairs))
     return found
+
+
+def _line_scores(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """``n: points`` pairs as a dict; a criterion given two different values is not read."""
+    scores: dict[str, str] = {}
+    for key, value in pairs:
+        if scores.setdefault(str(int(key)), value) != value:
+            raise RubricError(f"C{int(key)} is given twice ({scores[str(int(key))]} and {value})")
+    return scores
 
 
 def _unmark(text: str) -> str:

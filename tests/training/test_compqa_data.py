@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.errors import ConfigError, InputError
 from moot.core.compqa import file_generator
+from moot.core.errors import ConfigError, InputError
 from moot.training.compqa_data import distill_compqa, question
 from moot.training.data import load_sft_dataset
 from tests.conftest import shared_data

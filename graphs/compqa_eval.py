@@ -1,0 +1,241 @@
+"""CompQA rubric judging of answer files, as a resumable LangGraph fan-out.
+
+Every answer of every file is judged once (a text shared by two files, once) through
+`moot.graphs.evaluate`'s runner: judgments are appended to ``judgments.jsonl`` under a stable id
+(judge, temperature, seed, shots, constrained decoding, prompt digest, answer), so a rerun judges
+only what is missing; the folder is claimed for one judge and its settings; a call that failed for
+good is an ``error`` (exit 1, judged again on rerun). Then, atomically:
+
+- ``judged/<input file name>``: the answer records with ``score_dict``, ``score``,
+  ``categories``, ``status`` (ok | invalid | error), ``problem``, ``repaired``, ``replies``,
+  ``judge`` (read back by `moot.core.compqa.load_judged`);
+- ``summary.json`` and ``summary.md``: per file and overall, answers, valid, invalid, errors,
+  repaired, mean total ± sample std of the valid judgments, category and criterion means, and
+  the token ledger. Invalid and failed judgments are counted, never summed.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from moot.agents.rubric_judge import SHOTS, TEMPLATES, judge_comparison
+from moot.core.compqa import (
+    CATEGORIES,
+    MAX_SCORE,
+    MAXIMA,
+    Comparison,
+    file_generator,
+    load_comparisons,
+)
+from moot.core.errors import ConfigError
+from moot.core.models import ModelClient
+from moot.core.records import stable_id, write_json, write_jsonl
+from moot.core.spec import Role
+from moot.graphs.evaluate import EvalResult, _run
+from moot.prompts import template_digest
+
+
+@dataclass(frozen=True)
+class AnswerFile:
+    """One ``--answers`` file and its answers."""
+
+    path: Path
+    answers: list[Comparison]
+
+
+def load_answer_files(paths: Sequence[Path]) -> list[AnswerFile]:
+    """Read answer files (`moot.core.compqa.load_comparisons`), one judged file per name.
+
+    Raises:
+        InputError: A malformed file or answer (e.g. an answer without objects).
+        ConfigError: Two files share a name, so their judged files would collide.
+    """
+    seen: dict[str, Path] = {}
+    for path in map(Path, paths):
+        if path.name in seen:
+            raise ConfigError(
+                f"--answers {seen[path.name]} and {path} share the file name {path.name!r}: "
+                "their judged files would collide; rename one"
+            )
+        seen[path.name] = path
+    return [AnswerFile(path, load_comparisons(path)) for path in seen.values()]
+
+
+async def evaluate_compqa(
+    files: Sequence[AnswerFile],
+    out_dir: Path,
+    role: Role,
+    client: ModelClient,
+    *,
+    shots: int = 0,
+    concurrency: int = 16,
+    seed: int = 0,
+    constrained: bool = False,
+) -> EvalResult:
+    """Judge every answer with the CompQA rubric; write the judged files and the summary.
+
+    Args:
+        files: Answer files (`load_answer_files`).
+        out_dir: Output folder (``judgments.jsonl``, ``judged/``, ``summary.json``,
+            ``summary.md``; claimed for this judge and settings).
+        role: The judge (the paper used GPT-4).
+        client: The model layer.
+        shots: Few-shot examples in the prompt: 0, 1 or 3.
+        concurrency: Answers judged at once.
+        seed: Sampling seed.
+        constrained: Ask for schema-constrained JSON scores.
+
+    Returns:
+        The summary and the judgment log's records (``status`` ``error`` for failed calls).
+
+    Raises:
+        ConfigError: `shots` not 0, 1 or 3, or `out_dir` claimed for other settings.
+    """
+    if shots not in SHOTS:
+        raise ConfigError(f"--shots must be 0, 1 or 3, got {shots}")
+    identity = {
+        "judge": role.spec.name,
+        "temperature": role.temperature,
+        "seed": seed,
+        "shots": shots,
+        "constrained": constrained,
+        "prompts": template_digest(*TEMPLATES),
+    }
+    ids = [
+        [stable_id("compqa", identity, a.object1, a.object2, a.aspect, a.text) for a in f.answers]
+        for f in files
+    ]
+    by_id: dict[str, Comparison] = {}  # an answer in two files is judged once
+    for file, file_ids in zip(files, ids, strict=True):
+        for a, item_id in zip(file.answers, file_ids, strict=True):
+            by_id.setdefault(item_id, a)
+    items = [{"id": i, "file": a.source.name, "where": a.where} for i, a in by_id.items()]
+
+    async def task(item: dict[str, Any]) -> dict[str, Any]:
+        judged = await judge_comparison(
+            client, role, by_id[item["id"]], shots=shots, seed=seed, constrained=constrained
+        )
+        return {"judgment": judged.to_json()}
+
+    records = await _run(items, out_dir, task, concurrency, {"evaluation": "compqa", **identity})
+    logged = {r["id"]: r for r in records}
+    per_file: dict[str, Any] = {}
+    everything: list[dict[str, Any]] = []
+    for file, file_ids in zip(files, ids, strict=True):
+        judged = [
+            _judged(a, logged[i], role.spec.name)
+            for a, i in zip(file.answers, file_ids, strict=True)
+        ]
+        target = Path(out_dir) / "judged" / file.path.name
+        if file.answers[0].where.startswith("line"):
+            write_jsonl(target, judged)
+        else:
+            write_json(target, judged)
+        generator, scenario = file_generator(file.path)
+        per_file[file.path.name] = {
+            "path": str(file.path),
+            "judged": str(target),
+            "generator": generator,
+            "scenario": scenario,
+            **_stats(judged),
+        }
+        everything += judged
+    summary = {
+        "evaluation": "compqa",
+        **identity,
+        "max_score": MAX_SCORE,
+        "files": per_file,
+        "overall": _stats(everything),
+        "ledger": client.ledger.to_json(),
+    }
+    write_json(Path(out_dir) / "summary.json", summary)
+    (Path(out_dir) / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
+    return EvalResult(summary, records)
+
+
+def summary_markdown(summary: dict[str, Any]) -> str:
+    """``summary.md``: one row per file and an overall row, then the token totals."""
+    names = list(CATEGORIES)
+    header = ["file", "answers", "valid", "invalid", "errors", "repaired", "mean ± std", *names]
+    rows = [(name, stats) for name, stats in summary["files"].items()]
+    rows.append(("**overall**", summary["overall"]))
+    lines = [
+        f"# CompQA rubric: judge {summary['judge']}, {summary['shots']}-shot",
+        "",
+        f"Totals out of {summary['max_score']}, over valid judgments only; invalid judgments "
+        "(the reply broke the rubric) and errors (the call failed) are counted, never summed.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "| --- |" + " ---: |" * (len(header) - 1),
+    ]
+    for name, s in rows:
+        spread = "n/a" if s["mean"] is None else f"{s['mean']:.3f}"
+        if s["std"] is not None:
+            spread += f" ± {s['std']:.3f}"
+        counts = [s[k] for k in ("answers", "valid", "invalid", "errors", "repaired")]
+        means = [_show(s["categories"][n]) for n in names]
+        lines.append("| " + " | ".join(map(str, [name, *counts, spread, *means])) + " |")
+    total = summary["ledger"]["total"]
+    lines += [
+        "",
+        f"Judge calls: {total['calls']} ({total['cache_hits']} cached, "
+        f"{total['failures']} failed), "
+        f"{total['prompt_tokens']} prompt + {total['completion_tokens']} completion tokens.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _judged(answer: Comparison, logged: dict[str, Any], judge: str) -> dict[str, Any]:
+    """The judged-file record: the answer as read plus the judgment (see the module docstring)."""
+    if logged["status"] != "ok":
+        judgment = {
+            "score_dict": None,
+            "score": None,
+            "categories": None,
+            "problem": logged.get("error", "the judge call failed"),
+            "repaired": False,
+            "replies": [],
+        }
+        status = "error"
+    else:
+        judgment = logged["judgment"]
+        status = "ok" if judgment["score_dict"] is not None else "invalid"
+    return {
+        **answer.record,
+        "score_dict": judgment["score_dict"],
+        "score": judgment["score"],
+        "categories": judgment["categories"],
+        "status": status,
+        "problem": judgment["problem"],
+        "repaired": judgment["repaired"],
+        "replies": judgment["replies"],
+        "judge": judge,
+    }
+
+
+def _stats(judged: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    valid = [r for r in judged if r["status"] == "ok"]
+    totals = [r["score"] for r in valid]
+    return {
+        "answers": len(judged),
+        "valid": len(valid),
+        "invalid": sum(r["status"] == "invalid" for r in judged),
+        "errors": sum(r["status"] == "error" for r in judged),
+        "repaired": sum(bool(r["repaired"]) for r in judged),
+        "mean": statistics.fmean(totals) if totals else None,
+        "std": statistics.stdev(totals) if len(totals) > 1 else None,
+        "categories": {name: _mean([r["categories"][name] for r in valid]) for name in CATEGORIES},
+        "criteria": {str(n): _mean([r["score_dict"][str(n)] for r in valid]) for n in MAXIMA},
+    }
+
+
+def _mean(values: list[int]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _show(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"

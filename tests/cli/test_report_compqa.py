@@ -1,0 +1,94 @@
+"""`moot report compqa` end to end (subprocess): reference means, human agreement, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.helpers import run_moot
+from tests.conftest import shared_data
+
+REFERENCE = {  # CompQA README: mean total by generator, GPT-4 judge
+    "cam": 9.52,
+    "gpt3-5": 16.658,
+    "gpt4": 17.765,
+    "human": 17.0875,
+    "llama3-70b": 17.12,
+    "llama3-8b": 16.58,
+    "mixtral": 17.2,
+    "perplexity": 17.415,
+    "yahoo": 9.321,
+}
+FULL = {str(n): 2 if 9 <= n <= 12 else 1 for n in range(1, 16)}
+
+
+def _judged_files() -> list[Path]:
+    return sorted(shared_data("compqa", "evaluated_summaries", "gpt-4").glob("*.json"))
+
+
+def _one_judged(tmp_path: Path) -> Path:
+    path = tmp_path / "gpt4_scenario_1.json"
+    record = {"object1": "cats", "object2": "dogs", "comparison": "Dogs.", "status": "ok"}
+    path.write_text(json.dumps([record | {"score_dict": FULL, "score": 19}]), encoding="utf-8")
+    return path
+
+
+def test_reproduces_reference_means_and_writes_outputs(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    result = run_moot(
+        "report", "compqa", "--judged", *_judged_files(), "--by", "generator", "--out", out
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    means = {g["generator"]: g["mean"] for g in report["groups"]}
+    digits = {name: len(str(value).split(".")[1]) for name, value in REFERENCE.items()}
+    assert {name: round(means[name], digits[name]) for name in REFERENCE} == REFERENCE
+    assert report["std"].startswith("sample") and report["agreement"] is None
+    assert "| gpt4 | 600 | 17.7650 ± 1.14 |" in result.stdout
+    assert "perplexity_scenario_2.json, index 39: invalid: " in result.stdout  # the invalid record
+    assert len(report["generator_scenario"]) == 27
+    for name in ("chart.png", "heatmap.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "## Mean points per criterion" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_agreement_with_real_human_tables(tmp_path: Path) -> None:
+    tables = shared_data("compqa", "evaluation_tables")
+    result = run_moot(
+        "report", "compqa", "--judged", *_judged_files(), "--out", tmp_path,
+        "--human", tables / "dataset_hum1_evaluation.tsv",
+        "--human", tables / "dataset_hum2_evaluation.tsv",
+        "--drop-out-of-range", "--quiet",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    agreement = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["agreement"]
+    assert [t["matched"] for t in agreement["tables"]] == [129, 247]
+    pairs = {(p["a"], p["b"]): p["total"] for p in agreement["pairs"]}
+    assert (
+        round(pairs[("dataset_hum1_evaluation", "dataset_hum2_evaluation")]["pearson"], 3) == 0.76
+    )
+    assert round(pairs[("judge", "dataset_hum2_evaluation")]["pearson"], 3) == 0.567
+    assert "### Per criterion: Krippendorff's α" in (tmp_path / "report.md").read_text()
+
+
+def test_human_table_matching_nothing_exits_2(tmp_path: Path) -> None:
+    table = tmp_path / "other.tsv"
+    header = ["object1", "object2", "comparison", *(f"C{n}" for n in range(1, 16))]
+    row = ["tea", "coffee", "Never judged.", *(str(FULL[str(n)]) for n in range(1, 16))]
+    table.write_text("\t".join(header) + "\n" + "\t".join(row) + "\n", encoding="utf-8")
+    result = run_moot(
+        "report", "compqa", "--judged", _one_judged(tmp_path), "--human", table, "--out", tmp_path
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert "other.tsv: none of its 1 annotated rows matches a judged answer" in result.stderr
+    assert not (tmp_path / "report.json").exists()
+
+
+def test_malformed_judged_file_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "mixtral_scenario_2.json"
+    path.write_text(json.dumps([{"object1": "cats", "comparison": "Dogs."}]), encoding="utf-8")
+    result = run_moot("report", "compqa", "--judged", path, "--out", tmp_path / "out")
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"moot: error: {path}, index 0: missing or empty 'object2'"
