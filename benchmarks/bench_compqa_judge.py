@@ -62,7 +62,7 @@ async def moot_rate(url: str, files: list, concurrency: int) -> float:
         result = await evaluate_compqa(files, out, role, client, concurrency=concurrency)
         seconds = time.perf_counter() - start
     overall = result.summary["overall"]
-    if overall["valid"] != overall["answers"]:
+    if overall["n_valid"] != overall["n"]:
         raise RuntimeError(f"judging failed: {overall}")
     return len(result.records) / seconds
 

@@ -20,10 +20,11 @@ may also carry ``generator`` and ``scenario`` themselves, which take precedence.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,15 +79,19 @@ _SCORE_LINE = re.compile(
 _KEY = re.compile(r"^\s*(?:c|criterion\s*)?(\d{1,3})\s*$", re.I)
 
 
+Pairs = list[tuple[Any, Any]]
+
+
 class RubricError(ValueError):
     """A judge reply or score dict that is not a valid 15-criterion judgment."""
 
 
-def check_scores(scores: Mapping[Any, Any]) -> dict[int, int]:
+def check_scores(scores: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) -> dict[int, int]:
     """Validate a criterion → points mapping: keys 1-15 exactly, whole points within range.
 
     Keys may be ints, digit strings or ``"C<n>"``; points may be ints, integral floats or digit
-    strings.
+    strings. `scores` may be a mapping or (key, points) pairs, so that a reply giving one
+    criterion twice with different points is caught.
 
     Returns:
         ``{1: points, ..., 15: points}`` in criterion order.
@@ -99,7 +104,7 @@ def check_scores(scores: Mapping[Any, Any]) -> dict[int, int]:
     problems: list[str] = []
     unknown: list[str] = []
     named: set[int] = set()  # criteria given, validly or not
-    for key, value in scores.items():
+    for key, value in scores.items() if isinstance(scores, Mapping) else scores:
         number = _criterion(key)
         if number is None or number not in MAXIMA:
             unknown.append(str(key))
@@ -111,7 +116,7 @@ def check_scores(scores: Mapping[Any, Any]) -> dict[int, int]:
         elif not 0 <= points <= MAXIMA[number]:
             problems.append(f"C{number} = {points} is outside 0-{MAXIMA[number]}")
         elif number in parsed and parsed[number] != points:
-            problems.append(f"C{number} is given twice")
+            problems.append(f"C{number} is given twice ({parsed[number]} and {points})")
         else:
             parsed[number] = points
     missing = [n for n in MAXIMA if n not in named]
@@ -139,8 +144,8 @@ def parse_scores(text: str) -> dict[int, int]:
         pairs = _SCORE_LINE.findall(_unmark(text))
         if not pairs:
             raise RubricError("no score dict or 'n: points' lines in the reply")
-        found = [_line_scores(pairs)]
-    distinct = {json.dumps({str(k): str(v) for k, v in d.items()}, sort_keys=True) for d in found}
+        found = [pairs]
+    distinct = {json.dumps(sorted((str(k), str(v)) for k, v in pairs)) for pairs in found}
     if len(distinct) > 1:
         raise RubricError(f"{len(distinct)} different score dicts in the reply")
     return check_scores(found[0])
@@ -358,35 +363,46 @@ def _points(value: Any) -> int | None:
     return None
 
 
-def _dicts(text: str) -> list[dict[Any, Any]]:
-    """Every non-empty dict the reply holds (as JSON or a Python literal); nested ones unpacked."""
-    found: list[dict[Any, Any]] = []
+def _dicts(text: str) -> list[Pairs]:
+    """The (key, value) pairs of every dict the reply holds, repeated keys kept.
+
+    JSON and Python literals are read as such; ``{C1: 1, ...}`` (unquoted keys, neither) as
+    ``n: points`` pairs; a dict wrapping one dict (``{"scores": {...}}``) is unwrapped.
+    """
+    found: list[Pairs] = []
     for chunk in candidates(text):
         if not chunk.startswith("{"):
             continue
-        for load in (json.loads, ast.literal_eval):
-            try:
-                value = load(chunk)
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                continue
-            if isinstance(value, dict) and value:
-                inner = [v for v in value.values() if isinstance(v, dict)]
-                found += inner if len(inner) == 1 and len(value) == 1 else [value]
-            break
-        else:
+        pairs = _literal_pairs(chunk)
+        if pairs is None and chunk.count("{") == 1:  # one dict, perhaps truncated
             pairs = _SCORE_LINE.findall(_unmark(chunk.strip("{}").replace(",", "\n")))
-            if pairs:  # {C1: 1, C2: 0, ...}: unquoted keys, neither JSON nor Python
-                found.append(_line_scores(pairs))
+        if pairs and len(pairs) == 1 and _is_pairs(pairs[0][1]):
+            pairs = pairs[0][1]
+        if pairs:
+            found.append(pairs)
     return found
 
 
-def _line_scores(pairs: list[tuple[str, str]]) -> dict[str, str]:
-    """``n: points`` pairs as a dict; a criterion given two different values is not read."""
-    scores: dict[str, str] = {}
-    for key, value in pairs:
-        if scores.setdefault(str(int(key)), value) != value:
-            raise RubricError(f"C{int(key)} is given twice ({scores[str(int(key))]} and {value})")
-    return scores
+def _literal_pairs(chunk: str) -> Pairs | None:
+    """The pairs of a JSON or Python dict literal (nested dicts as pairs too), or None."""
+    with contextlib.suppress(ValueError, RecursionError):
+        value = json.loads(chunk, object_pairs_hook=list)
+        return value if _is_pairs(value) else None
+    try:
+        node = ast.parse(chunk, mode="eval").body
+        if not isinstance(node, ast.Dict) or None in node.keys:
+            return None
+        pairs = []
+        for key, value in zip(node.keys, node.values, strict=True):
+            inner = _literal_pairs(ast.unparse(value)) if isinstance(value, ast.Dict) else None
+            pairs.append((ast.literal_eval(key), inner or ast.literal_eval(value)))
+        return pairs
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+
+
+def _is_pairs(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(p, tuple) and len(p) == 2 for p in value)
 
 
 def _unmark(text: str) -> str:

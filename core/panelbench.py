@@ -472,7 +472,7 @@ def _chart(summary: dict[str, Any], path: Path) -> None:
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.14, 1, 1))
-    fig.savefig(path)
+    atomic_write(path, lambda f: fig.savefig(f, format="png"), binary=True)
     plt.close(fig)
 
 

@@ -103,13 +103,17 @@ def write_json(path: Path, data: Any) -> None:
     atomic_write(path, lambda f: f.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n"))
 
 
-def atomic_write(path: Path, write: Callable[[Any], Any]) -> None:
-    """Call ``write(file)`` on a temporary sibling of `path`, then rename it into place."""
+def atomic_write(path: Path, write: Callable[[Any], Any], *, binary: bool = False) -> None:
+    """Call ``write(file)`` on a temporary sibling of `path`, then rename it into place.
+
+    The file is opened as UTF-8 text, or for bytes when `binary` (charts).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     try:
-        with open(tmp, "x", encoding="utf-8") as f:  # "x" respects the umask, unlike mkstemp
+        # "x" respects the umask, unlike mkstemp
+        with open(tmp, "xb") if binary else open(tmp, "x", encoding="utf-8") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())

@@ -9,14 +9,14 @@ good is an ``error`` (exit 1, judged again on rerun). Then, atomically:
 - ``judged/<input file name>``: the answer records with ``score_dict``, ``score``,
   ``categories``, ``status`` (ok | invalid | error), ``problem``, ``repaired``, ``replies``,
   ``judge`` (read back by `moot.core.compqa.load_judged`);
-- ``summary.json`` and ``summary.md``: per file and overall, answers, valid, invalid, errors,
-  repaired, mean total ± sample std of the valid judgments, category and criterion means, and
-  the token ledger. Invalid and failed judgments are counted, never summed.
+- ``summary.json`` and ``summary.md``: per file and overall, `moot.core.compqa_report.group_stats`
+  of the judged file as written (answers, valid, invalid, errors, mean total ± sample std of the
+  valid judgments, category and criterion means), repairs, and the token ledger. Invalid and
+  failed judgments are counted, never summed.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,14 +26,15 @@ from moot.agents.rubric_judge import SHOTS, TEMPLATES, judge_comparison
 from moot.core.compqa import (
     CATEGORIES,
     MAX_SCORE,
-    MAXIMA,
     Comparison,
     file_generator,
     load_comparisons,
+    load_judged,
 )
+from moot.core.compqa_report import group_stats
 from moot.core.errors import ConfigError
 from moot.core.models import ModelClient
-from moot.core.records import stable_id, write_json, write_jsonl
+from moot.core.records import atomic_write, stable_id, write_json, write_jsonl
 from moot.core.spec import Role
 from moot.graphs.evaluate import EvalResult, _run
 from moot.prompts import template_digest
@@ -124,7 +125,8 @@ async def evaluate_compqa(
     records = await _run(items, out_dir, task, concurrency, {"evaluation": "compqa", **identity})
     logged = {r["id"]: r for r in records}
     per_file: dict[str, Any] = {}
-    everything: list[dict[str, Any]] = []
+    everything: list[Any] = []
+    repaired = 0
     for file, file_ids in zip(files, ids, strict=True):
         judged = [
             _judged(a, logged[i], role.spec.name)
@@ -135,25 +137,29 @@ async def evaluate_compqa(
             write_jsonl(target, judged)
         else:
             write_json(target, judged)
+        reread = load_judged(target)  # the statistics are those of the file as written
         generator, scenario = file_generator(file.path)
         per_file[file.path.name] = {
             "path": str(file.path),
             "judged": str(target),
             "generator": generator,
             "scenario": scenario,
-            **_stats(judged),
+            "repaired": sum(bool(r["repaired"]) for r in judged),
+            **group_stats(reread),
         }
-        everything += judged
+        everything += reread
+        repaired += per_file[file.path.name]["repaired"]
     summary = {
         "evaluation": "compqa",
         **identity,
         "max_score": MAX_SCORE,
         "files": per_file,
-        "overall": _stats(everything),
+        "overall": {"repaired": repaired, **group_stats(everything)},
         "ledger": client.ledger.to_json(),
     }
     write_json(Path(out_dir) / "summary.json", summary)
-    (Path(out_dir) / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
+    markdown = summary_markdown(summary)
+    atomic_write(Path(out_dir) / "summary.md", lambda f: f.write(markdown))
     return EvalResult(summary, records)
 
 
@@ -176,7 +182,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         spread = "n/a" if s["mean"] is None else f"{s['mean']:.3f}"
         if s["std"] is not None:
             spread += f" ± {s['std']:.3f}"
-        counts = [s[k] for k in ("answers", "valid", "invalid", "errors", "repaired")]
+        counts = [s[k] for k in ("n", "n_valid", "invalid", "errors", "repaired")]
         means = [_show(s["categories"][n]) for n in names]
         lines.append("| " + " | ".join(map(str, [name, *counts, spread, *means])) + " |")
     total = summary["ledger"]["total"]
@@ -215,26 +221,6 @@ def _judged(answer: Comparison, logged: dict[str, Any], judge: str) -> dict[str,
         "replies": judgment["replies"],
         "judge": judge,
     }
-
-
-def _stats(judged: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    valid = [r for r in judged if r["status"] == "ok"]
-    totals = [r["score"] for r in valid]
-    return {
-        "answers": len(judged),
-        "valid": len(valid),
-        "invalid": sum(r["status"] == "invalid" for r in judged),
-        "errors": sum(r["status"] == "error" for r in judged),
-        "repaired": sum(bool(r["repaired"]) for r in judged),
-        "mean": statistics.fmean(totals) if totals else None,
-        "std": statistics.stdev(totals) if len(totals) > 1 else None,
-        "categories": {name: _mean([r["categories"][name] for r in valid]) for name in CATEGORIES},
-        "criteria": {str(n): _mean([r["score_dict"][str(n)] for r in valid]) for n in MAXIMA},
-    }
-
-
-def _mean(values: list[int]) -> float | None:
-    return statistics.fmean(values) if values else None
 
 
 def _show(value: float | None) -> str:

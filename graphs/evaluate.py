@@ -26,7 +26,7 @@ from moot.agents.judges import CONTROLLABILITY, QUALITY, Judge, judge_pair, run_
 from moot.core import metrics
 from moot.core.errors import InputError, ModelCallError
 from moot.core.models import ModelClient
-from moot.core.records import ResultLog, claim_folder, stable_id, write_json
+from moot.core.records import ResultLog, atomic_write, claim_folder, stable_id, write_json
 from moot.core.responses import Response
 from moot.core.spec import Role
 from moot.prompts import template_digest
@@ -323,5 +323,5 @@ def _chart(summary: dict[str, Any], path: Path) -> None:
         fontsize=9,
     )
     fig.tight_layout()
-    fig.savefig(path)
+    atomic_write(path, lambda f: fig.savefig(f, format="png"), binary=True)
     plt.close(fig)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-import secrets
 import sys
 from pathlib import Path
 from typing import Any
@@ -57,13 +55,8 @@ def register(commands: Any, evaluations: Any) -> None:
 
 def _cmd_report_compqa(args: argparse.Namespace) -> int:
     from moot.core.compqa import load_judged
-    from moot.core.compqa_report import (
-        aggregate,
-        build_report,
-        check_by,
-        read_human_table,
-        report_markdown,
-    )
+    from moot.core.compqa_human import read_human_table
+    from moot.core.compqa_report import aggregate, build_report, check_by, report_markdown
     from moot.core.errors import ConfigError
     from moot.core.records import atomic_write, write_json
 
@@ -161,14 +154,9 @@ def _heatmap(groups: list[dict[str, Any]], by: tuple[str, ...], path: Path) -> N
 
 
 def _save(fig: Any, path: Path) -> None:
-    """Save a figure atomically (a temporary sibling renamed into place)."""
     from matplotlib import pyplot as plt
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        fig.savefig(tmp, format="png")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-        plt.close(fig)
+    from moot.core.records import atomic_write
+
+    atomic_write(path, lambda f: fig.savefig(f, format="png"), binary=True)
+    plt.close(fig)

@@ -95,6 +95,8 @@ def test_valid_replies(reply):
         (JSON[:70], "missing C"),  # truncated mid-dict
         (JSON + "\n" + with_value(1, "1"), "2 different score dicts"),
         ("\n".join([f"{n}: {p}" for n, p in MIXED.items()] + ["1: 1"]), "C1 is given twice"),
+        (JSON[:-1] + ', "1": 1}', "C1 is given twice (0 and 1)"),  # a repeated JSON key
+        (str(MIXED)[:-1] + ", 1: 1}", "C1 is given twice (0 and 1)"),  # a repeated Python key
         (json.dumps({"scores": [1] * 15}), "missing C1-C15; unknown criteria scores"),
         (json.dumps({"scores": MIXED, "total": 13}), "2 different score dicts"),
         ("", "no score dict"),

@@ -12,18 +12,14 @@ import pytest
 
 from moot.core.agreement import krippendorff_alpha, pearson, spearman
 from moot.core.compqa import MAXIMA, load_judged
-from moot.core.compqa_report import (
+from moot.core.compqa_human import (
     JUDGE,
     AnswerIndex,
-    aggregate,
     agreement_report,
-    build_report,
-    check_by,
-    file_summary,
     match_table,
     read_human_table,
-    report_markdown,
 )
+from moot.core.compqa_report import aggregate, build_report, check_by, file_summary, report_markdown
 from moot.core.errors import ConfigError, InputError
 from tests.conftest import shared_data
 

@@ -83,11 +83,11 @@ def test_judged_files_summary_errors_and_resumption(tmp_path):
 
         summary = json.loads((out / "summary.json").read_text())
         overall = summary["overall"]
-        counts = [overall[k] for k in ("answers", "valid", "invalid", "errors", "repaired")]
+        counts = [overall[k] for k in ("n", "n_valid", "invalid", "errors", "repaired")]
         assert counts == [5, 3, 1, 1, 2]
         assert overall["mean"] == pytest.approx(18.0)
         assert overall["std"] == pytest.approx(statistics.stdev([19, 16, 19]))
-        assert overall["criteria"]["9"] == pytest.approx(5 / 3)
+        assert overall["criteria"]["C9"] == pytest.approx(5 / 3)
         assert summary["files"]["gen_scenario_1.json"]["generator"] == "gen"
         assert summary["files"]["other.jsonl"]["errors"] == 1
         assert summary["ledger"]["total"]["calls"] == 6
@@ -101,7 +101,7 @@ def test_judged_files_summary_errors_and_resumption(tmp_path):
 
         server.clear_log()
         again = run(server, paths, out)
-        assert server.requests == [] and again.summary["overall"]["valid"] == 4
+        assert server.requests == [] and again.summary["overall"]["n_valid"] == 4
         with pytest.raises(ConfigError, match="use a new --out"):
             run(server, paths, out, shots=3)
 
