@@ -12,6 +12,12 @@ __getattr__, __all__ = lazy_exports(
             "PROMPTS",
             "parse_react_step",
         ),
+        "moot.agents.comparers": (
+            "compare",
+            "comparison_messages",
+            "extract_objects",
+            "generate_arguments",
+        ),
         "moot.agents.debaters": (
             "Turn",
             "conclude",
@@ -43,6 +49,11 @@ __getattr__, __all__ = lazy_exports(
         "moot.agents.perspective_judges": (
             "detect_perspective",
             "judge_dispute_awareness",
+        ),
+        "moot.agents.rubric_judge": (
+            "RubricJudgment",
+            "judge_comparison",
+            "rubric_messages",
         ),
         "moot.agents.query_expansion": ("expand_query",),
     },

@@ -51,6 +51,37 @@ __getattr__, __all__ = lazy_exports(
             "load_partial_answers",
             "load_questions",
         ),
+        "moot.core.agreement": (
+            "krippendorff_alpha",
+            "pearson",
+            "spearman",
+        ),
+        "moot.core.compqa": (
+            "CRITERIA",
+            "MAXIMA",
+            "MAX_SCORE",
+            "Comparison",
+            "Judged",
+            "RubricError",
+            "check_scores",
+            "load_comparisons",
+            "load_judged",
+            "parse_scores",
+        ),
+        "moot.core.compqa_human": (
+            "HumanTable",
+            "agreement_report",
+            "read_human_table",
+        ),
+        "moot.core.compqa_inputs": (
+            "ArgumentFile",
+            "CompQuestion",
+            "load_compqa_questions",
+        ),
+        "moot.core.compqa_report": (
+            "build_report",
+            "report_markdown",
+        ),
         "moot.core.records": (
             "ResultLog",
             "stable_id",

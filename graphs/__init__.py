@@ -13,6 +13,15 @@ __getattr__, __all__ = lazy_exports(
             "answer_questions",
             "build_answer_graph",
         ),
+        "moot.graphs.compare": (
+            "CompareContext",
+            "build_compare_graph",
+            "compare_questions",
+        ),
+        "moot.graphs.compqa_eval": (
+            "evaluate_compqa",
+            "load_answer_files",
+        ),
         "moot.graphs.curate": (
             "CurateContext",
             "build_curate_graph",

@@ -7,8 +7,7 @@ The public API is re-exported here lazily, so ``import moot`` (and ``moot --help
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from moot.core.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -43,6 +42,10 @@ _EXPORTS = {
         "load_answers",
         "load_partial_answers",
         "load_questions",
+        "load_comparisons",
+        "load_judged",
+        "load_compqa_questions",
+        "build_report",
     ),
     "moot.graphs": (
         "DebateRunConfig",
@@ -60,6 +63,10 @@ _EXPORTS = {
         "evaluate_berds",
         "evaluate_detector",
         "evaluate_dispute_awareness",
+        "CompareContext",
+        "compare_questions",
+        "evaluate_compqa",
+        "load_answer_files",
     ),
     "moot.training": (
         "SFTRunConfig",
@@ -75,13 +82,4 @@ _EXPORTS = {
         "write_sft_dataset",
     ),
 }
-_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'moot' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
+__getattr__, __all__ = lazy_exports(__name__, _EXPORTS)
