@@ -41,8 +41,9 @@ def test_distill_real_files_then_mix(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     table = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines()}
     assert table["gpt4"] == ["600", "370"] and table["cam"] == ["50", "0"]
-    assert table["total"] == ["2158", "1057"]
-    assert "wrote 1057 records" in result.stdout and "1 duplicate(s) dropped" in result.stdout
+    assert table["total"] == ["2158", "1056"]
+    assert "wrote 1056 records" in result.stdout and "1 duplicate(s) dropped" in result.stdout
+    assert "1 invalid or failed judgment(s) skipped" in result.stderr  # C5 = C6 = 2
     assert {p.name for p in out.iterdir()} == {
         "dataset.jsonl",
         "dataset",
@@ -74,7 +75,7 @@ def test_distill_nothing_kept_exits_1(tmp_path: Path) -> None:
 def test_bad_judged_record_is_one_line(tmp_path: Path) -> None:
     bad = judged(tmp_path / "gpt4_scenario_1.json", [19, "high"])
     result = run_moot("data", "distill-compqa", "--judged", bad, "--out", tmp_path / "o", env=ENV)
-    assert_clean_failure(result, str(bad), "index 1", "non-numeric 'score'")
+    assert_clean_failure(result, str(bad), "index 1", "'score' is not a number")
     assert not (tmp_path / "o").exists()
 
 
