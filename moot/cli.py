@@ -128,12 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
         _call_options(sub)
         sub.add_argument("--concurrency", type=_positive, default=16, help="items judged at once")
-        sub.add_argument(
-            "--constrained",
-            action=argparse.BooleanOptionalAction,
-            default=None,
-            help="ask for schema-constrained JSON (default: on for local/smollm2)",
-        )
+        _constrained_option(sub, "JSON")
         _run_options(sub, config=False)
     panelbench = evaluations.add_parser(
         "panelbench",
@@ -233,12 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("--concurrency", type=_positive, default=4, help="debates judged at once")
     judge.add_argument("--analysis-tokens", type=_positive, default=1024, metavar="N")
     judge.add_argument("--judgment-tokens", type=_positive, default=1536, metavar="N")
-    judge.add_argument(
-        "--constrained",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="ask for schema-constrained JSON scores and winners (default: on for local/smollm2)",
-    )
+    _constrained_option(judge, "JSON scores and winners")
     judge.add_argument("--report", choices=("md", "html"), default="md", help="report format")
     _run_options(judge)
 
@@ -399,6 +389,23 @@ def _call_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--max-retries", type=int, default=5, help="retries per call (default 5)")
 
 
+def _constrained_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--constrained/--no-constrained``: send a JSON schema as ``response_format``."""
+    parser.add_argument(
+        "--constrained",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"ask for schema-constrained {what} (default: on for local/smollm2)",
+    )
+
+
+def _constrained(args: argparse.Namespace, role: Any) -> bool:
+    """`--constrained` as given, else on for the embedded model (it decodes to the schema)."""
+    if args.constrained is None:
+        return role.spec.transport == "embedded"
+    return bool(args.constrained)
+
+
 def _run_options(parser: argparse.ArgumentParser, config: bool = True) -> None:
     group = parser.add_argument_group("run")
     if config:
@@ -537,14 +544,13 @@ def _cmd_judge(args: argparse.Namespace) -> int:
     _require(args, "debates", "out")
     debates = load_debates(args.debates)
     role = _single_role(args, args.judge, "judge", context_window=args.context_window)
-    embedded = role.spec.transport == "embedded"
     settings = JudgeSettings(
         role=role,
         framework=FRAMEWORKS[args.framework],
         dimensions=args.dimensions,
         weights=args.weights or {},
         seed=args.seed,
-        constrained=embedded if args.constrained is None else args.constrained,
+        constrained=_constrained(args, role),
         analysis_tokens=args.analysis_tokens,
         judgment_tokens=args.judgment_tokens,
     )
@@ -606,8 +612,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         sources["baseline"] = str(args.baseline)
     role = _single_role(args, args.judge, f"{args.evaluation}_judge")
     client = _client(args, role.spec)
-    embedded = role.spec.transport == "embedded"
-    constrained = embedded if args.constrained is None else args.constrained
+    constrained = _constrained(args, role)
     if args.evaluation == "quality":
         run = evaluate_quality(
             responses,

@@ -8,7 +8,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from moot.cli import DEFAULT_MODEL, _call_options, _client, _positive, _run_options, _single_role
+from moot.cli import (
+    DEFAULT_MODEL,
+    _call_options,
+    _client,
+    _constrained,
+    _constrained_option,
+    _positive,
+    _run_options,
+    _single_role,
+)
 
 _GENERATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -59,12 +68,7 @@ def register(commands: Any, evaluations: Any) -> None:
     compare.add_argument(
         "--concurrency", type=_positive, default=8, metavar="N", help="questions in flight"
     )
-    compare.add_argument(
-        "--constrained",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="schema-constrained JSON for extraction and arguments (default: on for local/smollm2)",
-    )
+    _constrained_option(compare, "JSON for extraction and arguments")
     _call_options(compare)
     _run_options(compare)
 
@@ -93,14 +97,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     arguments = ArgumentFile(args.arguments) if args.arguments else None
     role = _single_role(args, args.model, "comparer")
     client = _client(args, role.spec)
-    embedded = role.spec.transport == "embedded"
     ctx = CompareContext(
         client=client,
         role=role,
         scenario=args.scenario,
         arguments=arguments,
         generate_arguments=args.generate_arguments,
-        constrained=embedded if args.constrained is None else args.constrained,
+        constrained=_constrained(args, role),
         max_tokens=args.max_tokens,
         seed=args.seed,
     )

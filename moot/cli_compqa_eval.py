@@ -11,6 +11,8 @@ from moot.cli import (
     DEFAULT_MODEL,
     _call_options,
     _client,
+    _constrained,
+    _constrained_option,
     _note,
     _positive,
     _run_options,
@@ -56,12 +58,7 @@ def register(commands: Any, evaluations: Any) -> None:
     )
     _call_options(compqa)
     compqa.add_argument("--concurrency", type=_positive, default=16, help="answers judged at once")
-    compqa.add_argument(
-        "--constrained",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="ask for schema-constrained JSON scores (default: on for local/smollm2)",
-    )
+    _constrained_option(compqa, "JSON scores")
     _run_options(compqa, config=False)
 
 
@@ -72,9 +69,7 @@ def _cmd_compqa(args: argparse.Namespace) -> int:
 
     files = load_answer_files(args.answers)  # bad input fails before the judge is contacted
     role = _single_role(args, args.judge, "compqa_judge")
-    constrained = (
-        role.spec.transport == "embedded" if args.constrained is None else args.constrained
-    )
+    constrained = _constrained(args, role)
     client = _client(args, role.spec)
     result = asyncio.run(
         evaluate_compqa(

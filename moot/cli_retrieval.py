@@ -7,7 +7,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from moot.cli import DEFAULT_MODEL, _call_options, _client, _note, _run_options
+from moot.cli import (
+    DEFAULT_MODEL,
+    _call_options,
+    _client,
+    _constrained,
+    _constrained_option,
+    _note,
+    _run_options,
+)
 
 RETRIEVE_HELP = (
     "Retrieve chunks for each question from a local index (or the web with --web) and write one "
@@ -60,12 +68,7 @@ def register(commands: Any, evaluations: Any) -> None:
         help=f"query-expansion model (default {DEFAULT_MODEL}; BERDS used GPT-4)",
     )
     _call_options(retrieve)
-    retrieve.add_argument(
-        "--constrained",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="schema-constrained JSON for the expansion (default: on for local/smollm2)",
-    )
+    _constrained_option(retrieve, "JSON for the expansion")
     _run_options(retrieve, config=False)
 
 
@@ -211,9 +214,7 @@ def _expand(args: argparse.Namespace, questions: list[Any]) -> dict[str, Any]:
 
     role = _single_role(args, args.model, "query_expander")
     client = _client(args, role.spec)
-    constrained = (
-        role.spec.transport == "embedded" if args.constrained is None else args.constrained
-    )
+    constrained = _constrained(args, role)
 
     async def one(text: str) -> Any:
         try:

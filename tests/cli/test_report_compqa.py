@@ -7,18 +7,8 @@ from pathlib import Path
 
 from tests.cli.helpers import run_moot
 from tests.conftest import shared_data
+from tests.core.test_compqa_report import REFERENCE
 
-REFERENCE = {  # CompQA README: mean total by generator, GPT-4 judge
-    "cam": 9.52,
-    "gpt3-5": 16.658,
-    "gpt4": 17.765,
-    "human": 17.0875,
-    "llama3-70b": 17.12,
-    "llama3-8b": 16.58,
-    "mixtral": 17.2,
-    "perplexity": 17.415,
-    "yahoo": 9.321,
-}
 FULL = {str(n): 2 if 9 <= n <= 12 else 1 for n in range(1, 16)}
 
 
