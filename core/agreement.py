@@ -27,12 +27,10 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
         0.9933992677987828
     """
     a, b = _paired(x, y)
-    if len(a) < 2:
-        return None
+    if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:  # on the raw values: centring a
+        return None  # constant column of 0.1s leaves rounding noise, not zero
     a, b = a - a.mean(), b - b.mean()
     scale = math.sqrt(float(a @ a) * float(b @ b))
-    if scale == 0:
-        return None
     return max(-1.0, min(1.0, float(a @ b) / scale))
 
 

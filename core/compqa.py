@@ -139,16 +139,18 @@ def parse_scores(text: str) -> dict[int, int]:
     Raises:
         RubricError: No scores found, two different score dicts, or an invalid judgment.
     """
-    found = _dicts(text)
-    if not found:
-        pairs = _SCORE_LINE.findall(_unmark(text))
-        if not pairs:
-            raise RubricError("no score dict or 'n: points' lines in the reply")
-        found = [pairs]
+    found, lines = _dicts(text), _SCORE_LINE.findall(_unmark(text))
+    if not found and not lines:
+        raise RubricError("no score dict or 'n: points' lines in the reply")
     distinct = {json.dumps(sorted((str(k), str(v)) for k, v in pairs)) for pairs in found}
     if len(distinct) > 1:
         raise RubricError(f"{len(distinct)} different score dicts in the reply")
-    return check_scores(found[0])
+    scores = check_scores(found[0] if found else lines)
+    # lines beside a dict (or a multi-line dict's own lines) must say the same
+    clashes = [f"C{n}" for key, value in lines if scores.get(n := int(key)) != _points(value)]
+    if clashes:
+        raise RubricError(f"the reply's 'n: points' lines disagree with its dict on {clashes[0]}")
+    return scores
 
 
 def read_score_dict(value: Any) -> dict[int, int]:
@@ -374,7 +376,8 @@ def _dicts(text: str) -> list[Pairs]:
         if not chunk.startswith("{"):
             continue
         pairs = _literal_pairs(chunk)
-        if pairs is None and chunk.count("{") == 1:  # one dict, perhaps truncated
+        # one dict, perhaps truncated, with nothing after its end
+        if pairs is None and chunk.count("{") == 1 and chunk.find("}") in (-1, len(chunk) - 1):
             pairs = _SCORE_LINE.findall(_unmark(chunk.strip("{}").replace(",", "\n")))
         if pairs and len(pairs) == 1 and _is_pairs(pairs[0][1]):
             pairs = pairs[0][1]

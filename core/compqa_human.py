@@ -271,7 +271,8 @@ class Matching:
         unmatched: Rows naming no judged answer.
         ambiguous: Rows naming several judged answers with different judgments, even after the
             ``filename`` tie-break.
-        duplicates: Rows naming an answer an earlier row of the table already named (skipped).
+        duplicates: Rows naming an answer that earlier rows already gave every one of their
+            raters' ratings for (skipped; a repeated row that adds a rater counts as matched).
     """
 
     table: HumanTable
@@ -291,13 +292,16 @@ class AnswerIndex:
         self.loose: dict[tuple[str, str, str], list[int]] = defaultdict(list)
         for i, j in enumerate(judged):
             self.exact[j.answer.key].append(i)
-            self.loose[_ascii(j.answer.key)].append(i)
+            loose = _ascii(j.answer.key)
+            if loose:
+                self.loose[loose].append(i)
 
     def find(self, row: HumanRow) -> tuple[list[int], bool]:
         """Candidate answers for `row` (filename tie-break applied) and whether matched loosely."""
         found, loose = self.exact.get(row.key), False
         if not found:
-            found, loose = self.loose.get(_ascii(row.key), []), True
+            key = _ascii(row.key)
+            found, loose = (self.loose.get(key, []) if key else []), True
         if len(found) > 1 and row.source:
             named = [i for i in found if self._source(i) == row.source]
             found = named or found
@@ -319,17 +323,18 @@ def match_table(table: HumanTable, index: AnswerIndex) -> Matching:
     Raises:
         InputError: No row of the table matches a judged answer.
     """
-    matching, seen = Matching(table), set()
+    matching = Matching(table)
+    rated: dict[int, set[str]] = defaultdict(set)  # answer -> raters that already rated it
     for row in table.rows:
         found, loose = index.find(row)
         if not found:
             matching.unmatched.append(row)
         elif len(found) > 1:
             matching.ambiguous.append(row)
-        elif found[0] in seen:
+        elif set(row.ratings) <= rated[found[0]]:
             matching.duplicates.append(row)
-        else:
-            seen.add(found[0])
+        else:  # a repeated row still counts for the raters it adds (multi-rater tables)
+            rated[found[0]] |= set(row.ratings)
             matching.matched.append((row, found[0]))
             matching.loose += loose
     if not matching.matched:
@@ -340,8 +345,13 @@ def match_table(table: HumanTable, index: AnswerIndex) -> Matching:
     return matching
 
 
-def _ascii(key: tuple[str, str, str]) -> tuple[str, str, str]:
-    return key[0], key[1], re.sub(r"[^a-z0-9]", "", key[2])
+def _ascii(key: tuple[str, str, str]) -> tuple[str, str, str] | None:
+    """The key with only the ASCII letters and digits of the text.
+
+    None for mostly non-ASCII text: so little would be left that different answers could share it.
+    """
+    text = re.sub(r"[^a-z0-9]", "", key[2])
+    return (key[0], key[1], text) if len(text) * 2 >= len(key[2]) else None
 
 
 # ---- agreement --------------------------------------------------------------------------------
@@ -362,11 +372,11 @@ def rater_ratings(judged: Sequence[Judged], matchings: Sequence[Matching]) -> di
         for name in matching.table.raters:
             if name in raters:
                 raise ConfigError(f"rater {name!r} is given twice (same table twice?)")
-            raters[name] = {
-                i: (row.ratings[name], row.total(name))
-                for row, i in matching.matched
-                if name in row.ratings
-            }
+            ratings: Ratings = {}
+            for row, i in matching.matched:
+                if name in row.ratings:
+                    ratings.setdefault(i, (row.ratings[name], row.total(name)))  # first row wins
+            raters[name] = ratings
     return raters
 
 

@@ -22,7 +22,7 @@ __getattr__, __all__ = lazy_exports(
             "evaluate_compqa",
             "load_answer_files",
         ),
-        "moot.graphs.curate": (
+        "moot.graphs.curation": (
             "CurateContext",
             "build_curate_graph",
             "curate",

@@ -264,8 +264,9 @@ async def compare_questions(
     Raises:
         ConfigError: `out_dir` holds a run with other settings.
     """
-    identity = run_identity(ctx)
     generator = generator or generator_name(ctx.role.spec.name)
+    # the generator names the answer file: two names would judge the same answers twice
+    identity = run_identity(ctx) | {"generator": generator}
     graph = build_compare_graph()
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
@@ -302,7 +303,6 @@ async def compare_questions(
         write_json(path, answers)
     summary = {
         **identity,
-        "generator": generator,
         "questions": len(records),
         "answered": len(answers),
         "no_arguments": _count(records, "no_arguments"),

@@ -80,7 +80,9 @@ async def _run(
 
     The folder is claimed for one evaluation and judge, or one answering run
     (``.moot/eval.json``), before any call, so a rerun with other settings cannot drop or mix
-    earlier records. Records are appended to ``out_dir/log_name`` as they finish.
+    earlier records. Records are appended to ``out_dir/log_name`` as they finish; at the end the
+    log holds one line per id: this run's items in order, then those of earlier runs with other
+    inputs (kept, so that running those inputs again costs nothing).
     """
     claim_folder(out_dir, "eval", claim, "a run with another model, judge or settings")
     log = ResultLog(Path(out_dir) / log_name)
@@ -93,8 +95,10 @@ async def _run(
             context=_EvalContext(task, log),
         )
     records = log.load()
-    log.compact(records[item["id"]] for item in items)
-    return [records[item["id"]] for item in items]
+    current = [records[item["id"]] for item in items]
+    ids = {item["id"] for item in items}
+    log.compact([*current, *(r for key, r in records.items() if key not in ids)])
+    return current
 
 
 def _judge_identity(role: Role, judge: Judge, constrained: bool) -> dict[str, Any]:

@@ -44,6 +44,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"moot: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # an output path that is a file, a folder we may not write, a full disk
+        if args.debug or exc.filename is None:
+            raise
+        print(f"moot: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("moot: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130

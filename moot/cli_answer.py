@@ -138,7 +138,7 @@ def _cmd_curate(args: argparse.Namespace) -> int:
     from moot.core.errors import ConfigError
     from moot.core.qa_data import load_questions
     from moot.core.retrieval import Index, LocalRetriever, build_index
-    from moot.graphs.curate import CurateContext, curate
+    from moot.graphs.curation import CurateContext, curate
 
     if not 0 < args.threshold <= 1:
         raise ConfigError(f"--threshold must be in (0, 1], got {args.threshold:g}")

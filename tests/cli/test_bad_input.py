@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -185,3 +186,22 @@ def test_models_check_round_trip_and_unreachable(scripted):
 def test_no_command_prints_help_and_fails():
     result = run_moot()
     assert result.returncode == 2 and "debate" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("report", "compqa", "--judged", "{judged}"),
+        ("eval", "compqa", "--answers", "{judged}"),
+    ],
+)
+def test_an_out_that_is_a_file_is_one_line(tmp_path, command):
+    judged = tmp_path / "gpt4_scenario_1.json"
+    record = {"object1": "a", "object2": "b", "comparison": "A.", "score": 12}
+    judged.write_text(json.dumps([record]), encoding="utf-8")
+    taken = tmp_path / "taken"
+    taken.write_text("mine", encoding="utf-8")
+    args = [part.format(judged=judged) for part in command]
+    result = run_moot(*args, "--out", taken, "--no-cache" if command[0] == "eval" else "--quiet")
+    assert_clean_failure(result, str(taken))
+    assert taken.read_text() == "mine"

@@ -68,7 +68,9 @@ def test_pearson_and_spearman_match_scipy_with_ties() -> None:
     assert spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
 
 
-@pytest.mark.parametrize("x, y", [([1, 1, 1], [1, 2, 3]), ([1], [2]), ([], [])])
+@pytest.mark.parametrize(
+    "x, y", [([1, 1, 1], [1, 2, 3]), ([0.1] * 3, [1, 2, 3]), ([1], [2]), ([], [])]
+)
 def test_correlation_undefined_is_none(x: list[float], y: list[float]) -> None:
     assert pearson(x, y) is None
     assert spearman(x, y) is None

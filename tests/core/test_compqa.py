@@ -67,6 +67,8 @@ def test_template_ranges_agree_with_maxima():
         json.dumps({str(n): float(p) for n, p in MIXED.items()}),  # 1.0
         json.dumps({"scores": {str(n): p for n, p in MIXED.items()}}),  # nested once
         "1. a short introduction is present: 0-1\n" + JSON,  # an echoed line, then the dict
+        json.dumps({str(n): p for n, p in MIXED.items()}, indent=2),  # its lines agree
+        JSON + "\n\n3: 0",  # a line beside the dict that agrees with it
     ],
 )
 def test_valid_replies(reply):
@@ -96,6 +98,7 @@ def test_valid_replies(reply):
         (JSON + "\n" + with_value(1, "1"), "2 different score dicts"),
         ("\n".join([f"{n}: {p}" for n, p in MIXED.items()] + ["1: 1"]), "C1 is given twice"),
         (JSON[:-1] + ', "1": 1}', "C1 is given twice (0 and 1)"),  # a repeated JSON key
+        (JSON + "\n\n3: 1", "lines disagree with its dict on C3"),
         (str(MIXED)[:-1] + ", 1: 1}", "C1 is given twice (0 and 1)"),  # a repeated Python key
         (json.dumps({"scores": [1] * 15}), "missing C1-C15; unknown criteria scores"),
         (json.dumps({"scores": MIXED, "total": 13}), "2 different score dicts"),

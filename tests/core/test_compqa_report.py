@@ -270,6 +270,29 @@ def test_multi_rater_cells_json_and_python_repr(tmp_path: Path) -> None:
     assert table.rows[0].recorded["merged:human_2"] == 0.0  # recorded, never used as a total
 
 
+def test_a_repeated_multi_rater_row_still_adds_its_new_raters(tmp_path: Path) -> None:
+    # CompQA's merged table repeats answers; a later row may hold the only human_1 rating
+    header = ["object1", "object2", "comparison", *(f"score_dict.{n}" for n in MAXIMA)]
+
+    def row(**raters: dict) -> list[str]:
+        cells = [json.dumps({r: p[n] for r, p in raters.items()}) for n in MAXIMA]
+        return ["cats", "dogs", CATS, *cells]
+
+    path = _write_table(
+        tmp_path / "merged.tsv",
+        header,
+        [row(gpt4=_points()), row(gpt4=_points(1), human_1=_points(7)), row(gpt4=_points())],
+    )
+    judged = _all(_judged(tmp_path))
+    matching = match_table(read_human_table(path), AnswerIndex(judged))
+    assert (len(matching.matched), len(matching.duplicates)) == (2, 1)
+    raters = agreement_report(judged, [read_human_table(path)])["pairs"]
+    totals = {(p["a"], p["b"]): p["n"] for p in raters}
+    assert totals[(JUDGE, "merged:human_1")] == 1  # the second row's rating counts
+    gpt4 = next(p for p in raters if p["b"] == "merged:gpt4")
+    assert gpt4["criteria"]["C1"]["n"] == 1  # one gpt4 rating: the first row's
+
+
 def test_agreement_report_pairs_and_values(tmp_path: Path) -> None:
     judged = _all(_judged(tmp_path))
     tables = [

@@ -37,12 +37,13 @@ def questions_file(tmp_path, count=2, free=("Nike or Adidas: which is more comfo
     return path
 
 
-def run(server, tmp_path, scenario, out="out", questions=None, **options):
+def run(server, tmp_path, scenario, out="out", questions=None, generator=None, **options):
     spec = parse_spec("openai/scripted", api_base=server.url)
     client = ModelClient(retry=RetryPolicy(attempts=1))  # no cache
     ctx = CompareContext(client, Role("comparer", spec), scenario, **options)
     items = load_compqa_questions(questions or questions_file(tmp_path))
-    return asyncio.run(compare_questions(items, tmp_path / out, ctx, concurrency=4))
+    run = compare_questions(items, tmp_path / out, ctx, generator=generator, concurrency=4)
+    return asyncio.run(run)
 
 
 def contents(server):
@@ -174,12 +175,14 @@ def test_failed_calls_and_empty_replies_are_errors_retried_on_rerun(tmp_path):
         assert again.answers[2] == result.answers[0]  # the finished answer was not redone
 
 
-def test_a_folder_holds_one_scenario(tmp_path):
+def test_a_folder_holds_one_scenario_and_generator(tmp_path):
     questions = questions_file(tmp_path, count=1, free=())
     with ScriptedServer(rules=RULES) as server:
         run(server, tmp_path, 1, questions=questions)
         with pytest.raises(ConfigError, match="use a new --out"):
             run(server, tmp_path, 3, questions=questions)
+        with pytest.raises(ConfigError, match="use a new --out"):  # a second answer file
+            run(server, tmp_path, 1, questions=questions, generator="other")
 
 
 def test_run_settings_are_checked():

@@ -105,6 +105,11 @@ def test_judged_files_summary_errors_and_resumption(tmp_path):
         with pytest.raises(ConfigError, match="use a new --out"):
             run(server, paths, out, shots=3)
 
+        # one input at a time into the same folder: the other input's judgments are kept
+        run(server, paths[1:], out)
+        run(server, paths[:1], out)
+        assert server.requests == []
+
 
 def test_judged_files_feed_distillation(tmp_path):
     from moot.training.compqa_data import distill_compqa
