@@ -230,7 +230,7 @@ def _manifest(summary: CompqaSummary, inputs: list[dict[str, Any]]) -> dict[str,
 def _data_card(summary: CompqaSummary) -> str:
     return f"""# CompQA distilled answers
 
-Comparative answers from CompQA (Chekalina et al.) judged at least {summary.min_score:g} of \
+Comparative answers from CompQA (Nikishina et al., 2025) judged at least {summary.min_score:g} of \
 {MAX_SCORE}, as chat SFT records; built by `moot data distill-compqa`. The user turn asks "What is
 better: A or B?" (adding "Focus on <aspect>." when the question has one); the assistant turn is
 the judged answer.
