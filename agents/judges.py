@@ -165,22 +165,15 @@ async def run_judge(
     kwargs: dict[str, Any] = {"max_tokens": judge.max_tokens, "seed": seed}
     if constrained:
         kwargs["response_format"] = json_schema_format(judge.schema)
-    first = await client.complete(role, messages, stage=judge.name, **kwargs)
-    try:
-        return Judgment(parse_scores(first.text, judge.schema), None, (first.text,))
-    except OutputParseError as exc:
-        error = str(exc)
-    repair = [
-        *messages,
-        {"role": "assistant", "content": first.text},
-        {"role": "user", "content": _repair_prompt(judge.schema, error)},
-    ]
-    second = await client.complete(role, repair, stage=f"{judge.name}:repair", **kwargs)
-    replies = (first.text, second.text)
-    try:
-        return Judgment(parse_scores(second.text, judge.schema), None, replies)
-    except OutputParseError as exc:
-        return Judgment(None, ParseFailure(second.text, str(exc), repaired=True), replies)
+    result = await client.complete_parsed(
+        role,
+        messages,
+        lambda text: parse_scores(text, judge.schema),
+        lambda error: _repair_prompt(judge.schema, error),
+        stage=judge.name,
+        **kwargs,
+    )
+    return Judgment(result.value, result.failure, tuple(c.text for c in result.completions))
 
 
 @dataclass(frozen=True)

@@ -148,21 +148,13 @@ async def _label_call(
     repair_template: str,
     seed: int,
 ) -> LabelJudgment:
-    first = await client.complete(role, messages, stage=stage, max_tokens=MAX_TOKENS, seed=seed)
-    try:
-        return LabelJudgment(parse(first.text), None, (first.text,))
-    except OutputParseError as exc:
-        error = str(exc)
-    repair = [
-        *messages,
-        {"role": "assistant", "content": first.text},
-        {"role": "user", "content": render(repair_template, error=error)},
-    ]
-    second = await client.complete(
-        role, repair, stage=f"{stage}:repair", max_tokens=MAX_TOKENS, seed=seed
+    result = await client.complete_parsed(
+        role,
+        messages,
+        parse,
+        lambda error: render(repair_template, error=error),
+        stage=stage,
+        max_tokens=MAX_TOKENS,
+        seed=seed,
     )
-    replies = (first.text, second.text)
-    try:
-        return LabelJudgment(parse(second.text), None, replies)
-    except OutputParseError as exc:
-        return LabelJudgment(None, ParseFailure(second.text, str(exc), repaired=True), replies)
+    return LabelJudgment(result.value, result.failure, tuple(c.text for c in result.completions))

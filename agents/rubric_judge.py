@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from moot.core.compqa import MAXIMA, Comparison, RubricError, category_sums, parse_scores
+from moot.core.compqa import MAXIMA, Comparison, category_sums, parse_scores
 from moot.core.models import ModelClient
 from moot.core.spec import Role
 from moot.prompts import render
@@ -122,19 +122,13 @@ async def judge_comparison(
     kwargs: dict[str, Any] = {"max_tokens": MAX_TOKENS, "seed": seed}
     if constrained:
         kwargs["response_format"] = score_schema()
-    first = await client.complete(role, messages, stage=STAGE, **kwargs)
-    try:
-        return RubricJudgment(parse_scores(first.text), None, (first.text,))
-    except RubricError as exc:
-        error = str(exc)
-    repair = [
-        *messages,
-        {"role": "assistant", "content": first.text},
-        {"role": "user", "content": render(RUBRIC_REPAIR, error=error)},
-    ]
-    second = await client.complete(role, repair, stage=f"{STAGE}:repair", **kwargs)
-    replies = (first.text, second.text)
-    try:
-        return RubricJudgment(parse_scores(second.text), None, replies)
-    except RubricError as exc:
-        return RubricJudgment(None, str(exc), replies)
+    result = await client.complete_parsed(
+        role,
+        messages,
+        parse_scores,
+        lambda error: render(RUBRIC_REPAIR, error=error),
+        stage=STAGE,
+        **kwargs,
+    )
+    problem = result.failure.error if result.failure else None
+    return RubricJudgment(result.value, problem, tuple(c.text for c in result.completions))

@@ -31,7 +31,7 @@ from typing import Any
 
 from moot.core.errors import InputError
 from moot.core.qa_data import read_records
-from moot.core.structured import candidates
+from moot.core.structured import OutputParseError, candidates
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ _KEY = re.compile(r"^\s*(?:c|criterion\s*)?(\d{1,3})\s*$", re.I)
 Pairs = list[tuple[Any, Any]]
 
 
-class RubricError(ValueError):
+class RubricError(OutputParseError):
     """A judge reply or score dict that is not a valid 15-criterion judgment."""
 
 

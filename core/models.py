@@ -19,6 +19,7 @@ import email.utils
 import json
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlparse
@@ -47,6 +48,7 @@ from moot.core.structured import (
 from moot.core.tokens import count_message_tokens
 
 T = TypeVar("T", bound=BaseModel)
+V = TypeVar("V")
 Messages = list[dict[str, str]]
 
 
@@ -249,24 +251,55 @@ class ModelClient:
         from moot.prompts import render
 
         fmt = json_schema_format(schema) if constrained else None
-        kwargs: dict[str, Any] = {"max_tokens": max_tokens, "seed": seed, "response_format": fmt}
-        first = await self.complete(role, messages, stage=stage, **kwargs)
+        schema_text = json.dumps(schema.model_json_schema())
+        return await self.complete_parsed(
+            role,
+            messages,
+            lambda text: parse_structured(text, schema),
+            lambda error: render("core/repair.j2", error=error, schema=schema_text),
+            stage=stage,
+            max_tokens=max_tokens,
+            seed=seed,
+            response_format=fmt,
+        )
+
+    async def complete_parsed(
+        self,
+        role: Role,
+        messages: Messages,
+        parse: Callable[[str], V],
+        repair: Callable[[str], str],
+        *,
+        stage: str,
+        **params: Any,
+    ) -> Structured[V]:
+        """Ask, and read the reply with `parse`; if it fails, one repair round, then a failure.
+
+        The repair round shows the model its reply and ``repair(error)``; a reply that still
+        does not parse is an explicit `ParseFailure`, never a default value.
+
+        Args:
+            role: Who is answering.
+            messages: The request.
+            parse: Reads a reply; raises `OutputParseError` (or a subclass) naming the problem.
+            repair: The repair turn's text, given the parse error.
+            stage: Ledger label; the repair round is labelled ``<stage>:repair``.
+            **params: Request parameters, as `complete` takes them.
+        """
+        first = await self.complete(role, messages, stage=stage, **params)
         try:
-            return Structured(parse_structured(first.text, schema), None, first.text, (first,))
+            return Structured(parse(first.text), None, first.text, (first,))
         except OutputParseError as exc:
             error = str(exc)
-        repair = render(
-            "core/repair.j2", error=error, schema=json.dumps(schema.model_json_schema())
-        )
         retry_messages = [
             *messages,
             {"role": "assistant", "content": first.text},
-            {"role": "user", "content": repair},
+            {"role": "user", "content": repair(error)},
         ]
-        second = await self.complete(role, retry_messages, stage=f"{stage}:repair", **kwargs)
+        second = await self.complete(role, retry_messages, stage=f"{stage}:repair", **params)
         calls = (first, second)
         try:
-            return Structured(parse_structured(second.text, schema), None, second.text, calls)
+            return Structured(parse(second.text), None, second.text, calls)
         except OutputParseError as exc:
             failure = ParseFailure(second.text, str(exc), repaired=True)
             return Structured(None, failure, second.text, calls)

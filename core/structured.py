@@ -18,12 +18,13 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 T = TypeVar("T", bound=BaseModel)
+V = TypeVar("V")
 
 _FENCE = re.compile(r"```(?:json|python|JSON)?\s*(.*?)```", re.S)
 
 
 class OutputParseError(ValueError):
-    """A reply that holds no value matching the expected schema."""
+    """A reply that holds no value of the expected shape."""
 
 
 @dataclass(frozen=True)
@@ -51,10 +52,10 @@ class ParseFailure:
 
 
 @dataclass(frozen=True)
-class Structured(Generic[T]):
+class Structured(Generic[V]):
     """The outcome of a structured call: a validated value or a parse failure, with the raw text."""
 
-    value: T | None
+    value: V | None
     failure: ParseFailure | None
     raw: str
     completions: tuple[Any, ...] = ()  # the model layer's Completion of each call made
