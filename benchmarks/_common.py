@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 LOOPBACK = "127.0.0.1"
@@ -48,45 +49,52 @@ def guard_loopback() -> None:
 
 @contextlib.contextmanager
 def scripted_server(
-    latency: float, *, config: Path | None = None, startup_timeout: float = 60.0
+    latency: float, *, rules: Sequence[Any] = (), startup_timeout: float = 60.0
 ) -> Iterator[str]:
     """Run ``python -m moot.core.scripted_server`` in its own process; yield its base URL.
 
-    A separate process keeps the server's threads off the client's GIL. `config` is a
-    ``ServerConfig`` JSON file (scripted rules, faults).
+    A separate process keeps the server's threads off the client's GIL. `rules` are its
+    scripted replies (``Rule``s), handed over in a ``ServerConfig`` file.
     """
-    cmd = [
-        sys.executable,
-        "-m",
-        "moot.core.scripted_server",
-        "--latency",
-        repr(latency),
-        "--port",
-        "0",
-        *(["--config", str(config)] if config else []),
-    ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=offline_env())
-    try:
-        assert proc.stdout is not None
-        selector = selectors.DefaultSelector()
-        selector.register(proc.stdout, selectors.EVENT_READ)
-        if not selector.select(startup_timeout):
-            raise RuntimeError(f"scripted server did not start within {startup_timeout:g}s")
-        line = proc.stdout.readline().strip()
-        selector.close()
-        if not line.startswith("READY "):
-            raise RuntimeError(f"scripted server failed to start: {line!r}")
-        url = line.split()[1]
-        if urlsplit(url).hostname != LOOPBACK:
-            raise RuntimeError(f"scripted server is not on {LOOPBACK}: {url}")
-        yield url
-    finally:
-        proc.terminate()
+    with temp_dir("moot-bench-server-") as folder:
+        config = folder / "server.json"
+        if rules:
+            from moot.core.scripted_server import ServerConfig
+
+            text = ServerConfig(latency=latency, rules=list(rules)).to_json()
+            config.write_text(text, encoding="utf-8")
+        cmd = [
+            sys.executable,
+            "-m",
+            "moot.core.scripted_server",
+            "--latency",
+            repr(latency),
+            "--port",
+            "0",
+            *(["--config", str(config)] if rules else []),
+        ]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=offline_env())
         try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            assert proc.stdout is not None
+            selector = selectors.DefaultSelector()
+            selector.register(proc.stdout, selectors.EVENT_READ)
+            if not selector.select(startup_timeout):
+                raise RuntimeError(f"scripted server did not start within {startup_timeout:g}s")
+            line = proc.stdout.readline().strip()
+            selector.close()
+            if not line.startswith("READY "):
+                raise RuntimeError(f"scripted server failed to start: {line!r}")
+            url = line.split()[1]
+            if urlsplit(url).hostname != LOOPBACK:
+                raise RuntimeError(f"scripted server is not on {LOOPBACK}: {url}")
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 @contextlib.contextmanager

@@ -74,7 +74,7 @@ def main() -> None:
     _common.offline_env()
     _common.guard_loopback()
     from moot.core.compqa import MAXIMA
-    from moot.core.scripted_server import Rule, ServerConfig
+    from moot.core.scripted_server import Rule
     from moot.graphs.compqa_eval import AnswerFile
 
     count = 64 if args.quick else 480
@@ -86,11 +86,9 @@ def main() -> None:
         serial_count = max(24, count // 8)
         serial_files = [AnswerFile(files[0].path, files[0].answers[:serial_count])]
         warm = [AnswerFile(files[0].path, files[0].answers[-12:])]
-        config = folder / "server.json"
         reply = json.dumps({str(n): MAXIMA[n] for n in MAXIMA})
         rules = [Rule(pattern="Comparative answer", reply=reply)]
-        config.write_text(ServerConfig(latency=LATENCY, rules=rules).to_json(), encoding="utf-8")
-        with _common.scripted_server(LATENCY, config=config) as url:
+        with _common.scripted_server(LATENCY, rules=rules) as url:
             asyncio.run(moot_rate(url, warm, 4))  # warm-up: imports, connections
             serial = asyncio.run(moot_rate(url, serial_files, 1))
             parallel = asyncio.run(moot_rate(url, files, 32))

@@ -97,7 +97,7 @@ def main() -> int:
     _common.offline_env()
     _common.guard_loopback()
     from moot.core.debates import load_debates
-    from moot.core.scripted_server import Rule, ServerConfig
+    from moot.core.scripted_server import Rule
     from moot.core.tokens import count_tokens, encoding_available
 
     debates = load_debates(args.data)[: args.debates]
@@ -125,15 +125,16 @@ def main() -> int:
         Rule(pattern=r"Now the debate ends", reply=REPLY, role="system"),
     ]
     usage: dict[str, dict[str, dict[str, int]]] = {}
-    with _common.temp_dir("moot-bench-prompts-") as folder:
-        config = folder / "server.json"
-        config.write_text(ServerConfig(latency=0.0, rules=rules).to_json(), encoding="utf-8")
-        with _common.scripted_server(0.0, config=config) as url, _common.Stopwatch() as total:
-            for name in FRAMEWORK_NAMES:
-                with _common.Stopwatch() as watch:
-                    records = asyncio.run(judge(url, debates, name, folder / name))
-                usage[name] = {r["debate"]: r["usage"] for r in records}
-                print(f"  {name}: {len(records)} judgments in {watch.seconds:.1f} s", flush=True)
+    with (
+        _common.temp_dir("moot-bench-prompts-") as folder,
+        _common.scripted_server(0.0, rules=rules) as url,
+        _common.Stopwatch() as total,
+    ):
+        for name in FRAMEWORK_NAMES:
+            with _common.Stopwatch() as watch:
+                records = asyncio.run(judge(url, debates, name, folder / name))
+            usage[name] = {r["debate"]: r["usage"] for r in records}
+            print(f"  {name}: {len(records)} judgments in {watch.seconds:.1f} s", flush=True)
     print(f"after: {_common.machine_note()}")
     print(f"runtime: {total.seconds:.1f} s for {len(FRAMEWORK_NAMES)} frameworks")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from pathlib import Path
 
 import _common
 
@@ -89,21 +88,18 @@ def main() -> None:
     args = parser.parse_args()
     _common.offline_env()
     _common.guard_loopback()
-    from moot.core.scripted_server import Rule, ServerConfig
+    from moot.core.scripted_server import Rule
 
     count = 48 if args.quick else 480
     print("bench_judge_throughput: controllability judging, items/s, 50 ms server latency")
     print(f"machine: {_common.machine_note()}")
     responses = synthetic(count)
-    with _common.temp_dir("moot-bench-judge-config-") as folder:
-        config = Path(folder) / "server.json"
-        rules = [Rule(pattern="how many percent", reply="100 0\nSupportive.")]
-        config.write_text(ServerConfig(latency=LATENCY, rules=rules).to_json(), encoding="utf-8")
-        with _common.scripted_server(LATENCY, config=config) as url:
-            asyncio.run(moot_rate(url, responses[:12], 4))  # warm-up: imports, connections
-            reference = asyncio.run(reference_rate(url, responses))
-            serial = asyncio.run(moot_rate(url, responses[: max(24, count // 8)], 1))
-            parallel = asyncio.run(moot_rate(url, responses, 32))
+    rules = [Rule(pattern="how many percent", reply="100 0\nSupportive.")]
+    with _common.scripted_server(LATENCY, rules=rules) as url:
+        asyncio.run(moot_rate(url, responses[:12], 4))  # warm-up: imports, connections
+        reference = asyncio.run(reference_rate(url, responses))
+        serial = asyncio.run(moot_rate(url, responses[: max(24, count // 8)], 1))
+        parallel = asyncio.run(moot_rate(url, responses, 32))
     print(f"after: {_common.machine_note()}")
     print(f"reference way (batches of {BATCH} awaited in turn): {reference:7.1f} items/s")
     print(f"moot, concurrency 1:                           {serial:7.1f} items/s")
