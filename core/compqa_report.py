@@ -128,17 +128,18 @@ def build_report(
     """
     by = check_by(by)
     judged = [j for items in judged_files.values() for j in items]
+    groups = aggregate(judged, by)
+    cells = groups if by == BY_KEYS else aggregate(judged, BY_KEYS)  # the chart's
     return {
         "judged": [str(p) for p in judged_files],
         "human": [str(t.path) for t in tables],
         "by": list(by),
         "std": STD,
         "note": TOTAL_NOTE,
-        "groups": aggregate(judged, by),
+        "groups": groups,
         "overall": group_stats(judged),
         "generator_scenario": [
-            {k: g[k] for k in ("generator", "scenario", "n_total", "mean", "std")}
-            for g in aggregate(judged, BY_KEYS)
+            {k: g[k] for k in ("generator", "scenario", "n_total", "mean", "std")} for g in cells
         ],
         "files": [file_summary(p, items) for p, items in judged_files.items()],
         "agreement": agreement_report(judged, tables) if tables else None,

@@ -56,7 +56,7 @@ def register(commands: Any, evaluations: Any) -> None:
 def _cmd_report_compqa(args: argparse.Namespace) -> int:
     from moot.core.compqa import load_judged
     from moot.core.compqa_human import read_human_table
-    from moot.core.compqa_report import aggregate, build_report, check_by, report_markdown
+    from moot.core.compqa_report import build_report, check_by, report_markdown
     from moot.core.errors import ConfigError
     from moot.core.records import atomic_write, write_json
 
@@ -73,8 +73,7 @@ def _cmd_report_compqa(args: argparse.Namespace) -> int:
     markdown = report_markdown(report)
     atomic_write(args.out / "report.md", lambda f: f.write(markdown))
     _chart(report["generator_scenario"], args.out / "chart.png")
-    judged = [j for items in judged_files.values() for j in items]
-    _heatmap(aggregate(judged, by), by, args.out / "heatmap.png")
+    _heatmap(report["groups"], by, args.out / "heatmap.png")
     if not args.quiet:
         print(report_markdown(report, full=False), end="")
         print(f"wrote report.json, report.md, chart.png and heatmap.png to {args.out}")
