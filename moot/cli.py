@@ -692,9 +692,10 @@ def _cmd_train_sft(args: argparse.Namespace) -> int:
             main_process_ip=args.main_process_ip,
             main_process_port=args.main_process_port,
         )
-    from moot.training.sft import train_sft
+    from moot.training.sft import leave_process_group, train_sft
 
     result = train_sft(config, log=print, progress=not args.quiet)
+    leave_process_group()
     if result.manifest:  # the main process
         print(f"adapter  {result.adapter_dir}\nmanifest {result.output_dir / 'manifest.json'}")
     return 0

@@ -105,6 +105,7 @@ def train_sft(
         trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
     trainer.save_model(str(out / "adapter"))  # every process joins; the main one writes
     if not args.should_save:
+        trainer.accelerator.wait_for_everyone()  # return once the main process has the manifest
         return SFTResult(out, {}, already_done=False)
     trainer.processing_class.save_pretrained(out / "adapter")
     state = trainer.state
@@ -127,12 +128,26 @@ def train_sft(
         "versions": versions(*VERSIONED),
     }
     write_json(manifest_path, manifest)
+    trainer.accelerator.wait_for_everyone()
     log(
         f"trained {state.global_step} steps ({state.epoch:.2f} epochs) on {args.world_size} "
         f"process(es): train loss {metrics['train_loss']:.4f}"
         + (f", eval loss {metrics['eval_loss']:.4f}" if "eval_loss" in metrics else "")
     )
     return SFTResult(out, manifest)
+
+
+def leave_process_group() -> None:
+    """Leave the distributed process group, if this process is in one, before it exits.
+
+    Call it at the end of a worker's program once training succeeded. A process that exits
+    still in a gloo group can abort (SIGABRT) while the interpreter shuts down, because gloo's
+    threads still hold tensors then; torch asks programs to destroy the group themselves.
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from moot.training.launch import accelerate_argv, launch_env
+from moot.training.sft import leave_process_group
 
 RECORDS = 16  # 2 per device per step, 4 steps: each of 2 ranks trains on its own 8
 STEPS = 4
@@ -281,6 +282,7 @@ def probe(out: Path, model_dir: Path, use_cpu: bool) -> None:
         "seen": seen,
     }
     (out / f"rank{accelerator.process_index}.json").write_text(json.dumps(fact))
+    leave_process_group()
 
 
 if __name__ == "__main__":
