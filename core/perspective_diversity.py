@@ -340,9 +340,7 @@ def evaluate(
             log.append(record)
             if progress:
                 progress(index + 1, len(pending))
-    records = log.load()
-    log.compact(records[a.id] for a, _ in pairs)
-    return [records[a.id] for a, _ in pairs], len(pending)
+    return log.compact_current_first([a.id for a, _ in pairs]), len(pending)
 
 
 def summarize(records: Sequence[dict[str, Any]], **about: Any) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import os
 import secrets
 import shutil
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,21 @@ class ResultLog:
     def compact(self, records: Iterable[dict[str, Any]]) -> None:
         """Rewrite the log atomically with exactly `records` (one line per id)."""
         write_jsonl(self.path, records)
+
+    def compact_current_first(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """Rewrite the log atomically, one line per id, the records of `ids` first.
+
+        The records of `ids` come in that order, then every other record: earlier runs' items,
+        kept so that running them again costs nothing.
+
+        Returns:
+            The records of `ids` the log holds, in order.
+        """
+        records = self.load()
+        current = [records[key] for key in ids if key in records]
+        wanted = set(ids)
+        self.compact([*current, *(r for key, r in records.items() if key not in wanted)])
+        return current
 
 
 def claim_folder(out_dir: Path, name: str, claim: dict[str, Any], holds: str) -> None:

@@ -94,11 +94,7 @@ async def _run(
             {"max_concurrency": max(1, concurrency), "recursion_limit": 10},
             context=_EvalContext(task, log),
         )
-    records = log.load()
-    current = [records[item["id"]] for item in items]
-    ids = {item["id"] for item in items}
-    log.compact([*current, *(r for key, r in records.items() if key not in ids)])
-    return current
+    return log.compact_current_first([item["id"] for item in items])
 
 
 def _judge_identity(role: Role, judge: Judge, constrained: bool) -> dict[str, Any]:

@@ -189,9 +189,7 @@ async def judge_debates(
 
         await asyncio.gather(*(run_one(*item) for item in pending))
 
-    records = log.load()
-    log.compact(records[item_id] for item_id, _, _ in items if item_id in records)
-    summary.records = [records[item_id] for item_id, _, _ in items if item_id in records]
+    summary.records = log.compact_current_first([item_id for item_id, _, _ in items])
     by_id = {debate.id: debate for debate in debates}
     for record in summary.records:
         write_report(record, by_id[record["debate"]], out_dir / "reports", report_format)

@@ -8,8 +8,12 @@ from pathlib import Path
 import pytest
 
 from moot.core.errors import ConfigError
-from moot.core.perspective_diversity import PartialTooLongError, PerspectiveDiversityScorer
-from moot.core.qa_data import PartialAnswer
+from moot.core.perspective_diversity import (
+    PartialTooLongError,
+    PerspectiveDiversityScorer,
+    evaluate,
+)
+from moot.core.qa_data import Answer, PartialAnswer, PartialAnswers
 from tests.tiny_gpt2 import tiny_gpt2
 
 ANSWER = (
@@ -156,3 +160,26 @@ def test_bad_options_are_config_errors(gpt2: Path, tmp_path: Path) -> None:
         PerspectiveDiversityScorer(str(gpt2), variant="mean")
     with pytest.raises(ConfigError, match="max length 4096"):
         PerspectiveDiversityScorer(str(gpt2), max_length=4096)
+
+
+def test_scoring_other_answers_into_the_folder_keeps_the_earlier_scores(
+    gpt2: Path, tmp_path: Path
+) -> None:
+    def pairs(key: str) -> list[tuple[Answer, PartialAnswers]]:
+        partials = PartialAnswers(key, "Should UBI be adopted?", tuple(PARTIALS))
+        return [(Answer(key, f"{ANSWER} ({key})"), partials)]
+
+    built: list[PerspectiveDiversityScorer] = []
+
+    def make_scorer() -> PerspectiveDiversityScorer:
+        built.append(PerspectiveDiversityScorer(str(gpt2)))
+        return built[-1]
+
+    claim = {"scorer": "tiny"}
+    first, _ = evaluate(pairs("q1"), tmp_path, make_scorer, claim)
+    evaluate(pairs("q2"), tmp_path, make_scorer, claim)
+    again, scored = evaluate(pairs("q1"), tmp_path, make_scorer, claim)
+
+    assert (again, scored, len(built)) == (first, 0, 2)  # q1 was not scored again
+    logged = [line.split('"id": "')[1][:2] for line in (tmp_path / "scores.jsonl").open()]
+    assert logged == ["q1", "q2"]

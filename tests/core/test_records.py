@@ -82,6 +82,17 @@ def test_compact_rewrites_one_line_per_id(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["results.jsonl"]
 
 
+def test_compact_current_first_keeps_earlier_runs_records_after_this_runs(tmp_path: Path) -> None:
+    log = ResultLog(tmp_path / "results.jsonl")
+    for key in ("earlier", "b", "a", "b"):
+        log.append({"id": key})
+
+    current = log.compact_current_first(["a", "b", "never-run"])
+
+    assert current == [{"id": "a"}, {"id": "b"}]
+    assert [json.loads(line)["id"] for line in lines(log.path)] == ["a", "b", "earlier"]
+
+
 def test_atomic_write_leaves_no_temp_files(tmp_path: Path) -> None:
     target = tmp_path / "sub" / "summary.json"
     write_json(target, {"a": 1, "b": ["ü"]})

@@ -227,6 +227,19 @@ def test_a_failed_call_is_recorded_and_retried_on_rerun_without_repaying(tmp_pat
     assert len(lines) == 1 and json.loads(lines[0])["status"] == "complete"
 
 
+def test_judging_other_debates_into_the_folder_keeps_the_earlier_judgments(tmp_path):
+    first, other = debate(), debate(words_per_speech=41)
+    with ScriptedServer(rules=rules("Alice")) as server:
+        run(server.url, [first], tmp_path, "direct")
+        run(server.url, [other], tmp_path, "direct")
+        calls = len(server.requests)
+        again = run(server.url, [first], tmp_path, "direct")
+        assert len(server.requests) == calls  # judged before: nothing is asked again
+    assert [r["debate"] for r in again.records] == [first.id]
+    logged = [json.loads(line)["debate"] for line in (tmp_path / "judgments.jsonl").open()]
+    assert logged == [first.id, other.id]  # this run's first, the earlier run's kept
+
+
 def test_other_settings_in_the_same_folder_are_refused(tmp_path):
     from moot.core.errors import ConfigError
 
