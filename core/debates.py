@@ -135,8 +135,18 @@ def _debate(path: Path, where: str, record: Any) -> Debate:
     for key in ("id", "motion", "pro", "con", "speeches"):
         if key not in record:
             raise fail(f"missing {key!r}")
-    if not isinstance(record["motion"], str) or not record["motion"].strip():
+    debate_id = record["id"]
+    if isinstance(debate_id, bool) or not isinstance(debate_id, str | int):
+        raise fail(f"'id' must be a string or an integer, got {type(debate_id).__name__}")
+    if not str(debate_id).strip():
+        raise fail("empty 'id'")
+    if not isinstance(record["motion"], str):
+        raise fail(f"'motion' must be a string, got {type(record['motion']).__name__}")
+    if not record["motion"].strip():
         raise fail("empty motion")
+    info_slide = record.get("info_slide")
+    if info_slide is not None and not isinstance(info_slide, str):
+        raise fail(f"'info_slide' must be a string, got {type(info_slide).__name__}")
     pro, con = (_names(record[side], side, fail) for side in ("pro", "con"))
     if set(pro) & set(con):
         raise fail(f"{sorted(set(pro) & set(con))[0]!r} is on both sides")
@@ -149,10 +159,14 @@ def _debate(path: Path, where: str, record: Any) -> Debate:
         speaker, content = speech["speaker"], speech["content"]
         if speaker not in pro + con:
             raise fail(f"speech {number}: unknown speaker {speaker!r} (debaters: {pro + con})")
-        if not isinstance(content, str) or not content.strip():
+        if not isinstance(content, str):
+            raise fail(f"speech {number}: 'content' must be a string, got {type(content).__name__}")
+        if not content.strip():
             raise fail(f"speech {number} by {speaker!r} is empty")
         speeches.append(Speech(speaker, content))
     order = record.get("speech_order")
+    if order is not None and not isinstance(order, list):
+        raise fail(f"'speech_order' must be a list, got {type(order).__name__}")
     if order is not None:
         spoken = [s.speaker for s in speeches]
         if list(order) != spoken:
@@ -168,12 +182,12 @@ def _debate(path: Path, where: str, record: Any) -> Debate:
         raise fail("gold must be an object")
     _check_gold(gold, debate_format, pro + con, fail)
     return Debate(
-        id=str(record["id"]),
+        id=str(debate_id),
         motion=record["motion"].strip(),
         pro=pro,
         con=con,
         speeches=tuple(speeches),
-        info_slide=str(record.get("info_slide") or "").strip(),
+        info_slide=(info_slide or "").strip(),
         format=debate_format,
         gold=gold,
     )
@@ -192,10 +206,15 @@ def _names(value: Any, side: str, fail: Any) -> tuple[str, ...]:
 def _check_gold(gold: dict[str, Any], debate_format: str, debaters: tuple, fail: Any) -> None:
     if debate_format == "bp":
         winners = gold.get("winners")
-        if winners is not None and (not winners or not set(winners) <= set(BP_TEAMS)):
+        if winners is not None and (
+            not isinstance(winners, list) or not winners or any(w not in BP_TEAMS for w in winners)
+        ):
             raise fail(f"gold winners must be teams among {list(BP_TEAMS)}, got {winners}")
         return
-    labels = {"final": gold.get("final"), **(gold.get("dimensions") or {})}
+    dimensions = gold.get("dimensions") or {}
+    if not isinstance(dimensions, dict):
+        raise fail(f"gold 'dimensions' must be an object, got {type(dimensions).__name__}")
+    labels = {"final": gold.get("final"), **dimensions}
     for name, label in labels.items():
         if label is not None and label not in LABELS.values():
             raise fail(f"gold label {name!r} must be 0, 0.5 or 1, got {label!r}")
@@ -203,8 +222,6 @@ def _check_gold(gold: dict[str, Any], debate_format: str, debaters: tuple, fail:
 
 def _debateart_folder(folder: Path) -> list[Debate]:
     """PanelBench's DebateArt release: motion/, speech/ and gold/ beside each other."""
-    import yaml
-
     motions = sorted((folder / "motion").glob("*.yml"))
     if not motions:
         raise InputError(folder, "no motion/*.yml files (expected a DebateArt folder)")
@@ -212,17 +229,11 @@ def _debateart_folder(folder: Path) -> list[Debate]:
     debates = []
     for motion_path in motions:
         speech_path = folder / "speech" / motion_path.name
-        try:
-            motion = yaml.safe_load(motion_path.read_text(encoding="utf-8"))
-            speeches = yaml.safe_load(speech_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            problem = "file not found (every motion needs its speeches)"
-            raise InputError(speech_path, problem) from None
-        except (UnicodeDecodeError, yaml.YAMLError) as exc:
-            problem = f"cannot read YAML: {str(exc).splitlines()[0]}"
-            raise InputError(motion_path, problem) from None
-        if not isinstance(motion, dict) or not isinstance(speeches, list):
-            raise InputError(motion_path, "expected a motion mapping and a list of speeches")
+        motion, speeches = _yaml(motion_path), _yaml(speech_path)
+        if not isinstance(motion, dict):
+            raise InputError(motion_path, "expected a motion mapping")
+        if not isinstance(speeches, list):
+            raise InputError(speech_path, "expected a list of speeches")
         record = {
             "id": motion_path.stem,
             "motion": motion.get("motion"),
@@ -240,6 +251,17 @@ def _debateart_folder(folder: Path) -> list[Debate]:
         }
         debates.append(_debate(speech_path, "file", record))
     return debates
+
+
+def _yaml(path: Path) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(path, "file not found (every motion needs its speeches)") from None
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise InputError(path, f"cannot read YAML: {str(exc).splitlines()[0]}") from None
 
 
 def _debateart_gold(folder: Path) -> dict[int, dict[str, Any]]:

@@ -42,11 +42,11 @@ class ResultLog:
         records: dict[str, dict[str, Any]] = {}
         if not self.path.exists():
             return records
-        with self.path.open(encoding="utf-8") as f:
+        with self.path.open("rb") as f:  # bytes: a crash can tear a line inside a character
             for line in f:
                 try:
-                    record = json.loads(line)
-                except ValueError:
+                    record = json.loads(line.decode("utf-8"))
+                except ValueError:  # UnicodeDecodeError is one
                     continue  # a line torn by a crash: its item is redone
                 if isinstance(record, dict) and "id" in record:
                     records[record["id"]] = record
@@ -106,6 +106,35 @@ def claim_folder(out_dir: Path, name: str, claim: dict[str, Any], holds: str) ->
         raise ConfigError(f"{out_dir} holds {holds}; use a new --out")
 
 
+def check_out_dir(
+    out: Path, kind: str, inputs: Iterable[str | Path], manifest: str = "manifest.json"
+) -> None:
+    """Refuse an `out` that is an input or holds anything but an earlier output of `kind`.
+
+    Commands that replace `out` as a whole (`atomic_replace_dir`) call this first, so a user's
+    other files are never swept away. An earlier output is a folder whose `manifest` file is a
+    JSON object with ``"kind": kind``.
+
+    Raises:
+        ConfigError: `out` is (or contains, or is inside) an input, or holds other files.
+    """
+    out = Path(out).resolve()
+    for source in inputs:
+        path = Path(source).resolve()
+        if Path(source).exists() and (path == out or out in path.parents or path in out.parents):
+            raise ConfigError(f"--out {out} must not be, hold or sit inside an input ({source})")
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return
+    try:
+        earlier = json.loads((out / manifest).read_text(encoding="utf-8")).get("kind")
+    except (OSError, ValueError, AttributeError):
+        earlier = None
+    if earlier != kind:
+        raise ConfigError(
+            f"--out {out} exists and is not an earlier {kind} output: choose a new or empty folder"
+        )
+
+
 def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
     """Write records as JSONL atomically."""
     atomic_write(
@@ -133,8 +162,9 @@ def atomic_write(path: Path, write: Callable[[Any], Any], *, binary: bool = Fals
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        _blame_target(exc, tmp, path)
         raise
 
 
@@ -152,9 +182,19 @@ def atomic_replace_dir(build: Callable[[Path], Any], target: Path) -> None:
             os.replace(target, old)
         os.replace(tmp, target)
         shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        _blame_target(exc, tmp, target)
         raise
+
+
+def _blame_target(exc: BaseException, tmp: Path, target: Path) -> None:
+    """Raise an OSError about our temporary sibling as the same error about `target`.
+
+    The user named `target`; the temporary name would only puzzle them.
+    """
+    if isinstance(exc, OSError) and exc.filename == str(tmp):
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
 
 
 def _ends_with_newline(path: Path) -> bool:

@@ -33,7 +33,7 @@ from moot.core.corpus import (
     load_documents,
 )
 from moot.core.errors import ConfigError, InputError
-from moot.core.records import atomic_replace_dir, write_json, write_jsonl
+from moot.core.records import atomic_replace_dir, check_out_dir, write_json, write_jsonl
 
 FORMAT_VERSION = 1
 RRF_K = 60
@@ -223,27 +223,34 @@ def build_index(
 
     Args:
         docs: A corpus file or folder (see `moot.core.corpus.load_documents`).
-        out: The index folder to create or replace.
+        out: The index folder: new, empty, or an earlier index (replaced).
         chunk_chars: The largest chunk, in characters (DebateQA: about 2000).
         dense: An embedder name (``all-MiniLM-L6-v2``, a local folder, a hub id) to also store
             dense vectors; None for BM25 only.
 
     Raises:
-        InputError: Bad corpus.
-        ConfigError: A chunk size below 1 or an embedder that cannot be loaded.
+        InputError: Bad corpus, or one with no word but stopwords.
+        ConfigError: A chunk size below 1, an embedder that cannot be loaded, or an `out` that
+            is (or holds, or sits inside) the corpus or holds anything but an earlier index.
     """
     import bm25s
 
     if chunk_chars < 1:
         raise ConfigError(f"--chunk-chars must be a positive integer, got {chunk_chars}")
+    check_out_dir(Path(out), "index", [docs], manifest="index.json")
     documents = load_documents(docs)
     chunks = chunk_documents(documents, chunk_chars)
+    texts = [chunk.text for chunk in chunks]
+    tokens = bm25s.tokenize(texts, stopwords="en", show_progress=False)
+    if not tokens.vocab:
+        raise InputError(docs, "no word to index: every document holds only stopwords")
     embedder = None
     if dense:
         from moot.core.embeddings import Embedder
 
         embedder = Embedder(dense)  # fails before anything is written
     manifest = {
+        "kind": "index",
         "format_version": FORMAT_VERSION,
         "chunk_chars": chunk_chars,
         "documents": len(documents),
@@ -257,8 +264,7 @@ def build_index(
 
     def build(tmp: Path) -> None:
         bm25 = bm25s.BM25()
-        texts = [chunk.text for chunk in chunks]
-        bm25.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+        bm25.index(tokens, show_progress=False)
         bm25.save(str(tmp / "bm25"), show_progress=False)
         write_jsonl(tmp / "chunks.jsonl", (chunk.to_json() for chunk in chunks))
         if embedder is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from moot.core.debates import Debate
 from moot.core.records import atomic_write
@@ -129,9 +130,13 @@ def to_html(blocks: list[Block]) -> str:
 
 
 def write_report(record: dict[str, Any], debate: Debate, folder: Path, fmt: str = "md") -> Path:
-    """Write ``<folder>/<debate>.r<repeat>.<fmt>`` for one judgment and return its path."""
+    """Write ``<folder>/<debate>.r<repeat>.<fmt>`` for one judgment and return its path.
+
+    The debate id is percent-encoded in the name (``a/b`` -> ``a%2Fb``), so every id gets its
+    own file inside `folder`, whatever characters it holds.
+    """
     blocks = report_blocks(record, debate)
     text = to_html(blocks) if fmt == "html" else to_markdown(blocks)
-    path = Path(folder) / f"{debate.id}.r{record['repeat']}.{fmt}"
+    path = Path(folder) / f"{quote(debate.id, safe='')}.r{record['repeat']}.{fmt}"
     atomic_write(path, lambda f: f.write(text))
     return path

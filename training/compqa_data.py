@@ -22,9 +22,9 @@ from typing import Any
 
 from moot.core.compqa import MAX_SCORE, Judged, file_generator, load_judged
 from moot.core.errors import ConfigError
-from moot.core.records import atomic_replace_dir, stable_id, write_json, write_jsonl
+from moot.core.records import atomic_replace_dir, check_out_dir, stable_id, write_json, write_jsonl
 from moot.prompts import render, template_source
-from moot.training.data import check_out_dir, source_digest, text_table, versions
+from moot.training.data import source_digest, text_table, versions
 
 KIND = "compqa-distill"
 DEFAULT_MIN_SCORE = 18  # the CompQA paper's threshold for a high-quality answer

@@ -262,32 +262,6 @@ def source_digest(source: str | Path) -> str | None:
     return digest.hexdigest()
 
 
-def check_out_dir(out: Path, kind: str, inputs: Iterable[str | Path]) -> None:
-    """Refuse an `out` that is an input or holds anything but an earlier output of `kind`.
-
-    The builders replace `out` as a whole, so this guards a user's other files.
-
-    Raises:
-        ConfigError: `out` is (or contains, or is inside) an input, or holds other files.
-    """
-    out = Path(out).resolve()
-    for source in inputs:
-        path = Path(source).resolve()
-        if Path(source).exists() and (path == out or out in path.parents or path in out.parents):
-            raise ConfigError(f"--out {out} must not be, hold or sit inside an input ({source})")
-    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
-        return
-    manifest = out / "manifest.json"
-    try:
-        earlier = json.loads(manifest.read_text(encoding="utf-8")).get("kind")
-    except (OSError, ValueError, AttributeError):
-        earlier = None
-    if earlier != kind:
-        raise ConfigError(
-            f"--out {out} exists and is not an earlier {kind} output: choose a new or empty folder"
-        )
-
-
 def versions(*packages: str) -> dict[str, str]:
     """Python's and the `packages`' versions (default: a data builder's), for manifests."""
     import platform

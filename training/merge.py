@@ -11,7 +11,9 @@ import json
 from pathlib import Path
 
 from moot.core.errors import ConfigError, InputError
-from moot.core.records import atomic_replace_dir
+from moot.core.records import atomic_replace_dir, check_out_dir, write_json
+
+KIND = "merged-model"
 
 
 def merge_adapter(adapter_dir: Path, out_dir: Path) -> Path:
@@ -22,22 +24,26 @@ def merge_adapter(adapter_dir: Path, out_dir: Path) -> Path:
     Args:
         adapter_dir: A peft LoRA adapter folder (``adapter_config.json``), e.g. a run's
             ``adapter/``; its base is read from ``base_model_name_or_path``.
-        out_dir: The merged model's folder (replaced if it exists).
+        out_dir: The merged model's folder: new, empty, or an earlier merge's (replaced).
 
     Returns:
         `out_dir`.
 
     Raises:
         InputError: `adapter_dir` is not a LoRA adapter folder.
-        ConfigError: The base model cannot be loaded, or `out_dir` is the adapter folder.
+        ConfigError: The base model cannot be loaded, or `out_dir` is (or holds, or sits inside)
+            the adapter or a local base, or holds anything but an earlier merge.
     """
     adapter_dir, out_dir = Path(adapter_dir), Path(out_dir)
     config_path = adapter_dir / "adapter_config.json"
     if not config_path.is_file():
         raise InputError(adapter_dir, "not a LoRA adapter folder (no adapter_config.json)")
-    if out_dir.resolve() == adapter_dir.resolve():
-        raise ConfigError("--out must differ from --adapter")
-    base = json.loads(config_path.read_text(encoding="utf-8")).get("base_model_name_or_path")
+    try:
+        base = json.loads(config_path.read_text(encoding="utf-8"))["base_model_name_or_path"]
+    except (UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+        problem = "no base_model_name_or_path" if isinstance(exc, KeyError) else "not a JSON object"
+        raise InputError(config_path, problem) from None
+    check_out_dir(out_dir, KIND, [adapter_dir, base])
     from peft import AutoPeftModelForCausalLM
     from transformers import AutoTokenizer
 
@@ -53,6 +59,9 @@ def merge_adapter(adapter_dir: Path, out_dir: Path) -> Path:
     def build(folder: Path) -> None:
         merged.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
+        write_json(
+            folder / "manifest.json", {"kind": KIND, "adapter": str(adapter_dir), "base": base}
+        )
 
     atomic_replace_dir(build, out_dir)
     return out_dir

@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from moot.core.errors import ConfigError
-from moot.core.records import atomic_replace_dir, write_json, write_jsonl
+from moot.core.records import atomic_replace_dir, check_out_dir, write_json, write_jsonl
 from moot.training.data import (
-    check_out_dir,
     load_sft_dataset,
     sft_features,
     source_digest,

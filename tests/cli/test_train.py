@@ -31,6 +31,7 @@ def test_example_trains_merges_and_generates(tmp_path):
     assert result.returncode == 0, result.stderr
     assert (merged / "model.safetensors").is_file()
     assert not (merged / "adapter_config.json").exists()  # a plain model, no peft needed
+    assert json.loads((merged / "manifest.json").read_text())["kind"] == "merged-model"
     topics = tmp_path / "topics.jsonl"
     topic = {
         "topic": "Should zoos be banned?",
@@ -73,8 +74,9 @@ def test_bad_configs_and_data_exit_2_with_one_line(tmp_path):
         f"moot: error: {EXAMPLE}: training: unknown key 'learnin_rate' "
         "(did you mean 'learning_rate'?)"
     ]
-    alone = train(tmp_path / "a", "--num-processes", "2")
-    assert alone.returncode == 2 and "need --launch" in alone.stderr
+    alone = train(tmp_path / "a", "--num-processes", "2", "--machine-rank", "3")
+    assert alone.returncode == 2
+    assert "--num-processes, --machine-rank need --launch" in alone.stderr
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     result = train(tmp_path / "b", f"data.train={empty}")

@@ -75,6 +75,27 @@ def test_invalid_records_name_the_file_and_record(tmp_path, changes, message):
     assert str(caught.value).startswith(f"{path}, line 2 (debate 'd2'): ")
 
 
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"id": None}, "'id' must be a string or an integer, got NoneType"),
+        ({"id": True}, "'id' must be a string or an integer, got bool"),
+        ({"id": ["x"]}, "'id' must be a string or an integer, got list"),
+        ({"id": " "}, "empty 'id'"),
+        ({"motion": 5}, "'motion' must be a string, got int"),
+        ({"info_slide": {"a": 1}}, "'info_slide' must be a string, got dict"),
+        ({"speeches": [{"speaker": "Alice", "content": 42}]}, "'content' must be a string"),
+        ({"speech_order": 3}, "'speech_order' must be a list, got int"),
+        ({"gold": {"dimensions": ["argument"]}}, "gold 'dimensions' must be an object"),
+    ],
+)
+def test_wrong_types_are_named_as_such(tmp_path, changes, message):
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps(record(**changes)) + "\n")
+    with pytest.raises(InputError, match=message):
+        load_debates(path)
+
+
 def test_duplicate_ids_and_empty_files_are_errors(tmp_path):
     path = tmp_path / "d.json"
     path.write_text(json.dumps([record(), record()]))
@@ -112,6 +133,16 @@ def test_a_debateart_folder_matches_gold_labels_by_the_number_ending_the_file_na
     (debate,) = load_debates(tmp_path)
     assert debate.id == "zoos_0042" and debate.gold["final"] == 1.0
     assert debate.gold["vote_count"] == 3
+
+
+def test_a_bad_debateart_speech_file_is_named_not_its_motion_file(tmp_path):
+    write_debateart(tmp_path, "zoos")
+    (tmp_path / "speech" / "zoos.yml").write_bytes(b"- \xff\xfe")
+    with pytest.raises(InputError, match=r"speech/zoos\.yml: cannot read YAML"):
+        load_debates(tmp_path)
+    (tmp_path / "speech" / "zoos.yml").write_text("speaker: Alice")
+    with pytest.raises(InputError, match=r"speech/zoos\.yml: expected a list of speeches"):
+        load_debates(tmp_path)
 
 
 def test_a_debateart_file_name_without_a_number_is_fine_without_gold_and_an_error_with_it(

@@ -67,6 +67,17 @@ def test_torn_final_line_is_skipped_and_sealed(tmp_path: Path) -> None:
     assert path.read_text(encoding="utf-8").endswith("\n")
 
 
+def test_a_line_torn_inside_a_character_is_skipped_and_sealed(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    torn = '{"id": "b", "text": "pro –'.encode()[:-1]  # cut inside the dash's 3 bytes
+    path.write_bytes(b'{"id": "a"}\n' + torn)
+    log = ResultLog(path)
+
+    assert log.load() == {"a": {"id": "a"}}
+    log.append({"id": "b", "text": "pro – con"})
+    assert log.load() == {"a": {"id": "a"}, "b": {"id": "b", "text": "pro – con"}}
+
+
 def test_compact_rewrites_one_line_per_id(tmp_path: Path) -> None:
     log = ResultLog(tmp_path / "results.jsonl")
     for value in range(3):
@@ -116,6 +127,14 @@ def test_atomic_write_keeps_target_when_writer_raises(tmp_path: Path) -> None:
 
     assert target.read_text(encoding="utf-8") == "old contents\n"
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
+
+
+def test_a_write_that_cannot_land_names_the_target_not_the_temporary_file(tmp_path: Path) -> None:
+    (tmp_path / "adir").mkdir()
+    with pytest.raises(IsADirectoryError) as caught:
+        write_json(tmp_path / "adir", {})  # a folder where the file should go
+    assert caught.value.filename == str(tmp_path / "adir")
+    assert [p.name for p in tmp_path.iterdir()] == ["adir"]
 
 
 def test_atomic_write_keeps_target_when_records_raise(tmp_path: Path) -> None:

@@ -87,6 +87,24 @@ def test_a_rebuild_replaces_the_index(tmp_path):
     assert len(Index.load(tmp_path / "idx")) == len(index) == 2
 
 
+def test_a_build_never_replaces_the_corpus_or_other_files(tmp_path):
+    source = corpus(tmp_path)
+    with pytest.raises(ConfigError, match="must not be, hold or sit inside an input"):
+        build_index(source, tmp_path)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "mine.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="not an earlier index output"):
+        build_index(source, tmp_path / "notes")
+    assert source.is_file() and (tmp_path / "notes" / "mine.txt").read_text() == "mine"
+
+
+def test_a_corpus_of_stopwords_is_an_input_error(tmp_path):
+    source = corpus(tmp_path, [{"id": "a", "text": "the and of"}, {"id": "b", "text": "a an"}])
+    with pytest.raises(InputError, match="only stopwords"):
+        build_index(source, tmp_path / "idx")
+    assert not (tmp_path / "idx").exists()
+
+
 def test_missing_and_damaged_indexes_are_input_errors(tmp_path):
     with pytest.raises(InputError, match="no index here"):
         Index.load(tmp_path / "nothing")

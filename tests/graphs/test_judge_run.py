@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -238,6 +239,14 @@ def test_judging_other_debates_into_the_folder_keeps_the_earlier_judgments(tmp_p
     assert [r["debate"] for r in again.records] == [first.id]
     logged = [json.loads(line)["debate"] for line in (tmp_path / "judgments.jsonl").open()]
     assert logged == [first.id, other.id]  # this run's first, the earlier run's kept
+
+
+def test_a_report_stays_in_reports_whatever_the_debate_id(tmp_path):
+    tricky = dataclasses.replace(debate(), id="../../escaped")
+    with ScriptedServer(rules=rules("Alice")) as server:
+        run(server.url, [tricky], tmp_path / "out", "direct")
+    assert [p.name for p in (tmp_path / "out" / "reports").iterdir()] == ["..%2F..%2Fescaped.r0.md"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 def test_other_settings_in_the_same_folder_are_refused(tmp_path):
