@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from moot.core.errors import ConfigError
 from moot.core.models import ModelClient
 from moot.core.spec import Role
 from moot.core.structured import (
@@ -247,7 +248,12 @@ async def judge_pair(
         seed: Sampling seed.
         mask: Names (e.g. of models) replaced by ``[masked]`` in both answers.
         constrained: Ask for schema-constrained JSON (see `run_judge`).
+
+    Raises:
+        ConfigError: A blank mask name (it would put ``[masked]`` between every character).
     """
+    if any(not name.strip() for name in mask):
+        raise ConfigError("--mask needs a non-blank name")
     for name in mask:
         answer_a = answer_a.replace(name, "[masked]")
         answer_b = answer_b.replace(name, "[masked]")

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moot.core.errors import InputError
+from moot.core.errors import InputError, json_type
 from moot.core.qa_data import read_records
 from moot.core.structured import OutputParseError, candidates
 
@@ -261,7 +261,7 @@ def load_comparisons(path: Path) -> list[Comparison]:
     answers = []
     for where, item in read_records(path):
         if not isinstance(item, dict):
-            raise InputError(path, f"expected an object, got {type(item).__name__}", where)
+            raise InputError(path, f"expected an object, got {json_type(item)}", where)
         texts = {}
         for name in ("object1", "object2", "comparison"):
             value = item.get(name)
@@ -270,7 +270,7 @@ def load_comparisons(path: Path) -> list[Comparison]:
             texts[name] = value.strip()
         aspect = item.get("aspect")
         if aspect is not None and not isinstance(aspect, str):
-            raise InputError(path, f"'aspect' must be a string, got {type(aspect).__name__}", where)
+            raise InputError(path, f"'aspect' must be text, got {json_type(aspect)}", where)
         generator = item.get("generator", default_generator)
         if not isinstance(generator, str) or not generator.strip():
             problem = f"'generator' must be a non-empty string, got {generator!r}"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moot.core.errors import InputError
+from moot.core.errors import InputError, json_type
 from moot.core.qa_data import read_records
 from moot.core.records import read_input_text, stable_id
 
@@ -149,7 +149,7 @@ class ArgumentFile:
 
     def _record(self, where: str, record: Any) -> tuple[Key, Arguments]:
         if not isinstance(record, dict):
-            raise InputError(self.path, f"expected an object, got {type(record).__name__}", where)
+            raise InputError(self.path, f"expected an object, got {json_type(record)}", where)
         object1, object2 = _objects(self.path, where, record)
         if object1 is None or object2 is None:
             raise InputError(self.path, "missing 'object1' or 'object2'", where)
@@ -183,12 +183,12 @@ class ArgumentFile:
 def _question(path: Path, where: str, record: Any) -> CompQuestion:
     if not isinstance(record, dict):
         raise InputError(
-            path, f"expected a question string or an object, got {type(record).__name__}", where
+            path, f"expected a question string or an object, got {json_type(record)}", where
         )
     object1, object2 = _objects(path, where, record)
     text = record.get("question")
     if text is not None and not isinstance(text, str):
-        raise InputError(path, f"'question' must be a string, got {type(text).__name__}", where)
+        raise InputError(path, f"'question' must be text, got {json_type(text)}", where)
     text = " ".join(text.split()) if text else None
     if object1 is None and object2 is None:
         if not text:
@@ -223,7 +223,7 @@ def _objects(path: Path, where: str, record: dict[str, Any]) -> tuple[str | None
 def _aspect(path: Path, where: str, record: dict[str, Any]) -> str | None:
     aspect = record.get("aspect")
     if aspect is not None and not isinstance(aspect, str):
-        raise InputError(path, f"'aspect' must be a string, got {type(aspect).__name__}", where)
+        raise InputError(path, f"'aspect' must be text, got {json_type(aspect)}", where)
     return aspect.strip() or None if aspect else None
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from moot.core.errors import InputError
+from moot.core.errors import InputError, json_type
 from moot.core.records import read_input_text
 
 Format = Literal["1v1", "bp"]
@@ -137,16 +137,16 @@ def _debate(path: Path, where: str, record: Any) -> Debate:
             raise fail(f"missing {key!r}")
     debate_id = record["id"]
     if isinstance(debate_id, bool) or not isinstance(debate_id, str | int):
-        raise fail(f"'id' must be a string or an integer, got {type(debate_id).__name__}")
+        raise fail(f"'id' must be text or an integer, got {json_type(debate_id)}")
     if not str(debate_id).strip():
         raise fail("empty 'id'")
     if not isinstance(record["motion"], str):
-        raise fail(f"'motion' must be a string, got {type(record['motion']).__name__}")
+        raise fail(f"'motion' must be text, got {json_type(record['motion'])}")
     if not record["motion"].strip():
         raise fail("empty motion")
     info_slide = record.get("info_slide")
     if info_slide is not None and not isinstance(info_slide, str):
-        raise fail(f"'info_slide' must be a string, got {type(info_slide).__name__}")
+        raise fail(f"'info_slide' must be text, got {json_type(info_slide)}")
     pro, con = (_names(record[side], side, fail) for side in ("pro", "con"))
     if set(pro) & set(con):
         raise fail(f"{sorted(set(pro) & set(con))[0]!r} is on both sides")
@@ -160,13 +160,13 @@ def _debate(path: Path, where: str, record: Any) -> Debate:
         if speaker not in pro + con:
             raise fail(f"speech {number}: unknown speaker {speaker!r} (debaters: {pro + con})")
         if not isinstance(content, str):
-            raise fail(f"speech {number}: 'content' must be a string, got {type(content).__name__}")
+            raise fail(f"speech {number}: 'content' must be text, got {json_type(content)}")
         if not content.strip():
             raise fail(f"speech {number} by {speaker!r} is empty")
         speeches.append(Speech(speaker, content))
     order = record.get("speech_order")
     if order is not None and not isinstance(order, list):
-        raise fail(f"'speech_order' must be a list, got {type(order).__name__}")
+        raise fail(f"'speech_order' must be a list, got {json_type(order)}")
     if order is not None:
         spoken = [s.speaker for s in speeches]
         if list(order) != spoken:
@@ -213,7 +213,7 @@ def _check_gold(gold: dict[str, Any], debate_format: str, debaters: tuple, fail:
         return
     dimensions = gold.get("dimensions") or {}
     if not isinstance(dimensions, dict):
-        raise fail(f"gold 'dimensions' must be an object, got {type(dimensions).__name__}")
+        raise fail(f"gold 'dimensions' must be an object, got {json_type(dimensions)}")
     labels = {"final": gold.get("final"), **dimensions}
     for name, label in labels.items():
         if label is not None and label not in LABELS.values():

@@ -7,6 +7,8 @@ else is a bug.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class MootError(Exception):
     """A failure caused by the user's input, configuration or environment (exit code 2)."""
@@ -58,3 +60,19 @@ class ContextWindowExceeded(ModelCallError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, status=400, retryable=False)
+
+
+def json_type(value: Any) -> str:
+    """How messages name a JSON value's type: "text", "a number", "a list", "null" ...
+
+    Example:
+        >>> f"'topic' must be text, got {json_type(5)}"
+        "'topic' must be text, got a number"
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return {str: "text", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)

@@ -37,7 +37,7 @@ from moot.core.errors import (
     MootError,
 )
 from moot.core.ledger import UsageLedger
-from moot.core.spec import ModelSpec, Role, missing_litellm_keys, resolve_api_key
+from moot.core.spec import ModelSpec, Role, missing_litellm_keys, public_url, resolve_api_key
 from moot.core.structured import (
     OutputParseError,
     ParseFailure,
@@ -493,11 +493,14 @@ def _classify(exc: Exception, spec: ModelSpec, api_base: str | None, key: str | 
     """Map a client exception to `_Transient` (retry) or `ModelCallError` (give up)."""
     import openai
 
-    where = api_base or spec.provider
+    where = public_url(api_base) if api_base else spec.provider
+    secrets = [key, urlparse(api_base).password if api_base else None]
 
-    def clean(text: str) -> str:  # an SDK message must never carry the key into a log
+    def clean(text: str) -> str:  # an SDK message must never carry a secret into a log
         text = " ".join(str(text).split())[:300]
-        return text.replace(key, "***") if key else text
+        for secret in filter(None, secrets):
+            text = text.replace(secret, "***")
+        return text
 
     if isinstance(exc, ModelCallError | _Transient | MootError):
         return exc
@@ -572,4 +575,4 @@ def check_reachable(api_base: str, timeout: float = 5.0) -> None:
         socket.create_connection((url.hostname, port), timeout=timeout).close()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise EndpointError(f"cannot reach {api_base}: {reason.lower()}") from None
+        raise EndpointError(f"cannot reach {public_url(api_base)}: {reason.lower()}") from None

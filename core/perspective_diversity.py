@@ -318,18 +318,23 @@ def evaluate(
 
     The folder is claimed for one scorer and variant (``.moot/pd.json``) before any scoring, so
     a rerun with other settings cannot mix scores; a record whose answer or partial answers
-    changed is scored again. The scorer is built only when something is left to score.
+    changed is scored again. The scorer is built only when something is left to score, and
+    before a new claim is written: a scorer or window that is refused leaves nothing behind.
 
     Raises:
-        ConfigError: The folder holds scores from another scorer, variant or window.
+        ConfigError: The folder holds scores from another scorer, variant or window; the scorer
+            cannot be built (from `make_scorer`).
     """
-    claim_folder(out_dir, "pd", claim, "P.D. scores from another scorer or settings")
+    holds = "P.D. scores from another scorer or settings"
+    if (Path(out_dir) / ".moot" / "pd.json").exists():  # refuse other settings before loading
+        claim_folder(out_dir, "pd", claim, holds)
     log = ResultLog(Path(out_dir) / "scores.jsonl")
     done = log.load()
     keys = {a.id: stable_id(a.text, [p.text for p in s.partial_answers]) for a, s in pairs}
     pending = [(a, s) for a, s in pairs if done.get(a.id, {}).get("input") != keys[a.id]]
-    if pending:
-        scorer = make_scorer()
+    scorer = make_scorer() if pending else None
+    claim_folder(out_dir, "pd", claim, holds)
+    if scorer is not None:
         for index, (answer, partial_set) in enumerate(pending):
             record: dict[str, Any] = {"id": answer.id, "input": keys[answer.id]}
             try:

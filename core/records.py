@@ -135,6 +135,23 @@ def check_out_dir(
         )
 
 
+def check_out_file(out: Path) -> None:
+    """Refuse an output file path that cannot be written, before any work is paid for.
+
+    Raises:
+        ConfigError: `out` is a folder, or the folder it goes in is not a folder or not writable.
+    """
+    out = Path(out)
+    if out.is_dir():
+        raise ConfigError(f"--out {out} is a folder; give a file name")
+    # the nearest existing ancestor ("." or "/" at worst): missing folders are created in it
+    folder = next(p for p in (out.parent, *out.parent.parents) if p.exists())
+    if not folder.is_dir():
+        raise ConfigError(f"--out {out}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {out}: cannot write in {folder}")
+
+
 def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
     """Write records as JSONL atomically."""
     atomic_write(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.core.errors import InputError
+from moot.core.errors import InputError, json_type
 from moot.core.records import read_input_text
 
 SIDES = ("affirmative", "negative")
@@ -39,52 +39,86 @@ def load_responses(path: str | Path) -> list[Response]:
     """Load and validate responses.
 
     Raises:
-        InputError: Missing, empty, non-UTF-8 or malformed file; a record without a field; a side
-            other than affirmative/negative; an empty response.
+        InputError: Missing, empty, non-UTF-8 or malformed file (a bad JSONL line is named by its
+            line number); a record that is not an object, lacks a field or has one of the wrong
+            type; a side other than affirmative/negative; an empty response; two records for the
+            same topic, side and argument.
     """
     path = Path(path)
     text = read_input_text(path)
-    try:
-        if text.lstrip().startswith("["):
-            rows = list(enumerate(json.loads(text)))
-            unit = "index"
-        else:
-            rows = [
-                (n, json.loads(line)) for n, line in enumerate(text.splitlines(), 1) if line.strip()
-            ]
-            unit = "line"
-    except ValueError as exc:
-        raise InputError(path, f"invalid JSON: {exc}") from None
-    responses = [_parse(path, item, f"{unit} {n}") for n, item in rows]
-    if not responses:
+    if text.lstrip().startswith("["):
+        try:
+            rows = [(f"index {n}", item) for n, item in enumerate(json.loads(text))]
+        except ValueError as exc:
+            raise InputError(path, f"invalid JSON: {exc}") from None
+    else:
+        rows = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append((f"line {n}", json.loads(line)))
+                except json.JSONDecodeError as exc:  # its position counts within the line
+                    problem = f"invalid JSON: {exc.msg} (column {exc.colno})"
+                    raise InputError(path, problem, f"line {n}") from None
+    if not rows:
         raise InputError(path, "no responses found")
+    responses: list[Response] = []
+    seen: dict[tuple[str, str, str], str] = {}
+    for where, item in rows:
+        response = _parse(path, item, where)
+        if response.key in seen:
+            raise InputError(path, f"same topic, side and argument as {seen[response.key]}", where)
+        seen[response.key] = where
+        responses.append(response)
     return responses
 
 
 def _parse(path: Path, item: Any, where: str) -> Response:
     if not isinstance(item, dict):
-        raise InputError(path, f"expected an object, got {type(item).__name__}", where)
+        raise InputError(path, f"expected an object, got {json_type(item)}", where)
     if "messages" in item or "completion" in item:  # a moot SFT record
-        messages = item.get("messages") or [
-            {"role": "user", "content": item.get("prompt", "")},
-            {"role": "assistant", "content": item.get("completion", "")},
-        ]
-        instruction = next((m["content"] for m in messages if m.get("role") == "user"), "")
-        answer = next((m["content"] for m in messages if m.get("role") == "assistant"), "")
-        item = {
-            **item,
-            "side": item.get("stance", ""),
-            "instruction": instruction,
-            "response": answer,
-        }
-    missing = [k for k in ("topic", "side", "argument", "instruction", "response") if k not in item]
-    if missing:
-        raise InputError(
-            path, f"missing field {missing[0]!r} (not a DEBATunE responses file?)", where
-        )
-    side = str(item["side"]).lower()
-    if side not in SIDES:
-        raise InputError(path, f"side must be affirmative or negative, got {item['side']!r}", where)
-    if not str(item["response"]).strip():
+        side = _text(path, item, "stance", where)
+        if "messages" in item:
+            instruction, response = _messages(path, item["messages"], where)
+        else:
+            instruction = _text(path, item, "prompt", where)
+            response = _text(path, item, "completion", where)
+    else:
+        side = _text(path, item, "side", where)
+        instruction = _text(path, item, "instruction", where)
+        response = _text(path, item, "response", where)
+    topic, argument = _text(path, item, "topic", where), _text(path, item, "argument", where)
+    if side.lower() not in SIDES:
+        raise InputError(path, f"side must be affirmative or negative, got {side!r}", where)
+    if not response.strip():
         raise InputError(path, "empty response", where)
-    return Response(item["topic"], side, item["argument"], item["instruction"], item["response"])
+    return Response(topic, side.lower(), argument, instruction, response)
+
+
+def _text(path: Path, record: dict[str, Any], field: str, where: str, name: str = "") -> str:
+    """``record[field]``, which must be text; `name` says where it sits (``messages[0].role``)."""
+    if field not in record:
+        if name:
+            raise InputError(path, f"missing {name}", where)
+        raise InputError(path, f"missing field {field!r} (not a DEBATunE responses file?)", where)
+    value = record[field]
+    if not isinstance(value, str):
+        raise InputError(path, f"{name or repr(field)} must be text, got {json_type(value)}", where)
+    return value
+
+
+def _messages(path: Path, messages: Any, where: str) -> tuple[str, str]:
+    """(first user content, first assistant content) of a chat record's ``messages``."""
+    if not isinstance(messages, list):
+        raise InputError(path, f"'messages' must be a list, got {json_type(messages)}", where)
+    contents: dict[str, str] = {}
+    for n, message in enumerate(messages):
+        if not isinstance(message, dict):
+            problem = f"messages[{n}] must be an object, got {json_type(message)}"
+            raise InputError(path, problem, where)
+        role = _text(path, message, "role", where, f"messages[{n}].role")
+        contents.setdefault(role, _text(path, message, "content", where, f"messages[{n}].content"))
+    for role in ("user", "assistant"):
+        if role not in contents:
+            raise InputError(path, f"'messages' has no {role} message", where)
+    return contents["user"], contents["assistant"]

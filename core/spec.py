@@ -79,11 +79,19 @@ class ModelSpec:
 
     def describe(self) -> dict[str, object]:
         """A JSON-safe description for manifests (never includes a key)."""
-        api_base = self.api_base
-        if api_base and "@" in api_base:  # never write credentials embedded in a URL
-            url = urlparse(api_base)
-            api_base = url._replace(netloc=url.netloc.rpartition("@")[2]).geturl()
+        api_base = public_url(self.api_base) if self.api_base else None
         return {"spec": self.name, "api_base": api_base, "context_window": self.context_window}
+
+
+def public_url(url: str) -> str:
+    """`url` without the credentials a URL may embed (``https://user:password@host/...``).
+
+    Every message, record and manifest that names an endpoint shows this form.
+    """
+    if "@" not in url:
+        return url
+    parts = urlparse(url)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.core.errors import InputError
+from moot.core.errors import InputError, json_type
 
 STANCES = ("Affirmative", "Negative")
 _COLUMNS = ("topic", *STANCES)
@@ -103,17 +103,17 @@ def _parse_item(source: str, item: Any, where: str) -> Topic:
     if isinstance(item, str):
         item = {"topic": item}
     if not isinstance(item, dict):
-        raise InputError(
-            source, f"expected a topic string or object, got {type(item).__name__}", where
-        )
+        raise InputError(source, f"expected a topic string or object, got {json_type(item)}", where)
     unknown = [k for k in item if k not in _COLUMNS]
     if unknown:
         raise InputError(
             source, f"unknown column {unknown[0]!r} (expected {', '.join(_COLUMNS)})", where
         )
-    topic = item.get("topic")
-    if not isinstance(topic, str):
+    if "topic" not in item:
         raise InputError(source, "missing 'topic' column", where)
+    topic = item["topic"]
+    if not isinstance(topic, str):
+        raise InputError(source, f"'topic' must be text, got {json_type(topic)}", where)
     if not topic.strip():
         raise InputError(source, "empty topic", where)
     given = {stance: item[stance] for stance in STANCES if item.get(stance) not in (None, "")}
@@ -122,11 +122,22 @@ def _parse_item(source: str, item: Any, where: str) -> Topic:
     arguments: dict[str, tuple[str, ...]] = {}
     for stance in STANCES:
         value = given.get(stance)
-        values = value.get("arguments") if isinstance(value, dict) else None
-        if not isinstance(values, list) or not values:
+        if value is not None and not isinstance(value, dict):
+            kind = json_type(value)
+            problem = f"{stance!r} must be an object with an 'arguments' list, got {kind}"
+            raise InputError(source, problem, where)
+        values = (value or {}).get("arguments")
+        if values is not None and not isinstance(values, list):
+            problem = f"{stance!r}: 'arguments' must be a list, got {json_type(values)}"
+            raise InputError(source, problem, where)
+        if not values:
             raise InputError(source, f"{stance!r} needs a non-empty 'arguments' list", where)
-        if not all(isinstance(a, str) and a.strip() for a in values):
-            raise InputError(source, f"{stance!r} has an empty or non-text argument", where)
+        for number, argument in enumerate(values, start=1):
+            if not isinstance(argument, str):
+                problem = f"{stance!r} argument {number} must be text, got {json_type(argument)}"
+                raise InputError(source, problem, where)
+            if not argument.strip():
+                raise InputError(source, f"{stance!r} argument {number} is empty", where)
         arguments[stance] = tuple(a.strip() for a in values)
     return Topic(" ".join(topic.split()), arguments)
 

@@ -22,6 +22,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 from moot.core.corpus import Chunk
 from moot.core.errors import ConfigError, EndpointError
 from moot.core.retrieval import Hit, is_trusted
+from moot.core.spec import public_url
 
 BRAVE_API_BASE = "https://api.search.brave.com/res/v1"
 DEFAULT_KEY_ENV = "MOOT_SEARCH_API_KEY"
@@ -66,6 +67,7 @@ class WebSearchRetriever:
             raise ConfigError(f"web search needs an API key: set {api_key_env}")
         self._key, self.api_key_env = key, api_key_env
         self.url = api_base.rstrip("/") + "/web/search"
+        self._shown = public_url(self.url)  # what messages name: no embedded credentials
         self.trusted_domains = trusted_domains
         self.timeout, self.attempts, self.initial_wait = timeout, attempts, initial_wait
 
@@ -115,24 +117,24 @@ class WebSearchRetriever:
         try:
             response = httpx.get(self.url, headers=headers, params=params, timeout=self.timeout)
         except (httpx.TimeoutException, httpx.TransportError) as exc:
-            raise _Transient(f"{type(exc).__name__} for {self.url}") from None
+            raise _Transient(f"{type(exc).__name__} for {self._shown}") from None
         if response.status_code == 429 or response.status_code >= 500:
-            raise _Transient(f"HTTP {response.status_code} from {self.url}")
+            raise _Transient(f"HTTP {response.status_code} from {self._shown}")
         if response.status_code in (401, 403):
             raise ConfigError(
                 f"web search refused the key in {self.api_key_env} (HTTP {response.status_code})"
             )
         if response.status_code != 200:
             raise EndpointError(
-                f"web search: HTTP {response.status_code} from {self.url}: "
+                f"web search: HTTP {response.status_code} from {self._shown}: "
                 f"{self._clean(response.text[:200])}"
             )
         try:
             body = response.json()
         except ValueError:
-            raise _Transient(f"malformed JSON from {self.url}") from None
+            raise _Transient(f"malformed JSON from {self._shown}") from None
         if not isinstance(body, dict):
-            raise EndpointError(f"web search: unexpected reply from {self.url}")
+            raise EndpointError(f"web search: unexpected reply from {self._shown}")
         return body
 
     def _clean(self, text: str) -> str:

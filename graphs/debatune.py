@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from moot.agents.debaters import propose_arguments
-from moot.core.errors import ConfigError, InputError, ModelCallError
+from moot.core.errors import ConfigError, InputError, ModelCallError, json_type
 from moot.core.ledger import UsageLedger
 from moot.core.models import ModelClient
 from moot.core.records import ResultLog, stable_id, write_json
@@ -166,8 +167,10 @@ async def run_debatune(
     shard = shard or Shard()
     out_dir = Path(out_dir)
     started = time.time()
-    identity = config.identity()
-    previous = _claim_folder(out_dir, identity, shard)
+    previous = check_run_folder(out_dir, config, shard)
+    # the claim comes before any work, so even a run interrupted before its first manifest
+    # keeps a rerun with other options from mixing two datasets in one folder
+    write_json(out_dir / ".moot" / "run.json", {"identity": config.identity(), "shard": str(shard)})
     summary = RunSummary(out_dir=out_dir, ledger=client.ledger)
     state_dir = out_dir / ".moot"
     mine = shard.select(topics)
@@ -320,21 +323,28 @@ async def _debate(
     return record
 
 
-def _claim_folder(out_dir: Path, identity: dict[str, Any], shard: Shard) -> dict[str, Any]:
-    """Make sure `out_dir` is new or holds this configuration and shard, and claim it.
+def check_run_folder(out_dir: Path, config: DebateRunConfig, shard: Shard) -> dict[str, Any]:
+    """Check that `out_dir` is new or holds a run of this configuration and shard.
 
-    The claim (``.moot/run.json``) is written before any work, so even a run interrupted before
-    its first manifest keeps a rerun with other options from mixing two datasets in one folder.
+    It writes nothing, so the CLI can check before it prints anything; `run_debatune` checks
+    again before it claims the folder (``.moot/run.json``).
 
     Returns:
         The previous manifest, or an empty dict.
+
+    Raises:
+        ConfigError: `out_dir` is not a folder, or holds another configuration or shard.
+        InputError: Its claim or manifest cannot be read.
     """
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"--out {out_dir} is a file, not a folder")
+    identity = config.identity()
     previous: dict[str, Any] = {}
-    claim = out_dir / ".moot" / "run.json"
-    for path in (claim, out_dir / "manifest.json"):
+    for path in (out_dir / ".moot" / "run.json", out_dir / "manifest.json"):
         if not path.exists():
             continue
-        data = _read_json(path)
+        data = _read_json(path, "move it aside or use a new --out")
         if data.get("identity") != identity:
             raise ConfigError(
                 f"{out_dir} holds a run with a different configuration; use a new --out "
@@ -344,17 +354,15 @@ def _claim_folder(out_dir: Path, identity: dict[str, Any], shard: Shard) -> dict
             raise ConfigError(f"{out_dir} holds shard {data.get('shard')}, not {shard}")
         if path.name == "manifest.json":
             previous = data
-    write_json(claim, {"identity": identity, "shard": str(shard)})
     return previous
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    import json
-
+def _read_json(path: Path, remedy: str) -> dict[str, Any]:
+    """The JSON object in `path`; `remedy` tells the user what to do if it is unreadable."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise InputError(path, f"unreadable ({exc}); move it aside or use a new --out") from None
+        raise InputError(path, f"unreadable ({exc}); {remedy}") from None
     if not isinstance(data, dict):
         raise InputError(path, "expected a JSON object")
     return data
@@ -431,23 +439,19 @@ def versions() -> dict[str, str]:
 def merge_runs(dirs: list[Path], out: Path, *, allow_partial: bool = False) -> dict[str, int]:
     """Join the output folders of sharded runs into one dataset in `out`.
 
+    Every shard's manifest and every line of its ``debates.jsonl`` and ``arguments.jsonl`` are
+    checked before anything is written, so a refused merge leaves `out` as it was.
+
     Returns:
         Counts: ``debates``, ``debates_ok``, ``failures``, ``dataset_records``.
 
     Raises:
-        InputError: A folder is not a moot debate output.
+        InputError: A folder is not a moot debate output, or a manifest or record in it is
+            malformed.
         ConfigError: The folders' configurations differ, shards are missing (unless
             `allow_partial`), or `out` is an input or holds something else.
     """
-    manifests = []
-    for folder in dirs:
-        path = Path(folder) / "manifest.json"
-        if not path.exists():
-            raise InputError(path, "not found: not a `moot debate` output folder")
-        manifest = _read_json(path)
-        if manifest.get("kind") != "debatune":
-            raise InputError(path, "not a `moot debate` manifest")
-        manifests.append(manifest)
+    manifests = [_shard_manifest(Path(folder) / "manifest.json") for folder in dirs]
     identity = manifests[0]["identity"]
     for folder, manifest in zip(dirs, manifests, strict=True):
         if manifest["identity"] != identity:
@@ -468,14 +472,14 @@ def merge_runs(dirs: list[Path], out: Path, *, allow_partial: bool = False) -> d
     arguments: dict[str, dict[str, Any]] = {}
     for folder in dirs:
         for store, name in ((debates, "debates.jsonl"), (arguments, "arguments.jsonl")):
-            for record in ResultLog(Path(folder) / name).load().values():
+            for record in _read_shard_log(Path(folder) / name).values():
                 if store.get(record["id"], {}).get("status") != "ok":  # ok wins over failed
                     store[record["id"]] = record
     out = Path(out)
     ResultLog(out / "debates.jsonl").compact(debates.values())
     ResultLog(out / "arguments.jsonl").compact(arguments.values())
     records = write_sft_dataset(debates.values(), out, identity["seed"])
-    ledger = UsageLedger.merged(UsageLedger.from_json(m.get("ledger_total", {})) for m in manifests)
+    ledger = UsageLedger.merged(m["ledger_total"] for m in manifests)
     failures = [
         {"id": r["id"], "kind": kind, "error": r["error"]}
         for kind, store in (("arguments", arguments), ("debate", debates))
@@ -498,12 +502,154 @@ def merge_runs(dirs: list[Path], out: Path, *, allow_partial: bool = False) -> d
             "failures": failures,
             "ledger": ledger.to_json(),
             "ledger_total": ledger.to_json(),
-            "runs": [run for m in manifests for run in m.get("runs", [])],
+            "runs": [run for m in manifests for run in m["runs"]],
             "versions": versions(),
             "outputs": manifests[0]["outputs"],
         },
     )
     return counts
+
+
+_NULL = type(None)
+_TYPE_NAMES = {  # what a field must be
+    str: "text",
+    int: "an integer",
+    list: "a list",
+    dict: "an object",
+    _NULL: "null",
+}
+# the fields merge reads or copies, as `moot debate` writes them (docs/schemas.md)
+_MANIFEST_FIELDS: dict[str, tuple[type, ...]] = {
+    "identity": (dict,),
+    "roles": (list,),
+    "shard": (str,),
+    "topics_source": (str,),
+    "ledger_total": (dict,),
+    "runs": (list,),
+    "outputs": (dict,),
+}
+_LOG_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    "debates.jsonl": {
+        "id": (str,),
+        "topic": (str,),
+        "stance": (str,),
+        "argument": (str,),
+        "status": (str,),
+        "error": (str, _NULL),
+        "transcript": (list,),
+        "conclusion": (str, _NULL),
+        "models": (dict,),
+        "rounds": (int,),
+        "shard": (str,),
+    },
+    "arguments.jsonl": {
+        "id": (str,),
+        "topic": (str,),
+        "stance": (str,),
+        "arguments": (list,),
+        "status": (str,),
+        "error": (str, _NULL),
+        "attempt": (int,),
+    },
+}
+
+
+def _field_problem(record: dict[str, Any], fields: dict[str, tuple[type, ...]]) -> str | None:
+    """What is wrong with `record`'s `fields` (missing, or of the wrong JSON type), if anything."""
+    for name, types in fields.items():
+        if name not in record:
+            return f"missing {name!r}"
+        kind = type(record[name])  # type(), not isinstance(): true is not an integer here
+        if kind not in types:
+            wanted = " or ".join(_TYPE_NAMES[t] for t in types)
+            return f"{name!r} must be {wanted}, got {json_type(record[name])}"
+    return None
+
+
+def _shard_manifest(path: Path) -> dict[str, Any]:
+    """A shard's manifest, checked; its ``ledger_total`` parsed into a `UsageLedger`.
+
+    Raises:
+        InputError: The manifest is missing, unreadable, or malformed.
+    """
+    if not path.exists():
+        raise InputError(path, "not found: not a `moot debate` output folder")
+    remedy = "move it aside and rerun this shard's `moot debate` command to rebuild it"
+    manifest = _read_json(path, remedy)
+    if manifest.get("kind") != "debatune":
+        raise InputError(path, "not a `moot debate` manifest")
+    problem = _field_problem(manifest, _MANIFEST_FIELDS)
+    if problem:
+        raise InputError(path, problem)
+    if type(manifest["identity"].get("seed")) is not int:
+        raise InputError(path, "'identity' has no integer 'seed'")
+    if manifest["shard"] != "partial":
+        try:
+            Shard.parse(manifest["shard"])
+        except ConfigError:
+            problem = f"'shard' must be 'I/N' or 'partial', got {manifest['shard']!r}"
+            raise InputError(path, problem) from None
+    try:
+        ledger = UsageLedger.from_json(manifest["ledger_total"])
+        ledger.to_json()  # sums the counters: a wrong-typed one fails here, not mid-merge
+    except (AttributeError, KeyError, TypeError, ValueError):
+        raise InputError(path, "'ledger_total' is not a usage ledger") from None
+    return {**manifest, "ledger_total": ledger}
+
+
+def _read_shard_log(path: Path) -> dict[str, dict[str, Any]]:
+    """A shard's ``debates.jsonl`` or ``arguments.jsonl``, every line checked; last per id wins.
+
+    A last line without its newline that is not JSON is the one mark a crash mid-append can
+    leave: its item is unfinished (``moot debate`` redoes it), so it is skipped. Any other bad
+    line is an error: a finished run's log is compacted, so it holds no torn lines.
+
+    Raises:
+        InputError: The file is missing, or a line is not a well-formed record.
+    """
+    if not path.is_file():
+        raise InputError(path, "not found; rerun this shard's `moot debate` command")
+    fields = _LOG_FIELDS[path.name]
+    lines = path.read_bytes().split(b"\n")
+    records: dict[str, dict[str, Any]] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"line {number}"
+        try:
+            record = json.loads(line.decode("utf-8"))
+        except ValueError as exc:  # UnicodeDecodeError is one
+            if number == len(lines):
+                continue  # torn by a crash mid-append (no newline after it)
+            problem = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else f"invalid JSON: {exc}"
+            raise InputError(
+                path, f"{problem}; rerun this shard's `moot debate` command to redo it", where
+            ) from None
+        if not isinstance(record, dict):
+            raise InputError(path, f"expected an object, got {json_type(record)}", where)
+        problem = _field_problem(record, fields)
+        if problem is None:
+            problem = _record_problem(record)
+        if problem:
+            raise InputError(path, problem, where)
+        records[record["id"]] = record
+    return records
+
+
+def _record_problem(record: dict[str, Any]) -> str | None:
+    """What is wrong with the values of a debate or argument-list record, if anything."""
+    if record["status"] not in ("ok", "failed"):
+        return f'\'status\' must be "ok" or "failed", got {record["status"]!r}'
+    if record["stance"] not in STANCES:
+        return f"'stance' must be {' or '.join(map(repr, STANCES))}, got {record['stance']!r}"
+    if "transcript" in record:
+        if not all(isinstance(turn, dict) for turn in record["transcript"]):
+            return "'transcript' must be a list of turn objects"
+        if record["status"] == "ok" and record["conclusion"] is None:
+            return "an ok debate needs a 'conclusion'"
+    elif not all(isinstance(a, str) for a in record["arguments"]):
+        return "'arguments' must be a list of texts"
+    return None
 
 
 def _check_merge_target(out: Path, dirs: list[Path], identity: dict[str, Any]) -> None:
@@ -512,7 +658,8 @@ def _check_merge_target(out: Path, dirs: list[Path], identity: dict[str, Any]) -
     if (out / ".moot" / "run.json").exists():
         raise ConfigError(f"{out} is a `moot debate` run folder; merge into a new folder")
     if (out / "manifest.json").exists():
-        if _read_json(out / "manifest.json").get("identity") != identity:
+        manifest = _read_json(out / "manifest.json", "move it aside or use a new --out")
+        if manifest.get("identity") != identity:
             raise ConfigError(f"{out} holds a run with a different configuration")
     elif out.exists() and any(out.iterdir()):
         raise ConfigError(f"{out} exists and is not a moot output folder; choose a new folder")

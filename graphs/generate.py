@@ -16,7 +16,7 @@ from typing import Any
 
 from moot.core.errors import InputError, ModelCallError
 from moot.core.models import ModelClient
-from moot.core.records import ResultLog, stable_id, write_json
+from moot.core.records import ResultLog, check_out_file, stable_id, write_json
 from moot.core.spec import Role
 from moot.core.topics import STANCES, Topic
 from moot.training.debate_data import instruction
@@ -26,9 +26,11 @@ def debate_test_instructions(topics: Sequence[Topic], source: str) -> list[dict[
     """The instructions to answer, in the paper's order.
 
     Raises:
-        InputError: A topic has no given arguments.
+        InputError: A topic has no given arguments, or an argument is listed twice for a topic and
+            side (the judges identify an answer by topic, side and argument).
     """
     items = []
+    seen: set[tuple[str, str, str]] = set()
     for index, topic in enumerate(topics):
         if not topic.arguments:
             raise InputError(
@@ -39,6 +41,11 @@ def debate_test_instructions(topics: Sequence[Topic], source: str) -> list[dict[
         for stance in STANCES:
             for argument in topic.arguments[stance]:
                 side = stance.lower()
+                if (topic.topic, side, argument) in seen:
+                    raise InputError(
+                        source, f"argument {argument!r} listed twice for {side}", f"topic {index}"
+                    )
+                seen.add((topic.topic, side, argument))
                 items.append(
                     {
                         "topic": topic.topic,
@@ -63,8 +70,12 @@ async def generate_responses(
     """Answer every item; return (records in item order, number of failed items).
 
     The output file is written only when nothing failed.
+
+    Raises:
+        ConfigError: `out` cannot be written (checked before any model call).
     """
     out = Path(out)
+    check_out_file(out)
     progress = ResultLog(out.with_name(f".{out.name}.progress.jsonl"))
     identity = {
         "model": role.spec.name,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -41,12 +42,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.command_fn(args) or 0)
     except MootError as exc:
         if args.debug:
-            raise
+            traceback.print_exc()
         print(f"moot: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # an output path that is a file, a folder we may not write, a full disk
-        if args.debug or exc.filename is None:
+        if exc.filename is None:
             raise
+        if args.debug:
+            traceback.print_exc()
         print(f"moot: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -121,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "--mask",
                 action="append",
                 default=[],
+                type=_mask_name,
                 metavar="NAME",
                 help="replace NAME in both answers with [masked] (repeatable)",
             )
@@ -341,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("spec", metavar="SPEC", help="provider/model, e.g. local/smollm2")
     check.add_argument("--api-base", metavar="URL")
     check.add_argument("--api-key-env", metavar="VAR")
-    check.add_argument("--timeout", type=float, default=60.0)
+    check.add_argument("--timeout", type=_seconds, default=60.0, help="seconds (default 60)")
     check.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
 
     # DebateQA / BERDS: corpora and retrieval, answering, and their metrics under `eval`
@@ -377,7 +381,7 @@ def _model_options(
         )
         group.add_argument(f"--api-base-{role}", metavar="URL")
         group.add_argument(f"--temperature-{role}", type=float)
-    group.add_argument("--timeout", type=float, help="seconds per request before retrying")
+    group.add_argument("--timeout", type=_seconds, help="seconds per request before retrying")
     group.add_argument("--max-concurrency", type=_positive, help="requests in flight per model")
     group.add_argument("--context-window", type=_positive, help="model context window in tokens")
     group.add_argument("--max-retries", type=int, default=5, help="retries per call (default 5)")
@@ -390,7 +394,7 @@ def _call_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the key")
     group.add_argument("--temperature", type=float, default=0.0)
     group.add_argument("--seed", type=int, default=0)
-    group.add_argument("--timeout", type=float, help="seconds per request before retrying")
+    group.add_argument("--timeout", type=_seconds, help="seconds per request before retrying")
     group.add_argument("--max-retries", type=int, default=5, help="retries per call (default 5)")
 
 
@@ -429,21 +433,12 @@ def _cmd_debate(args: argparse.Namespace) -> int:
     import asyncio
 
     from moot.core.topics import load_topics
-    from moot.graphs.debatune import DebateRunConfig, Shard, run_debatune
+    from moot.graphs.debatune import DebateRunConfig, Shard, check_run_folder, run_debatune
 
     _require(args, "topics", "out")
     shard = Shard.parse(args.shard)
     topics = load_topics(args.topics)
     role_a, role_b = _role(args, "a", "debater_a"), _role(args, "b", "debater_b")
-    if role_a.spec == role_b.spec and role_a.temperature == role_b.temperature:
-        _note(
-            args,
-            f"warning: both debaters use {role_a.spec.name} at temperature "
-            f"{role_a.temperature:g}; set --model-b or --temperature-b for distinct voices",
-        )
-    if DEFAULT_MODEL in (role_a.spec.name, role_b.spec.name):
-        _note(args, DEMO_NOTE)
-    client = _client(args, role_a.spec, role_b.spec)
     config = DebateRunConfig(
         debater_a=role_a,
         debater_b=role_b,
@@ -453,6 +448,17 @@ def _cmd_debate(args: argparse.Namespace) -> int:
         turn_tokens=args.turn_tokens,
         conclusion_tokens=args.conclusion_tokens,
     )
+    check_run_folder(args.out, config, shard)
+    client = _client(args, role_a.spec, role_b.spec)
+    # warnings only once every check passed: refused input gets its one error line alone
+    if role_a.spec == role_b.spec and role_a.temperature == role_b.temperature:
+        _note(
+            args,
+            f"warning: both debaters use {role_a.spec.name} at temperature "
+            f"{role_a.temperature:g}; set --model-b or --temperature-b for distinct voices",
+        )
+    if DEFAULT_MODEL in (role_a.spec.name, role_b.spec.name):
+        _note(args, DEMO_NOTE)
     with _Progress(args, "debates") as progress:
         summary = asyncio.run(
             run_debatune(
@@ -677,8 +683,16 @@ def _cmd_train_sft(args: argparse.Namespace) -> int:
     from moot.training.sft_config import load_sft_config
 
     config = load_sft_config(args.train_config, args.overrides)  # checked before any launch
-    if not args.launch and (args.num_processes > 1 or args.num_machines > 1):
-        raise ConfigError("--num-processes and --num-machines need --launch (e.g. --launch ddp)")
+    launch_only = {
+        "--num-processes": args.num_processes > 1,
+        "--num-machines": args.num_machines > 1,
+        "--machine-rank": args.machine_rank != 0,
+        "--main-process-ip": args.main_process_ip is not None,
+        "--main-process-port": args.main_process_port is not None,
+    }
+    if not args.launch and any(launch_only.values()):
+        given = ", ".join(flag for flag, used in launch_only.items() if used)
+        raise ConfigError(f"{given} need --launch (e.g. --launch ddp)")
     if args.launch:
         from moot.training.launch import run_launch
 
@@ -984,6 +998,22 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
     return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):  # also rejects nan
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def _mask_name(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must be a non-blank name")
+    return text
 
 
 def _names(text: str) -> tuple[str, ...]:

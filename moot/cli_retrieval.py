@@ -88,12 +88,18 @@ def _cmd_index(args: argparse.Namespace) -> int:
 def _cmd_retrieve(args: argparse.Namespace) -> int:
     from moot.core.errors import ConfigError
     from moot.core.qa_data import load_questions
-    from moot.core.records import write_jsonl
+    from moot.core.records import check_out_file, write_jsonl
 
     if args.k < 1:
         raise ConfigError(f"-k must be a positive integer, got {args.k}")
     if args.mmr is not None and not 0 <= args.mmr <= 1:  # also rejects nan
         raise ConfigError(f"--mmr must be between 0 and 1, got {args.mmr:g}")
+    out = args.out.resolve()  # resolved: another spelling or a symlink of an input is refused too
+    if out == args.questions.resolve():
+        raise ConfigError(f"--out {args.out} is the --questions file; choose another file")
+    if args.index and out.is_relative_to(args.index.resolve()):
+        raise ConfigError(f"--out {args.out} is inside the --index folder; choose another file")
+    check_out_file(args.out)  # before query expansion pays for calls
     questions = load_questions(args.questions)
     retriever = retriever_from_args(args)
     perspectives: dict[str, Any] = {}

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from moot.core.errors import ConfigError, InputError
+from moot.core.errors import ConfigError, InputError, json_type
 from moot.core.records import read_input_text, stable_id
 
 ROLES = ("system", "user", "assistant")
@@ -118,7 +118,7 @@ def normalise_messages(messages: Any, path: object, where: str) -> list[dict[str
 
 def _sft_row(path: object, item: Any, where: str, label: str) -> dict[str, Any]:
     if not isinstance(item, dict):
-        raise InputError(path, f"expected a record object, got {type(item).__name__}", where)
+        raise InputError(path, f"expected a record object, got {json_type(item)}", where)
     if item.get("messages") is not None:
         messages = item["messages"]
     elif item.get("prompt") is not None and item.get("completion") is not None:
@@ -153,7 +153,7 @@ def _pair(
 
 def _text(path: object, where: str, value: Any, name: str, empty: bool = False) -> str:
     if not isinstance(value, str):
-        raise InputError(path, f"{name!r} must be a string, got {type(value).__name__}", where)
+        raise InputError(path, f"{name!r} must be text, got {json_type(value)}", where)
     if not empty and not value.strip():
         raise InputError(path, f"empty {name!r}", where)
     return value

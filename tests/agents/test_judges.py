@@ -17,6 +17,7 @@ from moot.agents.judges import (
     run_judge,
 )
 from moot.core import ModelClient, RetryPolicy, Role, parse_spec
+from moot.core.errors import ConfigError
 from moot.core.scripted_server import Rule, ScriptedServer
 from moot.core.structured import OutputParseError
 
@@ -162,6 +163,14 @@ def test_name_masking():
         )
         texts = [r.body["messages"][1]["content"] for r in s.requests]
     assert all("GPT-4" not in t and "Vicuna" not in t and "[masked]" in t for t in texts)
+
+
+@pytest.mark.parametrize("name", ["", " "])
+def test_a_blank_mask_name_is_refused_before_any_call(name, scripted):
+    run = judge_pair(ModelClient(), judge_role(scripted), QUALITY, "Q?", "a", "b", mask=[name])
+    with pytest.raises(ConfigError, match="--mask needs a non-blank name"):
+        asyncio.run(run)
+    assert scripted.requests == []
 
 
 def test_constrained_judging_sends_the_schema_and_reads_json():

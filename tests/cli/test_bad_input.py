@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from moot.cli import main
 from tests.cli.helpers import moot_env, run_moot, write_topics
 
 
@@ -181,6 +182,39 @@ def test_models_check_round_trip_and_unreachable(scripted):
     url = closed_port_url()
     bad = run_moot("models", "check", "openai/scripted", "--api-base", url)
     assert_clean_failure(bad, f"cannot reach {url}")
+
+
+@pytest.mark.parametrize("timeout", ["-1", "0", "nan", "soon"])
+def test_models_check_refuses_a_timeout_that_is_not_positive(timeout, scripted, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["models", "check", "openai/x", "--api-base", scripted.url, "--timeout", timeout])
+    assert exit_.value.code == 2 and scripted.requests == []
+    assert (
+        f"--timeout: must be a positive number of seconds, got {timeout}" in capsys.readouterr().err
+    )
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--timeout", "-1", "--timeout: must be a positive number of seconds, got -1"),
+        ("--mask", " ", "--mask: must be a non-blank name"),
+    ],
+)
+def test_bad_judge_options_are_refused_before_anything(option, value, message, tmp_path, capsys):
+    responses = ["--responses", "r.json", "--baseline", "b.json", "--out", str(tmp_path / "out")]
+    with pytest.raises(SystemExit) as exit_:
+        main(["eval", "quality", *responses, option, value])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_debug_adds_the_traceback_and_keeps_exit_2(tmp_path, capsys):
+    missing = tmp_path / "missing.json"
+    args = ["report", "compqa", "--judged", str(missing), "--out", str(tmp_path / "r")]
+    assert main(["--debug", *args, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and err.splitlines()[-1] == f"moot: error: {missing}: file not found"
 
 
 def test_no_command_prints_help_and_fails():

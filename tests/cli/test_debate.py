@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from moot.cli import main
 from moot.core.cache import RequestCache
 from moot.core.scripted_server import Fault, Rule, ScriptedServer
 from tests.cli.helpers import (
@@ -367,3 +368,37 @@ def test_resume_after_kill_without_cache_redoes_only_unfinished_work(tmp_path):
     assert 0 < len(rerun) <= (8 - finished) * 5
     debates = read_jsonl(log)
     assert len(debates) == len({d["id"] for d in debates}) == 8
+
+
+@pytest.mark.parametrize("case", ["file", "other configuration"])
+def test_a_refused_out_is_one_error_line_without_warnings(case, server, tmp_path, capsys):
+    topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
+    out = tmp_path / "out"
+    if case == "file":
+        out.write_text("keep me\n")
+        expected = f"--out {out} is a file, not a folder"
+    else:
+        (out / ".moot").mkdir(parents=True)
+        (out / ".moot" / "run.json").write_text('{"identity": {}, "shard": "0/1"}')
+        expected = f"{out} holds a run with a different configuration"
+    # both debaters use one model at one temperature: the case that prints a warning
+    code = main([str(a) for a in debate_args(server, topics, out)])
+    error = capsys.readouterr().err
+    assert code == 2 and error.startswith(f"moot: error: {expected}"), error
+    assert error.count("\n") == 1 and server.requests == []
+    if case == "file":
+        assert out.read_text() == "keep me\n"
+
+
+def test_merge_of_a_corrupt_shard_is_one_error_line_and_writes_nothing(server, tmp_path, capsys):
+    topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
+    args = debate_args(server, topics, tmp_path / "s0", "--arguments-per-stance", 1, "--quiet")
+    assert main([str(a) for a in args]) == 0
+    log = tmp_path / "s0" / "debates.jsonl"
+    first, rest = log.read_bytes().split(b"\n", 1)
+    log.write_bytes(first[:30] + b"\n" + rest)
+    capsys.readouterr()
+    code = main(["merge", str(tmp_path / "s0"), "--out", str(tmp_path / "m")])
+    error = capsys.readouterr().err
+    assert code == 2 and error.startswith(f"moot: error: {log}, line 1: invalid JSON")
+    assert error.count("\n") == 1 and not (tmp_path / "m").exists()

@@ -136,37 +136,23 @@ def test_quality_win_tie_loss_score_and_inconsistency(tmp_path):
     assert [r["argument"] for r in read_jsonl(strided / "judgments.jsonl")] == ["arg 0", "arg 2"]
 
 
-@pytest.mark.parametrize(
-    ("records", "needle"),
-    [
-        (["just a topic"], "expected an object"),
-        (
-            [{"topic": "t", "side": "pro", "argument": "a", "instruction": "i", "response": "r"}],
-            "side must be affirmative or negative, got 'pro'",
-        ),
-        (
-            [
-                {
-                    "topic": "t",
-                    "side": "negative",
-                    "argument": "a",
-                    "instruction": "i",
-                    "response": " ",
-                }
-            ],
-            "empty response",
-        ),
-        ([{"topic": "t", "argument": "a"}], "missing field 'side'"),
-    ],
-)
-def test_bad_responses_files(records, needle, tmp_path, scripted):
-    path = tmp_path / "bad.json"
-    path.write_text(json.dumps(records))
+def test_a_bad_record_exits_2_before_any_claim(tmp_path, scripted):
+    # each record problem is covered in tests/core/test_responses.py; here the CLI contract
+    ours = responses_file(tmp_path / "ours.json", [("affirmative", "x"), ("negative", "y")])
+    baseline = responses_file(tmp_path / "base.json", [("affirmative", "x"), ("negative", "y")])
+    records = json.loads(baseline.read_text())
+    records[1]["response"] = 5
+    baseline.write_text(json.dumps(records))
+    out = tmp_path / "out"
     result = run_moot(
-        *eval_args("controllability", scripted, tmp_path / "out", "--responses", path)
+        *eval_args("quality", scripted, out, "--responses", ours, "--baseline", baseline)
     )
-    assert result.returncode == 2 and needle in result.stderr and str(path) in result.stderr
-    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
+    assert result.returncode == 2, result.stderr
+    assert (
+        result.stderr
+        == f"moot: error: {baseline}, index 1: 'response' must be text, got a number\n"
+    )
+    assert not out.exists() and scripted.requests == []
 
 
 def test_a_baseline_that_does_not_align_is_refused(tmp_path, scripted):

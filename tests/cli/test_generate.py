@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
+from moot.cli import main
+from moot.core.errors import InputError
 from moot.core.responses import load_responses
 from moot.core.scripted_server import Fault, ScriptedServer
+from moot.core.topics import load_topics
+from moot.graphs.generate import debate_test_instructions
 from tests.cli.helpers import run_moot
 from tests.tiny import tiny_llama
 
@@ -81,6 +86,39 @@ def test_topics_without_arguments_are_refused(tmp_path, scripted):
         tmp_path / "r.json",
     )
     assert result.returncode == 2 and "needs topics with arguments" in result.stderr
+
+
+def unwritable_outs(tmp_path: Path) -> list[tuple[Path, str]]:
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    efile = tmp_path / "efile"
+    efile.write_text("mine")
+    outs = [(folder, "is a folder"), (efile / "sub" / "r.json", f"{efile} is not a folder")]
+    if os.geteuid() != 0:  # root may write anywhere
+        readonly = tmp_path / "ro"
+        readonly.mkdir(mode=0o500)
+        outs.append((readonly / "r.json", f"cannot write in {readonly}"))
+    return outs
+
+
+def test_an_unwritable_out_is_refused_before_any_model_call(tmp_path, scripted, capsys):
+    path = dataset(tmp_path)
+    for out, problem in unwritable_outs(tmp_path):
+        args = ["generate", "--dataset", path, "--model", "openai/m", "--api-base", scripted.url]
+        code = main([*map(str, args), "--out", str(out), "--no-cache", "--quiet"])
+        err = capsys.readouterr().err
+        assert code == 2 and err.startswith(f"moot: error: --out {out}") and problem in err
+        assert err.count("\n") == 1 and scripted.requests == []
+    assert not any((tmp_path / "adir").iterdir())  # no progress ledger either
+    assert not (tmp_path / ".adir.progress.jsonl").exists() and (tmp_path / "efile").is_file()
+
+
+def test_an_argument_listed_twice_is_refused(tmp_path):
+    topic = {**TOPIC, "Negative": {"arguments": ["N1 species", "N1 species"]}}
+    path = tmp_path / "dup.jsonl"
+    path.write_text(json.dumps(topic) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match="topic 0: argument 'N1 species' listed twice"):
+        debate_test_instructions(load_topics(path), str(path))
 
 
 def tiny_model(folder: Path) -> Path:

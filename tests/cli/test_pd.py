@@ -99,3 +99,10 @@ def test_eval_pd_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     )
     assert run.returncode == 2
     assert "neither a model folder nor in the local Hugging Face cache" in run.stderr
+
+    empty, out = tmp_path / "empty", tmp_path / "out"
+    empty.mkdir()
+    args = ["--answers", answers, "--partial-answers", partials, "--scorer", empty, "--out", out]
+    run = run_moot("eval", "pd", *args)
+    assert run.returncode == 2 and "cannot load P.D. scorer" in run.stderr
+    assert len(run.stderr.splitlines()) == 1 and not out.exists()  # no claim left behind

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from moot.cli import main
 from moot.core.scripted_server import Rule, ScriptedServer
 from tests.cli.helpers import moot_env, read_jsonl, run_moot
 from tests.conftest import shared_data
@@ -135,6 +136,21 @@ def test_bad_options_exit_2_with_one_line(index, tmp_path, extra, needle):
     assert needle in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
     assert not out.exists()
+
+
+def test_an_out_that_is_an_input_is_refused(index, tmp_path, capsys):
+    questions = write_jsonl(tmp_path / "q.jsonl", ["Is it?"])
+    before = {p: p.read_bytes() for p in [questions, *index.iterdir()] if p.is_file()}
+    for out, problem in [
+        (tmp_path / "." / "q.jsonl", "is the --questions file"),
+        (index / "chunks.jsonl", "is inside the --index folder"),
+    ]:
+        args = ["retrieve", "--questions", str(questions), "--index", str(index), "--out", str(out)]
+        assert main(args) == 2
+        assert (
+            capsys.readouterr().err == f"moot: error: --out {out} {problem}; choose another file\n"
+        )
+    assert {p: p.read_bytes() for p in before} == before
 
 
 def test_questions_without_text_exit_2(index, tmp_path):

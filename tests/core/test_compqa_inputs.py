@@ -57,10 +57,10 @@ def test_free_text_questions_in_every_form(tmp_path):
         ([{"aspect": "price"}], "line 1: no objects ('object1', 'object2') and no question text"),
         ([{"object1": "a", "question": "a or b?"}], "line 1: 'object2' missing"),
         ([{"object1": "Tea", "object2": " tea "}], "line 1: object1 and object2 are the same"),
-        ([{"object1": "a", "object2": "b", "aspect": 3}], "line 1: 'aspect' must be a string"),
+        ([{"object1": "a", "object2": "b", "aspect": 3}], "line 1: 'aspect' must be text"),
         ([{"object1": "a", "object2": ""}], "line 1: 'object2' must be a non-empty string"),
-        ([{"question": ["x"]}], "line 1: 'question' must be a string"),
-        ([42], "line 1: expected a question string or an object, got int"),
+        ([{"question": ["x"]}], "line 1: 'question' must be text"),
+        ([42], "line 1: expected a question string or an object, got a number"),
         ([{"question": ""}], "line 1: no objects ('object1', 'object2') and no question text"),
         (
             [{"object1": "a", "object2": "b"}, {"object1": "A", "object2": "B", "aspect": ""}],
@@ -148,9 +148,9 @@ def test_argument_file_matches_questions_case_insensitively(tmp_path):
         ),
         (
             {"object1": "a", "object2": "b", "aspect": 1, "arguments": {"a": ["x"], "b": []}},
-            "'aspect' must be a string",
+            "'aspect' must be text",
         ),
-        ("text", "expected an object, got str"),
+        ("text", "expected an object, got text"),
     ],
 )
 def test_bad_argument_records_name_file_and_record(tmp_path, record, problem):

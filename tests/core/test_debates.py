@@ -78,14 +78,14 @@ def test_invalid_records_name_the_file_and_record(tmp_path, changes, message):
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"id": None}, "'id' must be a string or an integer, got NoneType"),
-        ({"id": True}, "'id' must be a string or an integer, got bool"),
-        ({"id": ["x"]}, "'id' must be a string or an integer, got list"),
+        ({"id": None}, "'id' must be text or an integer, got null"),
+        ({"id": True}, "'id' must be text or an integer, got a boolean"),
+        ({"id": ["x"]}, "'id' must be text or an integer, got a list"),
         ({"id": " "}, "empty 'id'"),
-        ({"motion": 5}, "'motion' must be a string, got int"),
-        ({"info_slide": {"a": 1}}, "'info_slide' must be a string, got dict"),
-        ({"speeches": [{"speaker": "Alice", "content": 42}]}, "'content' must be a string"),
-        ({"speech_order": 3}, "'speech_order' must be a list, got int"),
+        ({"motion": 5}, "'motion' must be text, got a number"),
+        ({"info_slide": {"a": 1}}, "'info_slide' must be text, got an object"),
+        ({"speeches": [{"speaker": "Alice", "content": 42}]}, "'content' must be text, got a"),
+        ({"speech_order": 3}, "'speech_order' must be a list, got a number"),
         ({"gold": {"dimensions": ["argument"]}}, "gold 'dimensions' must be an object"),
     ],
 )

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from moot.core.cache import RequestCache
 from moot.core.errors import ConfigError, ContextWindowExceeded, EndpointError, ModelCallError
-from moot.core.models import Completion, ModelClient, RetryPolicy
+from moot.core.models import Completion, ModelClient, RetryPolicy, check_reachable
 from moot.core.scripted_server import Fault, Rule, ScriptedServer
 from moot.core.spec import ModelSpec, Role, parse_spec, resolve_api_key
 from moot.core.structured import ParseFailure
@@ -372,6 +372,26 @@ def test_api_key_never_leaks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         assert error.status == 400
         assert SECRET not in str(error) and SECRET not in repr(error)
         assert SECRET not in repr(role) and SECRET not in json.dumps(role.describe())
+
+
+def test_credentials_in_the_api_base_never_reach_a_message() -> None:
+    with ScriptedServer() as server:
+        server.add_fault(Fault("400", match="bad request"))
+        server.add_fault(Fault("500", times=9, match="server error"))
+        url = server.url
+        api_base = url.replace("http://", "http://user:sk-URL-SECRET@")
+        spec = parse_spec("openai/scripted", api_base=api_base, timeout=5 + next(_UNIQUE) * 1e-6)
+        client, role = ModelClient(retry=FAST), Role("judge", spec)
+        messages = []
+        for text in ("bad request", "server error"):
+            with pytest.raises(ModelCallError) as failed:
+                complete(client, role, [{"role": "user", "content": text}])
+            messages.append(str(failed.value))
+    with pytest.raises(EndpointError) as unreachable:  # the server is gone now
+        check_reachable(api_base)
+    messages.append(str(unreachable.value))
+    assert all(url in m and "sk-URL-SECRET" not in m for m in messages), messages
+    assert "sk-URL-SECRET" not in json.dumps(role.describe())
 
 
 def test_wrong_key_error_does_not_echo_key(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -183,3 +183,25 @@ def test_scoring_other_answers_into_the_folder_keeps_the_earlier_scores(
     assert (again, scored, len(built)) == (first, 0, 2)  # q1 was not scored again
     logged = [line.split('"id": "')[1][:2] for line in (tmp_path / "scores.jsonl").open()]
     assert logged == ["q1", "q2"]
+
+
+def test_a_scorer_that_cannot_be_built_leaves_no_claim(gpt2: Path, tmp_path: Path) -> None:
+    partials = PartialAnswers("q1", "Should UBI be adopted?", tuple(PARTIALS))
+    pairs = [(Answer("q1", ANSWER), partials)]
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError, match="max length 4096"):
+        evaluate(pairs, out, lambda: PerspectiveDiversityScorer(str(gpt2), max_length=4096), {})
+    assert not out.exists()
+    # the folder is still free for a run that works, and then held for its settings
+    records, scored = evaluate(pairs, out, lambda: PerspectiveDiversityScorer(str(gpt2)), {"w": 1})
+    assert scored == 1 and records[0]["status"] == "ok"
+    built: list[int] = []
+
+    def make_scorer() -> PerspectiveDiversityScorer:
+        built.append(1)
+        return PerspectiveDiversityScorer(str(gpt2))
+
+    changed = [(Answer("q1", ANSWER + " More."), partials)]
+    with pytest.raises(ConfigError, match="another scorer or settings"):
+        evaluate(changed, out, make_scorer, {"w": 2})
+    assert built == []  # refused before the scorer was loaded

@@ -255,7 +255,42 @@ def test_empty_argument_string(tmp_path: Path) -> None:
 
 def test_non_topic_item(tmp_path: Path) -> None:
     message = load_error(write(tmp_path / "t.json", json.dumps(["One?", 42])))
-    assert "index 1" in message and "int" in message
+    assert "index 1" in message and "got a number" in message
+
+
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        ({"topic": 5}, "'topic' must be text, got a number"),
+        ({"topic": ["A", "B"]}, "'topic' must be text, got a list"),
+        ({"topic": None}, "'topic' must be text, got null"),
+        (
+            {"topic": "A", "Affirmative": {"arguments": "one"}, "Negative": {"arguments": NEG}},
+            "'Affirmative': 'arguments' must be a list, got text",
+        ),
+        (
+            {"topic": "A", "Affirmative": ["x"], "Negative": {"arguments": NEG}},
+            "'Affirmative' must be an object with an 'arguments' list, got a list",
+        ),
+        (
+            {"topic": "A", "Affirmative": {"arguments": AFF}, "Negative": {"arguments": ["x", 7]}},
+            "'Negative' argument 2 must be text, got a number",
+        ),
+    ],
+)
+def test_wrong_types_are_named_not_called_missing(
+    tmp_path: Path, record: dict[str, Any], problem: str
+) -> None:
+    source = jsonl(tmp_path / "t.jsonl", [{"topic": "One?"}, record])
+    assert load_error(source) == f"{source}, line 2: {problem}"
+
+
+def test_dataset_topic_column_of_numbers(tmp_path: Path, hf_cache: Path) -> None:
+    import datasets
+
+    folder = tmp_path / "saved"
+    datasets.Dataset.from_dict({"topic": [5, 6]}).save_to_disk(str(folder))
+    assert load_error(str(folder)) == f"{folder}, row 0: 'topic' must be text, got a number"
 
 
 # --- hub names ---------------------------------------------------------------

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from moot.core import ModelClient, RetryPolicy, Role, Topic, load_topics, parse_spec
+from moot.core.errors import InputError
 from moot.core.scripted_server import Rule, ScriptedServer
-from moot.graphs import DebateRunConfig, Shard, run_debatune
+from moot.graphs import DebateRunConfig, Shard, merge_runs, run_debatune
 from tests.conftest import shared_data
 
 GIVEN = {"Affirmative": ("Zoos protect species.",), "Negative": ("Zoos confine animals.",)}
@@ -71,3 +76,132 @@ def test_the_papers_80_test_topics_debate_end_to_end(tmp_path):
     for topic in topics:  # the first given argument per side is the one debated
         for stance in ("Affirmative", "Negative"):
             assert first[(topic.topic, stance)] == topic.arguments[stance][0]
+
+
+# --- merge checks every shard before it writes anything ------------------------
+
+ARGUMENTS = '{"arguments": ["Homework builds habits {n}."]}'
+
+
+@pytest.fixture(scope="module")
+def finished_shard(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished one-shard run: 2 given and 2 generated debates, 2 argument lists."""
+    folder = tmp_path_factory.mktemp("shard") / "s0"
+    rules = [Rule(pattern="list your arguments", reply=ARGUMENTS)]
+    topics = [Topic("Zoos", GIVEN), Topic("Homework")]
+    with ScriptedServer(rules=rules) as server:
+        client = ModelClient(retry=RetryPolicy(attempts=1))
+        summary = asyncio.run(run_debatune(topics, folder, config(server.url, 1), client))
+    assert summary.ok and summary.completed == 4
+    return folder
+
+
+def shard_copy(finished_shard: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(finished_shard, tmp_path / "s0"))
+
+
+def edit_line(path: Path, number: int, edit: Callable[[dict[str, Any]], Any]) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[number - 1])
+    edit(record)
+    lines[number - 1] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def merge_error(shard: Path, out: Path) -> str:
+    with pytest.raises(InputError) as info:
+        merge_runs([shard], out)
+    assert not out.exists()  # nothing written
+    return str(info.value)
+
+
+def test_merge_of_a_finished_shard_keeps_every_debate(finished_shard, tmp_path):
+    counts = merge_runs([finished_shard], tmp_path / "m")
+    assert counts == {"debates": 4, "debates_ok": 4, "failures": 0, "dataset_records": 4}
+
+
+def test_merge_refuses_a_corrupt_line_inside_a_shard_log(finished_shard, tmp_path):
+    shard = shard_copy(finished_shard, tmp_path)
+    log = shard / "debates.jsonl"
+    lines = log.read_bytes().split(b"\n")
+    log.write_bytes(b"\n".join([lines[0][:40], *lines[1:]]))  # the first debate cut short
+    message = merge_error(shard, tmp_path / "m")
+    assert message.startswith(f"{log}, line 1: invalid JSON: ")
+    assert "rerun this shard's `moot debate` command" in message
+
+
+def test_merge_refuses_bytes_that_are_not_utf8_inside_a_shard_log(finished_shard, tmp_path):
+    shard = shard_copy(finished_shard, tmp_path)
+    log = shard / "arguments.jsonl"
+    log.write_bytes(log.read_bytes().replace(b"Homework", b"Hom\xe9work", 1))
+    assert merge_error(shard, tmp_path / "m").startswith(f"{log}, line 1: not UTF-8")
+
+
+def test_merge_skips_only_a_torn_last_line_as_unfinished(finished_shard, tmp_path):
+    shard = shard_copy(finished_shard, tmp_path)
+    with (shard / "debates.jsonl").open("ab") as f:  # a crash in the middle of an append
+        f.write('{"id": "zzz", "topic": "Café – x'.encode()[:-3])
+    counts = merge_runs([shard], tmp_path / "m")
+    assert counts == {"debates": 4, "debates_ok": 4, "failures": 0, "dataset_records": 4}
+
+
+def drop_status(record: dict[str, Any]) -> None:
+    del record["status"]
+
+
+@pytest.mark.parametrize(
+    ("name", "edit", "problem"),
+    [
+        ("debates.jsonl", drop_status, "missing 'status'"),
+        ("debates.jsonl", lambda r: r.update(transcript="oops"), "'transcript' must be a list"),
+        (
+            "debates.jsonl",
+            lambda r: r.update(conclusion=5),
+            "'conclusion' must be text or null, got a number",
+        ),
+        ("debates.jsonl", lambda r: r.update(conclusion=None), "an ok debate needs a 'conclusion'"),
+        ("debates.jsonl", lambda r: r.update(status="done"), "'status' must be \"ok\" or"),
+        ("debates.jsonl", lambda r: r.update(rounds=True), "'rounds' must be an integer, got a b"),
+        (
+            "debates.jsonl",
+            lambda r: r.update(transcript=[1]),
+            "'transcript' must be a list of turn objects",
+        ),
+        ("arguments.jsonl", lambda r: r.update(arguments="x"), "'arguments' must be a list"),
+        ("arguments.jsonl", lambda r: r.update(stance="Pro"), "'stance' must be 'Affirmative' or"),
+    ],
+)
+def test_merge_refuses_a_malformed_shard_record(finished_shard, tmp_path, name, edit, problem):
+    shard = shard_copy(finished_shard, tmp_path)
+    edit_line(shard / name, 2, edit)
+    message = merge_error(shard, tmp_path / "m")
+    assert message.startswith(f"{shard / name}, line 2: {problem}"), message
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (lambda m: m.pop("identity"), "missing 'identity'"),
+        (lambda m: m.update(runs={}), "'runs' must be a list, got an object"),
+        (lambda m: m["identity"].pop("seed"), "'identity' has no integer 'seed'"),
+        (lambda m: m.update(shard="first"), "'shard' must be 'I/N' or 'partial', got 'first'"),
+        (
+            lambda m: m.update(ledger_total={"by_role": [{"x": 1}]}),
+            "'ledger_total' is not a usage ledger",
+        ),
+    ],
+)
+def test_merge_refuses_a_malformed_shard_manifest(finished_shard, tmp_path, edit, problem):
+    shard = shard_copy(finished_shard, tmp_path)
+    path = shard / "manifest.json"
+    manifest = json.loads(path.read_text())
+    edit(manifest)
+    path.write_text(json.dumps(manifest))
+    assert merge_error(shard, tmp_path / "m") == f"{path}: {problem}"
+
+
+def test_an_unreadable_shard_manifest_is_not_called_the_output(finished_shard, tmp_path):
+    shard = shard_copy(finished_shard, tmp_path)
+    (shard / "manifest.json").write_text("{")
+    message = merge_error(shard, tmp_path / "m")
+    assert "rerun this shard's `moot debate` command" in message and "--out" not in message

@@ -105,7 +105,7 @@ BAD = {
     "status": (answer(status="done"), "index 1: unknown status 'done'"),
     "comparison": (answer(" "), "index 1: missing or empty 'comparison'"),
     "object": ({**answer(), "object2": None}, "index 1: missing or empty 'object2'"),
-    "aspect": (answer(aspect=3), "index 1: 'aspect' must be a string, got int"),
+    "aspect": (answer(aspect=3), "index 1: 'aspect' must be text, got a number"),
 }
 
 

@@ -108,7 +108,7 @@ BAD = {
     "last": ([{"messages": [PAIR[1], PAIR[0]]}], "line 1: the last turn must be the assistant's"),
     "nouser": ([{"messages": [PAIR[1]]}], "line 1: no user turn"),
     "prompt": ([{"prompt": " ", "completion": "C"}], "line 1: empty 'prompt'"),
-    "type": (["just text"], "line 1: expected a record object, got str"),
+    "type": (["just text"], "line 1: expected a record object, got text"),
 }
 
 
