@@ -29,7 +29,11 @@ from moot.core.structured import (
 from moot.prompts import render
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-_LABEL = re.compile(r"assistant\s*\d+|answer\s*\d+|\bA[12]\b", re.I)  # numbers that are names
+# numbers that are not scores: names ("Assistant 1"), scales ("8/10", "8 out of 10"), list marks
+_NOT_SCORES = re.compile(
+    r"assistant\s*\d+|answer\s*\d+|\bA[12]\b|(?:/|\bout of\b)\s*\d+(?:\.\d+)?|^\s*\d+[.)]\s",
+    re.I,
+)
 
 Verdict = Literal["win", "tie", "loss"]
 
@@ -119,7 +123,7 @@ def parse_scores(text: str, schema: type[BaseModel]) -> BaseModel:
     fields = list(schema.model_fields)
     numbers: list[str] = []
     for line in text.splitlines():  # the first line(s) holding numbers: "8 7" or "A1: 8\nA2: 7"
-        found = _NUMBER.findall(_LABEL.sub(" ", line))
+        found = _NUMBER.findall(_NOT_SCORES.sub(" ", line))
         if not found:
             if numbers:
                 break

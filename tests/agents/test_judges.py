@@ -34,16 +34,21 @@ from moot.core.structured import OutputParseError
         '```json\n{"support": 60.0, "oppose": 40.0}\n```',
         "Here is my evaluation.\n\n60 40\nBecause ...",
         "Support: 60%\nOppose: 40%\n\nThe text ...",
+        "Support: 60/100\nOppose: 40/100",
+        "60 out of 100, 40 out of 100",
+        "1. 60\n2. 40",
     ],
 )
 def test_tolerant_parsing(reply):
     assert parse_scores(reply, Percentages) == Percentages(support=60, oppose=40)
 
 
-def test_assistant_labels_are_not_scores():
-    assert parse_scores("Assistant 1: 8\nAssistant 2: 7", PairScores) == PairScores(
-        score_1=8, score_2=7
-    )
+@pytest.mark.parametrize(
+    "reply",
+    ["Assistant 1: 8\nAssistant 2: 7", "Assistant 1: 8/10\nAssistant 2: 7/10", "1) 8\n2) 7"],
+)
+def test_labels_scales_and_list_marks_are_not_scores(reply):
+    assert parse_scores(reply, PairScores) == PairScores(score_1=8, score_2=7)
 
 
 @pytest.mark.parametrize(
