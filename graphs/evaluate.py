@@ -118,6 +118,19 @@ class EvalResult:
         """Items whose judge call failed (rerun to retry)."""
         return sum(1 for r in self.records if r["status"] != "ok")
 
+    @property
+    def nothing_read(self) -> bool:
+        """The judge answered, but not one of its replies could be read: nothing was measured."""
+        answered = [r for r in self.records if r["status"] == "ok"]
+        return bool(answered) and not any(_read(r) for r in answered)
+
+
+def _read(record: dict[str, Any]) -> bool:
+    """Whether a judged item's reply was read: its judgment, or a pair's outcome."""
+    if "judgment" in record:
+        return bool(record["judgment"]["ok"])
+    return record.get("outcome") is not None
+
 
 async def evaluate_controllability(
     responses: Sequence[Response],

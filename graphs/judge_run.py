@@ -111,6 +111,12 @@ class JudgeRunSummary:
         """Scores and winners that could not be read, over every judgment."""
         return sum(_failures(r) for r in self.records)
 
+    @property
+    def nothing_read(self) -> bool:
+        """Judgments completed, but not one final winner could be read."""
+        finals = [r["final"] for r in self.records if r["status"] == "complete"]
+        return bool(finals) and not any(f and f.get("winner") for f in finals)
+
 
 async def judge_debates(
     debates: Sequence[Debate],

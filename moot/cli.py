@@ -599,9 +599,7 @@ def _cmd_judge(args: argparse.Namespace) -> int:
     for record in summary.records:
         if record["status"] == "error":
             print(f"moot: failed {record['debate']}: {record['reason']}", file=sys.stderr)
-    if errors:
-        print(f"moot: {errors} failed; rerun the same command to retry them", file=sys.stderr)
-    return 1 if errors else 0
+    return _judge_exit(errors, summary.nothing_read, "judgments")
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -654,12 +652,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         print(f"judgments {args.out / 'judgments.jsonl'}\nchart     {args.out / 'chart.png'}")
         total = client.ledger.total()
         print(f"judge calls {total.calls} ({total.cache_hits} cached)")
-    if result.errors:
-        print(
-            f"moot: {result.errors} judge calls failed; rerun the same command to retry them",
-            file=sys.stderr,
-        )
-    return 1 if result.errors else 0
+    return _judge_exit(result.errors, result.nothing_read)
 
 
 def _cmd_eval_panelbench(args: argparse.Namespace) -> int:
@@ -986,6 +979,24 @@ class _Progress:
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def _judge_exit(errors: int, nothing_read: bool, failed: str = "judge calls") -> int:
+    """A judging command's exit code, with the reason on stderr.
+
+    1 when judge calls failed for good (a rerun retries them) or when not one reply could be
+    read, so nothing was measured; else 0.
+    """
+    if errors:
+        retry = "rerun the same command to retry them"
+        print(f"moot: {errors} {failed} failed; {retry}", file=sys.stderr)
+    if nothing_read:
+        print(
+            "moot: not one judge reply could be read (each is recorded as a parse failure), so "
+            "nothing was measured; check the judge model and its replies in the output",
+            file=sys.stderr,
+        )
+    return 1 if errors or nothing_read else 0
 
 
 def _note(args: argparse.Namespace, text: str) -> None:

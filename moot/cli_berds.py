@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
-from moot.cli import DEFAULT_MODEL, _call_options, _client, _positive, _run_options, _single_role
+from moot.cli import (
+    DEFAULT_MODEL,
+    _call_options,
+    _client,
+    _judge_exit,
+    _positive,
+    _run_options,
+    _single_role,
+)
 
 
 def register(commands: Any, evaluations: Any) -> None:
@@ -138,9 +145,4 @@ def _finish(args: argparse.Namespace, run: Any, sources: dict[str, str], *extra:
         print(text)
         for name in ("judgments.jsonl", *extra, "summary.json"):
             print(f"{name:<16} {args.out / name}")
-    if result.errors:
-        print(
-            f"moot: {result.errors} judge calls failed; rerun the same command to retry them",
-            file=sys.stderr,
-        )
-    return 1 if result.errors else 0
+    return _judge_exit(result.errors, result.nothing_read)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from moot.cli import (
     _client,
     _constrained,
     _constrained_option,
+    _judge_exit,
     _note,
     _positive,
     _run_options,
@@ -90,9 +90,5 @@ def _cmd_compqa(args: argparse.Namespace) -> int:
         print(f"summary   {args.out / 'summary.json'}")
     if overall["invalid"]:
         _note(args, f"note: {overall['invalid']} invalid judgment(s): counted, not summed")
-    if overall["errors"]:
-        print(
-            f"moot: {overall['errors']} judge call(s) failed; rerun the same command to retry them",
-            file=sys.stderr,
-        )
-    return 1 if overall["errors"] else 0
+    nothing_read = overall["invalid"] > 0 and overall["n_valid"] == 0
+    return _judge_exit(overall["errors"], nothing_read)

@@ -196,6 +196,17 @@ def test_moot_debate_sft_records_are_judged_too(tmp_path):
     assert (summary["cc_p"], summary["cc_n"]) == (1.0, 0.0)
 
 
+def test_a_judge_none_of_whose_replies_can_be_read_exits_1(tmp_path):
+    responses = responses_file(tmp_path / "r.json", [("affirmative", "AFF-BAD")] * 2)
+    with ScriptedServer(rules=CONTROL_RULES) as server:
+        args = eval_args("controllability", server, tmp_path / "out", "--responses", responses)
+        result = run_moot(*args, "--quiet")
+    assert result.returncode == 1
+    assert "not one judge reply could be read" in result.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert (summary["items"], summary["parse_failures"], summary["cc_p"]) == (2, 2, None)
+
+
 def test_an_output_folder_holds_one_judge(tmp_path):
     responses = responses_file(tmp_path / "r.json", [("affirmative", "AFF-FULL")])
     with ScriptedServer(rules=CONTROL_RULES) as server:

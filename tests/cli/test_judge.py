@@ -87,7 +87,8 @@ def test_unparseable_verdicts_are_counted_not_guessed(tmp_path):
     debates, _ = real_debates(tmp_path, 1)
     with ScriptedServer(rules=[SCORE]) as server:  # winners: random prose, never a name
         result = run_moot(*judge_args(server, debates, tmp_path / "out", "--framework", "direct"))
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1  # not one verdict read: nothing was measured
+    assert "not one judge reply could be read" in result.stderr
     (judgment,) = read_jsonl(tmp_path / "out" / "judgments.jsonl")
     assert judgment["final"]["winner"] is None and judgment["final"]["winner_failure"]
     assert "1 unparsed" in result.stdout
@@ -98,7 +99,8 @@ def test_unparseable_verdicts_are_counted_not_guessed(tmp_path):
 def test_resume_after_kill_finishes_without_duplicates(tmp_path):
     debates, records = real_debates(tmp_path, 4)
     out = tmp_path / "out"
-    with ScriptedServer(rules=[SCORE], latency=0.02) as server:
+    winner = Rule('"winner"', json.dumps({"winner": records[0]["pro"][0]}))
+    with ScriptedServer(rules=[SCORE, winner], latency=0.02) as server:
         args = judge_args(server, debates, out, "--concurrency", 2, "--no-cache")
         process = popen_moot(*args)
         log = out / "judgments.jsonl"
