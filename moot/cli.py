@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    # Ctrl-C cancels langgraph's executor with retry coroutines it never started; its warning
+    # would bury the one-line "interrupted" message
+    warnings.filterwarnings(
+        "ignore", "coroutine 'arun_with_retry' was never awaited", RuntimeWarning
+    )
     from moot.core.errors import MootError
 
     try:

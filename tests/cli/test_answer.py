@@ -4,12 +4,14 @@ questions, and the scripted server over HTTP."""
 from __future__ import annotations
 
 import json
+import signal
+import time
 
 import pytest
 
 from moot.core.retrieval import build_index
 from moot.core.scripted_server import Rule, ScriptedServer
-from tests.cli.helpers import read_jsonl, run_moot
+from tests.cli.helpers import popen_moot, read_jsonl, run_moot
 from tests.conftest import shared_data
 
 FINAL = "It is debated. Some argue it reduces poverty; others say it costs too much."
@@ -201,3 +203,19 @@ def test_curate_records_an_unreadable_pov_list_and_exits_1(corpus, tmp_path):
     records = read_jsonl(out / "curation.jsonl")
     assert all(r["failure"]["raw"] == "I cannot list them." for r in records)
     assert read_jsonl(out / "partial_answers.jsonl") == []
+
+
+def test_ctrl_c_is_one_line_and_exit_130(corpus, tmp_path):
+    with ScriptedServer(latency=1.0) as server:
+        process = popen_moot(
+            "answer",
+            *("--questions", corpus["questions"], "--out", tmp_path / "o", "--no-cache"),
+            *("--model", "openai/scripted", "--api-base", server.url, "--concurrency", 1),
+        )
+        deadline = time.time() + 60
+        while not server.requests and time.time() < deadline:  # logged once answered
+            time.sleep(0.05)  # then the second of the three questions is under way
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert err.splitlines() == ["moot: interrupted; rerun the same command to resume"]
