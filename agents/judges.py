@@ -29,9 +29,10 @@ from moot.core.structured import (
 from moot.prompts import render
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-# numbers that are not scores: names ("Assistant 1"), scales ("8/10", "8 out of 10"), list marks
+# numbers that are not scores: names ("Assistant 1"), scales ("8/10", "60 out of 100"; but
+# "60/40" holds two scores) and list marks ("1.", "2)")
 _NOT_SCORES = re.compile(
-    r"assistant\s*\d+|answer\s*\d+|\bA[12]\b|(?:/|\bout of\b)\s*\d+(?:\.\d+)?|^\s*\d+[.)]\s",
+    r"assistant\s*\d+|answer\s*\d+|\bA[12]\b|(?:/|\bout of\b)\s*(?:10|100)\b(?!\.\d)|^\s*\d+[.)]\s",
     re.I,
 )
 

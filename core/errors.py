@@ -73,6 +73,8 @@ def json_type(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
-    if isinstance(value, int | float):
+    if isinstance(value, int):
         return "a number"
+    if isinstance(value, float):
+        return "a decimal number"  # so "must be an integer, got ..." reads right
     return {str: "text", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)

@@ -107,13 +107,23 @@ def claim_folder(out_dir: Path, name: str, claim: dict[str, Any], holds: str) ->
 
 
 def check_out_dir(
-    out: Path, kind: str, inputs: Iterable[str | Path], manifest: str = "manifest.json"
+    out: Path,
+    kind: str,
+    inputs: Iterable[str | Path],
+    manifest: str = "manifest.json",
+    is_earlier: Callable[[Any], bool] | None = None,
 ) -> None:
     """Refuse an `out` that is an input or holds anything but an earlier output of `kind`.
 
     Commands that replace `out` as a whole (`atomic_replace_dir`) call this first, so a user's
-    other files are never swept away. An earlier output is a folder whose `manifest` file is a
-    JSON object with ``"kind": kind``.
+    other files are never swept away.
+
+    Args:
+        out: The output folder.
+        kind: What the command writes, for the message (``index``, ``mix``).
+        inputs: The command's input paths; `out` must not be, hold or sit inside one.
+        manifest: The file that marks an earlier output.
+        is_earlier: Whether that file's JSON marks one; by default, a ``"kind": kind`` in it.
 
     Raises:
         ConfigError: `out` is (or contains, or is inside) an input, or holds other files.
@@ -126,22 +136,32 @@ def check_out_dir(
     if not out.exists() or (out.is_dir() and not any(out.iterdir())):
         return
     try:
-        earlier = json.loads((out / manifest).read_text(encoding="utf-8")).get("kind")
-    except (OSError, ValueError, AttributeError):
-        earlier = None
-    if earlier != kind:
+        data = json.loads((out / manifest).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = None
+    marked = is_earlier or (lambda found: isinstance(found, dict) and found.get("kind") == kind)
+    if not marked(data):
         raise ConfigError(
             f"--out {out} exists and is not an earlier {kind} output: choose a new or empty folder"
         )
 
 
-def check_out_file(out: Path) -> None:
-    """Refuse an output file path that cannot be written, before any work is paid for.
+def check_out_file(out: Path, inputs: Iterable[str | Path] = ()) -> None:
+    """Refuse an output file that would replace an input or cannot be written.
+
+    Commands call it before any work is paid for.
 
     Raises:
-        ConfigError: `out` is a folder, or the folder it goes in is not a folder or not writable.
+        ConfigError: `out` is an input file or sits in an input folder; it is a folder; or the
+            folder it goes in is not a folder or not writable.
     """
     out = Path(out)
+    for source in inputs:
+        path = Path(source).resolve()  # resolved: another spelling or a symlink is caught too
+        if Path(source).exists() and (path == out.resolve() or path in out.resolve().parents):
+            raise ConfigError(
+                f"--out {out} would overwrite an input ({source}); choose another file"
+            )
     if out.is_dir():
         raise ConfigError(f"--out {out} is a folder; give a file name")
     # the nearest existing ancestor ("." or "/" at worst): missing folders are created in it

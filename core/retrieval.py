@@ -237,7 +237,7 @@ def build_index(
 
     if chunk_chars < 1:
         raise ConfigError(f"--chunk-chars must be a positive integer, got {chunk_chars}")
-    check_out_dir(Path(out), "index", [docs], manifest="index.json")
+    check_out_dir(Path(out), "index", [docs], "index.json", _is_index_manifest)
     documents = load_documents(docs)
     chunks = chunk_documents(documents, chunk_chars)
     texts = [chunk.text for chunk in chunks]
@@ -250,7 +250,6 @@ def build_index(
 
         embedder = Embedder(dense)  # fails before anything is written
     manifest = {
-        "kind": "index",
         "format_version": FORMAT_VERSION,
         "chunk_chars": chunk_chars,
         "documents": len(documents),
@@ -273,6 +272,11 @@ def build_index(
 
     atomic_replace_dir(build, Path(out))
     return Index.load(Path(out))
+
+
+def _is_index_manifest(data: Any) -> bool:
+    """An ``index.json`` of any format version: a folder `moot index` may replace."""
+    return isinstance(data, dict) and "format_version" in data
 
 
 def corpus_sha256(path: Path) -> str:

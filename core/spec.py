@@ -156,8 +156,9 @@ def parse_spec(text: str, *, api_base: str | None = None, **options: object) -> 
     if api_base:
         url = urlparse(api_base)
         if url.scheme not in ("http", "https") or not url.netloc:
+            shown = public_url(api_base)
             raise ConfigError(
-                f"invalid --api-base {api_base!r} for {text!r}: expected http(s)://host:port/..."
+                f"invalid --api-base {shown!r} for {text!r}: expected http(s)://host:port/..."
             )
     spec = ModelSpec(provider=provider, model=model, api_base=api_base or None)
     if provider == "local":  # a 2-core CPU takes minutes for long completions

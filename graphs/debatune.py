@@ -554,10 +554,15 @@ _LOG_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
 }
 
 
+_OPTIONAL_FIELDS = {"attempt"}  # shards written before argument lists were retried lack it
+
+
 def _field_problem(record: dict[str, Any], fields: dict[str, tuple[type, ...]]) -> str | None:
     """What is wrong with `record`'s `fields` (missing, or of the wrong JSON type), if anything."""
     for name, types in fields.items():
         if name not in record:
+            if name in _OPTIONAL_FIELDS:
+                continue
             return f"missing {name!r}"
         kind = type(record[name])  # type(), not isinstance(): true is not an integer here
         if kind not in types:

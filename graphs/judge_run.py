@@ -109,13 +109,13 @@ class JudgeRunSummary:
     @property
     def parse_failures(self) -> int:
         """Scores and winners that could not be read, over every judgment."""
-        return sum(_failures(r) for r in self.records)
+        return sum(_readings(r)[1] for r in self.records)
 
     @property
     def nothing_read(self) -> bool:
-        """Judgments completed, but not one final winner could be read."""
-        finals = [r["final"] for r in self.records if r["status"] == "complete"]
-        return bool(finals) and not any(f and f.get("winner") for f in finals)
+        """Judgments completed, but not one score or winner in them could be read."""
+        complete = [r for r in self.records if r["status"] == "complete"]
+        return bool(complete) and not any(_readings(r)[0] for r in complete)
 
 
 async def judge_debates(
@@ -195,7 +195,11 @@ async def judge_debates(
 
         await asyncio.gather(*(run_one(*item) for item in pending))
 
-    summary.records = log.compact_current_first([item_id for item_id, _, _ in items])
+    # the log holds exactly this run's judgments, which `moot eval panelbench` reads; judgments
+    # of debates no longer asked for stay in the checkpoints, so asking again costs no call
+    records = log.load()
+    summary.records = [records[item_id] for item_id, _, _ in items if item_id in records]
+    log.compact(summary.records)
     by_id = {debate.id: debate for debate in debates}
     for record in summary.records:
         write_report(record, by_id[record["debate"]], out_dir / "reports", report_format)
@@ -265,18 +269,19 @@ def _content(debate: Debate) -> dict[str, Any]:
     }
 
 
-def _failures(record: dict[str, Any]) -> int:
-    """Parse failures in one judgment: speech scores, debater scores and winners."""
+def _readings(record: dict[str, Any]) -> tuple[int, int]:
+    """(read, unread) in one judgment, over speech scores, debater scores and winners."""
     verdicts = list(record.get("dimensions", {}).values())
     # A split framework's panel judges anew; the others adopt their only dimension's verdict.
     if record.get("final") and FRAMEWORKS[record["framework"]].split:
         verdicts.append(record["final"])
-    count = 0
+    total = unread = 0
     for verdict in verdicts:
-        count += sum("parse_failure" in s for s in verdict.get("speeches", []))
-        count += sum("parse_failure" in d for d in verdict["debaters"].values())
-        count += verdict["winner_failure"] is not None
-    return count
+        parts = [*verdict.get("speeches", []), *verdict["debaters"].values()]
+        total += len(parts) + 1
+        unread += sum("parse_failure" in part for part in parts)
+        unread += verdict["winner_failure"] is not None
+    return total - unread, unread
 
 
 def _summary_json(summary: JudgeRunSummary, identity: dict[str, Any], client: ModelClient) -> dict:

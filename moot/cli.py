@@ -511,10 +511,12 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     import asyncio
 
     from moot.core.errors import ConfigError
+    from moot.core.records import check_out_file
     from moot.core.topics import load_topics
     from moot.graphs.generate import debate_test_instructions, generate_responses
     from moot.prompts import template_source
 
+    check_out_file(args.out, [args.dataset])
     items = debate_test_instructions(load_topics(args.dataset), args.dataset)
     text = f"hf/{args.model}" if Path(args.model).is_dir() else args.model
     template = template_source(f"chat_templates/{args.template}.j2") if args.template else None
@@ -998,7 +1000,7 @@ def _judge_exit(errors: int, nothing_read: bool, failed: str = "judge calls") ->
         print(f"moot: {errors} {failed} failed; {retry}", file=sys.stderr)
     if nothing_read:
         print(
-            "moot: not one judge reply could be read (each is recorded as a parse failure), so "
+            "moot: not one judge reply could be read (each is recorded with its problem), so "
             "nothing was measured; check the judge model and its replies in the output",
             file=sys.stderr,
         )

@@ -37,6 +37,8 @@ from moot.core.structured import OutputParseError
         "Support: 60/100\nOppose: 40/100",
         "60 out of 100, 40 out of 100",
         "1. 60\n2. 40",
+        "60/40",
+        "Support/Oppose: 60 / 40",
     ],
 )
 def test_tolerant_parsing(reply):

@@ -46,6 +46,16 @@ def test_judges_real_answers_and_a_rerun_costs_nothing(tmp_path):
     assert summary["shots"] == 1 and summary["judge"] == "openai/judge"
 
 
+def test_a_judge_whose_every_judgment_is_invalid_exits_1(tmp_path):
+    paths, out = real_answers(tmp_path)[:1], tmp_path / "out"
+    with ScriptedServer() as server:  # prose, never a score dict
+        judge = ["--judge", "openai/judge", "--api-base", server.url, "--quiet"]
+        result = run_moot("eval", "compqa", "--answers", *paths, "--out", out, *judge)
+    assert result.returncode == 1 and "not one judge reply could be read" in result.stderr
+    judged = load_judged(out / "judged" / "gpt4_scenario_1.json")
+    assert [j.status for j in judged] == ["invalid", "invalid"]
+
+
 def test_bad_input_exits_2_with_one_line(tmp_path):
     bad = tmp_path / "mine_scenario_1.json"
     bad.write_text(json.dumps([{"object1": "tea", "comparison": "Tea wins."}]), encoding="utf-8")

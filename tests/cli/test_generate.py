@@ -103,7 +103,8 @@ def unwritable_outs(tmp_path: Path) -> list[tuple[Path, str]]:
 
 def test_an_unwritable_out_is_refused_before_any_model_call(tmp_path, scripted, capsys):
     path = dataset(tmp_path)
-    for out, problem in unwritable_outs(tmp_path):
+    before = path.read_bytes()
+    for out, problem in [*unwritable_outs(tmp_path), (path, "would overwrite an input")]:
         args = ["generate", "--dataset", path, "--model", "openai/m", "--api-base", scripted.url]
         code = main([*map(str, args), "--out", str(out), "--no-cache", "--quiet"])
         err = capsys.readouterr().err
@@ -111,6 +112,7 @@ def test_an_unwritable_out_is_refused_before_any_model_call(tmp_path, scripted, 
         assert err.count("\n") == 1 and scripted.requests == []
     assert not any((tmp_path / "adir").iterdir())  # no progress ledger either
     assert not (tmp_path / ".adir.progress.jsonl").exists() and (tmp_path / "efile").is_file()
+    assert path.read_bytes() == before
 
 
 def test_an_argument_listed_twice_is_refused(tmp_path):

@@ -87,8 +87,10 @@ def test_unparseable_verdicts_are_counted_not_guessed(tmp_path):
     debates, _ = real_debates(tmp_path, 1)
     with ScriptedServer(rules=[SCORE]) as server:  # winners: random prose, never a name
         result = run_moot(*judge_args(server, debates, tmp_path / "out", "--framework", "direct"))
-    assert result.returncode == 1  # not one verdict read: nothing was measured
-    assert "not one judge reply could be read" in result.stderr
+    with ScriptedServer() as server:  # scores too: not one reading, so nothing was measured
+        nothing = run_moot(*judge_args(server, debates, tmp_path / "none", "--framework", "direct"))
+    assert result.returncode == 0, result.stderr  # the scores were read
+    assert nothing.returncode == 1 and "not one judge reply could be read" in nothing.stderr
     (judgment,) = read_jsonl(tmp_path / "out" / "judgments.jsonl")
     assert judgment["final"]["winner"] is None and judgment["final"]["winner_failure"]
     assert "1 unparsed" in result.stdout

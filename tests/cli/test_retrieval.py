@@ -141,15 +141,11 @@ def test_bad_options_exit_2_with_one_line(index, tmp_path, extra, needle):
 def test_an_out_that_is_an_input_is_refused(index, tmp_path, capsys):
     questions = write_jsonl(tmp_path / "q.jsonl", ["Is it?"])
     before = {p: p.read_bytes() for p in [questions, *index.iterdir()] if p.is_file()}
-    for out, problem in [
-        (tmp_path / "." / "q.jsonl", "is the --questions file"),
-        (index / "chunks.jsonl", "is inside the --index folder"),
-    ]:
+    for out, source in [(tmp_path / "." / "q.jsonl", questions), (index / "chunks.jsonl", index)]:
         args = ["retrieve", "--questions", str(questions), "--index", str(index), "--out", str(out)]
         assert main(args) == 2
-        assert (
-            capsys.readouterr().err == f"moot: error: --out {out} {problem}; choose another file\n"
-        )
+        problem = f"would overwrite an input ({source}); choose another file"
+        assert capsys.readouterr().err == f"moot: error: --out {out} {problem}\n"
     assert {p: p.read_bytes() for p in before} == before
 
 

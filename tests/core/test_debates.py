@@ -81,6 +81,7 @@ def test_invalid_records_name_the_file_and_record(tmp_path, changes, message):
         ({"id": None}, "'id' must be text or an integer, got null"),
         ({"id": True}, "'id' must be text or an integer, got a boolean"),
         ({"id": ["x"]}, "'id' must be text or an integer, got a list"),
+        ({"id": 1.5}, "'id' must be text or an integer, got a decimal number"),
         ({"id": " "}, "empty 'id'"),
         ({"motion": 5}, "'motion' must be text, got a number"),
         ({"info_slide": {"a": 1}}, "'info_slide' must be text, got an object"),

@@ -85,6 +85,9 @@ def test_a_rebuild_replaces_the_index(tmp_path):
     build_index(corpus(tmp_path), tmp_path / "idx")
     index = build_index(corpus(tmp_path, DOCS[:2]), tmp_path / "idx")
     assert len(Index.load(tmp_path / "idx")) == len(index) == 2
+    (tmp_path / "old").mkdir()  # an index of another format version is replaced too
+    (tmp_path / "old" / "index.json").write_text('{"format_version": 0}')
+    assert len(build_index(corpus(tmp_path), tmp_path / "old")) == 5
 
 
 def test_a_build_never_replaces_the_corpus_or_other_files(tmp_path):

@@ -68,6 +68,12 @@ def test_rejects_bad_api_base_naming_it(bad: str) -> None:
     assert repr(bad) in str(info.value)
 
 
+def test_a_bad_api_base_is_named_without_its_credentials() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_spec("openai/x", api_base="htp://user:S3CRET@127.0.0.1:9/v1")
+    assert "'htp://127.0.0.1:9/v1'" in str(info.value) and "S3CRET" not in str(info.value)
+
+
 def test_bad_api_base_message_names_the_spec() -> None:
     with pytest.raises(ConfigError) as info:
         parse_spec("openai/x", api_base="ftp://host/v1")

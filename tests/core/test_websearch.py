@@ -118,8 +118,12 @@ def test_failures_never_show_the_key(server):
     server.statuses = [400]
     with pytest.raises(EndpointError, match="HTTP 400") as bad:
         retriever(server).search("ubi", 2)
-    for error in (info.value, refused.value, bad.value):
-        assert KEY not in str(error)
+    server.statuses = [400]
+    with_password = server.url.replace("http://", "http://user:URL-SECRET@")
+    with pytest.raises(EndpointError, match="HTTP 400") as credentials:
+        WebSearchRetriever(api_base=with_password, initial_wait=0.01).search("ubi", 2)
+    for error in (info.value, refused.value, bad.value, credentials.value):
+        assert KEY not in str(error) and "URL-SECRET" not in str(error)
 
 
 def test_missing_key_and_too_many_results(server, monkeypatch):

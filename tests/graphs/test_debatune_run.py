@@ -145,6 +145,17 @@ def test_merge_skips_only_a_torn_last_line_as_unfinished(finished_shard, tmp_pat
     assert counts == {"debates": 4, "debates_ok": 4, "failures": 0, "dataset_records": 4}
 
 
+def test_merge_reads_argument_lists_written_before_attempts_were_recorded(finished_shard, tmp_path):
+    shard = shard_copy(finished_shard, tmp_path)
+    log = shard / "arguments.jsonl"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    for record in records:
+        del record["attempt"]
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    counts = merge_runs([shard], tmp_path / "m")
+    assert counts == {"debates": 4, "debates_ok": 4, "failures": 0, "dataset_records": 4}
+
+
 def drop_status(record: dict[str, Any]) -> None:
     del record["status"]
 

@@ -228,17 +228,17 @@ def test_a_failed_call_is_recorded_and_retried_on_rerun_without_repaying(tmp_pat
     assert len(lines) == 1 and json.loads(lines[0])["status"] == "complete"
 
 
-def test_judging_other_debates_into_the_folder_keeps_the_earlier_judgments(tmp_path):
+def test_judging_other_debates_into_the_folder_costs_no_call_to_judge_the_first_again(tmp_path):
     first, other = debate(), debate(words_per_speech=41)
     with ScriptedServer(rules=rules("Alice")) as server:
         run(server.url, [first], tmp_path, "direct")
         run(server.url, [other], tmp_path, "direct")
         calls = len(server.requests)
         again = run(server.url, [first], tmp_path, "direct")
-        assert len(server.requests) == calls  # judged before: nothing is asked again
+        assert len(server.requests) == calls  # judged before: the checkpoint has it
     assert [r["debate"] for r in again.records] == [first.id]
     logged = [json.loads(line)["debate"] for line in (tmp_path / "judgments.jsonl").open()]
-    assert logged == [first.id, other.id]  # this run's first, the earlier run's kept
+    assert logged == [first.id]  # the log is the latest run's, as eval panelbench reads it
 
 
 def test_a_report_stays_in_reports_whatever_the_debate_id(tmp_path):
