@@ -7,6 +7,7 @@ are written to a temporary sibling and renamed into place, so a reader never see
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -200,7 +201,8 @@ def atomic_write(path: Path, write: Callable[[Any], Any], *, binary: bool = Fals
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # e.g. a name too long to exist in the first place
+            Path(tmp).unlink()
         _blame_target(exc, tmp, path)
         raise
 
@@ -230,7 +232,7 @@ def _blame_target(exc: BaseException, tmp: Path, target: Path) -> None:
 
     The user named `target`; the temporary name would only puzzle them.
     """
-    if isinstance(exc, OSError) and exc.filename == str(tmp):
+    if isinstance(exc, OSError) and str(exc.filename) == str(tmp):  # a str or a Path
         raise OSError(exc.errno, exc.strerror, str(target)) from None
 
 

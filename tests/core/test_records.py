@@ -134,6 +134,10 @@ def test_a_write_that_cannot_land_names_the_target_not_the_temporary_file(tmp_pa
     with pytest.raises(IsADirectoryError) as caught:
         write_json(tmp_path / "adir", {})  # a folder where the file should go
     assert caught.value.filename == str(tmp_path / "adir")
+    too_long = tmp_path / ("x" * 300 + ".json")
+    with pytest.raises(OSError) as caught:
+        write_json(too_long, {})
+    assert caught.value.filename == str(too_long)
     assert [p.name for p in tmp_path.iterdir()] == ["adir"]
 
 
