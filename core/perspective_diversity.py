@@ -326,14 +326,16 @@ def evaluate(
             cannot be built (from `make_scorer`).
     """
     holds = "P.D. scores from another scorer or settings"
-    if (Path(out_dir) / ".moot" / "pd.json").exists():  # refuse other settings before loading
+    claimed = (Path(out_dir) / ".moot" / "pd.json").exists()
+    if claimed:  # refuse other settings before loading a scorer
         claim_folder(out_dir, "pd", claim, holds)
     log = ResultLog(Path(out_dir) / "scores.jsonl")
     done = log.load()
     keys = {a.id: stable_id(a.text, [p.text for p in s.partial_answers]) for a, s in pairs}
     pending = [(a, s) for a, s in pairs if done.get(a.id, {}).get("input") != keys[a.id]]
     scorer = make_scorer() if pending else None
-    claim_folder(out_dir, "pd", claim, holds)
+    if not claimed:  # only once the scorer and its window are accepted
+        claim_folder(out_dir, "pd", claim, holds)
     if scorer is not None:
         for index, (answer, partial_set) in enumerate(pending):
             record: dict[str, Any] = {"id": answer.id, "input": keys[answer.id]}

@@ -94,7 +94,8 @@ def _cmd_retrieve(args: argparse.Namespace) -> int:
         raise ConfigError(f"-k must be a positive integer, got {args.k}")
     if args.mmr is not None and not 0 <= args.mmr <= 1:  # also rejects nan
         raise ConfigError(f"--mmr must be between 0 and 1, got {args.mmr:g}")
-    check_out_file(args.out, [args.questions, *filter(None, [args.index])])  # before any call
+    inputs = [args.questions, args.index] if args.index else [args.questions]
+    check_out_file(args.out, inputs)  # before query expansion pays for calls
     questions = load_questions(args.questions)
     retriever = retriever_from_args(args)
     perspectives: dict[str, Any] = {}
