@@ -707,12 +707,12 @@ def _cmd_train_sft(args: argparse.Namespace) -> int:
             main_process_ip=args.main_process_ip,
             main_process_port=args.main_process_port,
         )
-    from moot.training.sft import leave_process_group, train_sft
+    from moot.training.sft import exit_worker, train_sft
 
     result = train_sft(config, log=print, progress=not args.quiet)
-    leave_process_group()
     if result.manifest:  # the main process
         print(f"adapter  {result.adapter_dir}\nmanifest {result.output_dir / 'manifest.json'}")
+    exit_worker()  # a launched worker ends here, with 0
     return 0
 
 

@@ -26,7 +26,7 @@ __getattr__, __all__ = lazy_exports(
             "PreparedRun",
             "SFTResult",
             "build_trainer",
-            "leave_process_group",
+            "exit_worker",
             "train_sft",
         ),
         "moot.training.sft_config": (

@@ -137,17 +137,28 @@ def train_sft(
     return SFTResult(out, manifest)
 
 
-def leave_process_group() -> None:
-    """Leave the distributed process group, if this process is in one, before it exits.
+def exit_worker() -> None:
+    """End this process at once if it is a distributed worker; otherwise just return.
 
-    Call it at the end of a worker's program once training succeeded. A process that exits
-    still in a gloo group can abort (SIGABRT) while the interpreter shuts down, because gloo's
-    threads still hold tensors then; torch asks programs to destroy the group themselves.
+    Call it last in a worker's program, once its work is saved and every process is past its
+    last collective. A worker that ends through the interpreter's normal shutdown can abort
+    there (SIGABRT, "terminate called without an active exception"): DDP's reducer keeps the
+    gloo process group alive until C++ teardown, whose threads then break on a peer that has
+    already gone, even after ``destroy_process_group``. torchrun then fails a run that
+    succeeded, and on several machines the others wait out its 300 s exit barrier. Flushing
+    output and leaving with ``os._exit(0)`` skips that teardown.
     """
+    import logging
+    import sys
+
     import torch.distributed as dist
 
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 @dataclass(frozen=True)

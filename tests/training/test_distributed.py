@@ -16,15 +16,17 @@ import hashlib
 import importlib.util
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from moot.training.launch import accelerate_argv, launch_env
-from moot.training.sft import leave_process_group
+from moot.training.sft import exit_worker
 
 RECORDS = 16  # 2 per device per step, 4 steps: each of 2 ranks trains on its own 8
 STEPS = 4
@@ -126,9 +128,8 @@ def test_two_gloo_ranks_on_two_machines_share_the_data_and_end_identical(tmp_pat
     """2-process gloo DDP through the shipped ddp config, as --num-machines 2 with one process
     each: every "machine" (here a launcher on 127.0.0.1) runs its own command."""
     port = free_port()
-    env = {**os.environ, **launch_env("ddp", cpu=True), "HF_HUB_OFFLINE": "1"}
-    machines = [
-        subprocess.Popen(
+    launch_machines(
+        [
             [
                 *accelerate_argv(
                     "ddp",
@@ -140,18 +141,53 @@ def test_two_gloo_ranks_on_two_machines_share_the_data_and_end_identical(tmp_pat
                     cpu=True,
                 ),
                 *probe_program(tmp_path, tiny_model),
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for rank in (0, 1)
-    ]
-    for machine in machines:
-        _, err = machine.communicate(timeout=300)
-        assert machine.returncode == 0, failure(err)
+            ]
+            for rank in (0, 1)
+        ],
+        {**launch_env("ddp", cpu=True), "HF_HUB_OFFLINE": "1"},
+        tmp_path / "logs",
+    )
     assert_trained_together(tmp_path, 2, "MULTI_CPU")
+
+
+def launch_machines(commands: list[list[str]], env_extra: dict, logs: Path, timeout: float = 300):
+    """Run one launch command per machine at once, and fail as soon as one machine fails.
+
+    Waiting on the machines one by one would hide a failure: when machine 1 fails, machine 0's
+    launcher waits out torch elastic's 300 s exit barrier before it returns.
+    """
+    logs.mkdir()
+    env = {**os.environ, **env_extra}
+    machines = []
+    for rank, command in enumerate(commands):
+        with (logs / f"machine{rank}.log").open("w") as log:  # a file: a full pipe would block
+            machines.append(
+                subprocess.Popen(
+                    command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                )
+            )
+
+    def outputs() -> str:
+        return "\n".join(
+            f"--- machine {rank} exited {machine.poll()}:\n"
+            + failure((logs / f"machine{rank}.log").read_text(errors="replace"))
+            for rank, machine in enumerate(machines)
+        )
+
+    deadline = time.monotonic() + timeout
+    try:
+        while (codes := [m.poll() for m in machines]) != [0] * len(machines):
+            if any(code not in (None, 0) for code in codes):
+                time.sleep(2)  # let the others fail too, if they are going to
+                pytest.fail(f"a machine failed: {codes}\n{outputs()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out after {timeout:.0f} s: {codes}\n{outputs()}")
+            time.sleep(0.2)
+    finally:
+        for machine in machines:
+            if machine.poll() is None:
+                os.killpg(machine.pid, signal.SIGKILL)  # the launcher and its workers
+                machine.wait()
 
 
 def moot_launch(out: Path, launch: str) -> dict:
@@ -282,7 +318,8 @@ def probe(out: Path, model_dir: Path, use_cpu: bool) -> None:
         "seen": seen,
     }
     (out / f"rank{accelerator.process_index}.json").write_text(json.dumps(fact))
-    leave_process_group()
+    accelerator.wait_for_everyone()  # every rank past its last collective before any ends
+    exit_worker()
 
 
 if __name__ == "__main__":

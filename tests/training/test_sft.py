@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,27 @@ def test_a_mix_folder_gives_train_and_eval_splits(tmp_path):
     assert train["samples"] + evaluation["samples"] == 12 and evaluation["samples"] > 0
     assert train["source"] == evaluation["source"] == str(tmp_path / "mix")
     assert manifest["losses"]["eval_loss"] > 0 and manifest["steps"] == 2
+
+
+WORKER_END = """
+import sys, torch.distributed as dist
+from moot.training.sft import exit_worker
+exit_worker()  # not in a process group yet: returns
+print("alone", flush=False)
+dist.init_process_group("gloo", init_method=sys.argv[1], rank=0, world_size=1)
+print("in a group", flush=False)  # still buffered: exit_worker must flush it
+exit_worker()
+print("after exit_worker")
+sys.exit(3)
+"""
+
+
+def test_exit_worker_flushes_and_ends_a_distributed_worker_with_0(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-c", WORKER_END, f"file://{tmp_path / 'rendezvous'}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n") == ["alone", "in a group", ""]
