@@ -8,17 +8,17 @@ from moot.core.lazy import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        "moot.agents.answerers": (
+        "moot.agents.debateqa_answerers": (
             "PROMPTS",
             "parse_react_step",
         ),
-        "moot.agents.comparers": (
+        "moot.agents.compqa_comparers": (
             "compare",
             "comparison_messages",
             "extract_objects",
             "generate_arguments",
         ),
-        "moot.agents.debaters": (
+        "moot.agents.debatune_debaters": (
             "Turn",
             "conclude",
             "opposite",
@@ -26,7 +26,7 @@ __getattr__, __all__ = lazy_exports(
             "propose_arguments",
             "speak",
         ),
-        "moot.agents.debatrix": (
+        "moot.agents.debatrix_judges": (
             "FRAMEWORKS",
             "Dimension",
             "Extractor",
@@ -34,7 +34,7 @@ __getattr__, __all__ = lazy_exports(
             "choose_dimensions",
             "winner_schema",
         ),
-        "moot.agents.judges": (
+        "moot.agents.debatune_judges": (
             "CONTROLLABILITY",
             "QUALITY",
             "Judge",
@@ -46,15 +46,15 @@ __getattr__, __all__ = lazy_exports(
             "parse_scores",
             "run_judge",
         ),
-        "moot.agents.perspective_judges": (
+        "moot.agents.label_judges": (
             "detect_perspective",
             "judge_dispute_awareness",
         ),
-        "moot.agents.rubric_judge": (
+        "moot.agents.compqa_rubric_judge": (
             "RubricJudgment",
             "judge_comparison",
             "rubric_messages",
         ),
-        "moot.agents.query_expansion": ("expand_query",),
+        "moot.agents.berds_query_expansion": ("expand_query",),
     },
 )

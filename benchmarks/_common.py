@@ -42,7 +42,7 @@ def offline_env() -> dict[str, str]:
 
 def guard_loopback() -> None:
     """Refuse any Python-level TCP connection that is not to this machine."""
-    from moot.core.netguard import guard_loopback as guard
+    from moot.core.testing.netguard import guard_loopback as guard
 
     guard("benchmarks")
 
@@ -51,7 +51,7 @@ def guard_loopback() -> None:
 def scripted_server(
     latency: float, *, rules: Sequence[Any] = (), startup_timeout: float = 60.0
 ) -> Iterator[str]:
-    """Run ``python -m moot.core.scripted_server`` in its own process; yield its base URL.
+    """Run ``python -m moot.core.testing.scripted_server`` in its own process; yield its base URL.
 
     A separate process keeps the server's threads off the client's GIL. `rules` are its
     scripted replies (``Rule``s), handed over in a ``ServerConfig`` file.
@@ -59,14 +59,14 @@ def scripted_server(
     with temp_dir("moot-bench-server-") as folder:
         config = folder / "server.json"
         if rules:
-            from moot.core.scripted_server import ServerConfig
+            from moot.core.testing.scripted_server import ServerConfig
 
             text = ServerConfig(latency=latency, rules=list(rules)).to_json()
             config.write_text(text, encoding="utf-8")
         cmd = [
             sys.executable,
             "-m",
-            "moot.core.scripted_server",
+            "moot.core.testing.scripted_server",
             "--latency",
             repr(latency),
             "--port",

@@ -29,7 +29,7 @@ K = 10
 
 def corpus_texts() -> tuple[list[str], str]:
     """Chunk texts and where they came from."""
-    from moot.core.corpus import Document, chunk_documents
+    from moot.core.data.corpus import Document, chunk_documents
 
     if ANSWERS.is_file():
         records = [json.loads(line) for line in ANSWERS.read_text(encoding="utf-8").splitlines()]

@@ -73,8 +73,8 @@ def main() -> None:
     args = parser.parse_args()
     _common.offline_env()
     _common.guard_loopback()
-    from moot.core.compqa import MAXIMA
-    from moot.core.scripted_server import Rule
+    from moot.core.data.compqa import MAXIMA
+    from moot.core.testing.scripted_server import Rule
     from moot.graphs.compqa_eval import AnswerFile
 
     count = 64 if args.quick else 480

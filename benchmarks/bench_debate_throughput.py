@@ -69,7 +69,7 @@ class Point:
 
 
 def synthetic_topics(count: int) -> list[Any]:
-    from moot.core.topics import Topic
+    from moot.core.data.topics import Topic
 
     return [
         Topic(
@@ -94,10 +94,10 @@ async def measure_latency(
 ) -> tuple[list[Point], list[dict[str, Any]]]:
     import openai
 
-    from moot.core.cache import RequestCache
-    from moot.core.models import ModelClient, RetryPolicy
-    from moot.core.spec import Role, parse_spec
-    from moot.graphs.debatune import DebateRunConfig, run_debatune
+    from moot.core.llm.cache import RequestCache
+    from moot.core.llm.models import ModelClient, RetryPolicy
+    from moot.core.llm.spec import Role, parse_spec
+    from moot.graphs.debatune_run import DebateRunConfig, run_debatune
 
     payloads: list[dict[str, Any]] = []
 

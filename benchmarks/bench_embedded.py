@@ -95,9 +95,9 @@ def run_demo(quick: bool) -> dict[str, Any]:
 
 async def measure(max_tokens: int, runs: int) -> dict[str, list[float]]:
     """Interleaved tokens/s samples: single and 2-concurrent, moot and bare."""
-    from moot.core import embedded
-    from moot.core.models import ModelClient, RetryPolicy
-    from moot.core.spec import Role, parse_spec
+    from moot.core.llm import embedded
+    from moot.core.llm.models import ModelClient, RetryPolicy
+    from moot.core.llm.spec import Role, parse_spec
 
     spec = parse_spec("local/smollm2", timeout=600.0)
     role = Role("bench", spec, TEMPERATURE)
@@ -106,7 +106,7 @@ async def measure(max_tokens: int, runs: int) -> dict[str, list[float]]:
     endpoint = embedded.start_embedded(spec.model)
     server = getattr(embedded, "_server", None)
     if not hasattr(server, "handle_chat_completions"):
-        raise RuntimeError("moot.core.embedded._server changed: no bare xllamacpp baseline")
+        raise RuntimeError("moot.core.llm.embedded._server changed: no bare xllamacpp baseline")
     print(f"embedded server: {endpoint.api_base} (context {endpoint.context_window})", flush=True)
 
     async def via_moot(seed: int) -> int:

@@ -41,23 +41,23 @@ REPLY = (_PARAGRAPH * 6).strip()
 
 def transcript_tokens(debate: Any) -> int:
     """Tokens of a debate's speeches, moot's counter."""
-    from moot.core.tokens import count_tokens
+    from moot.core.llm.tokens import count_tokens
 
     return sum(count_tokens(speech.content) for speech in debate.speeches)
 
 
 def longest_speech_tokens(debate: Any) -> int:
     """Tokens of a debate's longest speech."""
-    from moot.core.tokens import count_tokens
+    from moot.core.llm.tokens import count_tokens
 
     return max(count_tokens(speech.content) for speech in debate.speeches)
 
 
 async def judge(url: str, debates: Sequence[Any], framework: str, out: Path) -> list[dict]:
     """Judge `debates` with `framework`; return the records of ``judgments.jsonl``."""
-    from moot.agents.debatrix import FRAMEWORKS
+    from moot.agents.debatrix_judges import FRAMEWORKS
     from moot.core import ModelClient, RetryPolicy, Role, parse_spec
-    from moot.graphs.judge_run import JudgeSettings, judge_debates
+    from moot.graphs.debatrix_run import JudgeSettings, judge_debates
 
     # no context_window: nothing is condensed or refused, so every prompt is sent whole
     spec = parse_spec("openai/scripted", api_base=url, max_concurrency=64)
@@ -96,9 +96,9 @@ def main() -> int:
         return 2
     _common.offline_env()
     _common.guard_loopback()
-    from moot.core.debates import load_debates
-    from moot.core.scripted_server import Rule
-    from moot.core.tokens import count_tokens, encoding_available
+    from moot.core.data.debates import load_debates
+    from moot.core.llm.tokens import count_tokens, encoding_available
+    from moot.core.testing.scripted_server import Rule
 
     debates = load_debates(args.data)[: args.debates]
     if len(debates) < 4:

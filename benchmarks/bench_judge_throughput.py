@@ -19,7 +19,7 @@ BATCH = 3  # the reference's default batch size for controllability
 
 
 def synthetic(count: int) -> list:
-    from moot.core.responses import Response
+    from moot.core.data.responses import Response
 
     return [
         Response(
@@ -35,7 +35,7 @@ def synthetic(count: int) -> list:
 
 async def moot_rate(url: str, responses: list, concurrency: int) -> float:
     from moot.core import ModelClient, RetryPolicy, Role, parse_spec
-    from moot.graphs.evaluate import evaluate_controllability
+    from moot.graphs.debatune_eval import evaluate_controllability
 
     role = Role("judge", parse_spec("openai/judge", api_base=url, max_concurrency=64), 0.0)
     client = ModelClient(cache=None, retry=RetryPolicy(attempts=1))
@@ -53,7 +53,7 @@ async def moot_rate(url: str, responses: list, concurrency: int) -> float:
 async def reference_rate(url: str, responses: list) -> float:
     import openai
 
-    from moot.agents.judges import CONTROLLABILITY
+    from moot.agents.debatune_judges import CONTROLLABILITY
     from moot.prompts import render
 
     client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0)
@@ -88,7 +88,7 @@ def main() -> None:
     args = parser.parse_args()
     _common.offline_env()
     _common.guard_loopback()
-    from moot.core.scripted_server import Rule
+    from moot.core.testing.scripted_server import Rule
 
     count = 48 if args.quick else 480
     print("bench_judge_throughput: controllability judging, items/s, 50 ms server latency")

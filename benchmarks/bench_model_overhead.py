@@ -15,7 +15,7 @@ over rounds, and the overhead is the median of the per-round paired differences 
 the same round). Means are printed too.
 
 A last, network-free section times `complete` against a stub transport (moot's own CPU per call;
-it patches a private hook, ``moot.core.models._make_transport``, and is skipped if that goes).
+it patches a private hook, ``moot.core.llm.models._make_transport``, and is skipped if that goes).
 
 Run: ``python benchmarks/bench_model_overhead.py`` (``--quick`` for a smoke run).
 """
@@ -55,9 +55,9 @@ Rounds = dict[str, list[list[float]]]  # mode -> rounds -> per-call seconds
 async def run_http(rounds: int, calls: int, warmup: int) -> Rounds:
     import openai
 
-    from moot.core.cache import RequestCache
-    from moot.core.models import ModelClient, RetryPolicy
-    from moot.core.spec import Role, parse_spec
+    from moot.core.llm.cache import RequestCache
+    from moot.core.llm.models import ModelClient, RetryPolicy
+    from moot.core.llm.spec import Role, parse_spec
 
     with _common.scripted_server(0.0) as url, _common.temp_dir("moot-bench-cache-") as tmp:
         raw = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0)
@@ -134,9 +134,9 @@ async def run_http(rounds: int, calls: int, warmup: int) -> Rounds:
 
 async def run_stub(calls: int) -> dict[str, float] | None:
     """Microseconds per `complete` with a do-nothing transport: moot's own cost, no network."""
-    from moot.core import models
-    from moot.core.cache import RequestCache
-    from moot.core.spec import Role, parse_spec
+    from moot.core.llm import models
+    from moot.core.llm.cache import RequestCache
+    from moot.core.llm.spec import Role, parse_spec
 
     reply_type = getattr(models, "_Reply", None)
     make_transport = getattr(models, "_make_transport", None)

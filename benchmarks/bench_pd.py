@@ -66,7 +66,7 @@ def main() -> int:
     sys.path.insert(0, str(_common.ROOT))
     from transformers.utils import logging
 
-    from moot.core.perspective_diversity import PerspectiveDiversityScorer
+    from moot.core.metrics.perspective_diversity import PerspectiveDiversityScorer
     from tests.tiny_gpt2 import tiny_gpt2
 
     logging.disable_progress_bar()

@@ -8,15 +8,15 @@ from moot.core.lazy import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        "moot.core.berds_metrics": (
+        "moot.core.metrics.berds": (
             "mrecall_at_k",
             "precision_at_k",
         ),
-        "moot.core.cache": (
+        "moot.core.llm.cache": (
             "RequestCache",
             "default_cache_path",
         ),
-        "moot.core.debates": (
+        "moot.core.data.debates": (
             "Debate",
             "Speech",
             "load_debates",
@@ -29,34 +29,34 @@ __getattr__, __all__ = lazy_exports(
             "ModelCallError",
             "MootError",
         ),
-        "moot.core.ledger": (
+        "moot.core.llm.ledger": (
             "Usage",
             "UsageLedger",
         ),
-        "moot.core.models": (
+        "moot.core.llm.models": (
             "Completion",
             "ModelClient",
             "RetryPolicy",
             "check_reachable",
         ),
-        "moot.core.panelbench": (
+        "moot.core.metrics.panelbench": (
             "evaluate_panelbench",
             "write_panelbench_report",
         ),
-        "moot.core.perspective_diversity": ("PerspectiveDiversityScorer",),
-        "moot.core.qa_data": (
+        "moot.core.metrics.perspective_diversity": ("PerspectiveDiversityScorer",),
+        "moot.core.data.questions": (
             "Answer",
             "Question",
             "load_answers",
             "load_partial_answers",
             "load_questions",
         ),
-        "moot.core.agreement": (
+        "moot.core.metrics.agreement": (
             "krippendorff_alpha",
             "pearson",
             "spearman",
         ),
-        "moot.core.compqa": (
+        "moot.core.data.compqa": (
             "CRITERIA",
             "MAXIMA",
             "MAX_SCORE",
@@ -68,43 +68,43 @@ __getattr__, __all__ = lazy_exports(
             "load_judged",
             "parse_scores",
         ),
-        "moot.core.compqa_human": (
+        "moot.core.metrics.compqa_human": (
             "HumanTable",
             "agreement_report",
             "read_human_table",
         ),
-        "moot.core.compqa_inputs": (
+        "moot.core.data.compqa_inputs": (
             "ArgumentFile",
             "CompQuestion",
             "load_compqa_questions",
         ),
-        "moot.core.compqa_report": (
+        "moot.core.metrics.compqa_report": (
             "build_report",
             "report_markdown",
         ),
-        "moot.core.records": (
+        "moot.core.data.records": (
             "ResultLog",
             "stable_id",
         ),
-        "moot.core.retrieval": (
+        "moot.core.retrieval.index": (
             "Hit",
             "Index",
             "LocalRetriever",
             "Retriever",
             "build_index",
         ),
-        "moot.core.spec": (
+        "moot.core.llm.spec": (
             "ModelSpec",
             "Role",
             "parse_spec",
         ),
-        "moot.core.structured": (
+        "moot.core.llm.structured": (
             "OutputParseError",
             "ParseFailure",
             "Structured",
             "parse_structured",
         ),
-        "moot.core.topics": (
+        "moot.core.data.topics": (
             "Topic",
             "load_topics",
         ),

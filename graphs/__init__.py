@@ -8,12 +8,12 @@ from moot.core.lazy import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        "moot.graphs.answer": (
+        "moot.graphs.debateqa_answer": (
             "AnswerContext",
             "answer_questions",
             "build_answer_graph",
         ),
-        "moot.graphs.compare": (
+        "moot.graphs.compqa_compare": (
             "CompareContext",
             "build_compare_graph",
             "compare_questions",
@@ -22,34 +22,34 @@ __getattr__, __all__ = lazy_exports(
             "evaluate_compqa",
             "load_answer_files",
         ),
-        "moot.graphs.curation": (
+        "moot.graphs.debateqa_curate": (
             "CurateContext",
             "build_curate_graph",
             "curate",
         ),
-        "moot.graphs.debate": (
+        "moot.graphs.debatune_debate": (
             "DebateContext",
             "DebateState",
             "build_debate_graph",
         ),
-        "moot.graphs.debatrix": (
+        "moot.graphs.debatrix_judging": (
             "JudgeContext",
             "JudgeState",
             "build_judge_graph",
         ),
-        "moot.graphs.debatune": (
+        "moot.graphs.debatune_run": (
             "DebateRunConfig",
             "RunSummary",
             "Shard",
             "merge_runs",
             "run_debatune",
         ),
-        "moot.graphs.judge_run": (
+        "moot.graphs.debatrix_run": (
             "JudgeRunSummary",
             "JudgeSettings",
             "judge_debates",
         ),
-        "moot.graphs.qa_eval": (
+        "moot.graphs.debateqa_eval": (
             "evaluate_berds",
             "evaluate_detector",
             "evaluate_dispute_awareness",

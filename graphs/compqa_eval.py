@@ -1,15 +1,16 @@
 """CompQA rubric judging of answer files, as a resumable LangGraph fan-out.
 
 Every answer of every file is judged once (a text shared by two files, once) through
-`moot.graphs.evaluate`'s runner: judgments are appended to ``judgments.jsonl`` under a stable id
-(judge, temperature, seed, shots, constrained decoding, prompt digest, answer), so a rerun judges
-only what is missing; the folder is claimed for one judge and its settings; a call that failed for
-good is an ``error`` (exit 1, judged again on rerun). Then, atomically:
+`moot.graphs.debatune_eval`'s runner: judgments are appended to ``judgments.jsonl`` under a
+stable id (judge, temperature, seed, shots, constrained decoding, prompt digest, answer), so a
+rerun judges only what is missing; the folder is claimed for one judge and its settings; a call
+that failed for good is an ``error`` (exit 1, judged again on rerun). Then, atomically:
 
 - ``judged/<input file name>``: the answer records with ``score_dict``, ``score``,
   ``categories``, ``status`` (ok | invalid | error), ``problem``, ``repaired``, ``replies``,
-  ``judge`` (read back by `moot.core.compqa.load_judged`);
-- ``summary.json`` and ``summary.md``: per file and overall, `moot.core.compqa_report.group_stats`
+  ``judge`` (read back by `moot.core.data.compqa.load_judged`);
+- ``summary.json`` and ``summary.md``: per file and overall,
+  `moot.core.metrics.compqa_report.group_stats`
   of the judged file as written (answers, valid, invalid, errors, mean total ± sample std of the
   valid judgments, category and criterion means), repairs, and the token ledger. Invalid and
   failed judgments are counted, never summed.
@@ -22,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.agents.rubric_judge import SHOTS, TEMPLATES, judge_comparison
-from moot.core.compqa import (
+from moot.agents.compqa_rubric_judge import SHOTS, TEMPLATES, judge_comparison
+from moot.core.data.compqa import (
     CATEGORIES,
     MAX_SCORE,
     Comparison,
@@ -31,12 +32,12 @@ from moot.core.compqa import (
     load_comparisons,
     load_judged,
 )
-from moot.core.compqa_report import group_stats
+from moot.core.data.records import atomic_write, stable_id, write_json, write_jsonl
 from moot.core.errors import ConfigError
-from moot.core.models import ModelClient
-from moot.core.records import atomic_write, stable_id, write_json, write_jsonl
-from moot.core.spec import Role
-from moot.graphs.evaluate import EvalResult, _run
+from moot.core.llm.models import ModelClient
+from moot.core.llm.spec import Role
+from moot.core.metrics.compqa_report import group_stats
+from moot.graphs.debatune_eval import EvalResult, _run
 from moot.prompts import template_digest
 
 
@@ -49,7 +50,7 @@ class AnswerFile:
 
 
 def load_answer_files(paths: Sequence[Path]) -> list[AnswerFile]:
-    """Read answer files (`moot.core.compqa.load_comparisons`), one judged file per name.
+    """Read answer files (`moot.core.data.compqa.load_comparisons`), one judged file per name.
 
     Raises:
         InputError: A malformed file or answer (e.g. an answer without objects).

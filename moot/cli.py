@@ -438,8 +438,8 @@ def _run_options(parser: argparse.ArgumentParser, config: bool = True) -> None:
 def _cmd_debate(args: argparse.Namespace) -> int:
     import asyncio
 
-    from moot.core.topics import load_topics
-    from moot.graphs.debatune import DebateRunConfig, Shard, check_run_folder, run_debatune
+    from moot.core.data.topics import load_topics
+    from moot.graphs.debatune_run import DebateRunConfig, Shard, check_run_folder, run_debatune
 
     _require(args, "topics", "out")
     shard = Shard.parse(args.shard)
@@ -491,7 +491,7 @@ def _cmd_debate(args: argparse.Namespace) -> int:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
-    from moot.graphs.debatune import merge_runs
+    from moot.graphs.debatune_run import merge_runs
 
     counts = merge_runs(args.dirs, args.out, allow_partial=args.allow_partial)
     print(
@@ -510,10 +510,10 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 def _cmd_generate(args: argparse.Namespace) -> int:
     import asyncio
 
+    from moot.core.data.records import check_out_file
+    from moot.core.data.topics import load_topics
     from moot.core.errors import ConfigError
-    from moot.core.records import check_out_file
-    from moot.core.topics import load_topics
-    from moot.graphs.generate import debate_test_instructions, generate_responses
+    from moot.graphs.debatune_generate import debate_test_instructions, generate_responses
     from moot.prompts import template_source
 
     check_out_file(args.out, [args.dataset])
@@ -556,9 +556,9 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 def _cmd_judge(args: argparse.Namespace) -> int:
     import asyncio
 
-    from moot.agents.debatrix import FRAMEWORKS
-    from moot.core.debates import load_debates
-    from moot.graphs.judge_run import JudgeSettings, judge_debates
+    from moot.agents.debatrix_judges import FRAMEWORKS
+    from moot.core.data.debates import load_debates
+    from moot.graphs.debatrix_run import JudgeSettings, judge_debates
 
     _require(args, "debates", "out")
     debates = load_debates(args.debates)
@@ -613,8 +613,8 @@ def _cmd_judge(args: argparse.Namespace) -> int:
 def _cmd_eval(args: argparse.Namespace) -> int:
     import asyncio
 
-    from moot.core.responses import load_responses
-    from moot.graphs.evaluate import (
+    from moot.core.data.responses import load_responses
+    from moot.graphs.debatune_eval import (
         align,
         evaluate_controllability,
         evaluate_quality,
@@ -665,7 +665,11 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 def _cmd_eval_panelbench(args: argparse.Namespace) -> int:
     from moot.core.errors import ConfigError
-    from moot.core.panelbench import TIE_MARGINS, evaluate_panelbench, write_panelbench_report
+    from moot.core.metrics.panelbench import (
+        TIE_MARGINS,
+        evaluate_panelbench,
+        write_panelbench_report,
+    )
 
     if not args.tie_margin >= 0:  # also rejects nan
         raise ConfigError(f"--tie-margin must be 0 or more, got {args.tie_margin:g}")
@@ -707,7 +711,7 @@ def _cmd_train_sft(args: argparse.Namespace) -> int:
             main_process_ip=args.main_process_ip,
             main_process_port=args.main_process_port,
         )
-    from moot.training.sft import exit_worker, train_sft
+    from moot.training.sft_trainer import exit_worker, train_sft
 
     result = train_sft(config, log=print, progress=not args.quiet)
     if result.manifest:  # the main process
@@ -766,8 +770,8 @@ def _cmd_models_check(args: argparse.Namespace) -> int:
     import asyncio
     import time
 
-    from moot.core.models import ModelClient, RetryPolicy
-    from moot.core.spec import Role, parse_spec
+    from moot.core.llm.models import ModelClient, RetryPolicy
+    from moot.core.llm.spec import Role, parse_spec
 
     spec = parse_spec(
         args.spec, api_base=args.api_base, api_key_env=args.api_key_env, timeout=args.timeout
@@ -793,7 +797,7 @@ def _cmd_models_check(args: argparse.Namespace) -> int:
 
 
 def _role(args: argparse.Namespace, suffix: str, name: str) -> Any:
-    from moot.core.spec import Role, parse_spec
+    from moot.core.llm.spec import Role, parse_spec
 
     spec_text = getattr(args, f"model_{suffix}") or args.model
     own_model = getattr(args, f"model_{suffix}") is not None
@@ -812,7 +816,7 @@ def _role(args: argparse.Namespace, suffix: str, name: str) -> Any:
 
 def _single_role(args: argparse.Namespace, text: str, name: str, **options: Any) -> Any:
     """The one model of `generate` or `eval`, from its spec text and the `_call_options`."""
-    from moot.core.spec import Role, parse_spec
+    from moot.core.llm.spec import Role, parse_spec
 
     spec = parse_spec(
         text, api_base=args.api_base, api_key_env=args.api_key_env, timeout=args.timeout, **options
@@ -824,7 +828,7 @@ def _single_role(args: argparse.Namespace, text: str, name: str, **options: Any)
 
 def _client(args: argparse.Namespace, *specs: Any) -> Any:
     """The model layer for a command, with credentials and endpoints checked up front."""
-    from moot.core.models import ModelClient
+    from moot.core.llm.models import ModelClient
 
     client = ModelClient(cache=_cache(args), retry=_retry(args))
     for spec in specs:
@@ -835,13 +839,13 @@ def _client(args: argparse.Namespace, *specs: Any) -> Any:
 def _cache(args: argparse.Namespace) -> Any:
     if args.no_cache:
         return None
-    from moot.core.cache import RequestCache, default_cache_path
+    from moot.core.llm.cache import RequestCache, default_cache_path
 
     return RequestCache(args.cache or default_cache_path())
 
 
 def _retry(args: argparse.Namespace) -> Any:
-    from moot.core.models import RetryPolicy
+    from moot.core.llm.models import RetryPolicy
 
     if args.max_retries < 0:
         from moot.core.errors import ConfigError

@@ -89,9 +89,9 @@ def _model_flags(parser: argparse.ArgumentParser, concurrency: int) -> None:
 def _cmd_answer(args: argparse.Namespace) -> int:
     import asyncio
 
+    from moot.core.data.questions import load_questions
     from moot.core.errors import ConfigError
-    from moot.core.qa_data import load_questions
-    from moot.graphs.answer import AnswerContext, answer_questions
+    from moot.graphs.debateqa_answer import AnswerContext, answer_questions
 
     questions = load_questions(args.questions)
     retriever = None
@@ -134,11 +134,11 @@ def _cmd_answer(args: argparse.Namespace) -> int:
 def _cmd_curate(args: argparse.Namespace) -> int:
     import asyncio
 
-    from moot.core.embeddings import DEFAULT_EMBEDDER, Embedder
+    from moot.core.data.questions import load_questions
     from moot.core.errors import ConfigError
-    from moot.core.qa_data import load_questions
-    from moot.core.retrieval import Index, LocalRetriever, build_index
-    from moot.graphs.curation import CurateContext, curate
+    from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER, Embedder
+    from moot.core.retrieval.index import Index, LocalRetriever, build_index
+    from moot.graphs.debateqa_curate import CurateContext, curate
 
     if not 0 < args.threshold <= 1:
         raise ConfigError(f"--threshold must be in (0, 1], got {args.threshold:g}")

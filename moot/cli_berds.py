@@ -77,8 +77,8 @@ def _judge_options(
 
 
 def _cmd_da(args: argparse.Namespace) -> int:
-    from moot.core.qa_data import load_answers, load_questions
-    from moot.graphs.qa_eval import evaluate_dispute_awareness, with_questions
+    from moot.core.data.questions import load_answers, load_questions
+    from moot.graphs.debateqa_eval import evaluate_dispute_awareness, with_questions
 
     questions = load_questions(args.questions) if args.questions else []
     answers = with_questions(load_answers(args.answers), args.answers, questions, args.questions)
@@ -98,8 +98,8 @@ def _cmd_da(args: argparse.Namespace) -> int:
 
 
 def _cmd_berds(args: argparse.Namespace) -> int:
-    from moot.core.qa_data import load_questions
-    from moot.graphs.qa_eval import evaluate_berds, join_perspectives, load_retrieved
+    from moot.core.data.questions import load_questions
+    from moot.graphs.debateqa_eval import evaluate_berds, join_perspectives, load_retrieved
 
     retrieved = load_retrieved(args.retrieved)
     questions = load_questions(args.perspectives)
@@ -119,7 +119,7 @@ def _cmd_berds(args: argparse.Namespace) -> int:
 
 
 def _cmd_detector(args: argparse.Namespace) -> int:
-    from moot.graphs.qa_eval import evaluate_detector, load_pairs
+    from moot.graphs.debateqa_eval import evaluate_detector, load_pairs
 
     pairs = load_pairs(args.pairs)
     role = _single_role(args, args.judge, "perspective_detector")
@@ -137,7 +137,7 @@ def _cmd_detector(args: argparse.Namespace) -> int:
 def _finish(args: argparse.Namespace, run: Any, sources: dict[str, str], *extra: str) -> int:
     import asyncio
 
-    from moot.graphs.qa_eval import write_summary
+    from moot.graphs.debateqa_eval import write_summary
 
     result = asyncio.run(run)
     text = write_summary(result, args.out, sources)

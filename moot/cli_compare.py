@@ -76,9 +76,9 @@ def register(commands: Any, evaluations: Any) -> None:
 def _cmd_compare(args: argparse.Namespace) -> int:
     import asyncio
 
-    from moot.core.compqa_inputs import ArgumentFile, load_compqa_questions
+    from moot.core.data.compqa_inputs import ArgumentFile, load_compqa_questions
     from moot.core.errors import ConfigError
-    from moot.graphs.compare import CompareContext, compare_questions
+    from moot.graphs.compqa_compare import CompareContext, compare_questions
 
     wants = args.scenario in (2, 4)
     if not wants and (args.arguments or args.generate_arguments):

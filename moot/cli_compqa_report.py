@@ -54,11 +54,11 @@ def register(commands: Any, evaluations: Any) -> None:
 
 
 def _cmd_report_compqa(args: argparse.Namespace) -> int:
-    from moot.core.compqa import load_judged
-    from moot.core.compqa_human import read_human_table
-    from moot.core.compqa_report import build_report, check_by, report_markdown
+    from moot.core.data.compqa import load_judged
+    from moot.core.data.records import atomic_write, write_json
     from moot.core.errors import ConfigError
-    from moot.core.records import atomic_write, write_json
+    from moot.core.metrics.compqa_human import read_human_table
+    from moot.core.metrics.compqa_report import build_report, check_by, report_markdown
 
     by = check_by(args.by.split(","))
     for flag, paths in (("--judged", args.judged), ("--human", args.human)):
@@ -155,7 +155,7 @@ def _heatmap(groups: list[dict[str, Any]], by: tuple[str, ...], path: Path) -> N
 def _save(fig: Any, path: Path) -> None:
     from matplotlib import pyplot as plt
 
-    from moot.core.records import atomic_write
+    from moot.core.data.records import atomic_write
 
     atomic_write(path, lambda f: fig.savefig(f, format="png"), binary=True)
     plt.close(fig)

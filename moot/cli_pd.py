@@ -64,11 +64,11 @@ def register(commands: Any, evaluations: Any) -> None:
 
 def _cmd_pd(args: argparse.Namespace) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never download a scorer at run time
-    from moot.core.qa_data import load_answers, load_partial_answers
+    from moot.core.data.questions import load_answers, load_partial_answers
 
     answers = load_answers(args.answers)
     partial_sets = load_partial_answers(args.partial_answers)
-    from moot.core import perspective_diversity as pdm
+    from moot.core.metrics import perspective_diversity as pdm
 
     pairs, unused = pdm.match_answers(answers, partial_sets, args.answers, args.partial_answers)
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(args.scorer).name or args.scorer)

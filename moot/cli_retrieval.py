@@ -73,8 +73,8 @@ def register(commands: Any, evaluations: Any) -> None:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    from moot.core.embeddings import DEFAULT_EMBEDDER
-    from moot.core.retrieval import build_index
+    from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER
+    from moot.core.retrieval.index import build_index
 
     dense = DEFAULT_EMBEDDER if args.dense == "" else args.dense
     index = build_index(args.docs, args.out, chunk_chars=args.chunk_chars, dense=dense)
@@ -86,9 +86,9 @@ def _cmd_index(args: argparse.Namespace) -> int:
 
 
 def _cmd_retrieve(args: argparse.Namespace) -> int:
+    from moot.core.data.questions import load_questions
+    from moot.core.data.records import check_out_file, write_jsonl
     from moot.core.errors import ConfigError
-    from moot.core.qa_data import load_questions
-    from moot.core.records import check_out_file, write_jsonl
 
     if args.k < 1:
         raise ConfigError(f"-k must be a positive integer, got {args.k}")
@@ -101,7 +101,7 @@ def _cmd_retrieve(args: argparse.Namespace) -> int:
     perspectives: dict[str, Any] = {}
     if args.query_expansion:
         perspectives = _expand(args, questions)
-    from moot.agents.query_expansion import expanded_search
+    from moot.agents.berds_query_expansion import expanded_search
 
     records, failed, short = [], 0, 0
     for question in questions:
@@ -186,14 +186,14 @@ def retriever_from_args(args: argparse.Namespace) -> Any:
     if args.web:
         if args.mmr is not None or args.embedder or args.retriever != "bm25":
             raise ConfigError("--web takes no --mmr, --embedder or --retriever")
-        from moot.core.websearch import BRAVE_API_BASE, WebSearchRetriever
+        from moot.core.retrieval.websearch import BRAVE_API_BASE, WebSearchRetriever
 
         return WebSearchRetriever(
             api_key_env=args.search_key_env,
             api_base=args.search_api_base or BRAVE_API_BASE,
             trusted_domains=args.trusted_domains,
         )
-    from moot.core.retrieval import Index, LocalRetriever
+    from moot.core.retrieval.index import Index, LocalRetriever
 
     index = Index.load(args.index)
     if args.embedder and args.retriever == "bm25":
@@ -210,7 +210,7 @@ def retriever_from_args(args: argparse.Namespace) -> Any:
 def _expand(args: argparse.Namespace, questions: list[Any]) -> dict[str, Any]:
     import asyncio
 
-    from moot.agents.query_expansion import expand_query
+    from moot.agents.berds_query_expansion import expand_query
     from moot.cli import _single_role
     from moot.core.errors import ModelCallError
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.netguard import guard_loopback
+from moot.core.testing.netguard import guard_loopback
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
@@ -31,7 +31,7 @@ def _isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def scripted() -> Iterator[object]:
     """A scripted OpenAI-compatible server on 127.0.0.1, stopped after the test."""
-    from moot.core.scripted_server import ScriptedServer
+    from moot.core.testing.scripted_server import ScriptedServer
 
     with ScriptedServer() as server:
         yield server

@@ -21,7 +21,7 @@ def test_exports_resolve_and_never_share_a_submodule_name(name):
 
 
 def test_a_function_stays_a_function_after_its_module_is_imported():
-    importlib.import_module("moot.graphs.curation")
+    importlib.import_module("moot.graphs.debateqa_curate")
     from moot.graphs import curate
 
-    assert callable(curate) and curate.__module__ == "moot.graphs.curation"
+    assert callable(curate) and curate.__module__ == "moot.graphs.debateqa_curate"

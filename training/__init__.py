@@ -14,15 +14,15 @@ __getattr__, __all__ = lazy_exports(
             "chat_family",
         ),
         "moot.training.compqa_data": ("distill_compqa",),
-        "moot.training.data": ("load_sft_dataset",),
-        "moot.training.debate_data": (
+        "moot.training.sft_data": ("load_sft_dataset",),
+        "moot.training.debatune_data": (
             "instruction",
             "sft_record",
             "write_sft_dataset",
         ),
         "moot.training.merge": ("merge_adapter",),
         "moot.training.mixing": ("mix_datasets",),
-        "moot.training.sft": (
+        "moot.training.sft_trainer": (
             "PreparedRun",
             "SFTResult",
             "build_trainer",

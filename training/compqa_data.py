@@ -6,7 +6,7 @@ rubric criteria (C1-C8 and C13-C15 one point, C9-C12 two) and ``score`` their su
 ``<generator>_scenario_<N>.json`` holds generator's answers in prompting scenario N; any other file
 name is a generator without scenarios (``cam.json``, ``human.json``).
 
-Files are read with `moot.core.compqa.load_judged`, so the score is checked, not trusted: a
+Files are read with `moot.core.data.compqa.load_judged`, so the score is checked, not trusted: a
 ``score`` that differs from its valid ``score_dict``'s sum is an error; an invalid judgment (a
 ``score_dict`` that breaks the rubric, or moot's own ``invalid``/``error`` records) is skipped
 and counted; a ``score`` without any ``score_dict`` is kept unchecked and counted.
@@ -20,11 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moot.core.compqa import MAX_SCORE, Judged, file_generator, load_judged
+from moot.core.data.compqa import MAX_SCORE, Judged, file_generator, load_judged
+from moot.core.data.records import (
+    atomic_replace_dir,
+    check_out_dir,
+    stable_id,
+    write_json,
+    write_jsonl,
+)
 from moot.core.errors import ConfigError
-from moot.core.records import atomic_replace_dir, check_out_dir, stable_id, write_json, write_jsonl
 from moot.prompts import render, template_source
-from moot.training.data import source_digest, text_table, versions
+from moot.training.sft_data import source_digest, text_table, versions
 
 KIND = "compqa-distill"
 DEFAULT_MIN_SCORE = 18  # the CompQA paper's threshold for a high-quality answer

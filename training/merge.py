@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from moot.core.data.records import atomic_replace_dir, check_out_dir, write_json
 from moot.core.errors import ConfigError, InputError
-from moot.core.records import atomic_replace_dir, check_out_dir, write_json
 
 KIND = "merged-model"
 

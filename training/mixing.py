@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from moot.core.data.records import atomic_replace_dir, check_out_dir, write_json, write_jsonl
 from moot.core.errors import ConfigError
-from moot.core.records import atomic_replace_dir, check_out_dir, write_json, write_jsonl
-from moot.training.data import (
+from moot.training.sft_data import (
     load_sft_dataset,
     sft_features,
     source_digest,

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from moot.core.retrieval import build_index
-from moot.core.scripted_server import Rule, ScriptedServer
+from moot.core.retrieval.index import build_index
+from moot.core.testing.scripted_server import Rule, ScriptedServer
 from tests.cli.helpers import popen_moot, read_jsonl, run_moot
 from tests.conftest import shared_data
 
@@ -96,7 +96,7 @@ def test_rag_gives_the_top_10_chunks_and_plain_none(corpus, tmp_path):
 
 
 def test_failed_calls_are_retried_on_rerun_and_exit_1(corpus, tmp_path):
-    from moot.core.scripted_server import Fault
+    from moot.core.testing.scripted_server import Fault
 
     out = tmp_path / "plain"
     with ScriptedServer(rules=[Rule(pattern=".", reply="Fine.")]) as server:

@@ -128,7 +128,7 @@ def test_missing_key_names_the_variable_and_never_a_value(tmp_path):
 
 
 def test_wrong_key_is_a_clean_failure_that_never_shows_the_key(tmp_path):
-    from moot.core.scripted_server import ScriptedServer
+    from moot.core.testing.scripted_server import ScriptedServer
 
     topics = write_topics(tmp_path / "t.json", ["zoos"])
     with ScriptedServer(api_key="right-key") as server:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from moot.core.data.questions import load_questions
 from moot.core.errors import InputError
-from moot.core.qa_data import load_questions
-from moot.core.scripted_server import Fault, Rule, ScriptedServer
-from moot.graphs.qa_eval import join_perspectives, load_pairs, load_retrieved
+from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from moot.graphs.debateqa_eval import join_perspectives, load_pairs, load_retrieved
 from tests.cli.helpers import read_jsonl, run_moot
 from tests.conftest import shared_data
 

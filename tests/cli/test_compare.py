@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from moot.core.compqa import load_comparisons
-from moot.core.scripted_server import Rule, ScriptedServer
+from moot.core.data.compqa import load_comparisons
+from moot.core.testing.scripted_server import Rule, ScriptedServer
 from tests.cli.helpers import read_jsonl, run_moot
 from tests.conftest import shared_data
 

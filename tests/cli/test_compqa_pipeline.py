@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.compqa import MAXIMA, load_judged
-from moot.core.scripted_server import Rule, ScriptedServer
+from moot.core.data.compqa import MAXIMA, load_judged
+from moot.core.testing.scripted_server import Rule, ScriptedServer
 from tests.cli.helpers import run_moot
 
 QUESTIONS = [

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from moot.cli import main
-from moot.core.cache import RequestCache
-from moot.core.scripted_server import Fault, Rule, ScriptedServer
+from moot.core.llm.cache import RequestCache
+from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from tests.cli.helpers import (
     ARGUMENTS_REPLY,
     moot_env,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.scripted_server import Rule, ScriptedServer
+from moot.core.testing.scripted_server import Rule, ScriptedServer
 from tests.cli.helpers import read_jsonl, run_moot
 
 
@@ -137,7 +137,7 @@ def test_quality_win_tie_loss_score_and_inconsistency(tmp_path):
 
 
 def test_a_bad_record_exits_2_before_any_claim(tmp_path, scripted):
-    # each record problem is covered in tests/core/test_responses.py; here the CLI contract
+    # each record problem is covered in tests/core/data/test_responses.py; here the CLI contract
     ours = responses_file(tmp_path / "ours.json", [("affirmative", "x"), ("negative", "y")])
     baseline = responses_file(tmp_path / "base.json", [("affirmative", "x"), ("negative", "y")])
     records = json.loads(baseline.read_text())

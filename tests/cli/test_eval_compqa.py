@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from moot.core.compqa import MAXIMA, load_judged
-from moot.core.scripted_server import Rule, ScriptedServer
+from moot.core.data.compqa import MAXIMA, load_judged
+from moot.core.testing.scripted_server import Rule, ScriptedServer
 from tests.cli.helpers import run_moot
 from tests.conftest import shared_data
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from moot.cli import main
+from moot.core.data.responses import load_responses
+from moot.core.data.topics import load_topics
 from moot.core.errors import InputError
-from moot.core.responses import load_responses
-from moot.core.scripted_server import Fault, ScriptedServer
-from moot.core.topics import load_topics
-from moot.graphs.generate import debate_test_instructions
+from moot.core.testing.scripted_server import Fault, ScriptedServer
+from moot.graphs.debatune_generate import debate_test_instructions
 from tests.cli.helpers import run_moot
 from tests.tiny import tiny_llama
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.scripted_server import Rule, ScriptedServer
+from moot.core.testing.scripted_server import Rule, ScriptedServer
 from tests.cli.helpers import popen_moot, read_jsonl, run_moot
 from tests.conftest import shared_data
 

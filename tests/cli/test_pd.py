@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.perspective_diversity import PerspectiveDiversityScorer
-from moot.core.qa_data import load_answers, load_partial_answers
+from moot.core.data.questions import load_answers, load_partial_answers
+from moot.core.metrics.perspective_diversity import PerspectiveDiversityScorer
 from tests.cli.helpers import read_jsonl, run_moot
 from tests.conftest import shared_data
 from tests.tiny_gpt2 import tiny_gpt2

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.cli.helpers import run_moot
 from tests.conftest import shared_data
-from tests.core.test_compqa_report import REFERENCE
+from tests.core.metrics.test_compqa_report import REFERENCE
 
 FULL = {str(n): 2 if 9 <= n <= 12 else 1 for n in range(1, 16)}
 

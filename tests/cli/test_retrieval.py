@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from moot.cli import main
-from moot.core.scripted_server import Rule, ScriptedServer
+from moot.core.testing.scripted_server import Rule, ScriptedServer
 from tests.cli.helpers import moot_env, read_jsonl, run_moot
 from tests.conftest import shared_data
 
@@ -197,7 +197,7 @@ def test_bad_corpora_exit_2_and_write_nothing(tmp_path, docs, needle):
 
 
 def test_web_search_through_the_cli_keeps_the_key_out_of_outputs(tmp_path):
-    from tests.core.test_websearch import KEY, SearchServer
+    from tests.core.retrieval.test_websearch import KEY, SearchServer
 
     questions = write_jsonl(tmp_path / "q.jsonl", [{"id": "q", "question": "Is UBI good?"}])
     out = tmp_path / "r.jsonl"

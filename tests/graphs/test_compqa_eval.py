@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from moot.core import ModelClient, Role, parse_spec
-from moot.core.compqa import MAXIMA, load_judged
+from moot.core.data.compqa import MAXIMA, load_judged
 from moot.core.errors import ConfigError, InputError
-from moot.core.models import RetryPolicy
-from moot.core.scripted_server import Fault, Rule, ScriptedServer
+from moot.core.llm.models import RetryPolicy
+from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from moot.graphs.compqa_eval import evaluate_compqa, load_answer_files
 
 FULL = {str(n): MAXIMA[n] for n in MAXIMA}  # 19

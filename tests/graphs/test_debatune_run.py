@@ -13,7 +13,7 @@ import pytest
 
 from moot.core import ModelClient, RetryPolicy, Role, Topic, load_topics, parse_spec
 from moot.core.errors import InputError
-from moot.core.scripted_server import Rule, ScriptedServer
+from moot.core.testing.scripted_server import Rule, ScriptedServer
 from moot.graphs import DebateRunConfig, Shard, merge_runs, run_debatune
 from tests.conftest import shared_data
 

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.compqa import file_generator
+from moot.core.data.compqa import file_generator
 from moot.core.errors import ConfigError, InputError
 from moot.training.compqa_data import distill_compqa, question
-from moot.training.data import load_sft_dataset
+from moot.training.sft_data import load_sft_dataset
 from tests.conftest import shared_data
 
 CRITERIA = {str(c): (2 if 9 <= c <= 12 else 1) for c in range(1, 16)}  # 19 points

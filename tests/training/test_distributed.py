@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from moot.training.launch import accelerate_argv, launch_env
-from moot.training.sft import exit_worker
+from moot.training.sft_trainer import exit_worker
 
 RECORDS = 16  # 2 per device per step, 4 steps: each of 2 ranks trains on its own 8
 STEPS = 4

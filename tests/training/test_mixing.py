@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from moot.core.errors import ConfigError, InputError
-from moot.training.data import load_sft_dataset
-from moot.training.debate_data import write_sft_dataset
+from moot.training.debatune_data import write_sft_dataset
 from moot.training.mixing import is_eval, mix_datasets
+from moot.training.sft_data import load_sft_dataset
 
 
 def pairs(path: Path, texts: list[str], **extra: object) -> Path:

@@ -1,0 +1,188 @@
+"""The comparer of CompQA (Nikishina et al., 2025, arXiv:2502.14476): four prompting scenarios.
+
+    1  "Compare A and B"                          (prompts/compqa/scenario_1.j2)
+    2  1 with a numbered list of arguments         (scenario_2.j2)
+    3  an analyst's ~300-word structured answer:   (scenario_3.j2)
+       Summary, Main Aspects of Comparison, Best Option (one word)
+    4  3 built on numbered arguments, cited [n],   (scenario_4.j2)
+       other statements [generated], Used Arguments
+
+Two helper calls feed it: `extract_objects` splits a free-text question into its two objects
+and aspect, and `generate_arguments` asks for per-object arguments when no file gives them.
+Both are structured output (JSON schema, tolerant parse, one repair round); a reply that still
+does not fit is an explicit `ParseFailure`, never a guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from moot.core.llm.models import Completion, ModelClient
+from moot.core.llm.spec import Role
+from moot.core.llm.structured import Structured
+from moot.prompts import render
+
+#: Scenarios whose prompt lists arguments.
+ARGUMENT_SCENARIOS: tuple[int, ...] = (2, 4)
+#: Arguments `generate_arguments` asks for, per object (CAM gave up to 10; answers cite ~8).
+ARGUMENTS_PER_OBJECT = 5
+#: Completion budget of an extraction (three short strings).
+EXTRACT_TOKENS = 256
+#: Every template a comparing run may send (their digest pins a run).
+TEMPLATES: tuple[str, ...] = (
+    "compqa/scenario_1.j2",
+    "compqa/scenario_2.j2",
+    "compqa/scenario_3.j2",
+    "compqa/scenario_4.j2",
+    "compqa/extract.j2",
+    "compqa/arguments.j2",
+    "core/repair.j2",
+)
+
+Messages = list[dict[str, str]]
+# bounded lengths: small models under constrained decoding ramble otherwise
+_Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=120)]
+_Argument = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=400)]
+
+
+class ExtractedObjects(BaseModel):
+    """The two objects a free-text comparative question compares, and its aspect ("" for none)."""
+
+    model_config = ConfigDict(str_strip_whitespace=True)
+
+    object1: _Name
+    object2: _Name
+    aspect: str = Field(default="", max_length=120)
+
+    @model_validator(mode="after")
+    def _distinct(self) -> ExtractedObjects:
+        if self.object1.casefold() == self.object2.casefold():
+            raise ValueError(f"object1 and object2 are the same ({self.object1!r})")
+        return self
+
+
+class GeneratedArguments(BaseModel):
+    """Arguments that object1 is better (``object1``) and that object2 is (``object2``)."""
+
+    object1: list[_Argument] = Field(max_length=ARGUMENTS_PER_OBJECT)
+    object2: list[_Argument] = Field(max_length=ARGUMENTS_PER_OBJECT)
+
+    @model_validator(mode="after")
+    def _some(self) -> GeneratedArguments:
+        if not self.object1 and not self.object2:
+            raise ValueError("no arguments for either object")
+        return self
+
+
+def comparison_messages(
+    scenario: int,
+    object1: str,
+    object2: str,
+    aspect: str | None,
+    arguments: Sequence[str] = (),
+) -> Messages:
+    """The request of `scenario` (1-4); `arguments` (numbered 1..N) are for scenarios 2 and 4.
+
+    Raises:
+        ValueError: An unknown scenario, or arguments missing (2, 4) or given (1, 3).
+    """
+    if scenario not in (1, 2, 3, 4):
+        raise ValueError(f"unknown scenario {scenario!r}")
+    if (scenario in ARGUMENT_SCENARIOS) != bool(arguments):
+        raise ValueError(
+            f"scenario {scenario} {'needs' if not arguments else 'takes no'} arguments"
+        )
+    prompt = render(
+        f"compqa/scenario_{scenario}.j2",
+        object1=object1,
+        object2=object2,
+        aspect=aspect or "",
+        arguments=list(arguments),
+    )
+    return [{"role": "user", "content": prompt}]
+
+
+async def compare(
+    client: ModelClient,
+    role: Role,
+    scenario: int,
+    object1: str,
+    object2: str,
+    aspect: str | None,
+    arguments: Sequence[str] = (),
+    *,
+    max_tokens: int = 1024,
+    seed: int = 0,
+) -> Completion:
+    """Ask `role` for the comparison of `scenario` (see `comparison_messages`)."""
+    messages = comparison_messages(scenario, object1, object2, aspect, arguments)
+    return await client.complete(
+        role, messages, stage=f"scenario_{scenario}", max_tokens=max_tokens, seed=seed
+    )
+
+
+async def extract_objects(
+    client: ModelClient,
+    role: Role,
+    question: str,
+    *,
+    seed: int = 0,
+    constrained: bool = False,
+) -> Structured[ExtractedObjects]:
+    """Split a free-text comparative question into `ExtractedObjects` (or a parse failure)."""
+    messages = [{"role": "user", "content": render("compqa/extract.j2", question=question)}]
+    return await client.complete_structured(
+        role,
+        messages,
+        ExtractedObjects,
+        stage="extract",
+        max_tokens=EXTRACT_TOKENS,
+        seed=seed,
+        constrained=constrained,
+    )
+
+
+async def generate_arguments(
+    client: ModelClient,
+    role: Role,
+    object1: str,
+    object2: str,
+    aspect: str | None,
+    *,
+    max_tokens: int = 1024,
+    seed: int = 0,
+    constrained: bool = False,
+) -> Structured[GeneratedArguments]:
+    """Ask `role` for up to `ARGUMENTS_PER_OBJECT` arguments per object (`GeneratedArguments`)."""
+    prompt = render(
+        "compqa/arguments.j2",
+        object1=object1,
+        object2=object2,
+        aspect=aspect or "",
+        count=ARGUMENTS_PER_OBJECT,
+    )
+    return await client.complete_structured(
+        role,
+        [{"role": "user", "content": prompt}],
+        GeneratedArguments,
+        stage="arguments",
+        max_tokens=max_tokens,
+        seed=seed,
+        constrained=constrained,
+    )
+
+
+__all__ = [
+    "ARGUMENTS_PER_OBJECT",
+    "ARGUMENT_SCENARIOS",
+    "TEMPLATES",
+    "ExtractedObjects",
+    "GeneratedArguments",
+    "compare",
+    "comparison_messages",
+    "extract_objects",
+    "generate_arguments",
+]

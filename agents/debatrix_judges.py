@@ -1,0 +1,289 @@
+"""Debatrix judges: dimensions, frameworks, the judge's prompts and its verdict extraction.
+
+Debatrix (Liang et al., Findings of ACL 2024) judges a debate one speech at a time, per dimension
+(argument, source, language, ...), and a panel combines the dimensional judgments. This module holds
+the pieces the state machine in ``graphs/debatrix_judging.py`` calls: what each framework does,
+the messages of each step, and the extraction of scores and winners from free-text judgments. A
+winner that is not one of the debaters (or "tie" where ties are allowed) is a parse failure,
+never accepted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, create_model, field_validator
+
+from moot.core.data.debates import Debate
+from moot.core.errors import ConfigError
+from moot.core.llm.models import ModelClient
+from moot.core.llm.spec import Role
+from moot.core.llm.structured import Structured
+from moot.prompts import load_yaml, render
+
+Messages = list[dict[str, str]]
+Memory = Sequence[tuple[str, str]]  # (title, text) sections, oldest first
+TIE = "tie"
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One dimension of the judgment, with its weight in the panel and its prompts."""
+
+    name: str
+    weight: float
+    allow_tie: bool
+    judge_debate: str
+    analyze_speech: str
+    use_previous: str
+    judge_by_analysis: str
+
+
+@dataclass(frozen=True)
+class Framework:
+    """How a framework judges: speech by speech or whole transcript, with or without dimensions.
+
+    Args:
+        name: ``debatrix``, ``non-iterative``, ``chronological``, ``dimensional`` or ``direct``.
+        chronological: Analyse speech by speech before judging (else judge the transcript).
+        iterative: Analyse each speech with the previous analyses (else with previous speeches).
+        split: Judge the chosen dimensions and combine them in a panel (else one general one).
+    """
+
+    name: str
+    chronological: bool
+    iterative: bool
+    split: bool
+
+
+FRAMEWORKS = {
+    f.name: f
+    for f in (
+        Framework("debatrix", chronological=True, iterative=True, split=True),
+        Framework("non-iterative", chronological=True, iterative=False, split=True),
+        Framework("chronological", chronological=True, iterative=True, split=False),
+        Framework("dimensional", chronological=False, iterative=False, split=True),
+        Framework("direct", chronological=False, iterative=False, split=False),
+    )
+}
+DEFAULT_DIMENSIONS = {
+    "1v1": ("argument", "source", "language"),
+    "bp": ("argument", "support", "clash", "language"),
+}
+
+
+def dimension_library(debate_format: str) -> dict[str, Dimension]:
+    """Every shipped dimension for ``1v1`` or ``bp`` debates, by name (``general`` included)."""
+    return {
+        d["name"]: Dimension(**d) for d in load_yaml(f"debatrix/dimensions_{debate_format}.yaml")
+    }
+
+
+def choose_dimensions(
+    framework: Framework,
+    debate_format: str,
+    names: Sequence[str] | None = None,
+    weights: dict[str, float] | None = None,
+) -> tuple[Dimension, ...]:
+    """The dimensions a framework judges a debate of this format on.
+
+    Args:
+        framework: Split frameworks judge `names`; the others judge ``general`` alone.
+        debate_format: ``1v1`` or ``bp``.
+        names: Dimension names (default: the paper's for the format).
+        weights: Panel weights overriding the shipped ones.
+
+    Raises:
+        ConfigError: An unknown dimension, or a weight for a dimension not judged.
+    """
+    library = dimension_library(debate_format)
+    if not framework.split:
+        return (library["general"],)
+    names = tuple(names or DEFAULT_DIMENSIONS[debate_format])
+    known = sorted(set(library) - {"general"})
+    for name in names:
+        if name not in known:
+            raise ConfigError(
+                f"unknown {debate_format} dimension {name!r} (known: {', '.join(known)})"
+            )
+    weights = weights or {}
+    for name in weights:
+        if name not in names:
+            raise ConfigError(f"--weights names {name!r}, which is not among --dimensions")
+    chosen = tuple(
+        Dimension(**{**library[n].__dict__, "weight": weights.get(n, library[n].weight)})
+        for n in names
+    )
+    if not any(d.weight > 0 for d in chosen):
+        raise ConfigError("at least one dimension needs a positive weight")
+    return chosen
+
+
+def _system(template: str, debate: Debate, **variables: Any) -> dict[str, str]:
+    return {"role": "system", "content": _tidy(render(template, debate=debate, **variables))}
+
+
+def _user(**variables: Any) -> dict[str, str]:
+    variables.setdefault("new_speech", None)
+    variables.setdefault("speaker", None)
+    return {"role": "user", "content": _tidy(render("debatrix/memory.j2", **variables))}
+
+
+def _tidy(text: str) -> str:
+    """One blank line between paragraphs, however the included templates end."""
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+def analysis_messages(
+    debate: Debate, dimension: Dimension, index: int, memory: Memory, analyses: bool
+) -> Messages:
+    """Ask for the analysis of speech `index` given the `memory` of earlier speeches.
+
+    Args:
+        debate: The debate.
+        dimension: What to analyse.
+        index: 0-based speech index.
+        memory: Earlier analyses (``analyses=True``) or earlier speeches' text.
+        analyses: Whether `memory` holds analyses.
+    """
+    speech = debate.speeches[index]
+    system = _system(
+        "debatrix/analyze_system.j2",
+        debate,
+        main=False,
+        dimension=dimension,
+        speaker=speech.speaker,
+        number=index + 1,
+        memory=bool(memory),
+        analyses=analyses,
+    )
+    user = _user(
+        info_slide=debate.info_slide,
+        memory=memory,
+        speaker=speech.speaker,
+        new_speech=speech.content,
+    )
+    return [system, user]
+
+
+def judgment_messages(
+    debate: Debate, dimension: Dimension, memory: Memory, analyses: bool
+) -> Messages:
+    """Ask for the debate-level judgment of one dimension from analyses or the transcript."""
+    system = _system(
+        "debatrix/judge_system.j2", debate, main=False, dimension=dimension, analyses=analyses
+    )
+    return [system, _user(info_slide=None if analyses else debate.info_slide, memory=memory)]
+
+
+def panel_messages(debate: Debate, verdicts: Sequence[tuple[Dimension, str]]) -> Messages:
+    """Ask the main judge to combine weighted dimensional judgments into a general one."""
+    weighted = [(d, text) for d, text in verdicts if d.weight > 0]
+    system = _system("debatrix/panel_system.j2", debate, main=True)
+    return [
+        system,
+        {"role": "user", "content": render("debatrix/panel_user.j2", verdicts=weighted)},
+    ]
+
+
+def compression_messages(
+    debate: Debate, dimension: Dimension, memory: Memory, words: int
+) -> Messages:
+    """Ask for one summary replacing the analyses in `memory` (moot's addition)."""
+    system = _system(
+        "debatrix/compress_system.j2", debate, main=False, dimension=dimension, words=words
+    )
+    return [system, _user(info_slide=None, memory=memory)]
+
+
+def transcript(debate: Debate, upto: int | None = None) -> list[tuple[str, str]]:
+    """The speeches before `upto` (all by default) as memory sections."""
+    return [
+        (f"Speech {i + 1} by {s.speaker}", s.content) for i, s in enumerate(debate.speeches[:upto])
+    ]
+
+
+class Score(BaseModel):
+    """A comment and a 1-10 score for a speech or a debater."""
+
+    comment: str
+    score: float = Field(ge=1, le=10)
+
+
+def winner_schema(debate: Debate, allow_tie: bool) -> type[BaseModel]:
+    """A schema whose only valid winners are the debaters' names (and ``tie`` if allowed).
+
+    Names match case-insensitively and "It's a tie!" reads as ``tie``; anything else fails
+    validation, which makes the verdict a parse failure after the repair round.
+    """
+    options = (*debate.debaters, *((TIE,) if allow_tie else ()))
+    lookup = {option.casefold(): option for option in options}
+
+    def normalise(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        key = value.strip().strip(".!\"'").casefold()
+        if allow_tie and key in ("it's a tie", "a tie", "draw"):
+            return TIE
+        return lookup.get(key, value)
+
+    return create_model(
+        "Winner",
+        winner=(Literal[options], Field(description="the winner's name")),  # type: ignore[valid-type]
+        __validators__={"normalise": field_validator("winner", mode="before")(normalise)},
+    )
+
+
+@dataclass(frozen=True)
+class Extractor:
+    """Reads scores and winners out of free-text judgments (the paper's verdict extractor).
+
+    Args:
+        client: The model layer.
+        role: The judge's model.
+        seed: Sampling seed for every extraction.
+        constrained: Ask the server for schema-constrained JSON.
+        max_tokens: Completion budget of one extraction.
+    """
+
+    client: ModelClient
+    role: Role
+    seed: int
+    constrained: bool
+    max_tokens: int = 384
+
+    async def _ask(self, prompt: str, schema: type[BaseModel], stage: str) -> Structured:
+        return await self.client.complete_structured(
+            self.role,
+            [{"role": "user", "content": prompt}],
+            schema,
+            stage=stage,
+            max_tokens=self.max_tokens,
+            seed=self.seed,
+            constrained=self.constrained,
+        )
+
+    async def speech_score(self, debate: Debate, debater: str, judgment: str) -> Structured:
+        """A comment and score for `debater`'s speech from its analysis."""
+        prompt = render(
+            "debatrix/score_speech.j2", debate=debate, debater=debater, judgment=judgment
+        )
+        return await self._ask(prompt, Score, "speech_score")
+
+    async def debater_scores(self, debate: Debate, judgment: str) -> dict[str, Structured]:
+        """A comment and score per debater from a debate-level judgment, asked concurrently."""
+        prompts = [
+            render("debatrix/score_debater.j2", debate=debate, debater=d, judgment=judgment)
+            for d in debate.debaters
+        ]
+        results = await asyncio.gather(*(self._ask(p, Score, "debater_score") for p in prompts))
+        return dict(zip(debate.debaters, results, strict=True))
+
+    async def winner(self, debate: Debate, judgment: str, allow_tie: bool) -> Structured:
+        """The winner named by a judgment: a debater, or ``tie`` where allowed."""
+        prompt = render("debatrix/winner.j2", debate=debate, judgment=judgment, allow_tie=allow_tie)
+        return await self._ask(prompt, winner_schema(debate, allow_tie), "winner")

@@ -1,0 +1,202 @@
+"""DEBATunE debaters: argument proposal, debate turns and the concluding statement.
+
+Each function renders its prompt from ``prompts/debatune``, makes one call through the model layer,
+and parses the reply. Agent A holds the stance and argument; agent B takes the opposite stance.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import BaseModel, Field, StringConstraints, create_model
+
+from moot.core.errors import ModelCallError
+from moot.core.llm.models import ModelClient
+from moot.core.llm.spec import Role
+from moot.core.llm.structured import OutputParseError, extract_value, json_schema_format
+from moot.prompts import render
+
+#: Completion budgets from the DEBATunE reference: arguments, debate turns, conclusion.
+ARGUMENT_TOKENS, TURN_TOKENS, CONCLUSION_TOKENS = 512, 800, 2048
+
+_BULLET = re.compile(
+    r"^\s*(?:[-*•]\s+|\(?(\d{1,2})[.):]\s+|(?:argument|point)\s+(\d{1,2})\s*[:.-]\s*)", re.I
+)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One speech in a debate."""
+
+    speaker: str  # "A" (holds the argument) or "B" (opposes it)
+    side: str  # "Affirmative" or "Negative"
+    round: int
+    text: str
+
+
+def opposite(stance: str) -> str:
+    """The other stance."""
+    return "Negative" if stance == "Affirmative" else "Affirmative"
+
+
+async def propose_arguments(
+    client: ModelClient, role: Role, topic: str, stance: str, count: int, *, seed: int
+) -> list[str]:
+    """Ask `role` for up to `count` one-sentence arguments on `stance`.
+
+    The prompt is the paper's; the decoding is constrained to a JSON list of `count` short strings
+    where the server supports JSON schemas (small models otherwise ramble instead of listing). A
+    reply that is a plain numbered or bulleted list is parsed as one.
+    """
+    messages = [
+        _system("debatune/debater_system.j2", topic, stance),
+        {"role": "user", "content": render("debatune/arguments.j2", topic=topic, side=stance)},
+    ]
+    schema = argument_schema(count)
+    reply = await client.complete(
+        role,
+        messages,
+        stage="arguments",
+        max_tokens=ARGUMENT_TOKENS,
+        seed=seed,
+        response_format=json_schema_format(schema),
+    )
+    return _clean(_json_items(reply.text) or parse_argument_list(reply.text))[:count]
+
+
+def _json_items(text: str) -> list[str]:
+    """Strings of a JSON ``{"arguments": [...]}`` or ``[...]`` reply (any length), else []."""
+    try:
+        value = extract_value(text)
+    except OutputParseError:
+        return []
+    items = value.get("arguments") if isinstance(value, dict) else value
+    return [item for item in items if isinstance(item, str)] if isinstance(items, list) else []
+
+
+@functools.cache
+def argument_schema(count: int) -> type[BaseModel]:
+    """JSON schema of an argument list: 1 to `count` sentences of at most 300 characters."""
+    sentence = Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=3, max_length=300)
+    ]
+    field = (list[sentence], Field(min_length=1, max_length=count))
+    return create_model("ArgumentList", arguments=field)
+
+
+def parse_argument_list(text: str) -> list[str]:
+    """Split a numbered or bulleted list into items.
+
+    Handles one item per line (``1.``, ``1)``, ``-``, ``Argument 1:``), markdown bold, and lists run
+    together on one line, where only the next expected number starts an item (so "3.5 million" is
+    never a split point). Prose with no list markers yields no items.
+    """
+    text = re.sub(r"\*\*|__", "", text)  # "**1.** Claim" is as much a list item as "1. Claim"
+    marked = [line for line in text.splitlines() if _BULLET.match(line)]
+    if len(marked) >= 2:
+        items = [_BULLET.sub("", line, count=1) for line in marked]
+    else:
+        items = _split_inline_numbers(text)
+    return _clean(items)
+
+
+def _clean(items: Sequence[str]) -> list[str]:
+    """Items without markdown emphasis, quotes, blanks or duplicates."""
+    cleaned: list[str] = []
+    for item in items:
+        item = re.sub(r"\*\*|__", "", item).strip().strip('"').strip()
+        if item and item not in cleaned:
+            cleaned.append(item)
+    return cleaned
+
+
+def _split_inline_numbers(text: str) -> list[str]:
+    """Items of a list numbered 1., 2., ... within running text."""
+    bounds: list[tuple[int, int]] = []  # (where the marker starts, where its item starts)
+    expected = 1
+    while found := re.compile(rf"(?:^|(?<=\s))\(?{expected}[.)]\s+").search(
+        text, bounds[-1][1] if bounds else 0
+    ):
+        bounds.append((found.start(), found.end()))
+        expected += 1
+    if not bounds:
+        return []
+    ends = [start for start, _ in bounds[1:]] + [len(text)]
+    return [text[begin:end].strip() for (_, begin), end in zip(bounds, ends, strict=True)]
+
+
+async def speak(
+    client: ModelClient,
+    role: Role,
+    *,
+    topic: str,
+    stance: str,
+    argument: str,
+    speaker: str,
+    history: Sequence[Turn],
+    seed: int,
+    max_tokens: int = TURN_TOKENS,
+) -> str:
+    """One debate turn by `speaker` ("A" or "B") given the transcript so far."""
+    side = stance if speaker == "A" else opposite(stance)
+    prompt = render(
+        "debatune/turn.j2",
+        argument=argument,
+        is_proponent=speaker == "A",
+        history=[{"own": turn.speaker == speaker, "text": turn.text} for turn in history],
+    )
+    messages = [
+        _system("debatune/debater_system.j2", topic, side),
+        {"role": "user", "content": prompt},
+    ]
+    stage = "opening" if not history else "rebuttal" if len(history) > 1 else "critique"
+    reply = await client.complete(role, messages, stage=stage, max_tokens=max_tokens, seed=seed)
+    return _nonempty(reply.text, role, stage)
+
+
+async def conclude(
+    client: ModelClient,
+    role: Role,
+    *,
+    topic: str,
+    stance: str,
+    argument: str,
+    transcript: Sequence[Turn],
+    seed: int,
+    max_tokens: int = CONCLUSION_TOKENS,
+) -> str:
+    """Agent A's detailed statement for `argument`, drawn from the whole debate."""
+    prompt = render(
+        "debatune/conclusion.j2",
+        topic=topic,
+        argument=argument,
+        side=stance,
+        transcript=[{"side": turn.side, "text": turn.text} for turn in transcript],
+    )
+    messages = [
+        {
+            "role": "system",
+            "content": render("debatune/conclusion_system.j2", topic=topic, side=stance),
+        },
+        {"role": "user", "content": prompt},
+    ]
+    reply = await client.complete(
+        role, messages, stage="conclusion", max_tokens=max_tokens, seed=seed
+    )
+    return _nonempty(reply.text, role, "conclusion")
+
+
+def _nonempty(text: str, role: Role, stage: str) -> str:
+    """The reply's text; an empty speech fails the debate (the rerun asks again: not cached)."""
+    if not text.strip():
+        raise ModelCallError(f"{role.spec.name}: empty reply for the {stage}")
+    return text.strip()
+
+
+def _system(template: str, topic: str, side: str) -> dict[str, str]:
+    content = render(template, topic=topic, side=side, opponent_side=opposite(side))
+    return {"role": "system", "content": content}

@@ -1,0 +1,304 @@
+"""Debates to judge: one schema, three ways in.
+
+Accepted by ``moot judge --debates`` (and ``moot eval panelbench --gold``):
+
+* JSONL, or a JSON list (or a single JSON object), of moot debate records — the PanelBench
+  normalised shape (``../shared/data/panelbench/debateart.jsonl``) is one::
+
+      {"id": "d1", "motion": "...", "info_slide": "...", "format": "1v1",
+       "pro": ["Alice"], "con": ["Bob"], "speech_order": ["Alice", "Bob"],
+       "speeches": [{"speaker": "Alice", "content": "..."}, {"speaker": "Bob", ...}],
+       "gold": {"final": 0.0, "dimensions": {"argument": 0.0}}}
+
+  ``info_slide``, ``speech_order``, ``format`` and ``gold`` are optional. ``format`` is ``1v1``
+  or ``bp`` (British Parliamentary: teams OG and CG for the motion, OO and CO against); it
+  defaults to ``bp`` when the teams are exactly those four. Gold labels are 0 (pro wins), 0.5
+  (tie) and 1 (con wins); a BP debate's gold is ``{"winners": ["CG"]}``.
+* A DebateArt folder as released with PanelBench: ``motion/*.yml`` and ``speech/*.yml``, with
+  ``gold/final.csv`` and ``gold/dimension.csv`` when present.
+
+Every record is checked: speakers must be debaters, speeches non-empty, the speech order must
+match the speeches, ids unique. Problems are `InputError`s naming the file and the record.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from moot.core.data.records import read_input_text
+from moot.core.errors import InputError, json_type
+
+Format = Literal["1v1", "bp"]
+BP_TEAMS = ("OG", "OO", "CG", "CO")  # speaking order of the first four speeches
+LABELS = {"pro": 0.0, "tie": 0.5, "con": 1.0}
+
+
+@dataclass(frozen=True)
+class Speech:
+    """One speech: who gave it and what was said."""
+
+    speaker: str
+    content: str
+
+
+@dataclass(frozen=True)
+class Debate:
+    """A finished debate to judge, with gold labels when known.
+
+    Args:
+        id: Unique id within its file.
+        motion: What is debated.
+        pro: Debaters (or BP teams) for the motion.
+        con: Debaters (or BP teams) against it.
+        speeches: In speaking order.
+        info_slide: Background given to the debaters.
+        format: ``1v1`` (pro against con) or ``bp`` (four teams).
+        gold: Gold labels (see the module docstring), or empty.
+    """
+
+    id: str
+    motion: str
+    pro: tuple[str, ...]
+    con: tuple[str, ...]
+    speeches: tuple[Speech, ...]
+    info_slide: str = ""
+    format: Format = "1v1"
+    gold: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def debaters(self) -> tuple[str, ...]:
+        """Every debater (or team), pro side first."""
+        return self.pro + self.con
+
+    def side(self, debater: str) -> str:
+        """``pro`` or ``con``."""
+        return "pro" if debater in self.pro else "con"
+
+    def label(self, winner: str) -> float:
+        """The PanelBench label of a verdict: 0 pro wins, 0.5 tie, 1 con wins."""
+        return LABELS["tie" if winner == "tie" else self.side(winner)]
+
+
+def load_debates(source: str | Path) -> list[Debate]:
+    """Load and validate debates from a JSON/JSONL file or a DebateArt folder.
+
+    Raises:
+        InputError: Missing or malformed input, or a debate that fails validation.
+    """
+    path = Path(source)
+    if path.is_dir():
+        debates = _debateart_folder(path)
+    else:
+        debates = [_debate(path, where, record) for where, record in _records(path)]
+    if not debates:
+        raise InputError(path, "no debates found")
+    seen: set[str] = set()
+    for debate in debates:
+        if debate.id in seen:
+            raise InputError(path, "duplicate id", f"debate {debate.id!r}")
+        seen.add(debate.id)
+    return debates
+
+
+def _records(path: Path) -> Iterator[tuple[str, Any]]:
+    text = read_input_text(path)
+    if text.lstrip()[0] in "[{" and path.suffix.lower() != ".jsonl":
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise InputError(path, f"invalid JSON: {exc}") from None
+        items = value if isinstance(value, list) else [value]
+        yield from ((f"index {i}", item) for i, item in enumerate(items))
+        return
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                yield f"line {number}", json.loads(line)
+            except ValueError as exc:
+                raise InputError(path, f"invalid JSON: {exc}", f"line {number}") from None
+
+
+def _debate(path: Path, where: str, record: Any) -> Debate:
+    """Validate one record of the moot schema."""
+
+    def fail(problem: str) -> InputError:
+        name = record.get("id") if isinstance(record, dict) else None
+        return InputError(path, problem, f"{where} (debate {name!r})" if name else where)
+
+    if not isinstance(record, dict):
+        raise fail("expected a JSON object")
+    for key in ("id", "motion", "pro", "con", "speeches"):
+        if key not in record:
+            raise fail(f"missing {key!r}")
+    debate_id = record["id"]
+    if isinstance(debate_id, bool) or not isinstance(debate_id, str | int):
+        raise fail(f"'id' must be text or an integer, got {json_type(debate_id)}")
+    if not str(debate_id).strip():
+        raise fail("empty 'id'")
+    if not isinstance(record["motion"], str):
+        raise fail(f"'motion' must be text, got {json_type(record['motion'])}")
+    if not record["motion"].strip():
+        raise fail("empty motion")
+    info_slide = record.get("info_slide")
+    if info_slide is not None and not isinstance(info_slide, str):
+        raise fail(f"'info_slide' must be text, got {json_type(info_slide)}")
+    pro, con = (_names(record[side], side, fail) for side in ("pro", "con"))
+    if set(pro) & set(con):
+        raise fail(f"{sorted(set(pro) & set(con))[0]!r} is on both sides")
+    if not isinstance(record["speeches"], list) or not record["speeches"]:
+        raise fail("no speeches")
+    speeches = []
+    for number, speech in enumerate(record["speeches"], start=1):
+        if not isinstance(speech, dict) or not {"speaker", "content"} <= speech.keys():
+            raise fail(f"speech {number}: expected {{'speaker', 'content'}}")
+        speaker, content = speech["speaker"], speech["content"]
+        if speaker not in pro + con:
+            raise fail(f"speech {number}: unknown speaker {speaker!r} (debaters: {pro + con})")
+        if not isinstance(content, str):
+            raise fail(f"speech {number}: 'content' must be text, got {json_type(content)}")
+        if not content.strip():
+            raise fail(f"speech {number} by {speaker!r} is empty")
+        speeches.append(Speech(speaker, content))
+    order = record.get("speech_order")
+    if order is not None and not isinstance(order, list):
+        raise fail(f"'speech_order' must be a list, got {json_type(order)}")
+    if order is not None:
+        spoken = [s.speaker for s in speeches]
+        if list(order) != spoken:
+            raise fail(f"speech_order {list(order)} does not match the speeches' speakers {spoken}")
+    teams = set(pro + con) == set(BP_TEAMS)
+    debate_format = record.get("format", "bp" if teams else "1v1")
+    if debate_format not in ("1v1", "bp"):
+        raise fail(f"unknown format {debate_format!r} (expected '1v1' or 'bp')")
+    if debate_format == "bp" and (set(pro) != {"OG", "CG"} or set(con) != {"OO", "CO"}):
+        raise fail("a BP debate has pro ['OG', 'CG'] and con ['OO', 'CO']")
+    gold = record.get("gold") or {}
+    if not isinstance(gold, dict):
+        raise fail("gold must be an object")
+    _check_gold(gold, debate_format, pro + con, fail)
+    return Debate(
+        id=str(debate_id),
+        motion=record["motion"].strip(),
+        pro=pro,
+        con=con,
+        speeches=tuple(speeches),
+        info_slide=(info_slide or "").strip(),
+        format=debate_format,
+        gold=gold,
+    )
+
+
+def _names(value: Any, side: str, fail: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise fail(f"{side!r} must list at least one debater")
+    if not all(isinstance(name, str) and name.strip() for name in value):
+        raise fail(f"{side!r} holds an empty or non-text name")
+    return tuple(value)
+
+
+def _check_gold(gold: dict[str, Any], debate_format: str, debaters: tuple, fail: Any) -> None:
+    if debate_format == "bp":
+        winners = gold.get("winners")
+        if winners is not None and (
+            not isinstance(winners, list) or not winners or any(w not in BP_TEAMS for w in winners)
+        ):
+            raise fail(f"gold winners must be teams among {list(BP_TEAMS)}, got {winners}")
+        return
+    dimensions = gold.get("dimensions") or {}
+    if not isinstance(dimensions, dict):
+        raise fail(f"gold 'dimensions' must be an object, got {json_type(dimensions)}")
+    labels = {"final": gold.get("final"), **dimensions}
+    for name, label in labels.items():
+        if label is not None and label not in LABELS.values():
+            raise fail(f"gold label {name!r} must be 0, 0.5 or 1, got {label!r}")
+
+
+def _debateart_folder(folder: Path) -> list[Debate]:
+    """PanelBench's DebateArt release: motion/, speech/ and gold/ beside each other."""
+    motions = sorted((folder / "motion").glob("*.yml"))
+    if not motions:
+        raise InputError(folder, "no motion/*.yml files (expected a DebateArt folder)")
+    gold = _debateart_gold(folder / "gold")
+    debates = []
+    for motion_path in motions:
+        speech_path = folder / "speech" / motion_path.name
+        motion, speeches = _yaml(motion_path), _yaml(speech_path)
+        if not isinstance(motion, dict):
+            raise InputError(motion_path, "expected a motion mapping")
+        if not isinstance(speeches, list):
+            raise InputError(speech_path, "expected a list of speeches")
+        record = {
+            "id": motion_path.stem,
+            "motion": motion.get("motion"),
+            "info_slide": motion.get("info_slide"),
+            "pro": [d.get("name") for d in motion.get("pro_side") or [] if isinstance(d, dict)],
+            "con": [d.get("name") for d in motion.get("con_side") or [] if isinstance(d, dict)],
+            "speech_order": motion.get("speech_order"),
+            "speeches": [
+                {"speaker": s.get("debater_name"), "content": s.get("content")}
+                if isinstance(s, dict)
+                else s
+                for s in speeches
+            ],
+            "gold": _debateart_gold_for(motion_path, gold),
+        }
+        debates.append(_debate(speech_path, "file", record))
+    return debates
+
+
+def _yaml(path: Path) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(path, "file not found (every motion needs its speeches)") from None
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise InputError(path, f"cannot read YAML: {str(exc).splitlines()[0]}") from None
+
+
+def _debateart_gold(folder: Path) -> dict[int, dict[str, Any]]:
+    gold: dict[int, dict[str, Any]] = {}
+    for row in _csv_rows(folder / "final.csv"):
+        entry = gold.setdefault(int(row["dart_id"]), {})
+        entry.update(
+            final=float(row["label"]),
+            vote_count=int(row.get("vote_count") or 0),
+            is_many_round=row.get("is_many_round") == "True",
+            is_long=row.get("is_long") == "True",
+        )
+    for row in _csv_rows(folder / "dimension.csv"):
+        entry = gold.setdefault(int(row["dart_id"]), {})
+        entry.setdefault("dimensions", {})[row["dimension"]] = float(row["label"])
+    return gold
+
+
+def _debateart_gold_for(motion_path: Path, gold: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """The gold labels of one motion, matched by the number its file name ends in."""
+    number = motion_path.stem.rsplit("_", 1)[-1]
+    if number.isdigit():
+        return gold.get(int(number), {})
+    if gold:
+        raise InputError(motion_path, "name must end in _<dart_id> to match the gold labels")
+    return {}
+
+
+def _csv_rows(path: Path) -> Iterable[dict[str, str]]:
+    if not path.exists():
+        return []
+    with path.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for number, row in enumerate(rows, start=2):
+        try:
+            int(row["dart_id"]), float(row["label"])
+        except (KeyError, TypeError, ValueError):
+            problem = "expected a numeric dart_id and label"
+            raise InputError(path, problem, f"line {number}") from None
+    return rows

@@ -1,0 +1,184 @@
+"""Questions, answers and partial answers of debatable-question answering (DebateQA, BERDS).
+
+One reader per kind, each accepting a JSON list or JSONL of records (see docs/schemas.md):
+
+* questions: strings, or records with ``question`` and optional ``id`` and ``perspectives``
+  (BERDS ``dev_perspective_sets.jsonl`` reads as is: its ids repeat across source datasets, so
+  a record's ``dataset`` prefixes its id, ``kialo/774``); an id defaults to a hash of the question;
+* answers: records with ``id`` and ``answer`` (``moot answer``) or ``generation`` (DebateQA's
+  released model outputs), optionally ``question``;
+* partial answers: records with ``id``, ``question`` and ``partial_answers``, a list of
+  ``{"POV": ..., "Explanation": ...}`` (DebateQA's test set; ``moot curate`` writes the same).
+
+Every problem is an `InputError` naming the file and the record.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from moot.core.data.records import read_input_text, stable_id
+from moot.core.errors import InputError
+
+
+@dataclass(frozen=True)
+class Question:
+    """A debatable question, with its gold perspectives when the input has them (BERDS)."""
+
+    id: str
+    text: str
+    perspectives: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A model's long-form answer to one question."""
+
+    id: str
+    text: str
+    question: str | None = None
+
+
+@dataclass(frozen=True)
+class PartialAnswer:
+    """One point of view on a question and its explanation (DebateQA)."""
+
+    pov: str
+    explanation: str
+
+    @property
+    def text(self) -> str:
+        """The partial answer as the P.D. metric scores it: POV, then explanation."""
+        return f"{self.pov} {self.explanation}".strip()
+
+
+@dataclass(frozen=True)
+class PartialAnswers:
+    """A question with its partial answers."""
+
+    id: str
+    question: str
+    partial_answers: tuple[PartialAnswer, ...]
+
+
+def read_records(path: Path) -> Iterator[tuple[str, Any]]:
+    """The records of a JSON list (``index N``) or JSONL file (``line N``), with their place.
+
+    Raises:
+        InputError: The file is missing, empty, not UTF-8, or not valid JSON / JSONL.
+    """
+    text = read_input_text(path)
+    if text.lstrip().startswith("["):
+        try:
+            items = json.loads(text)
+        except ValueError as exc:
+            raise InputError(path, f"invalid JSON: {exc}") from None
+        yield from ((f"index {i}", item) for i, item in enumerate(items))
+        return
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield f"line {number}", json.loads(line)
+        except ValueError as exc:
+            raise InputError(path, f"invalid JSON: {exc}", f"line {number}") from None
+
+
+def load_questions(path: Path) -> list[Question]:
+    """Read questions (strings or records, see the module docstring).
+
+    Raises:
+        InputError: A question without text, a non-string perspective, or a repeated id.
+    """
+    questions: list[Question] = []
+    for where, item in read_records(path):
+        record = {"question": item} if isinstance(item, str) else item
+        if not isinstance(record, dict):
+            raise InputError(path, "expected a question string or an object", where)
+        text = _text(path, where, record, "question")
+        qid = str(record.get("id") or stable_id("question", text))
+        if record.get("dataset"):  # BERDS numbers questions per source dataset
+            qid = f"{record['dataset']}/{qid}"
+        perspectives = record.get("perspectives")
+        if perspectives is not None:
+            if not isinstance(perspectives, list) or not all(
+                isinstance(p, str) and p.strip() for p in perspectives
+            ):
+                raise InputError(path, "'perspectives' must be a list of non-empty strings", where)
+            perspectives = tuple(perspectives)
+        questions.append(Question(qid, text, perspectives))
+    return _unique(path, questions)
+
+
+def load_answers(path: Path) -> list[Answer]:
+    """Read answers: ``id`` with ``answer`` or ``generation``, optional ``question``.
+
+    Raises:
+        InputError: A record without an id or answer text, or a repeated id.
+    """
+    answers: list[Answer] = []
+    for where, record in read_records(path):
+        if not isinstance(record, dict):
+            raise InputError(path, "expected an object", where)
+        if record.get("id") in (None, ""):
+            raise InputError(path, "missing 'id'", where)
+        field = "answer" if "answer" in record else "generation"
+        text = _text(path, where, record, field, also="'answer' or 'generation'")
+        question = record.get("question")
+        answers.append(Answer(str(record["id"]), text, question if question else None))
+    return _unique(path, answers)
+
+
+def load_partial_answers(path: Path) -> list[PartialAnswers]:
+    """Read questions with partial answers (``POV`` / ``Explanation``; lower-case keys too).
+
+    Raises:
+        InputError: A record without id, question or partial answers, or a partial answer
+            without a POV.
+    """
+    items: list[PartialAnswers] = []
+    for where, record in read_records(path):
+        if not isinstance(record, dict):
+            raise InputError(path, "expected an object", where)
+        if record.get("id") in (None, ""):
+            raise InputError(path, "missing 'id'", where)
+        question = _text(path, where, record, "question")
+        partials = record.get("partial_answers")
+        if not isinstance(partials, list) or not partials:
+            raise InputError(path, "'partial_answers' must be a non-empty list", where)
+        parsed = []
+        for index, partial in enumerate(partials):
+            at = f"{where}, partial answer {index}"
+            if not isinstance(partial, dict):
+                raise InputError(path, "expected an object with 'POV' and 'Explanation'", at)
+            pov = partial.get("POV", partial.get("pov"))
+            if not isinstance(pov, str) or not pov.strip():
+                raise InputError(path, "partial answer without a POV", at)
+            explanation = partial.get("Explanation", partial.get("explanation", ""))
+            if not isinstance(explanation, str):
+                raise InputError(path, "'Explanation' must be a string", at)
+            parsed.append(PartialAnswer(pov.strip(), explanation.strip()))
+        items.append(PartialAnswers(str(record["id"]), question, tuple(parsed)))
+    return _unique(path, items)
+
+
+def _text(path: Path, where: str, record: dict, field: str, also: str | None = None) -> str:
+    value = record.get(field)
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(path, f"missing or empty {also or repr(field)}", where)
+    return value.strip()
+
+
+def _unique(path: Path, items: list) -> list:
+    seen: set[str] = set()
+    for item in items:
+        if item.id in seen:
+            raise InputError(path, "repeated id", f"id {item.id}")
+        seen.add(item.id)
+    if not items:
+        raise InputError(path, "no records")
+    return items

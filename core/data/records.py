@@ -1,0 +1,324 @@
+"""Durable result files: an append-only JSONL ledger keyed by stable ids, and atomic writes.
+
+A rerun reads the ledger and skips finished work; a crash can only tear the last line, which the
+reader ignores (that item is simply redone, its model calls served from the cache). Derived outputs
+are written to a temporary sibling and renamed into place, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from moot.core.errors import ConfigError, InputError
+
+
+def package_versions(*packages: str) -> dict[str, str]:
+    """Python's version and the installed `packages`' (missing ones left out), for manifests."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {"python": platform.python_version()}
+    for package in packages:
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
+def stable_id(*parts: Any, length: int = 16) -> str:
+    """A short deterministic id from JSON-serialisable parts."""
+    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
+
+
+class ResultLog:
+    """Append-only JSONL of records with an ``id`` field; the last record per id wins.
+
+    Args:
+        path: The JSONL file (created on first append).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()  # appends may come from worker threads
+
+    def load(self) -> dict[str, dict[str, Any]]:
+        """Records by id, in first-seen order; a torn or corrupt line is skipped."""
+        records: dict[str, dict[str, Any]] = {}
+        if not self.path.exists():
+            return records
+        with self.path.open("rb") as f:  # bytes: a crash can tear a line inside a character
+            for line in f:
+                try:
+                    record = json.loads(line.decode("utf-8"))
+                except ValueError:  # UnicodeDecodeError is one
+                    continue  # a line torn by a crash: its item is redone
+                if isinstance(record, dict) and "id" in record:
+                    records[record["id"]] = record
+        return records
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Append one record and flush it to disk before returning."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        with self._lock, self.path.open("a", encoding="utf-8") as f:
+            if f.tell() and not _ends_with_newline(self.path):
+                f.write("\n")  # seal a line torn by an earlier crash
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def compact(self, records: Iterable[dict[str, Any]]) -> None:
+        """Rewrite the log atomically with exactly `records` (one line per id)."""
+        write_jsonl(self.path, records)
+
+    def compact_only(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """Rewrite the log atomically with the records of `ids` alone, in that order.
+
+        Returns:
+            Those records.
+        """
+        records = self.load()
+        current = [records[key] for key in ids if key in records]
+        self.compact(current)
+        return current
+
+    def compact_current_first(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """Rewrite the log atomically, one line per id, the records of `ids` first.
+
+        The records of `ids` come in that order, then every other record: earlier runs' items,
+        kept so that running them again costs nothing.
+
+        Returns:
+            The records of `ids` the log holds, in order.
+        """
+        records = self.load()
+        current = [records[key] for key in ids if key in records]
+        wanted = set(ids)
+        self.compact([*current, *(r for key, r in records.items() if key not in wanted)])
+        return current
+
+
+def claim_folder(out_dir: Path, name: str, claim: dict[str, Any], holds: str) -> None:
+    """Claim `out_dir` for one set of settings (``.moot/<name>.json``) before any work.
+
+    A rerun with the same settings passes; with others it is refused, so results made with
+    different settings are never mixed or dropped.
+
+    Args:
+        out_dir: The output folder.
+        name: The claim file's stem (``eval``, ``judge``, ``pd``).
+        claim: The settings, JSON-safe.
+        holds: What the folder holds otherwise, for the error (``judgments made with other
+            settings``).
+
+    Raises:
+        ConfigError: The folder is claimed for other settings.
+    """
+    path = Path(out_dir) / ".moot" / f"{name}.json"
+    if not path.exists():
+        write_json(path, claim)
+    elif json.loads(path.read_text(encoding="utf-8")) != claim:
+        raise ConfigError(f"{out_dir} holds {holds}; use a new --out")
+
+
+def check_out_dir(
+    out: Path,
+    kind: str,
+    inputs: Iterable[str | Path],
+    manifest: str = "manifest.json",
+    is_earlier: Callable[[Any], bool] | None = None,
+) -> None:
+    """Refuse an `out` that is an input or holds anything but an earlier output of `kind`.
+
+    Commands that replace `out` as a whole (`atomic_replace_dir`) call this first, so a user's
+    other files are never swept away.
+
+    Args:
+        out: The output folder.
+        kind: What the command writes, for the message (``index``, ``mix``).
+        inputs: The command's input paths; `out` must not be, hold or sit inside one.
+        manifest: The file that marks an earlier output.
+        is_earlier: Whether that file's JSON marks one; by default, a ``"kind": kind`` in it.
+
+    Raises:
+        ConfigError: `out` is (or contains, or is inside) an input, or holds other files.
+    """
+    out = Path(out).resolve()
+    for source in inputs:
+        path = Path(source).resolve()
+        if Path(source).exists() and (path == out or out in path.parents or path in out.parents):
+            raise ConfigError(f"--out {out} must not be, hold or sit inside an input ({source})")
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return
+    try:
+        data = json.loads((out / manifest).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = None
+    marked = is_earlier or (lambda found: isinstance(found, dict) and found.get("kind") == kind)
+    if not marked(data):
+        raise ConfigError(
+            f"--out {out} exists and is not an earlier {kind} output: choose a new or empty folder"
+        )
+
+
+def check_out_file(out: Path, inputs: Iterable[str | Path] = ()) -> None:
+    """Refuse an output file that would replace an input or cannot be written.
+
+    Commands call it before any work is paid for.
+
+    Raises:
+        ConfigError: `out` is an input file or sits in an input folder; it is a folder; or the
+            folder it goes in is not a folder or not writable.
+    """
+    out = Path(out)
+    for source in inputs:
+        path = Path(source).resolve()  # resolved: another spelling or a symlink is caught too
+        if Path(source).exists() and (path == out.resolve() or path in out.resolve().parents):
+            raise ConfigError(
+                f"--out {out} would overwrite an input ({source}); choose another file"
+            )
+    if out.is_dir():
+        raise ConfigError(f"--out {out} is a folder; give a file name")
+    # the nearest existing ancestor ("." or "/" at worst): missing folders are created in it
+    folder = next(p for p in (out.parent, *out.parent.parents) if p.exists())
+    if not folder.is_dir():
+        raise ConfigError(f"--out {out}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {out}: cannot write in {folder}")
+
+
+def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
+    """Write records as JSONL atomically."""
+    atomic_write(
+        path, lambda f: f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    )
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write pretty JSON atomically."""
+    atomic_write(path, lambda f: f.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n"))
+
+
+def atomic_write(path: Path, write: Callable[[Any], Any], *, binary: bool = False) -> None:
+    """Call ``write(file)`` on a temporary sibling of `path`, then rename it into place.
+
+    The file is opened as UTF-8 text, or for bytes when `binary` (charts).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        # "x" respects the umask, unlike mkstemp
+        with open(tmp, "xb") if binary else open(tmp, "x", encoding="utf-8") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):  # e.g. a name too long to exist in the first place
+            Path(tmp).unlink()
+        _blame_target(exc, tmp, path)
+        raise
+
+
+def atomic_replace_dir(build: Callable[[Path], Any], target: Path) -> None:
+    """Build a directory with ``build(tmp_dir)`` next to `target`, then swap it into place."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        tmp.mkdir()
+        build(tmp)
+        old = target.with_name(f".{target.name}.old")
+        if target.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(target, old)
+        os.replace(tmp, target)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        _blame_target(exc, tmp, target)
+        raise
+
+
+def _blame_target(exc: BaseException, tmp: Path, target: Path) -> None:
+    """Raise an OSError about our temporary sibling as the same error about `target`.
+
+    The user named `target`; the temporary name would only puzzle them.
+    """
+    if isinstance(exc, OSError) and str(exc.filename) == str(tmp):  # a str or a Path
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
+
+
+def read_records(path: Path) -> Iterator[tuple[str, Any]]:
+    """The records of an input file, each with its place for error messages.
+
+    A JSON list gives ``index N`` places; JSONL gives ``line N`` (blank lines skipped); a JSON file
+    (not ``.jsonl``) holding one object is one record at ``index 0``.
+
+    Raises:
+        InputError: The file is missing, empty, not UTF-8, or not valid JSON / JSONL (a bad line
+            named by its number).
+    """
+    text = read_input_text(path)
+    head = text.lstrip()[:1]
+    if head == "[" or (head == "{" and Path(path).suffix.lower() != ".jsonl"):
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            if head == "[":
+                raise InputError(path, f"invalid JSON: {_problem(exc)}") from None
+        else:
+            items = value if isinstance(value, list) else [value]
+            yield from ((f"index {i}", item) for i, item in enumerate(items))
+            return
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            raise InputError(path, f"invalid JSON: {_problem(exc)}", f"line {number}") from None
+        yield f"line {number}", record
+
+
+def _problem(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, json.JSONDecodeError) and exc.lineno == 1:  # one line: say the column
+        return f"{exc.msg} (column {exc.colno})"
+    return str(exc)
+
+
+def read_input_text(path: Path) -> str:
+    """The text of a UTF-8 input file (a leading BOM dropped).
+
+    Raises:
+        InputError: The file is missing, not UTF-8, or holds only whitespace.
+    """
+    if not Path(path).is_file():
+        raise InputError(path, "file not found")
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(path, "not UTF-8 text") from None
+    if not text.strip():
+        raise InputError(path, "file is empty")
+    return text

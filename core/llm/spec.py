@@ -1,0 +1,212 @@
+"""Model specs: which model a role talks to, and how to reach it.
+
+A spec string is litellm-style ``provider/model``: ``openai/gpt-4o-mini``,
+``hosted_vllm/llama-3-8b`` (with ``api_base``), ``ollama_chat/llama3``, ``openai/<alias>`` plus
+``api_base`` for any OpenAI-compatible server, or ``local/smollm2`` for the embedded default model.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from urllib.parse import urlparse
+
+from moot.core.errors import ConfigError
+
+#: The embedded models, by name. SmolLM2-135M is a demo model: fluent, often off-topic or on the
+#: wrong side. Use a real model for real data.
+EMBEDDED_MODELS = ("smollm2",)
+
+#: Default request timeout of the embedded model, in seconds.
+EMBEDDED_TIMEOUT = 600.0
+
+#: Providers served through langchain-openai's client: anything speaking the OpenAI chat API.
+OPENAI_COMPATIBLE = ("openai", "hosted_vllm")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to reach one model.
+
+    Args:
+        provider: litellm provider (``openai``, ``anthropic``, ``ollama_chat`` ...) or ``local``.
+        model: The model name as the provider knows it.
+        api_base: Base URL of an OpenAI-compatible or self-hosted server.
+        api_key_env: Name of the environment variable holding the key. Defaults to the provider's
+            usual variable (``OPENAI_API_KEY`` ...) for its own endpoint. A key is never sent to a
+            custom ``api_base`` unless this names it (or ``MOOT_API_KEY`` is set).
+        max_concurrency: Most requests in flight to this model at once (shared by all roles).
+        timeout: Seconds before one request is abandoned (and retried).
+        context_window: Prompt plus completion tokens the model accepts; prompts that cannot fit
+            are refused before sending, and ``max_tokens`` is clamped to what is left.
+        chat_template: For ``hf/<path>`` models, a Jinja chat template replacing the tokenizer's.
+
+    Example:
+        >>> parse_spec("openai/llama3", api_base="http://127.0.0.1:8000/v1").transport
+        'openai'
+    """
+
+    provider: str
+    model: str
+    api_base: str | None = None
+    api_key_env: str | None = None
+    max_concurrency: int = 16
+    timeout: float = 120.0
+    context_window: int | None = None
+    chat_template: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The spec string, ``provider/model``."""
+        return f"{self.provider}/{self.model}"
+
+    @property
+    def transport(self) -> str:
+        """``embedded``, ``hf`` (in process), ``openai`` (langchain-openai) or ``litellm``."""
+        if self.provider == "local":
+            return "embedded"
+        if self.provider == "hf":
+            return "hf"
+        return "openai" if self.provider in OPENAI_COMPATIBLE else "litellm"
+
+    def with_options(self, **changes: object) -> ModelSpec:
+        """Return a copy with some fields changed (``None`` values are ignored)."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    def describe(self) -> dict[str, object]:
+        """A JSON-safe description for manifests (never includes a key)."""
+        api_base = public_url(self.api_base) if self.api_base else None
+        return {"spec": self.name, "api_base": api_base, "context_window": self.context_window}
+
+
+def public_url(url: str) -> str:
+    """`url` without the credentials a URL may embed (``https://user:password@host/...``).
+
+    Every message, record and manifest that names an endpoint shows this form.
+    """
+    if "@" not in url:
+        return url
+    parts = urlparse(url)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+
+
+@dataclass(frozen=True)
+class Role:
+    """A speaking part (debater A, judge ...) bound to a model and its sampling temperature.
+
+    Args:
+        name: The role's name, used in the token and cost ledger.
+        spec: The model the role talks to.
+        temperature: Sampling temperature for this role's calls.
+    """
+
+    name: str
+    spec: ModelSpec
+    temperature: float = 0.0
+
+    def describe(self) -> dict[str, object]:
+        """A JSON-safe description for manifests."""
+        return {"role": self.name, **self.spec.describe(), "temperature": self.temperature}
+
+
+def parse_spec(text: str, *, api_base: str | None = None, **options: object) -> ModelSpec:
+    """Parse and validate a ``provider/model`` spec string.
+
+    Args:
+        text: The spec, e.g. ``openai/gpt-4o-mini`` or ``local/smollm2``.
+        api_base: Base URL for OpenAI-compatible or self-hosted servers.
+        **options: Other `ModelSpec` fields (``None`` values are ignored).
+
+    Returns:
+        The validated spec.
+
+    Raises:
+        ConfigError: The spec is malformed, names an unknown provider or embedded model, or lacks
+            an ``api_base`` it needs.
+    """
+    provider, sep, model = text.strip().partition("/")
+    hint = "expected provider/model, e.g. openai/gpt-4o-mini or local/smollm2"
+    if not sep or not provider or not model:
+        raise ConfigError(f"unknown model spec {text!r}: {hint}")
+    if provider == "local":
+        if model not in EMBEDDED_MODELS:
+            raise ConfigError(
+                f"unknown model spec {text!r}: embedded models are {', '.join(EMBEDDED_MODELS)}"
+            )
+        if api_base:
+            raise ConfigError(f"model spec {text!r} is embedded and takes no --api-base")
+    elif provider == "hf":  # a local model or LoRA adapter folder (or a hub id), run in process
+        if api_base:
+            raise ConfigError(f"model spec {text!r} runs in process and takes no --api-base")
+        folder = Path(model)
+        if folder.exists() and not any(
+            (folder / f).exists() for f in ("config.json", "adapter_config.json")
+        ):
+            raise ConfigError(
+                f"{model}: no config.json or adapter_config.json (not a model folder)"
+            )
+    elif provider not in _litellm_providers():
+        raise ConfigError(f"unknown model spec {text!r}: unknown provider {provider!r} ({hint})")
+    if provider == "hosted_vllm" and not api_base:
+        raise ConfigError(f"model spec {text!r} needs --api-base (the vLLM server's URL)")
+    if api_base:
+        url = urlparse(api_base)
+        if url.scheme not in ("http", "https") or not url.netloc:
+            shown = public_url(api_base)
+            raise ConfigError(
+                f"invalid --api-base {shown!r} for {text!r}: expected http(s)://host:port/..."
+            )
+    spec = ModelSpec(provider=provider, model=model, api_base=api_base or None)
+    if provider == "local":  # a 2-core CPU takes minutes for long completions
+        spec = spec.with_options(timeout=EMBEDDED_TIMEOUT)
+    return spec.with_options(**options)
+
+
+def resolve_api_key(spec: ModelSpec) -> str | None:
+    """Return the API key for `spec` from the environment, or None if it needs none.
+
+    Raises:
+        ConfigError: The provider's own endpoint needs a key and none is set (the message names
+            the variable, never a value).
+    """
+    if spec.api_key_env:
+        key = os.environ.get(spec.api_key_env)
+        if not key:
+            raise ConfigError(f"missing API key for {spec.name}: set {spec.api_key_env}")
+        return key
+    if spec.api_base:  # a custom server: never forward a provider's key to it implicitly
+        return os.environ.get("MOOT_API_KEY")
+    if spec.transport == "openai":
+        key = os.environ.get("OPENAI_API_KEY")
+        if not key:
+            raise ConfigError(f"missing API key for {spec.name}: set OPENAI_API_KEY")
+        return key
+    return None  # litellm providers read their own variables; see `check_environment`
+
+
+def missing_litellm_keys(spec: ModelSpec) -> list[str]:
+    """Environment variables litellm needs for `spec` that are not set (imports litellm)."""
+    from moot.core.llm.litellm_import import litellm
+
+    report = litellm.validate_environment(model=spec.name, api_base=spec.api_base)
+    return list(report.get("missing_keys", []))
+
+
+@functools.cache
+def _litellm_providers() -> frozenset[str]:
+    """Provider names litellm knows, read from its bundled data (importing litellm costs ~3 s)."""
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset(OPENAI_COMPATIBLE)
+    path = (
+        Path(next(iter(spec.submodule_search_locations))) / "provider_endpoints_support_backup.json"
+    )
+    try:
+        providers = json.loads(path.read_text(encoding="utf-8"))["providers"]
+    except (OSError, KeyError, ValueError):
+        return frozenset(OPENAI_COMPATIBLE)
+    return frozenset(providers) | frozenset(OPENAI_COMPATIBLE)

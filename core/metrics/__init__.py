@@ -1,0 +1,1 @@
+"""Metrics: statistics, agreement, and each paper's scores (DEBATunE, PanelBench, P.D., ...)."""

@@ -1,0 +1,265 @@
+"""The CompQA report: mean rubric scores of judged answers and agreement with human annotators.
+
+Judged files (moot's own or CompQA's ``evaluated_summaries``) are read with
+`moot.core.data.compqa.load_judged`. Means of the total use each judgment's total as it gives it:
+files judged elsewhere keep their recorded ``score`` even when their criteria break the rubric
+(this is how CompQA's published means reproduce), while moot's own invalid or failed judgments
+have no total and are in no mean. Category and criterion means cover valid judgments only.
+
+Agreement with human annotation tables is `moot.core.metrics.compqa_human`'s.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from moot.core.data.compqa import CATEGORIES, MAXIMA, Judged, category_sums
+from moot.core.errors import ConfigError
+from moot.core.metrics.compqa_human import SHOWN, HumanTable, agreement_report
+
+BY_KEYS = ("generator", "scenario")
+STD = "sample standard deviation (n - 1)"
+TOTAL_NOTE = (
+    "Means of the total use each judgment's total as read: files judged elsewhere keep their "
+    "recorded `score` even when their criteria break the rubric (that is how CompQA's published "
+    "means reproduce); moot's own invalid or failed judgments have no total and are in no mean. "
+    "A total recorded without criteria ('unchecked') counts in the total only; category and "
+    "criterion means cover valid judgments only. ± is the " + STD + "."
+)
+_LISTED = (("unmatched", "unmatched_rows"), ("ambiguous", "ambiguous_rows"))
+_LISTED += (("duplicates", "duplicate_rows"),)
+
+
+# ---- aggregation ------------------------------------------------------------------------------
+
+
+def group_stats(judged: Sequence[Judged]) -> dict[str, Any]:
+    """Counts, mean ± sample std of the total, and category / criterion means of `judged`."""
+    totals = [j.total for j in judged if j.total is not None]
+    valid = [j.scores for j in judged if j.scores is not None]
+    criteria = {n: _mean([s[n] for s in valid]) for n in MAXIMA}
+    sums = [category_sums(s) for s in valid]
+    return {
+        "n": len(judged),
+        "n_total": len(totals),
+        "mean": _mean(totals),
+        "std": statistics.stdev(totals) if len(totals) > 1 else None,
+        "n_valid": len(valid),
+        "invalid": sum(j.status == "invalid" for j in judged),
+        "errors": sum(j.status == "error" for j in judged),
+        "categories": {name: _mean([s[name] for s in sums]) for name in CATEGORIES},
+        "criteria": {f"C{n}": m for n, m in criteria.items()},
+        "lost": {f"C{n}": None if m is None else 1 - m / MAXIMA[n] for n, m in criteria.items()},
+    }
+
+
+def aggregate(judged: Sequence[Judged], by: Sequence[str] = BY_KEYS) -> list[dict[str, Any]]:
+    """`group_stats` per group of equal `by` keys (``generator``, ``scenario``), sorted.
+
+    Raises:
+        ConfigError: An unknown or repeated key, or no key.
+    """
+    by = check_by(by)
+    groups: dict[tuple[Any, ...], list[Judged]] = defaultdict(list)
+    for j in judged:
+        groups[tuple(getattr(j.answer, key) for key in by)].append(j)
+    ordered = sorted(groups, key=lambda keys: [(v is None, v) for v in keys])
+    return [dict(zip(by, keys, strict=True)) | group_stats(groups[keys]) for keys in ordered]
+
+
+def check_by(by: Sequence[str]) -> tuple[str, ...]:
+    """The grouping keys, validated.
+
+    Raises:
+        ConfigError: An unknown or repeated key, or no key.
+    """
+    keys = tuple(k.strip() for k in by if k.strip())
+    unknown = [k for k in keys if k not in BY_KEYS]
+    if not keys or unknown or len(set(keys)) != len(keys):
+        bad = f"unknown {', '.join(unknown)}" if unknown else "empty or repeated keys"
+        raise ConfigError(f"--by: {bad} (use any of {', '.join(BY_KEYS)})")
+    return keys
+
+
+def file_summary(path: Path, judged: Sequence[Judged]) -> dict[str, Any]:
+    """A judged file's counts, with its first few invalid or failed records and why.
+
+    ``unchecked`` counts records with a recorded total but no criteria; ``recorded_total_kept``
+    counts invalid records (judged elsewhere) whose recorded total is still in the means.
+    """
+    bad = [j for j in judged if j.status != "ok"]
+    return {
+        "file": str(path),
+        "generators": sorted({j.answer.generator for j in judged}),
+        "scenarios": sorted({j.answer.scenario for j in judged if j.answer.scenario}),
+        "n": len(judged),
+        "invalid": sum(j.status == "invalid" for j in bad),
+        "errors": sum(j.status == "error" for j in bad),
+        "unchecked": sum(j.status == "ok" and not j.valid for j in judged),
+        "recorded_total_kept": sum(j.total is not None for j in bad),
+        "problems": [
+            {"where": j.answer.where, "status": j.status, "problem": j.problem} for j in bad[:SHOWN]
+        ],
+    }
+
+
+# ---- the report -------------------------------------------------------------------------------
+
+
+def build_report(
+    judged_files: Mapping[Path, Sequence[Judged]],
+    tables: Sequence[HumanTable] = (),
+    by: Sequence[str] = BY_KEYS,
+) -> dict[str, Any]:
+    """Everything ``report.json`` holds.
+
+    Args:
+        judged_files: Each judged file's judgments (`load_judged`), in the order given.
+        tables: Human annotation tables (`read_human_table`).
+        by: Grouping keys for the means (``generator``, ``scenario``).
+
+    Raises:
+        ConfigError: Bad `by` keys, or one table given twice.
+        InputError: A table none of whose rows matches a judged answer.
+    """
+    by = check_by(by)
+    judged = [j for items in judged_files.values() for j in items]
+    groups = aggregate(judged, by)
+    cells = groups if by == BY_KEYS else aggregate(judged, BY_KEYS)  # the chart's
+    return {
+        "judged": [str(p) for p in judged_files],
+        "human": [str(t.path) for t in tables],
+        "by": list(by),
+        "std": STD,
+        "note": TOTAL_NOTE,
+        "groups": groups,
+        "overall": group_stats(judged),
+        "generator_scenario": [
+            {k: g[k] for k in ("generator", "scenario", "n_total", "mean", "std")} for g in cells
+        ],
+        "files": [file_summary(p, items) for p, items in judged_files.items()],
+        "agreement": agreement_report(judged, tables) if tables else None,
+    }
+
+
+def report_markdown(report: dict[str, Any], full: bool = True) -> str:
+    """The report's tables as Markdown (`full`: with per-criterion tables and notes)."""
+    by = report["by"]
+    overall = report["overall"]
+    lines = ["# CompQA report", ""]
+    if full:
+        lines += [report["note"], ""]
+    header = [*by, "n", "mean ± std", "structure", "relevance", "quality", "invalid", "errors"]
+    rows = [header]
+    for group in [*report["groups"], dict.fromkeys(by, "") | {by[0]: "all"} | overall]:
+        rows.append(
+            [
+                *(_key(group[k]) for k in by),
+                str(group["n_total"]),
+                _mean_std(group),
+                *(_fixed(group["categories"][c], 2) for c in CATEGORIES),
+                str(group["invalid"]),
+                str(group["errors"]),
+            ]
+        )
+    lines += [f"## Mean total (0-19) by {', '.join(by)}", "", *_md_table(rows, len(by)), ""]
+    if full:
+        rows = [[*by, *(f"C{n}" for n in MAXIMA)]]
+        for group in report["groups"]:
+            rows.append(
+                [*(_key(group[k]) for k in by), *(_fixed(v, 2) for v in group["criteria"].values())]
+            )
+        title = "## Mean points per criterion (valid judgments)"
+        lines += [title, "", *_md_table(rows, len(by)), ""]
+    lines += _files_markdown(report["files"])
+    if report["agreement"]:
+        lines += _agreement_markdown(report["agreement"], full)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _files_markdown(files: list[dict[str, Any]]) -> list[str]:
+    keys = ("n", "invalid", "errors", "unchecked", "recorded_total_kept")
+    rows = [["file", "n", "invalid", "errors", "unchecked", "invalid, total kept"]]
+    rows += [[Path(f["file"]).name, *(str(f[k]) for k in keys)] for f in files]
+    lines = ["## Judged files", "", *_md_table(rows, 1), ""]
+    for f in files:
+        for p in f["problems"]:
+            lines.append(f"- {Path(f['file']).name}, {p['where']}: {p['status']}: {p['problem']}")
+        more = f["invalid"] + f["errors"] - len(f["problems"])
+        if more > 0:
+            lines.append(f"- {Path(f['file']).name}: {more} more")
+    return [*lines, ""] if lines[-1] else lines
+
+
+def _agreement_markdown(agreement: dict[str, Any], full: bool) -> list[str]:
+    lines = ["## Agreement with human annotations", ""]
+    if full:
+        lines += [agreement["note"], ""]
+    keys = ["layout", "annotated", "matched", "matched_loose", "unmatched", "ambiguous"]
+    rows = [["table", *keys, "duplicates", "dropped cells"]]
+    for t in agreement["tables"]:
+        rows.append(
+            [Path(t["file"]).name, *(str(t[k]) for k in keys)]
+            + [str(t["duplicates"]), str(len(t["dropped_cells"]))]
+        )
+    lines += _md_table(rows, 2) + [""]
+    for t in agreement["tables"]:
+        name = Path(t["file"]).name
+        for label, key in _LISTED:
+            listed = t[key]
+            if listed:
+                more = t[label] - len(listed)
+                lines.append(
+                    f"- {name} {label}: {'; '.join(listed)}{f'; {more} more' if more else ''}"
+                )
+        if t["dropped_cells"]:
+            lines.append(f"- {name} dropped: {'; '.join(t['dropped_cells'])}")
+        wrong = {r: c for r, c in t["recorded_total_mismatch"].items() if c}
+        if wrong:
+            counts = ", ".join(f"{r} {c}" for r, c in wrong.items())
+            lines.append(f"- {name}: recorded totals that differ from the criteria sum: {counts}")
+    lines += ["", "### Totals", ""]
+    rows = [["a", "b", "n", "Pearson r", "Spearman ρ", "α (interval)"]]
+    for pair in agreement["pairs"]:
+        total = pair["total"]
+        rows.append(
+            [pair["a"], pair["b"], str(total["n"])]
+            + [_fixed(total[k], 3, "undefined") for k in ("pearson", "spearman", "alpha")]
+        )
+    lines += _md_table(rows, 2) + [""]
+    if full:
+        for key, title in (("pearson", "Pearson r"), ("alpha", "Krippendorff's α (interval)")):
+            rows = [["a", "b", *(f"C{n}" for n in MAXIMA)]]
+            for pair in agreement["pairs"]:
+                cells = [_fixed(c[key], 2, "undef.") for c in pair["criteria"].values()]
+                rows.append([pair["a"], pair["b"], *cells])
+            lines += [f"### Per criterion: {title}", "", *_md_table(rows, 2), ""]
+    return lines
+
+
+def _md_table(rows: list[list[str]], numeric_from: int) -> list[str]:
+    align = ["---" if i < numeric_from else "---:" for i in range(len(rows[0]))]
+    return [f"| {' | '.join(row)} |" for row in [rows[0], align, *rows[1:]]]
+
+
+def _mean_std(group: dict[str, Any]) -> str:
+    if group["mean"] is None:
+        return "—"
+    std = "" if group["std"] is None else f" ± {group['std']:.2f}"
+    return f"{group['mean']:.4f}{std}"
+
+
+def _fixed(value: float | None, digits: int, missing: str = "—") -> str:
+    return missing if value is None else f"{value:.{digits}f}"
+
+
+def _key(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return statistics.fmean(values) if values else None

@@ -1,0 +1,493 @@
+"""PanelBench evaluation of `moot judge` outputs against gold verdicts (Debatrix, ACL 2024).
+
+DebateArt (1v1): RMSE × 100 between predicted and gold labels (0 pro wins, 0.5 tie, 1 con wins)
+for the final verdict and each dimension, in two modes: ``score`` (the label implied by the
+debaters' 1-10 scores, a tie within a margin) and ``direct`` (the judge's named winner). BP:
+accuracy of the final winner, completion, and which team positions the judge picks.
+
+Every (debate, repeat) item is counted: predicted, parse failures (a score or winner could not be
+read), incomplete (over the context window), errors, or unjudged (never judged). Metrics are over
+the predicted items only, with those counts beside them; nothing is imputed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from moot.core.data.debates import BP_TEAMS, LABELS, Debate, load_debates
+from moot.core.data.records import ResultLog, atomic_write, write_json
+from moot.core.errors import InputError
+
+MODES = ("score", "direct")
+MODE_TITLES = {"score": "Score comparison", "direct": "Direct prediction"}
+# The paper calls source and language a tie within 3 points; elsewhere only equal scores tie.
+TIE_MARGINS = {"source": 3.0, "language": 3.0}
+STATUSES = ("complete", "incomplete", "error")
+BASELINES = ("tie", "con", "pro")  # constant predictions, in the paper's order
+
+
+class Missing(StrEnum):
+    """Why an item has no prediction (the value is its count's key in the summary)."""
+
+    PARSE_FAILURE = "parse_failures"
+    INCOMPLETE = "incomplete"
+    ERROR = "errors"
+
+
+UNFINISHED = {"incomplete": Missing.INCOMPLETE, "error": Missing.ERROR}  # by judgment status
+
+
+def score_label(debate: Debate, debaters: Mapping[str, Any], margin: float) -> float | None:
+    """The label implied by the debaters' scores, or None when a score could not be read.
+
+    Each side's score is the mean of its debaters'; a difference within `margin` is a tie.
+    """
+    means = []
+    for side in (debate.pro, debate.con):
+        scores = [(debaters.get(name) or {}).get("score") for name in side]
+        if not all(isinstance(score, int | float) for score in scores):
+            return None  # a parse failure, or a debater left unscored
+        means.append(sum(scores) / len(scores))
+    difference = means[0] - means[1]
+    if abs(difference) <= margin:
+        return LABELS["tie"]
+    return LABELS["pro" if difference > 0 else "con"]
+
+
+def winner_label(debate: Debate, winner: str | None) -> float | None:
+    """The label of a named winner (or ``tie``), or None when the winner could not be read."""
+    return None if winner is None else debate.label(winner)
+
+
+def rmse(predicted: Sequence[float], gold: Sequence[float]) -> float | None:
+    """Root mean squared error × 100, or None when there is nothing to compare."""
+    if not predicted:
+        return None
+    squares = [(p - g) ** 2 for p, g in zip(predicted, gold, strict=True)]
+    return 100 * math.sqrt(sum(squares) / len(squares))
+
+
+def constant_baselines(gold: Sequence[float]) -> dict[str, Any]:
+    """RMSE × 100 of always predicting a tie, a con win or a pro win."""
+    return {
+        "debates": len(gold),
+        **{f"always_{name}": rmse([LABELS[name]] * len(gold), gold) for name in BASELINES},
+    }
+
+
+def rmse_summary(
+    items: Sequence[tuple[float | Missing, float]], unjudged: int = 0
+) -> dict[str, Any]:
+    """RMSE × 100 over the predicted items, with the count of every other kind of item.
+
+    Args:
+        items: (predicted label or why it is missing, gold label) per judged item.
+        unjudged: Items never judged.
+    """
+    predicted = [(p, g) for p, g in items if not isinstance(p, Missing)]
+    missing = Counter(p for p, _ in items if isinstance(p, Missing))
+    return {
+        "rmse": rmse([p for p, _ in predicted], [g for _, g in predicted]),
+        "predicted": len(predicted),
+        **{reason.value: missing[reason] for reason in Missing},
+        "unjudged": unjudged,
+    }
+
+
+def bp_summary(
+    items: Sequence[tuple[str | Missing, Sequence[str]]], unjudged: int = 0
+) -> dict[str, Any]:
+    """Accuracy, completion and the winners' team positions of BP judgments.
+
+    Args:
+        items: (predicted winning team or why it is missing, gold winners) per judged item.
+        unjudged: Items never judged.
+
+    Returns:
+        ``accuracy`` over the predicted items; ``accuracy_all`` over every expected item (missing
+        ones count as wrong); ``completion``: complete judgments over expected items; predicted
+        ``winners`` per team and the ``closing_share`` (CG or CO) among them; and the counts.
+    """
+    predicted = [(w, gold) for w, gold in items if not isinstance(w, Missing)]
+    missing = Counter(w for w, _ in items if isinstance(w, Missing))
+    correct = sum(winner in gold for winner, gold in predicted)
+    expected = len(items) + unjudged
+    teams = Counter(winner for winner, _ in predicted)
+    return {
+        "accuracy": _ratio(correct, len(predicted)),
+        "accuracy_all": _ratio(correct, expected),
+        "completion": _ratio(len(predicted) + missing[Missing.PARSE_FAILURE], expected),
+        "expected": expected,
+        "predicted": len(predicted),
+        **{reason.value: missing[reason] for reason in Missing},
+        "unjudged": unjudged,
+        "winners": {team: teams[team] for team in BP_TEAMS},
+        "closing_share": _ratio(teams["CG"] + teams["CO"], len(predicted)),
+    }
+
+
+def load_judgments(folder: Path, debates: Mapping[str, Debate]) -> list[dict[str, Any]]:
+    """The judgments of a `moot judge` output folder, checked against the gold debates.
+
+    A line torn by a crash is skipped (that item counts as unjudged).
+
+    Raises:
+        InputError: No judgments.jsonl, no judgments, or a judgment that does not fit the gold.
+    """
+    path = Path(folder) / "judgments.jsonl"
+    if not path.is_file():
+        raise InputError(path, "file not found (expected a `moot judge` output folder)")
+    records = list(ResultLog(path).load().values())
+    if not records:
+        raise InputError(path, "no judgments")
+    seen: set[tuple[str, int]] = set()
+    for record in records:
+        _check(path, record, debates)
+        key = (record["debate"], record["repeat"])
+        if key in seen:
+            raise InputError(path, f"two judgments of repeat {key[1]}", f"debate {key[0]!r}")
+        seen.add(key)
+    return records
+
+
+def _check(path: Path, record: dict[str, Any], debates: Mapping[str, Debate]) -> None:
+    name = record.get("debate")
+    where = f"debate {name!r}"
+    debate = debates.get(name) if isinstance(name, str) else None
+    if debate is None:
+        raise InputError(path, "not in the gold file", where)
+    if record.get("status") not in STATUSES:
+        raise InputError(path, f"unknown status {record.get('status')!r}", where)
+    if not isinstance(record.get("repeat"), int) or record["repeat"] < 0:
+        raise InputError(
+            path, f"repeat must be a number 0 or more, got {record.get('repeat')!r}", where
+        )
+    sides = [record.get("pro"), record.get("con")]
+    if sides != [list(debate.pro), list(debate.con)]:
+        gold = [list(debate.pro), list(debate.con)]
+        raise InputError(path, f"debaters {sides} differ from the gold file's {gold}", where)
+    if record["status"] != "complete":
+        return
+    dimensions = record.get("dimensions")
+    if not isinstance(dimensions, dict):
+        raise InputError(path, "a complete judgment without its dimensions", where)
+    for verdict in [record.get("final"), *dimensions.values()]:
+        if not isinstance(verdict, dict):
+            raise InputError(path, "a complete judgment without its verdicts", where)
+        if verdict.get("winner") not in (None, "tie", *debate.debaters):
+            raise InputError(path, f"unknown winner {verdict['winner']!r}", where)
+
+
+def evaluate_panelbench(
+    prediction_dirs: Sequence[Path],
+    gold_path: Path,
+    *,
+    margins: Mapping[str, float] = TIE_MARGINS,
+) -> dict[str, Any]:
+    """Evaluate each `moot judge` output folder against PanelBench gold.
+
+    Args:
+        prediction_dirs: `moot judge` output folders, one per framework.
+        gold_path: Anything `load_debates` accepts, with gold labels.
+        margins: Score-comparison tie margin per column (final or dimension); unlisted ones 0.
+
+    Returns:
+        ``{"evaluation", "gold", "debates": {"1v1", "bp"}, "tie_margins": {column: margin},
+        "baselines": {"debates", "always_tie", "always_con", "always_pro"} | None,
+        "frameworks": [...]}``; per folder ``{"name", "predictions", "judge", "repeats",
+        "judgments", "complete", "incomplete", "errors", "debateart", "bp"}`` where
+        ``debateart`` is ``{"columns", "score": {column: cell}, "direct": {column: cell}}``, a
+        cell is `rmse_summary` plus ``no_gold`` (judged items without that gold label), and
+        ``bp`` is `bp_summary` plus ``no_gold``; each is None when the gold has no such debates.
+
+    Raises:
+        InputError: Unreadable gold or predictions, or a prediction for a debate not in the gold.
+    """
+    debates = load_debates(gold_path)
+    by_id = {debate.id: debate for debate in debates}
+    duels = [d for d in debates if d.format == "1v1"]
+    dimensions = list(dict.fromkeys(n for d in duels for n in d.gold.get("dimensions") or {}))
+    finals = [d.gold["final"] for d in duels if d.gold.get("final") is not None]
+    frameworks = []
+    for folder in map(Path, prediction_dirs):
+        records = load_judgments(folder, by_id)
+        frameworks.append(_evaluate_folder(folder, records, debates, dimensions, margins))
+    names = Counter(f["name"] for f in frameworks)
+    for framework in frameworks:  # tell apart two runs of one framework
+        if names[framework["name"]] > 1:
+            framework["name"] += f" ({Path(framework['predictions']).name})"
+    return {
+        "evaluation": "panelbench",
+        "gold": str(gold_path),
+        "debates": {"1v1": len(duels), "bp": len(debates) - len(duels)},
+        "tie_margins": {c: margins.get(c, 0.0) for c in ["final", *dimensions]},
+        "baselines": constant_baselines(finals) if finals else None,
+        "frameworks": frameworks,
+    }
+
+
+def _evaluate_folder(
+    folder: Path,
+    records: list[dict[str, Any]],
+    debates: Sequence[Debate],
+    dimensions: Sequence[str],
+    margins: Mapping[str, float],
+) -> dict[str, Any]:
+    repeats = max(r["repeat"] for r in records) + 1
+    statuses = Counter(r["status"] for r in records)
+    result: dict[str, Any] = {
+        "name": records[0].get("framework") or folder.name,
+        "predictions": str(folder),
+        "judge": records[0].get("judge"),
+        "repeats": repeats,
+        "judgments": len(records),
+        "complete": statuses["complete"],
+        "incomplete": statuses["incomplete"],
+        "errors": statuses["error"],
+        "debateart": None,
+        "bp": None,
+    }
+    duels = [d for d in debates if d.format == "1v1"]
+    if duels:
+        result["debateart"] = _debateart(records, duels, dimensions, margins, repeats)
+    parliaments = [d for d in debates if d.format == "bp"]
+    if parliaments:
+        result["bp"] = _bp(records, parliaments, repeats)
+    return result
+
+
+def _debateart(
+    records: list[dict[str, Any]],
+    debates: Sequence[Debate],
+    dimensions: Sequence[str],
+    margins: Mapping[str, float],
+    repeats: int,
+) -> dict[str, Any]:
+    by_id = {debate.id: debate for debate in debates}
+    mine = [r for r in records if r["debate"] in by_id]
+    judged = Counter(r["debate"] for r in mine)
+    present = {name for r in mine if r["status"] == "complete" for name in r["dimensions"]}
+    columns = ["final", *(name for name in dimensions if name in present)]
+    result: dict[str, Any] = {"columns": columns, **{mode: {} for mode in MODES}}
+    for column in columns:
+        gold = {d.id: label for d in debates if (label := _gold_label(d, column)) is not None}
+        unjudged = sum(repeats - judged[debate_id] for debate_id in gold)
+        labelled = [r for r in mine if r["debate"] in gold]
+        for mode in MODES:
+            items = [
+                (_prediction(r, by_id[r["debate"]], column, mode, margins), gold[r["debate"]])
+                for r in labelled
+            ]
+            summary = rmse_summary(items, unjudged)
+            result[mode][column] = {**summary, "no_gold": len(mine) - len(labelled)}
+    return result
+
+
+def _gold_label(debate: Debate, column: str) -> float | None:
+    if column == "final":
+        return debate.gold.get("final")
+    return (debate.gold.get("dimensions") or {}).get(column)
+
+
+def _prediction(
+    record: dict[str, Any], debate: Debate, column: str, mode: str, margins: Mapping[str, float]
+) -> float | Missing:
+    if record["status"] != "complete":
+        return UNFINISHED[record["status"]]
+    verdict = record["final"] if column == "final" else record["dimensions"].get(column)
+    if verdict is None:
+        return Missing.PARSE_FAILURE  # this judgment has no verdict on the column
+    if mode == "score":
+        label = score_label(debate, verdict.get("debaters") or {}, margins.get(column, 0.0))
+    else:
+        label = winner_label(debate, verdict.get("winner"))
+    return Missing.PARSE_FAILURE if label is None else label
+
+
+def _bp(records: list[dict[str, Any]], debates: Sequence[Debate], repeats: int) -> dict[str, Any]:
+    gold = {d.id: d.gold["winners"] for d in debates if d.gold.get("winners")}
+    names = {d.id for d in debates}
+    mine = [r for r in records if r["debate"] in names]
+    judged = Counter(r["debate"] for r in mine)
+    items: list[tuple[str | Missing, Sequence[str]]] = []
+    for record in mine:
+        if record["debate"] not in gold:
+            continue
+        winner = UNFINISHED.get(record["status"]) or record["final"].get("winner")
+        items.append((winner or Missing.PARSE_FAILURE, gold[record["debate"]]))
+    unjudged = sum(repeats - judged[debate_id] for debate_id in gold)
+    return {**bp_summary(items, unjudged), "no_gold": len(mine) - len(items)}
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def write_panelbench_report(summary: dict[str, Any], out_dir: Path) -> None:
+    """Write ``summary.json``, ``summary.md`` and ``chart.png`` into `out_dir`."""
+    out_dir = Path(out_dir)
+    write_json(out_dir / "summary.json", summary)
+    markdown = summary_markdown(summary)
+    atomic_write(out_dir / "summary.md", lambda f: f.write(markdown))
+    _chart(summary, out_dir / "chart.png")
+
+
+def summary_markdown(summary: dict[str, Any]) -> str:
+    """The summary as Markdown tables: DebateArt RMSE per mode, baselines, BP."""
+    counts = summary["debates"]
+    margins = ", ".join(f"{c} ±{m:g}" for c, m in summary["tie_margins"].items() if m)
+    lines = [
+        "# PanelBench",
+        "",
+        f"Gold: {summary['gold']} ({counts['1v1']} 1v1 debates, {counts['bp']} BP debates).",
+    ]
+    frameworks = summary["frameworks"]
+    if counts["1v1"]:
+        columns = list(dict.fromkeys(c for f in frameworks for c in f["debateart"]["columns"]))
+        lines += [
+            "",
+            "## DebateArt: RMSE × 100 (lower is better)",
+            "",
+            "Cells: RMSE × 100 (n predicted items). Items without a prediction are counted, "
+            "never imputed: unparsed (a score or winner could not be read), incomplete (over the "
+            "context window), errors, unjudged (debate × repeat never judged). Score comparison "
+            f"ties within {margins or 'no margin'}; elsewhere only equal scores tie.",
+        ]
+        for mode in MODES:
+            header = ["framework", "judge", *columns, "unparsed", "incomplete", "errors"]
+            rows = [[*header, "unjudged"]]
+            for framework in frameworks:
+                cells = framework["debateart"][mode]
+                final = cells["final"]
+                unparsed = [
+                    f"{c} {v['parse_failures']}" for c, v in cells.items() if v["parse_failures"]
+                ]
+                rows.append(
+                    [
+                        framework["name"],
+                        str(framework["judge"]),
+                        *(_rmse_cell(cells.get(c)) for c in columns),
+                        ", ".join(unparsed) or "0",
+                        str(final["incomplete"]),
+                        str(final["errors"]),
+                        str(final["unjudged"]),
+                    ]
+                )
+            lines += ["", f"### {MODE_TITLES[mode]}", "", *_table(rows, numeric_from=2)]
+        baselines = summary["baselines"]
+        if baselines:
+            lines += [
+                "",
+                f"Constant baselines on the gold final labels ({baselines['debates']} debates): "
+                + ", ".join(f"always {n} {_number(baselines[f'always_{n}'])}" for n in BASELINES)
+                + ".",
+            ]
+    if counts["bp"]:
+        header = ["framework", "judge", "accuracy", "accuracy (missing = wrong)", "completion"]
+        header += [*BP_TEAMS, "closing share", "unparsed", "incomplete", "errors", "unjudged"]
+        rows = [header]
+        for framework in frameworks:
+            bp = framework["bp"]
+            rows.append(
+                [
+                    framework["name"],
+                    str(framework["judge"]),
+                    *(_percent(bp[k]) for k in ("accuracy", "accuracy_all", "completion")),
+                    *(str(bp["winners"][team]) for team in BP_TEAMS),
+                    _percent(bp["closing_share"]),
+                    *(str(bp[k]) for k in ("parse_failures", "incomplete", "errors", "unjudged")),
+                ]
+            )
+        lines += [
+            "",
+            "## BP: final winner (any gold winner counts)",
+            "",
+            "Accuracy over predicted items, and over every debate × repeat with missing ones "
+            "counted wrong; completion = complete judgments / (debates × repeats); team columns "
+            "count predicted winners; closing share = CG or CO.",
+            "",
+            *_table(rows, numeric_from=2),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _table(rows: list[list[str]], numeric_from: int) -> list[str]:
+    align = ["---" if i < numeric_from else "---:" for i in range(len(rows[0]))]
+    return [f"| {' | '.join(row)} |" for row in [rows[0], align, *rows[1:]]]
+
+
+def _rmse_cell(cell: dict[str, Any] | None) -> str:
+    return "—" if cell is None else f"{_number(cell['rmse'])} ({cell['predicted']})"
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def _chart(summary: dict[str, Any], path: Path) -> None:
+    """RMSE × 100 per column and framework, one panel per mode; BP in a panel of its own."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    frameworks = summary["frameworks"]
+    panels = [
+        *(MODES if summary["debates"]["1v1"] else ()),
+        *(("bp",) if summary["debates"]["bp"] else ()),
+    ]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.4), dpi=120)
+    axes = list(axes) if len(panels) > 1 else [axes]
+    for ax, panel in zip(axes, panels, strict=True):
+        if panel == "bp":
+            groups = {"accuracy": "accuracy", "accuracy_all": "missing = wrong"}
+            groups["closing_share"] = "closing share"
+            values = [[f["bp"][k] for k in groups] for f in frameworks]
+            _bars(ax, list(groups.values()), values, frameworks, "%.2f")
+            ax.set_ylim(0, 1.1)
+            ax.set_ylabel("share of items")
+            ax.set_title("BP: final winner", fontsize=10)
+            continue
+        columns = list(dict.fromkeys(c for f in frameworks for c in f["debateart"]["columns"]))
+        cells = [f["debateart"][panel] for f in frameworks]
+        values = [[(c.get(k) or {}).get("rmse") for k in columns] for c in cells]
+        _bars(ax, columns, values, frameworks, "%.1f")
+        ax.set_ylim(0, 110)  # labels lie in [0, 1], so RMSE × 100 lies in [0, 100]
+        ax.set_ylabel("RMSE × 100 (lower is better)")
+        ax.set_title(f"DebateArt: {MODE_TITLES[panel].lower()}", fontsize=10)
+        for name, style in zip(BASELINES, ("--", ":", "-."), strict=True):
+            if summary["baselines"]:  # reference lines across the final column
+                value = summary["baselines"][f"always_{name}"]
+                label = f"always {name} ({value:.1f})"
+                ax.hlines(value, -0.45, 0.45, "dimgray", style, label=label, zorder=3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    atomic_write(path, lambda f: fig.savefig(f, format="png"), binary=True)
+    plt.close(fig)
+
+
+def _bars(
+    ax: Any,
+    groups: Sequence[str],
+    values: Sequence[Sequence[float | None]],
+    frameworks: list,
+    fmt: str,
+) -> None:
+    """One bar per framework in each group, labelled with its value; none where n/a."""
+    width = 0.8 / len(frameworks)
+    for i, (framework, row) in enumerate(zip(frameworks, values, strict=True)):
+        shown = [(x, v) for x, v in enumerate(row) if v is not None]
+        xs = [x - 0.4 + width * (i + 0.5) for x, _ in shown]
+        bars = ax.bar(xs, [v for _, v in shown], width, label=framework["name"])
+        ax.bar_label(bars, fmt=fmt, fontsize=7)
+    ax.set_xticks(range(len(groups)), groups)

@@ -1,0 +1,512 @@
+"""DebateQA Perspective Diversity (P.D., lower is better) with a local causal LM.
+
+``paper`` (default), DebateQA (Xu et al. 2024, arXiv:2408.01419):
+P.D. = sum_i PPL(PA_i | c(A)), where c(A) is the scorer's chat template applied to one user turn,
+``answer + " Please restate."`` (``prompts/debateqa/perspective_diversity.j2``), with the
+assistant-turn opener; PA_i = POV + " " + explanation follows as the assistant's reply and only
+its tokens are scored. A tokenizer without a chat template (GPT-2) gets the plain format
+`PLAIN_FORMAT` (``user: {turn}``, a newline, ``assistant:``) and PA_i is tokenized with a
+leading space, as GPT-2's BPE would split the joined text. The prefix is encoded once; its KV
+cache is repeated along the batch for the partial answers, which are right-padded.
+
+Long answers: when the prefix plus the longest partial answer exceeds the window, tokens are
+dropped from the START of the answer (the template and "Please restate." stay) until it fits, and
+the result says how many (``dropped_answer_tokens``). A partial answer that cannot fit even with
+the whole answer dropped is an error for that item (`PartialTooLongError`).
+
+``released`` reproduces pillowsofwind/DebateQA ``scripts/eval_PD.py``: context = the chat template
+of the bare answer without a generation prompt (GPT-2 has no template today; the script ran with
+transformers' former GPT-2 default, each message followed by ``<|endoftext|>``), PA_i =
+``POV + ". " + explanation``, the pair tokenized jointly and cut at the window from the right,
+PPL = exp(sum of PA_i's NLL / all non-pad tokens but the first, context included), P.D. = the
+MEAN over partial answers. An answer that fills the window leaves no PA_i token, so its
+perplexity is exp(0) = 1.0, the best score; such records are flagged ``truncated``.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import math
+import statistics
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from moot.core.data.questions import Answer, PartialAnswer, PartialAnswers
+from moot.core.data.records import ResultLog, claim_folder, stable_id, write_json
+from moot.core.errors import ConfigError, InputError, MootError
+from moot.prompts import render
+
+VARIANTS = ("paper", "released")
+DEFAULT_SCORER = "gpt2"
+EMBEDDED = "local/smollm2"
+PLAIN_FORMAT = "user: {turn}\nassistant:"
+#: transformers' GPT-2 default chat template until 4.43, which the released script relied on.
+LEGACY_TEMPLATE = "{% for message in messages %}{{ message.content }}{{ eos_token }}{% endfor %}"
+
+
+class PartialTooLongError(MootError):
+    """A partial answer that does not fit the scorer's window even without the answer."""
+
+
+@dataclass(frozen=True)
+class PDResult:
+    """The P.D. of one answer against its partial answers.
+
+    Attributes:
+        pd: Sum (``paper``) or mean (``released``) of `perplexities`; lower is better.
+        perplexities: One perplexity per partial answer, in input order.
+        partial_tokens: Tokens of each partial answer.
+        scored_tokens: Tokens of each partial answer actually scored (fewer only in
+            ``released``, which cuts at the window; 0 gives its perplexity of 1.0).
+        context_tokens: Tokens of the (possibly truncated) context before the partial answer.
+        dropped_answer_tokens: Answer tokens dropped from the start to fit (``paper``).
+        truncated: Whether anything was cut to fit the window.
+    """
+
+    pd: float
+    perplexities: tuple[float, ...]
+    partial_tokens: tuple[int, ...]
+    scored_tokens: tuple[int, ...]
+    context_tokens: int
+    dropped_answer_tokens: int
+    truncated: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (lists for tuples)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+
+class PerspectiveDiversityScorer:
+    """Scores answers against partial answers with a causal LM, float32 on CPU, eval mode.
+
+    Args:
+        model: A local model folder, a Hugging Face id already in the local cache (nothing is
+            downloaded), or ``local/smollm2`` (the embedded GGUF, converted once and cached).
+        variant: ``paper`` (default) or ``released`` (see the module docstring).
+        batch_size: Partial answers per forward pass.
+        max_length: Window in tokens (default: the model's context length).
+        reuse_prefix: Encode each answer once and reuse its KV cache (``paper``); False scores
+            every (answer, partial answer) pair as a full sequence (the baseline; same numbers).
+
+    Raises:
+        ConfigError: Unknown variant, a model that cannot be loaded offline, or a bad window.
+
+    Example:
+        >>> scorer = PerspectiveDiversityScorer("path/to/gpt2")  # doctest: +SKIP
+        >>> scorer.score(answer, ["POV one. Because ...", "POV two. ..."]).pd  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_SCORER,
+        variant: str = "paper",
+        batch_size: int = 8,
+        max_length: int | None = None,
+        reuse_prefix: bool = True,
+    ) -> None:
+        import torch
+
+        if variant not in VARIANTS:
+            raise ConfigError(
+                f"unknown P.D. variant {variant!r}; choose from {', '.join(VARIANTS)}"
+            )
+        if batch_size < 1:
+            raise ConfigError(f"batch size must be positive, got {batch_size}")
+        self.name, self.variant, self.batch_size = model, variant, batch_size
+        self.reuse_prefix = reuse_prefix
+        self._torch = torch
+        self.model, self.tokenizer = load_scorer(model)
+        config = self.model.config
+        window = getattr(config, "max_position_embeddings", None) or getattr(
+            config, "n_positions", None
+        )
+        if max_length is not None:
+            if max_length < 2 or (window and max_length > window):
+                raise ConfigError(f"max length {max_length} outside 2..{window or 'any'}")
+            window = max_length
+        if not window:
+            raise ConfigError(f"{model}: unknown context length; set max_length")
+        self.window = int(window)
+
+    def score(self, answer: str, partials: Sequence[PartialAnswer | str]) -> PDResult:
+        """The P.D. of `answer` against `partials` (strings or `PartialAnswer`).
+
+        Raises:
+            PartialTooLongError: A partial answer does not fit the window (``paper``).
+        """
+        if not partials:
+            raise ValueError("P.D. needs at least one partial answer")
+        with self._torch.inference_mode():
+            if self.variant == "released":
+                return self._released(answer, [_released_text(p) for p in partials])
+            return self._paper(answer, [_text(p) for p in partials])
+
+    def score_many(
+        self, items: Iterable[tuple[str, Sequence[PartialAnswer | str]]]
+    ) -> Iterator[PDResult]:
+        """`score` over (answer, partial answers) pairs, lazily, in order."""
+        for answer, partials in items:
+            yield self.score(answer, partials)
+
+    # -- paper -------------------------------------------------------------------------------
+
+    def _paper(self, answer: str, partials: list[str]) -> PDResult:
+        tokenizer = self.tokenizer
+        turn = render("debateqa/perspective_diversity.j2", answer=answer)
+        if tokenizer.chat_template:
+            messages = [{"role": "user", "content": turn}]
+            text = tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True
+            )
+            special, lead = False, ""
+        else:
+            text, special, lead = PLAIN_FORMAT.format(turn=turn), True, " "
+        prefix = tokenizer(text, add_special_tokens=special, verbose=False)["input_ids"]
+        targets = [
+            tokenizer(lead + p, add_special_tokens=False, verbose=False)["input_ids"]
+            for p in partials
+        ]
+        if not all(targets):
+            raise ValueError("a partial answer has no tokens")
+        excess = len(prefix) + max(map(len, targets)) - self.window
+        dropped = 0
+        if excess > 0:
+            prefix, dropped = self._drop_answer_start(text, answer, special, excess, targets)
+        ppl = (self._reuse if self.reuse_prefix else self._pairs)(prefix, targets)
+        sizes = tuple(map(len, targets))
+        return PDResult(math.fsum(ppl), tuple(ppl), sizes, sizes, len(prefix), dropped, dropped > 0)
+
+    def _drop_answer_start(
+        self, text: str, answer: str, special: bool, excess: int, targets: list[list[int]]
+    ) -> tuple[list[int], int]:
+        if not self.tokenizer.is_fast:
+            raise ConfigError(f"{self.name}: truncating long answers needs a fast tokenizer")
+        encoded = self.tokenizer(
+            text, add_special_tokens=special, return_offsets_mapping=True, verbose=False
+        )
+        start = text.find(answer)
+        if start < 0:
+            raise ConfigError(f"{self.name}: the chat template altered the answer text")
+        end = start + len(answer)
+        # overlap, not containment: byte-level BPE offsets include a word's leading space
+        inside = [i for i, (a, b) in enumerate(encoded["offset_mapping"]) if a < end and b > start]
+        if excess >= len(inside):
+            longest = max(range(len(targets)), key=lambda i: len(targets[i]))
+            raise PartialTooLongError(
+                f"partial answer {longest} has {len(targets[longest])} tokens: it does not fit "
+                f"the scorer's window of {self.window} tokens even without the answer"
+            )
+        ids = encoded["input_ids"]
+        first = inside[0]
+        return ids[:first] + ids[first + excess :], excess
+
+    def _reuse(self, prefix: list[int], targets: list[list[int]]) -> list[float]:
+        """Encode `prefix` once; score the targets in batches over its repeated KV cache."""
+        torch = self._torch
+        out = self.model(input_ids=torch.tensor([prefix]), use_cache=True, logits_to_keep=1)
+        first = out.logits[0, -1].float().log_softmax(-1)  # predicts every target's first token
+        cache, size = out.past_key_values, len(prefix)
+        result: list[float] = []
+        for chunk in _chunks(targets, self.batch_size):
+            ids, mask = _pad(torch, chunk)
+            rows, width = ids.shape
+            kv = copy.deepcopy(cache)
+            kv.batch_repeat_interleave(rows)
+            logits = self.model(
+                input_ids=ids,
+                attention_mask=torch.cat([torch.ones(rows, size, dtype=mask.dtype), mask], 1),
+                position_ids=torch.arange(size, size + width).expand(rows, width),
+                past_key_values=kv,
+                use_cache=True,
+            ).logits
+            for row, target in enumerate(chunk):
+                n = len(target)
+                tail = _logprobs(logits[row, : n - 1], ids[row, 1:n])
+                total = first[target[0]] + tail.sum()
+                result.append(math.exp(-float(total) / n))
+        return result
+
+    def _pairs(self, prefix: list[int], targets: list[list[int]]) -> list[float]:
+        """Baseline: each (prefix + target) as its own sequence, right-padded in batches."""
+        torch = self._torch
+        result: list[float] = []
+        size = len(prefix)
+        for chunk in _chunks(targets, self.batch_size):
+            ids, mask = _pad(torch, [prefix + t for t in chunk])
+            keep = ids.shape[1] - size + 1  # logits from the prefix's last token on
+            logits = self.model(input_ids=ids, attention_mask=mask, logits_to_keep=keep).logits
+            for row, target in enumerate(chunk):
+                n = len(target)
+                lp = _logprobs(logits[row, :n], ids[row, size : size + n])
+                result.append(math.exp(-float(lp.sum()) / n))
+        return result
+
+    # -- released ----------------------------------------------------------------------------
+
+    def _released(self, answer: str, partials: list[str]) -> PDResult:
+        torch, tokenizer = self._torch, self.tokenizer
+        messages = [{"role": "user", "content": answer}]
+        template = None if tokenizer.chat_template else LEGACY_TEMPLATE
+        context = tokenizer.apply_chat_template(messages, tokenize=False, chat_template=template)
+        len_x = len(tokenizer.encode(context, add_special_tokens=False, verbose=False))
+        limit = min(self.window, int(tokenizer.model_max_length))
+        pad = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 0
+        ppl: list[float] = []
+        full: list[int] = []
+        scored: list[int] = []
+        for chunk in _chunks(partials, self.batch_size):
+            encoded = [tokenizer(context + y, verbose=False)["input_ids"] for y in chunk]
+            full += [max(0, len(e) - len_x) for e in encoded]
+            ids, mask = _pad(torch, [e[:limit] for e in encoded], pad)
+            keep = max(1, ids.shape[1] - len_x + 1)
+            logits = self.model(input_ids=ids, attention_mask=mask, logits_to_keep=keep).logits
+            offset = ids.shape[1] - logits.shape[1]  # logits[:, j] belongs to position offset+j
+            for row in range(len(chunk)):
+                length = int(mask[row].sum())
+                targets = range(len_x, length)  # the script's labels that are not -100
+                scored.append(len(targets))
+                nll = 0.0
+                if targets:
+                    at = torch.tensor(targets)
+                    nll = -float(_logprobs(logits[row, at - 1 - offset], ids[row, at]).sum())
+                ppl.append(math.exp(nll / (length - 1)))
+        return PDResult(
+            math.fsum(ppl) / len(ppl),
+            tuple(ppl),
+            tuple(full),
+            tuple(scored),
+            len_x,
+            0,
+            scored != full,
+        )
+
+
+def match_answers(
+    answers: Sequence[Answer],
+    partial_sets: Sequence[PartialAnswers],
+    answers_path: Path,
+    partials_path: Path,
+) -> tuple[list[tuple[Answer, PartialAnswers]], list[str]]:
+    """Pair answers with their partial answers by id; also return the ids no answer uses.
+
+    Raises:
+        InputError: An answer has no partial answers (naming how many and the first id).
+    """
+    by_id = {p.id: p for p in partial_sets}
+    missing = [a.id for a in answers if a.id not in by_id]
+    if missing:
+        raise InputError(
+            answers_path,
+            f"{len(missing)} of {len(answers)} answers have no partial answers in {partials_path}",
+            f"id {missing[0]}",
+        )
+    used = {a.id for a in answers}
+    return [(a, by_id[a.id]) for a in answers], [p.id for p in partial_sets if p.id not in used]
+
+
+def evaluate(
+    pairs: Sequence[tuple[Answer, PartialAnswers]],
+    out_dir: Path,
+    make_scorer: Callable[[], PerspectiveDiversityScorer],
+    claim: dict[str, Any],
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[list[dict[str, Any]], int]:
+    """Score the pairs not yet in ``out_dir/scores.jsonl``; return (records in order, new).
+
+    The folder is claimed for one scorer and variant (``.moot/pd.json``) before any scoring, so
+    a rerun with other settings cannot mix scores; a record whose answer or partial answers
+    changed is scored again. The scorer is built only when something is left to score, and
+    before a new claim is written: a scorer or window that is refused leaves nothing behind.
+
+    Raises:
+        ConfigError: The folder holds scores from another scorer, variant or window; the scorer
+            cannot be built (from `make_scorer`).
+    """
+    holds = "P.D. scores from another scorer or settings"
+    claimed = (Path(out_dir) / ".moot" / "pd.json").exists()
+    if claimed:  # refuse other settings before loading a scorer
+        claim_folder(out_dir, "pd", claim, holds)
+    log = ResultLog(Path(out_dir) / "scores.jsonl")
+    done = log.load()
+    keys = {a.id: stable_id(a.text, [p.text for p in s.partial_answers]) for a, s in pairs}
+    pending = [(a, s) for a, s in pairs if done.get(a.id, {}).get("input") != keys[a.id]]
+    scorer = make_scorer() if pending else None
+    if not claimed:  # only once the scorer and its window are accepted
+        claim_folder(out_dir, "pd", claim, holds)
+    if scorer is not None:
+        for index, (answer, partial_set) in enumerate(pending):
+            record: dict[str, Any] = {"id": answer.id, "input": keys[answer.id]}
+            try:
+                result = scorer.score(answer.text, partial_set.partial_answers)
+                record.update(status="ok", **result.to_json())
+            except PartialTooLongError as exc:  # deterministic: kept, reported, not retried
+                record.update(status="error", error=str(exc))
+            log.append(record)
+            if progress:
+                progress(index + 1, len(pending))
+    return log.compact_current_first([a.id for a, _ in pairs]), len(pending)
+
+
+def summarize(records: Sequence[dict[str, Any]], **about: Any) -> dict[str, Any]:
+    """Mean, median, count, truncated and error counts of per-answer records."""
+    scores = [r["pd"] for r in records if r["status"] == "ok"]
+    return {
+        "evaluation": "perspective_diversity",
+        **about,
+        "lower_is_better": True,
+        "count": len(scores),
+        "mean": statistics.fmean(scores) if scores else None,
+        "median": statistics.median(scores) if scores else None,
+        "min": min(scores, default=None),
+        "max": max(scores, default=None),
+        "truncated": sum(1 for r in records if r.get("truncated")),
+        "errors": len(records) - len(scores),
+    }
+
+
+def write_report(summary: dict[str, Any], out_dir: Path) -> None:
+    """``summary.json`` and a one-table ``summary.md`` in `out_dir`."""
+    from moot.core.data.records import atomic_write
+
+    write_json(Path(out_dir) / "summary.json", summary)
+
+    def number(value: Any) -> str:
+        return "n/a" if value is None else f"{value:.4g}"
+
+    combine = "sum" if summary["variant"] == "paper" else "mean"
+    lines = [
+        f"# Perspective Diversity ({summary['variant']}: {combine} of perplexities, lower is "
+        "better)",
+        "",
+        f"scorer `{summary['scorer']}`, window {summary['window']} tokens",
+        "",
+        "| answers | mean P.D. | median | min | max | truncated | errors |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| {summary['count']} | {number(summary['mean'])} | {number(summary['median'])} "
+        f"| {number(summary['min'])} | {number(summary['max'])} | {summary['truncated']} "
+        f"| {summary['errors']} |",
+    ]
+    atomic_write(Path(out_dir) / "summary.md", lambda f: f.write("\n".join(lines) + "\n"))
+
+
+def load_scorer(model: str) -> tuple[Any, Any]:
+    """(model, tokenizer) in float32 eval mode, from local files only.
+
+    Raises:
+        ConfigError: Not a model folder and not in the local Hugging Face cache, or the
+            embedded model's conversion needs a missing package.
+    """
+    import torch
+    import transformers
+
+    source = str(_embedded_folder()) if model == EMBEDDED else _resolve(model)
+    try:
+        loaded = transformers.AutoModelForCausalLM.from_pretrained(
+            source, dtype=torch.float32, local_files_only=True
+        )
+        tokenizer = transformers.AutoTokenizer.from_pretrained(source, local_files_only=True)
+    except (OSError, ValueError) as exc:
+        where = "a model folder" if Path(source).is_dir() else "in the local Hugging Face cache"
+        raise ConfigError(
+            f"cannot load P.D. scorer {model!r} ({where}; nothing is downloaded): "
+            f"{str(exc).splitlines()[0]}"
+        ) from None
+    loaded.eval()
+    return loaded, tokenizer
+
+
+def scorer_identity(model: str) -> str:
+    """A name that changes when the scorer's weights change (for folder claims).
+
+    Raises:
+        ConfigError: The scorer cannot be loaded offline (checked without loading it).
+    """
+    from moot.core.llm import embedded
+    from moot.core.llm.local_hf import weights_identity
+
+    if model == EMBEDDED:
+        if importlib.util.find_spec("gguf") is None:
+            _embedded_folder()  # raises unless the converted model is already cached
+        return embedded.cache_identity()
+    source = _resolve(model)
+    return weights_identity(source) if Path(source).is_dir() else f"hub/{model}"
+
+
+def _resolve(model: str) -> str:
+    """`model` itself if it is a folder or a hub id in the local cache."""
+    if Path(model).is_dir():
+        return model
+    from huggingface_hub import try_to_load_from_cache
+
+    # checked first: transformers would still probe the hub for adapters, retrying for ~20 s
+    if not isinstance(try_to_load_from_cache(model, "config.json"), str):
+        raise ConfigError(
+            f"P.D. scorer {model!r} is neither a model folder nor in the local Hugging Face "
+            "cache (nothing is downloaded): pass a model folder or local/smollm2"
+        )
+    return model
+
+
+def _embedded_folder() -> Path:
+    """The embedded GGUF converted to a transformers folder once, under the moot cache."""
+    from moot.core.data.records import atomic_replace_dir
+    from moot.core.llm.cache import default_cache_path
+    from moot.core.llm.embedded import weights_path
+
+    weights = weights_path()
+    folder = default_cache_path().parent / "scorers" / f"smollm2-{weights.stat().st_size}"
+    if (folder / "config.json").exists():
+        return folder
+    if importlib.util.find_spec("gguf") is None:
+        raise ConfigError("local/smollm2 as a P.D. scorer needs the gguf package: pip install gguf")
+
+    def convert(tmp: Path) -> None:
+        import torch
+        import transformers
+
+        options = {"gguf_file": weights.name}
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            weights.parent, dtype=torch.float32, **options
+        )
+        # the weights are dequantized to float32 on load; only the GGUF marker blocks saving
+        model.hf_quantizer = None
+        model.config.quantization_config = None
+        model.save_pretrained(tmp)
+        transformers.AutoTokenizer.from_pretrained(weights.parent, **options).save_pretrained(tmp)
+
+    atomic_replace_dir(convert, folder)
+    return folder
+
+
+def _text(partial: PartialAnswer | str) -> str:
+    return partial.text if isinstance(partial, PartialAnswer) else partial
+
+
+def _released_text(partial: PartialAnswer | str) -> str:
+    if isinstance(partial, PartialAnswer):
+        return f"{partial.pov}. {partial.explanation}"  # the released script's format
+    return partial
+
+
+def _chunks(items: list, size: int) -> Iterator[list]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _pad(torch: Any, rows: list[list[int]], pad: int = 0) -> tuple[Any, Any]:
+    """Right-padded ids and their attention mask."""
+    width = max(map(len, rows))
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+        mask[i, : len(row)] = 1
+    return ids, mask
+
+
+def _logprobs(logits: Any, targets: Any) -> Any:
+    """Log-probabilities of `targets` under `logits` (one row per target), in float32."""
+    return logits.float().log_softmax(-1).gather(-1, targets[:, None])[:, 0]

@@ -1,0 +1,402 @@
+"""Local retrieval: a persisted BM25 (bm25s) and dense index, hybrid fusion, MMR, trusted domains.
+
+An index is a folder written atomically by `build_index`:
+
+* ``index.json``: the manifest (format version, chunk size, counts, the corpus path and its
+  SHA-256, the embedder or null, the bm25s version);
+* ``chunks.jsonl``: the chunks in index order;
+* ``bm25/``: the bm25s index (English stopwords, no stemmer);
+* ``dense.npy``: one unit vector per chunk, when built with an embedder.
+
+Hybrid retrieval is reciprocal-rank fusion of the BM25 and dense rankings, score
+``sum 1 / (RRF_K + rank)`` with ranks from 1 and ``RRF_K = 60`` (Cormack et al., 2009).
+MMR follows BERDS eq. 1. The trusted-domain filter is DebateQA's (Table 8).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from moot.core.data.corpus import (
+    DEFAULT_CHUNK_CHARS,
+    FOLDER_SUFFIXES,
+    Chunk,
+    chunk_documents,
+    load_documents,
+)
+from moot.core.data.records import atomic_replace_dir, check_out_dir, write_json, write_jsonl
+from moot.core.errors import ConfigError, InputError
+
+FORMAT_VERSION = 1
+RRF_K = 60
+MMR_POOL = 4  # MMR re-ranks this many times k candidates
+TRUSTED_SUFFIXES = (".edu", ".org", ".gov", ".info", ".pro")
+RetrieverName = Literal["bm25", "dense", "hybrid"]
+RETRIEVERS: tuple[str, ...] = ("bm25", "dense", "hybrid")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A retrieved chunk and its score (higher is better; the scale depends on the retriever)."""
+
+    chunk: Chunk
+    score: float
+
+    def to_json(self) -> dict[str, Any]:
+        """The chunk's fields plus ``score``."""
+        return {**self.chunk.to_json(), "score": self.score}
+
+
+class Retriever(Protocol):
+    """What answering graphs call: ``search(query, k)`` returns at most `k` hits, best first."""
+
+    name: str
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        """The best `k` hits for `query`."""
+        ...
+
+
+class Index:
+    """A loaded index folder (see the module docstring); use `build_index` or `Index.load`."""
+
+    def __init__(
+        self,
+        path: Path,
+        manifest: dict[str, Any],
+        chunks: list[Chunk],
+        bm25: Any,
+        vectors: np.ndarray | None,
+    ) -> None:
+        self.path, self.manifest, self.chunks = path, manifest, chunks
+        self._bm25, self.vectors = bm25, vectors
+        self._positions = {chunk.id: i for i, chunk in enumerate(chunks)}
+
+    @property
+    def embedder(self) -> str | None:
+        """The embedder the dense vectors were made with, or None (BM25 only)."""
+        return self.manifest["embedder"]
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    @classmethod
+    def load(cls, path: Path) -> Index:
+        """Open an index folder and check that its parts agree with its manifest.
+
+        Raises:
+            InputError: No index at `path`, or a damaged or incompatible one.
+        """
+        import bm25s
+
+        path = Path(path)
+        manifest_path = path / "index.json"
+        if not manifest_path.is_file():
+            raise InputError(
+                path, "no index here (index.json not found); build one with moot index"
+            )
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+            chunks_text = (path / "chunks.jsonl").read_text(encoding="utf-8")
+            chunks = [Chunk.from_json(json.loads(line)) for line in chunks_text.splitlines()]
+        except (OSError, ValueError, TypeError) as exc:
+            raise InputError(path, f"damaged index: {exc}") from None
+        if manifest.get("format_version") != FORMAT_VERSION:
+            raise InputError(
+                manifest_path,
+                f"index format {manifest.get('format_version')!r}, expected "
+                f"{FORMAT_VERSION}; rebuild it with moot index",
+            )
+        if manifest.get("chunks") != len(chunks):
+            raise InputError(
+                path,
+                f"chunks.jsonl has {len(chunks)} chunks, index.json says {manifest.get('chunks')}",
+            )
+        bm25 = bm25s.BM25.load(str(path / "bm25"), show_progress=False)
+        vectors = None
+        if manifest.get("embedder"):
+            try:
+                vectors = np.load(path / "dense.npy")
+            except (OSError, ValueError, EOFError) as exc:
+                raise InputError(path / "dense.npy", f"unreadable: {exc}") from None
+            if vectors.shape[0] != len(chunks):
+                raise InputError(
+                    path / "dense.npy",
+                    f"{vectors.shape[0]} vectors for {len(chunks)} chunks; rebuild the index",
+                )
+        return cls(path, manifest, chunks, bm25, vectors)
+
+    def search(
+        self,
+        query: str,
+        k: int,
+        retriever: RetrieverName = "bm25",
+        embedder: Any | None = None,
+    ) -> list[Hit]:
+        """The best `k` chunks for `query`.
+
+        BM25 drops chunks sharing no term with the query (score 0), so it may return fewer.
+
+        Args:
+            query: The search text.
+            k: How many hits at most.
+            retriever: ``bm25``, ``dense`` or ``hybrid`` (reciprocal-rank fusion, `RRF_K`).
+            embedder: An `Embedder` with the index's embedder name (dense and hybrid only).
+
+        Raises:
+            ConfigError: Dense or hybrid on an index without vectors, without an embedder, or
+                with an embedder other than the index's.
+        """
+        k = min(k, len(self.chunks))
+        if retriever == "bm25":
+            return self._bm25_search(query, k)
+        self.check_embedder(embedder)
+        if retriever == "dense":
+            return self._dense_search(query, k, embedder)
+        if retriever != "hybrid":
+            raise ConfigError(f"unknown retriever {retriever!r}; use one of {RETRIEVERS}")
+        pool = min(len(self.chunks), max(MMR_POOL * k, 100))
+        fused: dict[str, float] = {}
+        for ranking in (self._bm25_search(query, pool), self._dense_search(query, pool, embedder)):
+            for rank, hit in enumerate(ranking, start=1):
+                fused[hit.chunk.id] = fused.get(hit.chunk.id, 0.0) + 1.0 / (RRF_K + rank)
+        best = sorted(fused.items(), key=lambda item: (-item[1], self._positions[item[0]]))[:k]
+        return [Hit(self.chunks[self._positions[cid]], score) for cid, score in best]
+
+    def check_embedder(self, embedder: Any | None) -> None:
+        """Refuse dense search on a BM25-only index or with another embedder than the index's.
+
+        Args:
+            embedder: An `Embedder`, or an embedder name.
+        """
+        if self.embedder is None:
+            raise ConfigError(
+                f"the index {self.path} has no dense vectors; rebuild it with moot index --dense"
+            )
+        if embedder is None:
+            raise ConfigError("dense retrieval needs an embedder")
+        name = embedder if isinstance(embedder, str) else embedder.name
+        if name != self.embedder:
+            raise ConfigError(
+                f"the index {self.path} was built with the embedder {self.embedder!r}, "
+                f"not {name!r}; query with the same embedder or rebuild the index"
+            )
+
+    def vectors_of(self, hits: Sequence[Hit]) -> np.ndarray | None:
+        """The stored unit vectors of `hits`' chunks, or None for a BM25-only index."""
+        if self.vectors is None:
+            return None
+        return self.vectors[[self._positions[hit.chunk.id] for hit in hits]]
+
+    def _bm25_search(self, query: str, k: int) -> list[Hit]:
+        import bm25s
+
+        tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)
+        if not tokens[0] or k < 1:
+            return []
+        ids, scores = self._bm25.retrieve(tokens, k=k, show_progress=False, n_threads=1)
+        return [
+            Hit(self.chunks[int(i)], float(s))
+            for i, s in zip(ids[0], scores[0], strict=True)
+            if s > 0
+        ]
+
+    def _dense_search(self, query: str, k: int, embedder: Any) -> list[Hit]:
+        assert self.vectors is not None
+        scores = self.vectors @ embedder.encode([query])[0]
+        order = np.argsort(-scores, kind="stable")[:k]
+        return [Hit(self.chunks[int(i)], float(scores[i])) for i in order]
+
+
+def build_index(
+    docs: Path, out: Path, *, chunk_chars: int = DEFAULT_CHUNK_CHARS, dense: str | None = None
+) -> Index:
+    """Chunk a corpus and write an index folder at `out` (replaced atomically).
+
+    Args:
+        docs: A corpus file or folder (see `moot.core.data.corpus.load_documents`).
+        out: The index folder: new, empty, or an earlier index (replaced).
+        chunk_chars: The largest chunk, in characters (DebateQA: about 2000).
+        dense: An embedder name (``all-MiniLM-L6-v2``, a local folder, a hub id) to also store
+            dense vectors; None for BM25 only.
+
+    Raises:
+        InputError: Bad corpus, or one with no word but stopwords.
+        ConfigError: A chunk size below 1, an embedder that cannot be loaded, or an `out` that
+            is (or holds, or sits inside) the corpus or holds anything but an earlier index.
+    """
+    import bm25s
+
+    if chunk_chars < 1:
+        raise ConfigError(f"--chunk-chars must be a positive integer, got {chunk_chars}")
+    check_out_dir(Path(out), "index", [docs], "index.json", _is_index_manifest)
+    documents = load_documents(docs)
+    chunks = chunk_documents(documents, chunk_chars)
+    texts = [chunk.text for chunk in chunks]
+    tokens = bm25s.tokenize(texts, stopwords="en", show_progress=False)
+    if not tokens.vocab:
+        raise InputError(docs, "no word to index: every document holds only stopwords")
+    embedder = None
+    if dense:
+        from moot.core.retrieval.embeddings import Embedder
+
+        embedder = Embedder(dense)  # fails before anything is written
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "chunk_chars": chunk_chars,
+        "documents": len(documents),
+        "chunks": len(chunks),
+        "source": str(docs),
+        "source_sha256": corpus_sha256(Path(docs)),
+        "embedder": dense or None,
+        "bm25s": bm25s.__version__,
+        "bm25_stopwords": "en",
+    }
+
+    def build(tmp: Path) -> None:
+        bm25 = bm25s.BM25()
+        bm25.index(tokens, show_progress=False)
+        bm25.save(str(tmp / "bm25"), show_progress=False)
+        write_jsonl(tmp / "chunks.jsonl", (chunk.to_json() for chunk in chunks))
+        if embedder is not None:
+            np.save(tmp / "dense.npy", embedder.encode(texts))
+        write_json(tmp / "index.json", manifest)
+
+    atomic_replace_dir(build, Path(out))
+    return Index.load(Path(out))
+
+
+def _is_index_manifest(data: Any) -> bool:
+    """An ``index.json`` of any format version: a folder `moot index` may replace."""
+    return isinstance(data, dict) and "format_version" in data
+
+
+def corpus_sha256(path: Path) -> str:
+    """SHA-256 of a corpus file, or of a folder's corpus files (relative paths and contents)."""
+    digest = hashlib.sha256()
+    if path.is_file():
+        digest.update(path.read_bytes())
+        return digest.hexdigest()
+    for file in sorted(p for p in path.rglob("*") if p.suffix.lower() in FOLDER_SUFFIXES):
+        if file.is_file():
+            digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(file.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def mmr(hits: Sequence[Hit], chunk_vecs: np.ndarray, lam: float, k: int) -> list[Hit]:
+    """Maximal marginal relevance re-ranking, BERDS eq. 1.
+
+    The first (top) hit is always kept; then, repeatedly, the candidate maximising
+    ``lam * norm_score - (1 - lam) * max cosine similarity to the selected`` is added, where
+    ``norm_score`` is the retrieval score min-max normalised over the candidates (all 1 when
+    they tie). Each returned hit carries its MMR score (the first keeps its normalised score).
+
+    Args:
+        hits: Candidates, best first (a pool larger than `k`, e.g. 4k).
+        chunk_vecs: Unit vectors of the candidates, row i for ``hits[i]``.
+        lam: Weight of relevance against diversity, in [0, 1].
+        k: How many to return.
+    """
+    if not hits or k < 1:
+        return []
+    scores = np.array([hit.score for hit in hits], dtype=np.float64)
+    span = scores.max() - scores.min()
+    norm = (scores - scores.min()) / span if span > 0 else np.ones_like(scores)
+    sims = np.asarray(chunk_vecs, dtype=np.float64) @ np.asarray(chunk_vecs, dtype=np.float64).T
+    chosen, values = [0], [float(norm[0])]
+    max_sim = sims[0].copy()
+    remaining = list(range(1, len(hits)))
+    while remaining and len(chosen) < k:
+        mmr_scores = [lam * norm[i] - (1 - lam) * max_sim[i] for i in remaining]
+        best = int(np.argmax(mmr_scores))  # ties: the better-ranked candidate
+        index = remaining.pop(best)
+        chosen.append(index)
+        values.append(float(mmr_scores[best]))
+        max_sim = np.maximum(max_sim, sims[index])
+    return [Hit(hits[i].chunk, v) for i, v in zip(chosen, values, strict=True)]
+
+
+def is_trusted(url: str | None) -> bool:
+    """Whether `url`'s host ends with .edu, .org, .gov, .info or .pro (DebateQA Table 8).
+
+    A document without a URL is not trusted (the filter drops it).
+    """
+    if not url:
+        return False
+    host = (urlsplit(url if "//" in url else f"//{url}").hostname or "").rstrip(".").lower()
+    return host.endswith(TRUSTED_SUFFIXES)
+
+
+class LocalRetriever:
+    """The `Retriever` over a local `Index`, with optional MMR and trusted-domain filter.
+
+    Args:
+        index: The loaded index.
+        retriever: ``bm25``, ``dense`` or ``hybrid``.
+        mmr: The MMR lambda in [0, 1], or None for no re-ranking. MMR uses the index's dense
+            vectors, or encodes the candidates with the default embedder on a BM25-only index.
+        trusted_domains: Keep only chunks whose URL is trusted (`is_trusted`).
+        embedder: The `Embedder` (or embedder name) for dense and hybrid queries; it must be
+            the index's (default: load the index's).
+
+    Example:
+        >>> retriever = LocalRetriever(Index.load(Path("idx")), retriever="bm25")  # doctest: +SKIP
+        >>> hits = retriever.search("Should voting be compulsory?", 3)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        index: Index,
+        retriever: RetrieverName = "bm25",
+        mmr: float | None = None,
+        trusted_domains: bool = False,
+        embedder: Any | None = None,
+    ) -> None:
+        if retriever not in RETRIEVERS:
+            raise ConfigError(f"unknown retriever {retriever!r}; use one of {RETRIEVERS}")
+        if mmr is not None and not 0 <= mmr <= 1:
+            raise ConfigError(f"--mmr must be between 0 and 1, got {mmr:g}")
+        self.index, self.retriever, self.lam = index, retriever, mmr
+        self.trusted_domains = trusted_domains
+        self.name = retriever
+        if retriever != "bm25":
+            if embedder is None or isinstance(embedder, str):
+                index.check_embedder(embedder or index.embedder)  # before loading a model
+                from moot.core.retrieval.embeddings import Embedder
+
+                embedder = Embedder(embedder or index.embedder)
+            index.check_embedder(embedder)
+        self.embedder = embedder
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        """The best `k` chunks for `query` (fewer when filters or the index leave fewer)."""
+        pool = k
+        if self.trusted_domains:
+            pool = len(self.index)  # filter the whole ranking, then keep the best
+        elif self.lam is not None:
+            pool = MMR_POOL * k
+        hits = self.index.search(query, pool, self.retriever, self.embedder)
+        if self.trusted_domains:
+            hits = [hit for hit in hits if is_trusted(hit.chunk.url)]
+        if self.lam is None:
+            return hits[:k]
+        hits = hits[: MMR_POOL * k]
+        vectors = self.index.vectors_of(hits)
+        if vectors is None:
+            vectors = _default_embedder().encode([hit.chunk.text for hit in hits])
+        return mmr(hits, vectors, self.lam, k)
+
+
+def _default_embedder() -> Any:
+    from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER, Embedder
+
+    return Embedder(DEFAULT_EMBEDDER)

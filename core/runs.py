@@ -1,0 +1,197 @@
+"""The run engine: every command that calls a model runs its work items through `run_items`.
+
+A work item is a dict with a stable ``id``: a hash of what makes it the same work (the settings and
+the input), so a rerun recognises it. For each run the engine
+
+- skips the items whose logged record is finished (what finishes an item is the pipeline's
+  `finished` rule: ``ok``, or ``complete`` and ``incomplete`` for judgments, ...);
+- runs the others, at most `concurrency` at a time; each task resumes its own interrupted work
+  (from its LangGraph checkpoint, or free from the request cache);
+- turns a call that failed for good (`ModelCallError`) into a failure record, kept apart from the
+  results and retried by the next run;
+- appends each record to the run's JSONL log as soon as it is known (fsynced, off the event loop),
+  so a crash loses at most the items in flight;
+- shows one progress bar (done, failed, calls, tokens, cost, ETA);
+- compacts the log at the end, one line per id, this run's items first in input order.
+
+What a run did is a `Tally`; the CLI prints every tally and the ledger as one summary table and
+turns them into the exit code (0 all done, 1 some failed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from moot.core.data.records import ResultLog
+from moot.core.errors import ModelCallError
+
+Record = dict[str, Any]
+Task = Callable[[Record], Awaitable[Record]]
+
+
+def is_ok(record: Record) -> bool:
+    """The default `finished` rule: the item's record says ``ok``."""
+    return record.get("status") == "ok"
+
+
+def is_error(record: Record) -> bool:
+    """The default `failed` rule: the item's record says ``error``."""
+    return record.get("status") == "error"
+
+
+def error_record(item: Record, exc: ModelCallError) -> Record:
+    """The default failure record: the item, ``status: error`` and the error message."""
+    return {**item, "status": "error", "error": str(exc)}
+
+
+@dataclass
+class Tally:
+    """What one run did with its items.
+
+    Attributes:
+        unit: What an item is, plural (``debates``, ``judgments``).
+        planned: Items this run was asked for.
+        skipped: Items finished by an earlier run.
+        done: Items finished now.
+        failed: Items that failed now (a rerun retries them).
+        seconds: Wall time of the run.
+    """
+
+    unit: str
+    planned: int = 0
+    skipped: int = 0
+    done: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The records of a run's items, in item order, and its tally."""
+
+    records: list[Record]
+    tally: Tally
+
+
+@dataclass
+class Progress:
+    """One progress bar on stderr for a command: done / failed / calls / tokens / cost, and ETA.
+
+    Args:
+        enabled: Draw it (the CLI enables it on a terminal unless ``--quiet``).
+        ledger: The model layer's `UsageLedger`, read for calls, tokens and cost.
+    """
+
+    enabled: bool = True
+    ledger: Any = None
+    _bar: Any = field(default=None, repr=False)
+    _failed: int = 0
+
+    def start(self, total: int, unit: str) -> None:
+        """Begin a bar over `total` items (a command with two stages draws two bars)."""
+        self.close()
+        if self.enabled and total:
+            from tqdm import tqdm
+
+            self._bar, self._failed = tqdm(total=total, unit=unit[:-1] or unit, file=sys.stderr), 0
+            self._bar.set_postfix_str(self._postfix(), refresh=False)
+
+    def advance(self, failed: bool) -> None:
+        """One item finished (or failed)."""
+        if self._bar is not None:
+            self._failed += failed
+            self._bar.set_postfix_str(self._postfix(), refresh=False)
+            self._bar.update(1)
+
+    def close(self) -> None:
+        """Close the current bar, if any."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def _postfix(self) -> str:
+        parts = [f"failed {self._failed}"]
+        if self.ledger is not None:
+            total = self.ledger.total()
+            tokens = total.prompt_tokens + total.completion_tokens
+            parts += [f"calls {total.calls}", f"tokens {tokens}", f"${total.cost_usd:.4f}"]
+        return ", ".join(parts)
+
+
+async def run_items(
+    items: Sequence[Record],
+    task: Task,
+    log: ResultLog,
+    *,
+    unit: str,
+    concurrency: int = 1,
+    finished: Callable[[Record], bool] = is_ok,
+    failed: Callable[[Record], bool] = is_error,
+    on_error: Callable[[Record, ModelCallError], Record] = error_record,
+    progress: Progress | None = None,
+    keep_others: bool = True,
+) -> RunResult:
+    """Run `task` on every item whose logged record is not `finished`; log each record.
+
+    Args:
+        items: The work, each a dict with a stable ``id``; an id given twice is one item (the
+            first), e.g. an answer that two input files share.
+        task: Makes one item's record (``{**item, "status": ...}``), resuming its own
+            interrupted work. A `ModelCallError` it raises becomes ``on_error(item, exc)``;
+            any other exception stops the run (records logged so far are kept).
+        log: Where records are appended as they finish.
+        unit: What an item is, plural, for the progress bar and the tally.
+        concurrency: Items in flight at once.
+        finished: Whether a logged record needs no rerun.
+        failed: Whether a record counts as a failure of this run.
+        on_error: The record of an item whose task raised `ModelCallError`.
+        progress: The command's progress bar.
+        keep_others: Keep the log's records of items this run was not asked for (earlier runs
+            on other inputs: asking for them again costs nothing); else drop them.
+
+    Returns:
+        The records of `items`, in order (one per id), and the tally.
+    """
+    started = time.perf_counter()
+    unique: dict[str, Record] = {}
+    for item in items:
+        unique.setdefault(item["id"], item)  # an id given twice is one item: the first
+    items = list(unique.values())
+    known = log.load()
+    pending = [item for item in items if not (item["id"] in known and finished(known[item["id"]]))]
+    tally = Tally(unit, planned=len(items), skipped=len(items) - len(pending))
+    if progress is not None:
+        progress.start(len(pending), unit)
+    queue = iter(pending)
+
+    async def worker() -> None:
+        for item in queue:  # one shared iterator: each worker takes the next item
+            try:
+                record = await task(item)
+            except ModelCallError as exc:
+                record = on_error(item, exc)
+            await asyncio.to_thread(log.append, record)  # fsync off the event loop
+            bad = failed(record)
+            tally.failed += bad
+            tally.done += not bad
+            if progress is not None:
+                progress.advance(bad)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(max(1, concurrency), len(pending))):
+                group.create_task(worker())
+    except BaseExceptionGroup as errors:  # the first real error, as the caller would expect
+        raise errors.exceptions[0] from None
+    finally:
+        if progress is not None:
+            progress.close()
+    ids = [item["id"] for item in items]
+    records = log.compact_current_first(ids) if keep_others else log.compact_only(ids)
+    tally.seconds = time.perf_counter() - started
+    return RunResult(records, tally)

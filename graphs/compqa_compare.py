@@ -1,0 +1,387 @@
+"""CompQA comparative answers as a LangGraph state machine per question (`moot compare`).
+
+    START ─┬→ extract ─┬→ arguments ─┬→ answer → END      extract: free-text questions only
+           │           │             └→ END                arguments: scenarios 2 and 4 only
+           │           ├→ answer                           (a file's, else the model's)
+           │           └→ END   (the extraction could not be read: a parse failure)
+           ├→ arguments
+           └→ answer
+
+``extract`` asks the model for a free-text question's two objects and aspect (recorded as
+``extracted`` so a person can check them); ``arguments`` takes the question's argument lists
+from ``--arguments`` or, with ``--generate-arguments``, from the model; a question with none is
+``no_arguments``, never answered as scenario 1 or 3. Questions fan out through
+`graphs.evaluate`'s resumable runner into ``answers.jsonl``: a rerun asks only what is missing,
+and the folder is claimed for one model, scenario, prompt set and arguments file. The answer
+file (``<generator>_scenario_<N>.json``, the shape `moot eval compqa` reads) and
+``summary.json`` are written atomically from the log.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from moot.agents.compqa_comparers import (
+    ARGUMENT_SCENARIOS,
+    ARGUMENTS_PER_OBJECT,
+    TEMPLATES,
+    compare,
+    extract_objects,
+    generate_arguments,
+)
+from moot.core.data.compqa_inputs import ArgumentFile, Arguments, CompQuestion
+from moot.core.data.records import stable_id, write_json
+from moot.core.errors import ModelCallError
+from moot.core.llm.models import Completion, ModelClient
+from moot.core.llm.spec import Role
+from moot.graphs.debatune_debate import call_seed
+from moot.graphs.debatune_eval import _run
+from moot.prompts import render, template_digest
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class CompareState(TypedDict, total=False):
+    """One question's state: its objects (given or extracted), arguments, answer and calls."""
+
+    id: str
+    text: str | None
+    object1: str
+    object2: str
+    aspect: str | None
+    extracted: dict[str, Any]
+    arguments: dict[str, Any]
+    failure: dict[str, Any]
+    no_arguments: bool
+    comparison: str
+    calls: Annotated[list[dict[str, Any]], operator.add]
+
+
+@dataclass(frozen=True)
+class CompareContext:
+    """Run-level settings (LangGraph runtime context).
+
+    Args:
+        client: The model layer.
+        role: The answering model (it also extracts objects and generates arguments).
+        scenario: CompQA prompting scenario, 1-4.
+        arguments: Argument lists from a file (scenarios 2 and 4).
+        generate_arguments: Ask the model for the arguments instead (scenarios 2 and 4).
+        constrained: Send JSON schemas as ``response_format`` for extraction and arguments.
+        max_tokens: Completion budget of an answer and of an argument list.
+        seed: Base sampling seed.
+    """
+
+    client: ModelClient
+    role: Role
+    scenario: int
+    arguments: ArgumentFile | None = None
+    generate_arguments: bool = False
+    constrained: bool = False
+    max_tokens: int = 1024
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        needs = self.scenario in ARGUMENT_SCENARIOS
+        given = self.arguments is not None or self.generate_arguments
+        if self.scenario not in (1, 2, 3, 4):
+            raise ValueError(f"unknown scenario {self.scenario!r} (expected 1, 2, 3 or 4)")
+        if needs != given or (self.arguments is not None and self.generate_arguments):
+            raise ValueError(
+                "scenarios 2 and 4 need exactly one of arguments and generate_arguments; "
+                "scenarios 1 and 3 take neither"
+            )
+
+
+def build_compare_graph() -> Any:
+    """Compile the per-question state machine (see the module docstring)."""
+    graph = StateGraph(CompareState, context_schema=CompareContext)
+    graph.add_node("extract", _extract)
+    graph.add_node("arguments", _arguments)
+    graph.add_node("answer", _answer)
+    graph.add_conditional_edges(START, _start, ["extract", "arguments", "answer"])
+    graph.add_conditional_edges("extract", _next, ["arguments", "answer", END])
+    graph.add_conditional_edges("arguments", _next, ["answer", END])
+    graph.add_edge("answer", END)
+    return graph.compile()
+
+
+def _start(
+    state: CompareState, runtime: Runtime[CompareContext]
+) -> Literal["extract", "arguments", "answer"]:
+    return "extract" if state.get("object1") is None else _next(state, runtime)  # type: ignore[return-value]
+
+
+def _next(
+    state: CompareState, runtime: Runtime[CompareContext]
+) -> Literal["arguments", "answer", "__end__"]:
+    if "failure" in state or state.get("no_arguments"):
+        return END
+    if runtime.context.scenario in ARGUMENT_SCENARIOS and "arguments" not in state:
+        return "arguments"
+    return "answer"
+
+
+async def _extract(state: CompareState, runtime: Runtime[CompareContext]) -> CompareState:
+    ctx = runtime.context
+    result = await extract_objects(
+        ctx.client,
+        ctx.role,
+        state["text"] or "",
+        seed=call_seed(ctx.seed, state["id"], 0),
+        constrained=ctx.constrained,
+    )
+    calls = [_usage("extract", c) for c in result.completions]
+    if result.value is None:
+        return {"failure": {"stage": "extract", **result.failure.to_json()}, "calls": calls}  # type: ignore[union-attr]
+    found = result.value
+    return {
+        "object1": found.object1,
+        "object2": found.object2,
+        "aspect": found.aspect or None,
+        "extracted": {**found.model_dump(), "model": ctx.role.spec.name},
+        "calls": calls,
+    }
+
+
+async def _arguments(state: CompareState, runtime: Runtime[CompareContext]) -> CompareState:
+    ctx = runtime.context
+    if ctx.arguments is not None:
+        found = ctx.arguments.find(state["object1"], state["object2"], state.get("aspect"))
+        return {"arguments": found.to_json()} if found else {"no_arguments": True}
+    result = await generate_arguments(
+        ctx.client,
+        ctx.role,
+        state["object1"],
+        state["object2"],
+        state.get("aspect"),
+        max_tokens=ctx.max_tokens,
+        seed=call_seed(ctx.seed, state["id"], 1),
+        constrained=ctx.constrained,
+    )
+    calls = [_usage("arguments", c) for c in result.completions]
+    if result.value is None:
+        return {"failure": {"stage": "arguments", **result.failure.to_json()}, "calls": calls}  # type: ignore[union-attr]
+    source = {"source": "model", "model": ctx.role.spec.name}
+    made = Arguments(tuple(result.value.object1), tuple(result.value.object2), source)
+    return {"arguments": made.to_json(), "calls": calls}
+
+
+async def _answer(state: CompareState, runtime: Runtime[CompareContext]) -> CompareState:
+    ctx = runtime.context
+    given = state.get("arguments")
+    numbered = [*given["object1"], *given["object2"]] if given else []
+    reply = await compare(
+        ctx.client,
+        ctx.role,
+        ctx.scenario,
+        state["object1"],
+        state["object2"],
+        state.get("aspect"),
+        numbered,
+        max_tokens=ctx.max_tokens,
+        seed=call_seed(ctx.seed, state["id"], 2),
+    )
+    if not reply.text.strip():  # never an answer; not cached, so a rerun asks again
+        raise ModelCallError(f"{ctx.role.spec.name}: empty reply")
+    return {"comparison": reply.text.strip(), "calls": [_usage(f"scenario_{ctx.scenario}", reply)]}
+
+
+def run_identity(ctx: CompareContext) -> dict[str, Any]:
+    """What makes two comparing runs the same: model, scenario, sampling, prompts, arguments."""
+    identity: dict[str, Any] = {
+        "run": "compare",
+        "model": ctx.role.spec.name,
+        "temperature": ctx.role.temperature,
+        "scenario": ctx.scenario,
+        "max_tokens": ctx.max_tokens,
+        "seed": ctx.seed,
+        "constrained": ctx.constrained,
+        "prompts": template_digest(*TEMPLATES),
+        "arguments_sha256": ctx.arguments.sha256 if ctx.arguments else None,
+        "generate_arguments": ctx.generate_arguments,
+    }
+    if ctx.generate_arguments:
+        identity["arguments_per_object"] = ARGUMENTS_PER_OBJECT
+    return identity
+
+
+def generator_name(model: str) -> str:
+    """A file-safe generator name from a model spec: ``local/smollm2`` → ``smollm2``."""
+    name = _UNSAFE.sub("-", model.rstrip("/").rsplit("/", 1)[-1]).strip("-.")
+    return name or "model"
+
+
+@dataclass(frozen=True)
+class CompareRun:
+    """Per-question records (question order), the answer records written, and the summary.
+
+    Attributes:
+        records: ``answers.jsonl``: every question, with its ``status`` (``ok``,
+            ``no_arguments`` or ``error``) and, when its extraction or arguments could not be
+            read, ``parse_failure`` (final: the reply is kept, and a rerun does not ask again).
+        answers: The answer file's records (answered questions, question order).
+        summary: ``summary.json``.
+        path: The answer file, or None when no question was answered.
+    """
+
+    records: list[dict[str, Any]]
+    answers: list[dict[str, Any]]
+    summary: dict[str, Any]
+    path: Path | None
+
+    def count(self, outcome: str) -> int:
+        """Questions with this outcome: ``error``, ``no_arguments`` or ``parse_failure``."""
+        return _count(self.records, outcome)
+
+
+async def compare_questions(
+    questions: Sequence[CompQuestion],
+    out_dir: Path,
+    ctx: CompareContext,
+    *,
+    generator: str | None = None,
+    concurrency: int = 8,
+) -> CompareRun:
+    """Answer every question not yet answered in `out_dir`; write the answer file and summary.
+
+    Args:
+        questions: The questions (ids unique).
+        out_dir: Output folder: ``answers.jsonl`` (one record per question),
+            ``<generator>_scenario_<N>.json`` (the answered questions) and ``summary.json``.
+        ctx: Model, scenario, arguments and budgets.
+        generator: The answers' ``generator`` and file name (default: `generator_name`).
+        concurrency: Questions in flight.
+
+    Raises:
+        ConfigError: `out_dir` holds a run with other settings.
+    """
+    generator = generator or generator_name(ctx.role.spec.name)
+    # the generator names the answer file: two names would judge the same answers twice
+    identity = run_identity(ctx) | {"generator": generator}
+    graph = build_compare_graph()
+
+    async def task(item: dict[str, Any]) -> dict[str, Any]:
+        start = {k: item[k] for k in ("id", "object1", "object2", "aspect") if item[k] is not None}
+        state = await graph.ainvoke(
+            {**start, "text": item["question"]}, {"recursion_limit": 10}, context=ctx
+        )
+        record = {k: state[k] for k in ("extracted", "arguments", "comparison") if k in state}
+        if "failure" in state:
+            record["parse_failure"] = state["failure"]  # final: the reply is kept, not retried
+        if state.get("no_arguments"):
+            record["status"] = "no_arguments"
+        return record | {"ledger": _ledger(state.get("calls", []))}
+
+    items = [
+        {
+            "id": _item_id(q),
+            "question_id": q.id,
+            "object1": q.object1,
+            "object2": q.object2,
+            "aspect": q.aspect,
+            "question": q.text,
+        }
+        for q in questions
+    ]
+    records = await _run(items, out_dir, task, concurrency, identity, log_name="answers.jsonl")
+    answers = [
+        _answer_record(r, generator, ctx)
+        for r in records
+        if r["status"] == "ok" and "comparison" in r
+    ]
+    path = Path(out_dir) / f"{generator}_scenario_{ctx.scenario}.json" if answers else None
+    if path:
+        write_json(path, answers)
+    summary = {
+        **identity,
+        "questions": len(records),
+        "answered": len(answers),
+        "no_arguments": _count(records, "no_arguments"),
+        "parse_failures": _count(records, "parse_failure"),
+        "errors": _count(records, "error"),
+        "mean_answer_words": _mean([len(a["comparison"].split()) for a in answers]),
+        "answers": path.name if path else None,
+        # every recorded question's calls (earlier runs too); `ledger` is this run's alone
+        "usage": {
+            key: sum(r.get("ledger", {}).get(key, 0) for r in records)
+            for key in ("calls", "cached", "prompt_tokens", "completion_tokens")
+        },
+        "ledger": ctx.client.ledger.to_json(),
+    }
+    write_json(Path(out_dir) / "summary.json", summary)
+    return CompareRun(records, answers, summary, path)
+
+
+def _answer_record(record: dict[str, Any], generator: str, ctx: CompareContext) -> dict[str, Any]:
+    """A log record as an answer-file record (the raw_summaries shape plus provenance)."""
+    found = record.get("extracted") or record
+    aspect = found["aspect"] or ""
+    question = record["question"] or render(
+        "compqa/question.j2", object1=found["object1"], object2=found["object2"], aspect=aspect
+    )
+    answer = {
+        "object1": found["object1"],
+        "object2": found["object2"],
+        "aspect": aspect,
+        "comparison": record["comparison"],
+        "generator": generator,
+        "scenario": ctx.scenario,
+        "model": ctx.role.spec.name,
+        "question_id": record["question_id"],
+        "question": question,
+    }
+    return answer | {k: record[k] for k in ("arguments", "extracted") if k in record}
+
+
+def _count(records: list[dict[str, Any]], outcome: str) -> int:
+    if outcome == "parse_failure":
+        return sum(1 for r in records if "parse_failure" in r)
+    return sum(1 for r in records if r["status"] == outcome)
+
+
+def _item_id(question: CompQuestion) -> str:
+    # the content, not only the file's id: an edited question is asked again
+    fields = (question.id, question.object1, question.object2, question.aspect, question.text)
+    return stable_id("compqa", *fields)
+
+
+def _usage(stage: str, reply: Completion) -> dict[str, Any]:
+    return {
+        "stage": stage,
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "cached": reply.cached,
+    }
+
+
+def _ledger(calls: list[dict[str, Any]]) -> dict[str, int]:
+    return {
+        "calls": len(calls),
+        "cached": sum(1 for c in calls if c["cached"]),
+        "prompt_tokens": sum(c["prompt_tokens"] or 0 for c in calls),
+        "completion_tokens": sum(c["completion_tokens"] or 0 for c in calls),
+    }
+
+
+def _mean(values: list[int]) -> float | None:
+    return round(sum(values) / len(values), 2) if values else None
+
+
+__all__ = [
+    "CompareContext",
+    "CompareRun",
+    "CompareState",
+    "build_compare_graph",
+    "compare_questions",
+    "generator_name",
+    "run_identity",
+]

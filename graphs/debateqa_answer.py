@@ -1,0 +1,369 @@
+"""Answering debatable questions as LangGraph state machines: plain, vanilla RAG, ReAct RAG.
+
+    plain:  START → answer → END
+    rag:    START → retrieve → answer → END                          (top-k chunks, default 10)
+    react:  START → search → agent ─┬→ END                            (Final Answer)
+                        ↑           ├→ search → agent ...             (Search: <query>)
+                        └───────────┘→ final → END                    (a search past the last)
+
+ReAct runs at most ``max_searches`` retrievals (3) of ``search_k`` chunks (3), the first on the
+question itself, the agent choosing the others; its trace (thoughts, queries, chunk ids, replies)
+is saved with the answer. Questions fan out through `graphs.evaluate`'s resumable runner: each
+finished question is appended to ``answers.jsonl`` at once, so a rerun answers only what is
+missing, and the folder is claimed for one model and set of settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from moot.agents.debateqa_answerers import (
+    observation,
+    parse_react_step,
+    plain_messages,
+    rag_messages,
+    react_messages,
+)
+from moot.core.data.questions import Question
+from moot.core.data.records import write_json
+from moot.core.llm.models import Completion, ModelClient
+from moot.core.llm.spec import Role
+from moot.graphs.debatune_debate import call_seed
+from moot.graphs.debatune_eval import _run
+from moot.prompts import render, template_digest
+
+if TYPE_CHECKING:
+    from moot.core.retrieval.index import Retriever
+
+#: The ``--mode`` choices.
+MODES: tuple[str, ...] = ("plain", "rag", "react")
+
+
+class AnswerState(TypedDict, total=False):
+    """One question's state: what was retrieved, the ReAct trace, the calls, the answer."""
+
+    id: str
+    question: str
+    chunks: Annotated[list[dict[str, Any]], operator.add]
+    trace: Annotated[list[dict[str, Any]], operator.add]
+    calls: Annotated[list[dict[str, Any]], operator.add]
+    pending: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class AnswerContext:
+    """Run-level settings (LangGraph runtime context).
+
+    Args:
+        client: The model layer.
+        role: The answering model.
+        mode: ``plain``, ``rag`` or ``react``.
+        prompt: System prompt: ``basic``, ``comprehensive`` or ``detailed``.
+        retriever: The search tool (a local index or web search); needed by rag and react.
+        k: Chunks given to vanilla RAG.
+        search_k: Chunks per ReAct search.
+        max_searches: ReAct retrievals, the first on the question.
+        max_tokens: Completion budget per call.
+        seed: Base sampling seed.
+    """
+
+    client: ModelClient
+    role: Role
+    mode: str = "plain"
+    prompt: str = "basic"
+    retriever: Retriever | None = None
+    k: int = 10
+    search_k: int = 3
+    max_searches: int = 3
+    max_tokens: int = 1024
+    seed: int = 0
+
+
+def build_answer_graph(mode: str) -> Any:
+    """Compile the state machine of `mode` (see the module docstring)."""
+    graph = StateGraph(AnswerState, context_schema=AnswerContext)
+    graph.add_node("answer", _answer)
+    if mode == "plain":
+        graph.add_edge(START, "answer")
+    elif mode == "rag":
+        graph.add_node("retrieve", _retrieve)
+        graph.add_edge(START, "retrieve")
+        graph.add_edge("retrieve", "answer")
+    else:
+        graph.add_node("search", _search)
+        graph.add_node("agent", _agent)
+        graph.add_node("final", _final)
+        graph.add_edge(START, "search")
+        graph.add_edge("search", "agent")
+        graph.add_conditional_edges("agent", _after_agent, ["search", "final", END])
+        graph.add_edge("final", END)
+    if mode != "react":
+        graph.add_edge("answer", END)
+    return graph.compile()
+
+
+def hit_json(hit: Any) -> dict[str, Any]:
+    """A retrieved chunk as a JSON record: id, doc_id, text, title, url, score."""
+    chunk = hit.chunk
+    return {
+        "id": chunk.id,
+        "doc_id": chunk.doc_id,
+        "text": chunk.text,
+        "title": chunk.title,
+        "url": chunk.url,
+        "score": float(hit.score),
+    }
+
+
+_SEARCH_LOCK = threading.Lock()  # one search at a time: indexes are not reentrant
+
+
+async def search(retriever: Retriever | None, query: str, k: int) -> list[dict[str, Any]]:
+    """Run `retriever` off the event loop; its hits as JSON records (see `hit_json`)."""
+    if retriever is None:
+        raise ValueError("this mode needs a retriever (an index or web search)")
+
+    def run() -> list[Any]:
+        with _SEARCH_LOCK:
+            return retriever.search(query, k)
+
+    return [hit_json(hit) for hit in await asyncio.to_thread(run)]
+
+
+async def _call(
+    ctx: AnswerContext, state: AnswerState, messages: list, stage: str
+) -> tuple[Completion, dict[str, Any]]:
+    step = len(state.get("calls", []))
+    reply = await ctx.client.complete(
+        ctx.role,
+        messages,
+        stage=stage,
+        max_tokens=ctx.max_tokens,
+        seed=call_seed(ctx.seed, state["id"], step),
+    )
+    usage = {
+        "stage": stage,
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "cached": reply.cached,
+    }
+    return reply, usage
+
+
+async def _retrieve(state: AnswerState, runtime: Runtime[AnswerContext]) -> AnswerState:
+    ctx = runtime.context
+    return {"chunks": await search(ctx.retriever, state["question"], ctx.k)}
+
+
+async def _answer(state: AnswerState, runtime: Runtime[AnswerContext]) -> AnswerState:
+    ctx = runtime.context
+    if ctx.mode == "rag":
+        messages = rag_messages(state["question"], state.get("chunks", []), ctx.prompt)
+    else:
+        messages = plain_messages(state["question"], ctx.prompt)
+    reply, usage = await _call(ctx, state, messages, ctx.mode)
+    return {"answer": reply.text.strip(), "calls": [usage]}
+
+
+async def _search(state: AnswerState, runtime: Runtime[AnswerContext]) -> AnswerState:
+    ctx = runtime.context
+    query = state.get("pending") or state["question"]
+    hits = await search(ctx.retriever, query, ctx.search_k)
+    number = sum(1 for event in state.get("trace", []) if event["kind"] == "search") + 1
+    event = {
+        "kind": "search",
+        "query": query,
+        "chunk_ids": [hit["id"] for hit in hits],
+        "observation": observation(query, hits, number, ctx.max_searches),
+    }
+    known = {chunk["id"] for chunk in state.get("chunks", [])}
+    fresh = [hit for hit in hits if hit["id"] not in known]
+    return {"trace": [event], "chunks": fresh}
+
+
+async def _agent(state: AnswerState, runtime: Runtime[AnswerContext]) -> AnswerState:
+    ctx = runtime.context
+    messages = react_messages(
+        state["question"], state["trace"], ctx.prompt, ctx.max_searches, ctx.search_k
+    )
+    reply, usage = await _call(ctx, state, messages, "react")
+    step = parse_react_step(reply.text)
+    event = {"kind": "step", "thought": step.thought, "reply": reply.text}
+    update: AnswerState = {"trace": [event], "calls": [usage]}
+    if step.query is not None:
+        event["query"] = step.query
+        update["pending"] = step.query
+    else:
+        update["answer"] = step.answer or ""
+    return update
+
+
+def _after_agent(
+    state: AnswerState, runtime: Runtime[AnswerContext]
+) -> Literal["search", "final", "__end__"]:
+    if state["trace"][-1].get("query") is None:
+        return END
+    searches = sum(1 for event in state["trace"] if event["kind"] == "search")
+    return "search" if searches < runtime.context.max_searches else "final"
+
+
+async def _final(state: AnswerState, runtime: Runtime[AnswerContext]) -> AnswerState:
+    ctx = runtime.context
+    messages = react_messages(
+        state["question"], state["trace"], ctx.prompt, ctx.max_searches, ctx.search_k
+    )
+    messages.append({"role": "user", "content": render("debateqa/react_final.j2")})
+    reply, usage = await _call(ctx, state, messages, "react:final")
+    answer = parse_react_step(reply.text).answer or reply.text.strip()
+    event = {"kind": "final", "reply": reply.text}
+    return {"trace": [event], "calls": [usage], "answer": answer}
+
+
+def run_identity(ctx: AnswerContext) -> dict[str, Any]:
+    """What makes two answering runs the same: model, mode, prompts, retrieval, budgets."""
+    names = ["answer_basic", "answer_comprehensive", "answer_detailed", "rag"]
+    names += ["react_system", "react_question", "react_observation", "react_final"]
+    identity: dict[str, Any] = {
+        "run": "answer",
+        "model": ctx.role.spec.name,
+        "temperature": ctx.role.temperature,
+        "mode": ctx.mode,
+        "prompt": ctx.prompt,
+        "max_tokens": ctx.max_tokens,
+        "seed": ctx.seed,
+        "prompts": template_digest(*(f"debateqa/{name}.j2" for name in names)),
+    }
+    if ctx.mode == "rag":
+        identity |= {**retriever_identity(ctx.retriever), "k": ctx.k}
+    elif ctx.mode == "react":
+        identity |= {
+            **retriever_identity(ctx.retriever),
+            "search_k": ctx.search_k,
+            "max_searches": ctx.max_searches,
+        }
+    return identity
+
+
+def retriever_identity(retriever: Retriever | None) -> dict[str, Any]:
+    """What a run's claim pins about its search tool: kind, corpus, filters."""
+    from moot.core.retrieval.index import LocalRetriever
+
+    identity: dict[str, Any] = {
+        "retriever": getattr(retriever, "name", None),
+        "trusted_domains": getattr(retriever, "trusted_domains", False),
+    }
+    if isinstance(retriever, LocalRetriever):
+        manifest = retriever.index.manifest
+        identity |= {
+            "mmr": retriever.lam,
+            "corpus_sha256": manifest["source_sha256"],
+            "chunk_chars": manifest["chunk_chars"],
+        }
+    return identity
+
+
+@dataclass(frozen=True)
+class AnswerRun:
+    """The records of an answering run (question order) and its summary."""
+
+    records: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+    @property
+    def errors(self) -> int:
+        """Questions whose model call failed for good (a rerun asks them again)."""
+        return sum(1 for r in self.records if r["status"] != "ok")
+
+
+async def answer_questions(
+    questions: Sequence[Question], out_dir: Path, ctx: AnswerContext, *, concurrency: int = 8
+) -> AnswerRun:
+    """Answer every question not yet answered in `out_dir`; write ``summary.json``.
+
+    Args:
+        questions: The questions (ids unique).
+        out_dir: Output folder: ``answers.jsonl`` (one record per question), ``summary.json``.
+        ctx: Model, mode, prompt, retriever and budgets.
+        concurrency: Questions in flight.
+
+    Returns:
+        Every record, in question order, and the summary.
+
+    Raises:
+        ConfigError: `out_dir` holds a run with other settings.
+    """
+    identity = run_identity(ctx)
+    graph = build_answer_graph(ctx.mode)
+    limit = 4 + 3 * ctx.max_searches
+
+    async def task(item: dict[str, Any]) -> dict[str, Any]:
+        state = await graph.ainvoke(
+            {"id": item["id"], "question": item["question"]},
+            {"recursion_limit": limit},
+            context=ctx,
+        )
+        record = {"answer": state["answer"], "chunks": state.get("chunks", [])}
+        if ctx.mode == "react":
+            # observations are the chunks again, as text: the ids in each search event suffice
+            record["trace"] = [
+                {k: v for k, v in event.items() if k != "observation"} for event in state["trace"]
+            ]
+        record["ledger"] = _usage(state.get("calls", []))
+        return record
+
+    items = [
+        {"id": q.id, "question": q.text, "mode": ctx.mode, "prompt": ctx.prompt} for q in questions
+    ]
+    records = await _run(items, out_dir, task, concurrency, identity, log_name="answers.jsonl")
+    answered = [r for r in records if r["status"] == "ok"]
+    summary = {
+        **identity,
+        "questions": len(records),
+        "answered": len(answered),
+        "errors": len(records) - len(answered),
+        "empty_answers": sum(1 for r in answered if not r["answer"]),
+        "mean_answer_words": _mean([len(r["answer"].split()) for r in answered]),
+        "ledger": ctx.client.ledger.to_json(),
+    }
+    if ctx.mode == "react":
+        summary["mean_searches"] = _mean(
+            [sum(1 for e in r["trace"] if e["kind"] == "search") for r in answered]
+        )
+    write_json(Path(out_dir) / "summary.json", summary)
+    return AnswerRun(records, summary)
+
+
+def _usage(calls: list[dict[str, Any]]) -> dict[str, int]:
+    return {
+        "calls": len(calls),
+        "cached": sum(1 for c in calls if c["cached"]),
+        "prompt_tokens": sum(c["prompt_tokens"] or 0 for c in calls),
+        "completion_tokens": sum(c["completion_tokens"] or 0 for c in calls),
+    }
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 2) if values else None
+
+
+__all__ = [
+    "MODES",
+    "AnswerContext",
+    "AnswerRun",
+    "AnswerState",
+    "answer_questions",
+    "build_answer_graph",
+    "hit_json",
+    "retriever_identity",
+    "run_identity",
+]

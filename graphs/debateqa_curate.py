@@ -1,0 +1,286 @@
+"""DebateQA partial-answer curation (Algorithm 1) as a LangGraph state machine, per question.
+
+    START → retrieve → extract ─Send per POV→ explain → dedup → END
+                              └→ END   (no POV could be read: a parse failure)
+
+``retrieve`` takes the question's top documents from the corpus; ``extract`` asks the model for
+the points of view (POVs) they hold, each with the numbers of its supporting documents;
+``explain`` expands each POV into an explanation of at most 300 words from its documents (a longer
+reply is cut at 300 words and flagged); ``dedup`` drops a POV whose embedding's cosine similarity to
+an earlier kept POV is above the threshold (0.75, as the paper). Questions fan out through
+`graphs.evaluate`'s resumable runner into ``curation.jsonl``; ``partial_answers.jsonl`` (the
+DebateQA shape `moot eval pd` reads) is written atomically from the curated questions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
+
+import numpy as np
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+from pydantic import BaseModel, Field
+
+from moot.core.data.questions import Question
+from moot.core.data.records import write_json, write_jsonl
+from moot.core.llm.models import ModelClient
+from moot.core.llm.spec import Role
+from moot.graphs.debateqa_answer import retriever_identity, search
+from moot.graphs.debatune_debate import call_seed
+from moot.graphs.debatune_eval import _run
+from moot.prompts import render, template_digest
+
+if TYPE_CHECKING:
+    from moot.core.retrieval.embeddings import Embedder
+    from moot.core.retrieval.index import Retriever
+
+#: Words an explanation may have (DebateQA Algorithm 1).
+MAX_EXPLANATION_WORDS = 300
+
+
+class PointOfView(BaseModel):
+    """One extracted POV and the 1-based numbers of the documents that support it."""
+
+    pov: str = Field(min_length=1)
+    documents: list[int] = Field(default_factory=list)
+
+
+class PointsOfView(BaseModel):
+    """The extraction step's reply."""
+
+    povs: list[PointOfView]
+
+
+class CurateState(TypedDict, total=False):
+    """One question's curation state."""
+
+    id: str
+    question: str
+    chunks: list[dict[str, Any]]
+    povs: list[dict[str, Any]]
+    explained: Annotated[list[dict[str, Any]], operator.add]
+    failure: dict[str, Any]
+    partial_answers: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class CurateContext:
+    """Run-level settings (LangGraph runtime context).
+
+    Args:
+        client: The model layer.
+        role: The curating model.
+        retriever: Where the documents come from (a `moot index` folder).
+        embedder: Embeds POVs for near-duplicate removal.
+        documents: Documents (chunks) retrieved per question.
+        threshold: Cosine similarity above which a POV duplicates an earlier one.
+        max_tokens: Completion budget per call.
+        seed: Base sampling seed.
+    """
+
+    client: ModelClient
+    role: Role
+    retriever: Retriever
+    embedder: Embedder
+    documents: int = 10
+    threshold: float = 0.75
+    max_tokens: int = 1024
+    seed: int = 0
+
+
+def build_curate_graph() -> Any:
+    """Compile the curation state machine (see the module docstring)."""
+    graph = StateGraph(CurateState, context_schema=CurateContext)
+    graph.add_node("retrieve", _retrieve)
+    graph.add_node("extract", _extract)
+    graph.add_node("explain", _explain)
+    graph.add_node("dedup", _dedup)
+    graph.add_edge(START, "retrieve")
+    graph.add_edge("retrieve", "extract")
+    graph.add_conditional_edges("extract", _fan_out, ["explain", END])
+    graph.add_edge("explain", "dedup")
+    graph.add_edge("dedup", END)
+    return graph.compile()
+
+
+async def _retrieve(state: CurateState, runtime: Runtime[CurateContext]) -> CurateState:
+    ctx = runtime.context
+    return {"chunks": await search(ctx.retriever, state["question"], ctx.documents)}
+
+
+async def _extract(state: CurateState, runtime: Runtime[CurateContext]) -> CurateState:
+    ctx = runtime.context
+    prompt = render(
+        "debateqa/curate_extract.j2", question=state["question"], chunks=state["chunks"]
+    )
+    result = await ctx.client.complete_structured(
+        ctx.role,
+        [{"role": "user", "content": prompt}],
+        PointsOfView,
+        stage="curate:extract",
+        max_tokens=ctx.max_tokens,
+        seed=call_seed(ctx.seed, state["id"], 0),
+    )
+    if not result.ok:
+        return {"failure": result.failure.to_json()}  # type: ignore[union-attr]
+    count = len(state["chunks"])
+    povs = []
+    for item in result.value.povs:  # type: ignore[union-attr]
+        documents = sorted({d for d in item.documents if 1 <= d <= count})
+        povs.append({"pov": item.pov.strip(), "documents": documents})
+    if not povs:
+        return {"failure": {"error": "the model listed no points of view", "raw": result.text}}
+    return {"povs": povs}
+
+
+def _fan_out(state: CurateState) -> list[Send] | str:
+    if "failure" in state:
+        return END
+    return [
+        Send("explain", {**state, "index": index, "pov": pov})
+        for index, pov in enumerate(state["povs"])
+    ]
+
+
+async def _explain(state: dict[str, Any], runtime: Runtime[CurateContext]) -> CurateState:
+    ctx = runtime.context
+    pov = state["pov"]
+    # a POV that names no valid document is explained from all of the question's documents
+    chunks = [state["chunks"][d - 1] for d in pov["documents"]] or state["chunks"]
+    prompt = render(
+        "debateqa/curate_explain.j2", question=state["question"], pov=pov["pov"], chunks=chunks
+    )
+    reply = await ctx.client.complete(
+        ctx.role,
+        [{"role": "user", "content": prompt}],
+        stage="curate:explain",
+        max_tokens=ctx.max_tokens,
+        seed=call_seed(ctx.seed, state["id"], 1 + state["index"]),
+    )
+    words = reply.text.split()
+    explained = {
+        **pov,
+        "index": state["index"],
+        "explanation": " ".join(words[:MAX_EXPLANATION_WORDS]),
+        "chunk_ids": [chunk["id"] for chunk in chunks],
+        "cut_at_300_words": len(words) > MAX_EXPLANATION_WORDS,
+    }
+    return {"explained": [explained]}
+
+
+async def _dedup(state: CurateState, runtime: Runtime[CurateContext]) -> CurateState:
+    ctx = runtime.context
+    explained = sorted(state["explained"], key=lambda e: e["index"])
+    vectors = await asyncio.to_thread(ctx.embedder.encode, [e["pov"] for e in explained])
+    kept: list[int] = []
+    partials = []
+    for i, item in enumerate(explained):
+        similar = [(float(np.dot(vectors[i], vectors[j])), j) for j in kept]
+        best = max(similar, default=(0.0, -1))
+        entry = {k: v for k, v in item.items() if k != "index"}
+        if best[0] > ctx.threshold:
+            entry["duplicate_of"] = explained[best[1]]["pov"]
+            entry["similarity"] = round(best[0], 4)
+        else:
+            kept.append(i)
+        partials.append(entry)
+    return {"partial_answers": partials}
+
+
+def curate_identity(ctx: CurateContext) -> dict[str, Any]:
+    """What makes two curation runs the same."""
+    return {
+        "run": "curate",
+        "model": ctx.role.spec.name,
+        "temperature": ctx.role.temperature,
+        **retriever_identity(ctx.retriever),
+        "embedder": ctx.embedder.name,
+        "documents": ctx.documents,
+        "threshold": ctx.threshold,
+        "max_tokens": ctx.max_tokens,
+        "seed": ctx.seed,
+        "prompts": template_digest("debateqa/curate_extract.j2", "debateqa/curate_explain.j2"),
+    }
+
+
+@dataclass(frozen=True)
+class CurateRun:
+    """Per-question curation records (question order) and the summary."""
+
+    records: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+    @property
+    def errors(self) -> int:
+        """Questions whose model call failed for good (a rerun asks them again)."""
+        return sum(1 for r in self.records if r["status"] != "ok")
+
+    @property
+    def unparsed(self) -> int:
+        """Questions whose POV list could not be read (final; see ``curation.jsonl``)."""
+        return sum(1 for r in self.records if r["status"] == "ok" and r.get("failure"))
+
+
+async def curate(
+    questions: Sequence[Question], out_dir: Path, ctx: CurateContext, *, concurrency: int = 4
+) -> CurateRun:
+    """Curate partial answers for every question not yet curated in `out_dir`.
+
+    Writes ``curation.jsonl`` (every question, with duplicates and failures),
+    ``partial_answers.jsonl`` (curated questions, duplicates removed) and ``summary.json``.
+
+    Raises:
+        ConfigError: `out_dir` holds a run with other settings.
+    """
+    identity = curate_identity(ctx)
+    graph = build_curate_graph()
+
+    async def task(item: dict[str, Any]) -> dict[str, Any]:
+        state = await graph.ainvoke(
+            {"id": item["id"], "question": item["question"]},
+            {"recursion_limit": 10},
+            context=ctx,
+        )
+        record: dict[str, Any] = {"chunk_ids": [c["id"] for c in state["chunks"]]}
+        if "failure" in state:
+            return record | {"failure": state["failure"]}
+        return record | {"partial_answers": state["partial_answers"]}
+
+    items = [{"id": q.id, "question": q.text} for q in questions]
+    records = await _run(items, out_dir, task, concurrency, identity, log_name="curation.jsonl")
+    curated = [r for r in records if r["status"] == "ok" and not r.get("failure")]
+    write_jsonl(
+        Path(out_dir) / "partial_answers.jsonl",
+        (
+            {
+                "id": r["id"],
+                "question": r["question"],
+                "partial_answers": [
+                    {"POV": p["pov"], "Explanation": p["explanation"], "documents": p["chunk_ids"]}
+                    for p in r["partial_answers"]
+                    if "duplicate_of" not in p
+                ],
+            }
+            for r in curated
+        ),
+    )
+    povs = [p for r in curated for p in r["partial_answers"]]
+    summary = {
+        **identity,
+        "questions": len(records),
+        "curated": len(curated),
+        "unparsed": sum(1 for r in records if r["status"] == "ok" and r.get("failure")),
+        "errors": sum(1 for r in records if r["status"] != "ok"),
+        "povs_extracted": len(povs),
+        "duplicates_removed": sum(1 for p in povs if "duplicate_of" in p),
+        "cut_at_300_words": sum(1 for p in povs if p["cut_at_300_words"]),
+        "ledger": ctx.client.ledger.to_json(),
+    }
+    write_json(Path(out_dir) / "summary.json", summary)
+    return CurateRun(records, summary)

@@ -1,0 +1,317 @@
+"""A judging run: every debate × repeat through the Debatrix state machine, resumable.
+
+Each finished judgment (complete, incomplete, or failed) is appended to ``judgments.jsonl`` under
+a stable id (settings, debate, repeat). A rerun skips complete and incomplete judgments, retries
+failed ones, resumes interrupted ones from their checkpoint (``.moot/checkpoints.sqlite``), and pays
+for no model call twice (the request cache). The folder is claimed for one set of settings first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from moot.agents.debatrix_judges import (
+    FRAMEWORKS,
+    Dimension,
+    Extractor,
+    Framework,
+    choose_dimensions,
+)
+from moot.core.data.debates import Debate
+from moot.core.data.records import ResultLog, claim_folder, stable_id, write_json
+from moot.core.errors import ModelCallError
+from moot.core.llm.models import ModelClient
+from moot.core.llm.spec import Role
+from moot.graphs.debatrix_judging import (
+    JudgeContext,
+    build_judge_graph,
+    initial_state,
+    recursion_limit,
+)
+from moot.graphs.debatrix_report import write_report
+from moot.prompts import template_digest
+
+PROMPTS = (
+    "debatrix/system.j2",
+    "debatrix/analyze_system.j2",
+    "debatrix/memory.j2",
+    "debatrix/judge_system.j2",
+    "debatrix/panel_system.j2",
+    "debatrix/panel_user.j2",
+    "debatrix/compress_system.j2",
+    "debatrix/score_speech.j2",
+    "debatrix/score_debater.j2",
+    "debatrix/winner.j2",
+    "debatrix/dimensions_1v1.yaml",
+    "debatrix/dimensions_bp.yaml",
+)
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """How debates are judged. Changing any field changes the judgments' ids.
+
+    Args:
+        role: The judge's model (its spec carries the context window).
+        framework: How to judge (see `moot.agents.debatrix_judges.FRAMEWORKS`).
+        dimensions: Dimension names for split frameworks (default: the paper's per format).
+        weights: Panel weights overriding the shipped ones.
+        seed: Base sampling seed; repeat r uses ``seed + r``.
+        constrained: Ask for schema-constrained JSON when extracting scores and winners.
+        analysis_tokens: Completion budget of a speech analysis.
+        judgment_tokens: Completion budget of a judgment.
+    """
+
+    role: Role
+    framework: Framework
+    dimensions: tuple[str, ...] | None = None
+    weights: dict[str, float] = field(default_factory=dict)
+    seed: int = 0
+    constrained: bool = False
+    analysis_tokens: int = 1024
+    judgment_tokens: int = 1536
+
+    def plan(self, debates: Sequence[Debate]) -> dict[str, tuple[Dimension, ...]]:
+        """The dimensions judged per debate format present in `debates`.
+
+        Raises:
+            ConfigError: An unknown dimension or weight.
+        """
+        formats = sorted({debate.format for debate in debates})
+        return {
+            fmt: choose_dimensions(self.framework, fmt, self.dimensions, self.weights)
+            for fmt in formats
+        }
+
+    def identity(self) -> dict[str, Any]:
+        """What makes two runs' judgments the same judgments (endpoints excluded)."""
+        return {
+            "framework": self.framework.name,
+            "dimensions": list(self.dimensions) if self.dimensions else None,
+            "weights": self.weights,
+            "judge": self.role.spec.name,
+            "temperature": self.role.temperature,
+            "context_window": self.role.spec.context_window,
+            "seed": self.seed,
+            "constrained": self.constrained,
+            "analysis_tokens": self.analysis_tokens,
+            "judgment_tokens": self.judgment_tokens,
+            "prompts": template_digest(*PROMPTS),
+        }
+
+
+@dataclass
+class JudgeRunSummary:
+    """What a judging run did."""
+
+    out_dir: Path
+    planned: int = 0
+    already_done: int = 0
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        """Judgments with this status (``complete``, ``incomplete`` or ``error``)."""
+        return sum(1 for r in self.records if r["status"] == status)
+
+    @property
+    def parse_failures(self) -> int:
+        """Scores and winners that could not be read, over every judgment."""
+        return sum(_readings(r)[1] for r in self.records)
+
+    @property
+    def nothing_read(self) -> bool:
+        """Judgments completed, but not one score or winner in them could be read."""
+        complete = [r for r in self.records if r["status"] == "complete"]
+        return bool(complete) and not any(_readings(r)[0] for r in complete)
+
+
+async def judge_debates(
+    debates: Sequence[Debate],
+    out_dir: Path,
+    settings: JudgeSettings,
+    client: ModelClient,
+    *,
+    repeats: int = 1,
+    concurrency: int = 4,
+    report_format: str = "md",
+    on_progress: Callable[[int, int], None] | None = None,
+) -> JudgeRunSummary:
+    """Judge (or resume judging) every debate `repeats` times into `out_dir`.
+
+    Args:
+        debates: The debates, validated.
+        out_dir: Output folder; see docs/schemas.md for its files.
+        settings: How to judge.
+        client: The model layer.
+        repeats: Judgments per debate (repeat r samples with seed ``seed + r``).
+        concurrency: Debates judged at once.
+        report_format: ``md`` or ``html`` for the per-judgment reports.
+        on_progress: Called as ``(done, total)`` after each judgment.
+
+    Raises:
+        ConfigError: `out_dir` holds judgments made with other settings, or bad dimensions.
+    """
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    out_dir = Path(out_dir)
+    identity = settings.identity()
+    plans = settings.plan(debates)  # fails before any call
+    claim_folder(out_dir, "judge", identity, "judgments made with other settings")
+    items = [
+        (stable_id("judge", identity, _content(debate), repeat), debate, repeat)
+        for debate in debates
+        for repeat in range(repeats)
+    ]
+    log = ResultLog(out_dir / "judgments.jsonl")
+    finished = {k for k, r in log.load().items() if r["status"] in ("complete", "incomplete")}
+    pending = [item for item in items if item[0] not in finished]
+    summary = JudgeRunSummary(out_dir, planned=len(items), already_done=len(items) - len(pending))
+
+    async with AsyncSqliteSaver.from_conn_string(
+        str(out_dir / ".moot" / "checkpoints.sqlite")
+    ) as saver:
+        await saver.conn.execute("PRAGMA journal_mode=WAL")
+        await saver.conn.execute("PRAGMA synchronous=NORMAL")
+        graph = build_judge_graph(saver)
+        # with the cache on, finished calls survive a crash there: checkpoint only at the end
+        durability = "exit" if client.cache is not None else "async"
+        limit, done = asyncio.Semaphore(max(1, concurrency)), 0
+
+        async def run_one(item_id: str, debate: Debate, repeat: int) -> None:
+            nonlocal done
+            extractor = Extractor(
+                client, settings.role, settings.seed + repeat, settings.constrained
+            )
+            context = JudgeContext(
+                client=client,
+                role=settings.role,
+                debate=debate,
+                framework=settings.framework,
+                dimensions=plans[debate.format],
+                extractor=extractor,
+                window=client.context_window(settings.role.spec),
+                analysis_tokens=settings.analysis_tokens,
+                judgment_tokens=settings.judgment_tokens,
+            )
+            async with limit:
+                record = await _judge_one(graph, context, item_id, repeat, durability)
+            await asyncio.to_thread(log.append, record)
+            done += 1
+            if on_progress:
+                on_progress(done, len(pending))
+
+        await asyncio.gather(*(run_one(*item) for item in pending))
+
+    # the log holds exactly this run's judgments, which `moot eval panelbench` reads; judgments
+    # of debates no longer asked for stay in the checkpoints, so asking again costs no call
+    records = log.load()
+    summary.records = [records[item_id] for item_id, _, _ in items if item_id in records]
+    log.compact(summary.records)
+    by_id = {debate.id: debate for debate in debates}
+    for record in summary.records:
+        write_report(record, by_id[record["debate"]], out_dir / "reports", report_format)
+    write_json(out_dir / "summary.json", _summary_json(summary, identity, client))
+    return summary
+
+
+async def _judge_one(
+    graph: Any, context: JudgeContext, item_id: str, repeat: int, durability: str
+) -> dict[str, Any]:
+    """Run (or resume) one judgment and return its record."""
+    debate = context.debate
+    config = {
+        "configurable": {"thread_id": item_id},
+        "recursion_limit": recursion_limit(len(debate.speeches)),
+    }
+    record: dict[str, Any] = {
+        "id": item_id,
+        "debate": debate.id,
+        "repeat": repeat,
+        "framework": context.framework.name,
+        "format": debate.format,
+        "judge": context.role.spec.name,
+        "pro": list(debate.pro),
+        "con": list(debate.con),
+    }
+    try:
+        saved = await graph.aget_state(config)
+        if saved.values.get("final") or saved.values.get("incomplete"):
+            state = saved.values  # finished before a crash lost its record
+        else:
+            if saved.values and not saved.next:  # a kill left nothing to resume
+                await graph.checkpointer.adelete_thread(item_id)
+            start = (
+                None if saved.next else initial_state(debate, context.framework, context.dimensions)
+            )
+            state = await graph.ainvoke(start, config, context=context, durability=durability)
+    except ModelCallError as exc:
+        saved = await graph.aget_state(config)
+        return {
+            **record,
+            "status": "error",
+            "reason": str(exc),
+            "dimensions": {},
+            "final": None,
+            "usage": saved.values.get("usage", {}),
+        }
+    incomplete = state.get("incomplete")
+    return {
+        **record,
+        "status": "incomplete" if incomplete else "complete",
+        "reason": incomplete,
+        "dimensions": {} if incomplete else state["dimensions"],
+        "final": None if incomplete else state["final"],
+        "usage": state.get("usage", {}),
+    }
+
+
+def _content(debate: Debate) -> dict[str, Any]:
+    return {
+        "id": debate.id,
+        "motion": debate.motion,
+        "info_slide": debate.info_slide,
+        "pro": debate.pro,
+        "con": debate.con,
+        "speeches": [[s.speaker, s.content] for s in debate.speeches],
+    }
+
+
+def _readings(record: dict[str, Any]) -> tuple[int, int]:
+    """(read, unread) in one judgment, over speech scores, debater scores and winners."""
+    verdicts = list(record.get("dimensions", {}).values())
+    # A split framework's panel judges anew; the others adopt their only dimension's verdict.
+    if record.get("final") and FRAMEWORKS[record["framework"]].split:
+        verdicts.append(record["final"])
+    total = unread = 0
+    for verdict in verdicts:
+        parts = [*verdict.get("speeches", []), *verdict["debaters"].values()]
+        total += len(parts) + 1
+        unread += sum("parse_failure" in part for part in parts)
+        unread += verdict["winner_failure"] is not None
+    return total - unread, unread
+
+
+def _summary_json(summary: JudgeRunSummary, identity: dict[str, Any], client: ModelClient) -> dict:
+    winners: dict[str, int] = {}
+    for record in summary.records:
+        if record["status"] == "complete":
+            name = record["final"]["winner"] or "unparsed"
+            winners[name] = winners.get(name, 0) + 1
+    usage = [r.get("usage", {}) for r in summary.records]
+    return {
+        **identity,
+        "judgments": len(summary.records),
+        "complete": summary.count("complete"),
+        "incomplete": summary.count("incomplete"),
+        "errors": summary.count("error"),
+        "parse_failures": summary.parse_failures,
+        "final_winners": winners,
+        "largest_prompt": max((u.get("largest_prompt", 0) for u in usage), default=0),
+        "prompt_tokens": sum(u.get("prompt_tokens", 0) for u in usage),
+        "completion_tokens": sum(u.get("completion_tokens", 0) for u in usage),
+        "ledger": client.ledger.to_json(),
+    }

@@ -1,0 +1,58 @@
+"""ReAct replies and the DebateQA answering requests."""
+
+from __future__ import annotations
+
+import pytest
+
+from moot.agents.debateqa_answerers import (
+    PROMPTS,
+    parse_react_step,
+    plain_messages,
+    rag_messages,
+    react_messages,
+)
+
+
+@pytest.mark.parametrize(
+    ("reply", "thought", "query", "answer"),
+    [
+        ("Thought: other side\nSearch: UBI costs", "other side", "UBI costs", None),
+        ("Thought: more\nAction: Search[basic income trials]", "more", "basic income trials", None),
+        ('**Search:** "zoo welfare"', "", "zoo welfare", None),
+        ("Thought: done. Final Answer: It is debated.", "done.", None, "It is debated."),
+        ("**Final Answer:** Yes and no.", "", None, "Yes and no."),
+        # a final answer wins over a search line in the same reply
+        ("Search: x\nFinal Answer: Both sides.", "Search: x", None, "Both sides."),
+        # neither marker: the whole reply is the answer, as an agent without a tool call ends
+        ("Some say yes; others no.", "", None, "Some say yes; others no."),
+    ],
+)
+def test_react_replies(reply, thought, query, answer):
+    step = parse_react_step(reply)
+    assert (step.thought, step.query, step.answer) == (thought, query, answer)
+
+
+def test_the_three_system_prompts_differ_and_the_question_is_the_user_turn():
+    systems = {plain_messages("Q?", p)[0]["content"] for p in PROMPTS}
+    assert len(systems) == 3
+    assert plain_messages("Is UBI good?", "basic")[1] == {"role": "user", "content": "Is UBI good?"}
+
+
+def test_rag_numbers_the_chunks_before_the_question():
+    hits = [{"text": "First doc.", "title": "T1"}, {"text": "Second doc.", "title": None}]
+    user = rag_messages("Is UBI good?", hits, "detailed")[1]["content"]
+    assert user.index("Document [1] (T1):\nFirst doc.") < user.index("Document [2]:\nSecond doc.")
+    assert user.rstrip().endswith("Question: Is UBI good?")
+
+
+def test_react_transcript_alternates_replies_and_observations():
+    trace = [
+        {"kind": "search", "observation": "OBS1"},
+        {"kind": "step", "reply": "Search: b"},
+        {"kind": "search", "observation": "OBS2"},
+    ]
+    messages = react_messages("Q?", trace, "basic", max_searches=3, search_k=3)
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert "Question: Q?" in messages[1]["content"] and "OBS1" in messages[1]["content"]
+    assert "3 searches in total" in messages[0]["content"]
+    assert messages[3]["content"] == "OBS2"

@@ -1,0 +1,124 @@
+"""D.A. and perspective-detection label judges: parsing, prompts, repair, explicit failures."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from moot.agents.label_judges import (
+    detect_perspective,
+    judge_dispute_awareness,
+    parse_dispute_label,
+    parse_yes_no,
+)
+from moot.core import ModelClient, Role, parse_spec
+from moot.core.llm.structured import OutputParseError
+from moot.core.testing.scripted_server import Rule, ScriptedServer
+
+
+@pytest.mark.parametrize(
+    ("reply", "label"),
+    [
+        ("1", 1),
+        ("0", 0),
+        ("0\n", 0),
+        ("Output: 1", 1),
+        ("Response: 0", 0),
+        ("**1**", 1),
+        ("**Answer:** 1", 1),
+        ('"1"', 1),
+        ("1. The answer says the topic is debated.", 1),
+        ("0 (no debate is mentioned)", 0),
+    ],
+)
+def test_dispute_labels(reply, label):
+    assert parse_dispute_label(reply) == label
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["Yes", "The answer is 1", "0 or 1", "1/0", "10", "1.5", "", "two", "Response: maybe"],
+)
+def test_unreadable_dispute_labels_raise(reply):
+    # the prompt asks for one digit: no Yes/No, no digit buried in prose, no both
+    with pytest.raises(OutputParseError):
+        parse_dispute_label(reply)
+
+
+@pytest.mark.parametrize(
+    ("reply", "label"),
+    [
+        ("Yes", 1),
+        ("yes", 1),
+        ("Yes.", 1),
+        ("No", 0),
+        ("**No**", 0),
+        ("Answer: Yes", 1),
+        ("answer: no.", 0),
+        ('"Yes"', 1),
+        ("No, the document opposes the statement.", 0),
+        ("YES - it does.", 1),
+        ("Based on the document, the answer is No.", 0),
+        ("**Answer:** Yes", 1),
+    ],
+)
+def test_yes_no_labels(reply, label):
+    assert parse_yes_no(reply) == label
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Yes/No",
+        "Yes or No",
+        "No, yes",
+        "Maybe.",
+        "",
+        "Nope",
+        "None of the above",
+        "The document supports it.",
+        "The answer is yes. Actually the answer is no.",
+    ],
+)
+def test_ambiguous_or_missing_yes_no_raises(reply):
+    with pytest.raises(OutputParseError):
+        parse_yes_no(reply)
+
+
+def role(server: ScriptedServer) -> Role:
+    return Role("judge", parse_spec("openai/judge", api_base=server.url), temperature=0.0)
+
+
+def test_dispute_prompt_is_the_papers_few_shot_prompt_and_only_the_reply_is_parsed():
+    with ScriptedServer(rules=[Rule(pattern="Response: 1", reply="0")]) as s:
+        judged = asyncio.run(
+            judge_dispute_awareness(ModelClient(), role(s), "Is tea better?", "Tea is hot.")
+        )
+        (message,) = s.requests[0].body["messages"]
+    # the prompt's own examples hold "Response: 1"; the released script read that digit
+    assert judged.ok and judged.label == 0 and judged.replies == ("0",)
+    assert message["role"] == "user"
+    assert message["content"].startswith("Here is a question paired with an answer.")
+    assert "Question: Is tea better?\nAnswer: Tea is hot.\n\nImportant:" in message["content"]
+
+
+def test_detection_prompt_repair_round_then_explicit_failure():
+    rules = [Rule(pattern="could not be read", reply="Yes"), Rule(pattern="Statement", reply="?")]
+    with ScriptedServer(rules=rules) as s:
+        judged = asyncio.run(detect_perspective(ModelClient(), role(s), "Doc text.", "A claim."))
+        system, user = s.requests[0].body["messages"]
+    assert judged.ok and judged.label == 1 and judged.replies == ("?", "Yes")
+    assert system["content"].startswith(
+        'You are a helpful assistant that can only answer with "Yes"'
+    )
+    assert user["content"].startswith("Document: Doc text.\nStatement: A claim.\nInstruction:")
+    assert user["content"].endswith("Answer:")
+
+    with ScriptedServer(rules=[Rule(pattern="Statement", reply="Perhaps.")]) as s:
+        failed = asyncio.run(detect_perspective(ModelClient(), role(s), "Doc.", "Claim."))
+        assert len(s.requests) == 2
+    assert not failed.ok and failed.label is None
+    record = failed.to_json()
+    assert record["label"] is None and record["parse_failure"]["raw"] == "Perhaps."
+    assert record["replies"] == ["Perhaps.", "Perhaps."]

@@ -1,0 +1,157 @@
+"""Debate inputs: moot JSON/JSONL, PanelBench's normalised JSONL and DebateArt folders."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from moot.core.data.debates import load_debates
+from moot.core.errors import InputError
+from tests.conftest import shared_data
+
+
+def record(**changes) -> dict:
+    base = {
+        "id": "d1",
+        "motion": "Zoos should be abolished",
+        "pro": ["Alice"],
+        "con": ["Bob"],
+        "speeches": [
+            {"speaker": "Alice", "content": "Zoos confine animals."},
+            {"speaker": "Bob", "content": "Zoos protect species."},
+        ],
+    }
+    return {**base, **changes}
+
+
+def test_the_normalised_jsonl_and_the_debateart_folder_hold_the_same_debates():
+    jsonl = load_debates(shared_data("panelbench", "debateart.jsonl"))
+    folder = load_debates(shared_data("panelbench", "DebateArt"))
+    assert len(jsonl) == 100
+    assert sorted(jsonl, key=lambda d: d.id) == sorted(folder, key=lambda d: d.id)
+    finals = [d.gold["final"] for d in jsonl]
+    assert (finals.count(0.0), finals.count(0.5), finals.count(1.0)) == (38, 6, 56)
+
+
+def test_a_single_object_a_list_and_jsonl_are_all_accepted(tmp_path):
+    one, many, lines = tmp_path / "one.json", tmp_path / "many.json", tmp_path / "d.jsonl"
+    one.write_text(json.dumps(record()))
+    many.write_text(json.dumps([record(), record(id="d2")]))
+    lines.write_text(json.dumps(record()) + "\n\n" + json.dumps(record(id="d2")) + "\n")
+    assert [d.id for d in load_debates(one)] == ["d1"]
+    assert [d.id for d in load_debates(many)] == [d.id for d in load_debates(lines)] == ["d1", "d2"]
+    (debate,) = load_debates(one)
+    assert debate.format == "1v1" and debate.label("Bob") == 1.0 and debate.label("tie") == 0.5
+
+
+def test_four_bp_teams_make_a_bp_debate(tmp_path):
+    speeches = [{"speaker": t, "content": f"{t} speaks."} for t in ("OG", "OO", "CG", "CO")]
+    path = tmp_path / "bp.json"
+    path.write_text(
+        json.dumps(
+            record(pro=["OG", "CG"], con=["OO", "CO"], speeches=speeches, gold={"winners": ["CG"]})
+        )
+    )
+    (debate,) = load_debates(path)
+    assert debate.format == "bp" and debate.debaters == ("OG", "CG", "OO", "CO")
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"gold": {"final": 0.3}}, "gold label 'final' must be 0, 0.5 or 1"),
+        ({"format": "lincoln-douglas"}, "unknown format"),
+        ({"format": "bp"}, "a BP debate has pro"),
+        ({"pro": []}, "'pro' must list at least one debater"),
+        ({"speeches": []}, "no speeches"),
+    ],
+)
+def test_invalid_records_name_the_file_and_record(tmp_path, changes, message):
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps(record()) + "\n" + json.dumps(record(id="d2", **changes)) + "\n")
+    with pytest.raises(InputError, match=message) as caught:
+        load_debates(path)
+    assert str(caught.value).startswith(f"{path}, line 2 (debate 'd2'): ")
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"id": None}, "'id' must be text or an integer, got null"),
+        ({"id": True}, "'id' must be text or an integer, got a boolean"),
+        ({"id": ["x"]}, "'id' must be text or an integer, got a list"),
+        ({"id": 1.5}, "'id' must be text or an integer, got a decimal number"),
+        ({"id": " "}, "empty 'id'"),
+        ({"motion": 5}, "'motion' must be text, got a number"),
+        ({"info_slide": {"a": 1}}, "'info_slide' must be text, got an object"),
+        ({"speeches": [{"speaker": "Alice", "content": 42}]}, "'content' must be text, got a"),
+        ({"speech_order": 3}, "'speech_order' must be a list, got a number"),
+        ({"gold": {"dimensions": ["argument"]}}, "gold 'dimensions' must be an object"),
+    ],
+)
+def test_wrong_types_are_named_as_such(tmp_path, changes, message):
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps(record(**changes)) + "\n")
+    with pytest.raises(InputError, match=message):
+        load_debates(path)
+
+
+def test_duplicate_ids_and_empty_files_are_errors(tmp_path):
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps([record(), record()]))
+    with pytest.raises(InputError, match="duplicate id"):
+        load_debates(path)
+    path.write_text("  \n")
+    with pytest.raises(InputError, match="file is empty"):
+        load_debates(path)
+    with pytest.raises(InputError, match="file not found"):
+        load_debates(tmp_path / "missing.json")
+
+
+def write_debateart(folder, name, gold_rows=None):
+    motion = {
+        "motion": "Zoos should be abolished",
+        "pro_side": [{"name": "Alice"}],
+        "con_side": [{"name": "Bob"}],
+        "speech_order": ["Alice", "Bob"],
+    }
+    speeches = [
+        {"debater_name": "Alice", "content": "Zoos confine animals."},
+        {"debater_name": "Bob", "content": "Zoos protect species."},
+    ]
+    for sub in ("motion", "speech", "gold"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    (folder / "motion" / f"{name}.yml").write_text(json.dumps(motion))  # JSON is YAML
+    (folder / "speech" / f"{name}.yml").write_text(json.dumps(speeches))
+    if gold_rows is not None:
+        lines = ["dart_id,is_many_round,is_long,vote_count,label", *gold_rows]
+        (folder / "gold" / "final.csv").write_text("\n".join(lines) + "\n")
+
+
+def test_a_debateart_folder_matches_gold_labels_by_the_number_ending_the_file_name(tmp_path):
+    write_debateart(tmp_path, "zoos_0042", ["42,False,False,3,1.0"])
+    (debate,) = load_debates(tmp_path)
+    assert debate.id == "zoos_0042" and debate.gold["final"] == 1.0
+    assert debate.gold["vote_count"] == 3
+
+
+def test_a_bad_debateart_speech_file_is_named_not_its_motion_file(tmp_path):
+    write_debateart(tmp_path, "zoos")
+    (tmp_path / "speech" / "zoos.yml").write_bytes(b"- \xff\xfe")
+    with pytest.raises(InputError, match=r"speech/zoos\.yml: cannot read YAML"):
+        load_debates(tmp_path)
+    (tmp_path / "speech" / "zoos.yml").write_text("speaker: Alice")
+    with pytest.raises(InputError, match=r"speech/zoos\.yml: expected a list of speeches"):
+        load_debates(tmp_path)
+
+
+def test_a_debateart_file_name_without_a_number_is_fine_without_gold_and_an_error_with_it(
+    tmp_path,
+):
+    write_debateart(tmp_path / "plain", "zoos")
+    (debate,) = load_debates(tmp_path / "plain")
+    assert debate.gold == {}
+    write_debateart(tmp_path / "gold", "zoos", ["42,False,False,3,1.0"])
+    with pytest.raises(InputError, match=r"zoos\.yml.*must end in _<dart_id>"):
+        load_debates(tmp_path / "gold")

@@ -1,0 +1,192 @@
+"""Durable result files: the JSONL result log, atomic writes and stable ids."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from moot.core.data.records import (
+    ResultLog,
+    atomic_replace_dir,
+    atomic_write,
+    stable_id,
+    write_json,
+    write_jsonl,
+)
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def test_append_and_load(tmp_path: Path) -> None:
+    log = ResultLog(tmp_path / "out" / "results.jsonl")
+    assert log.load() == {}
+    log.append({"id": "a", "value": 1})
+    log.append({"id": "b", "value": "ünïcode"})
+
+    assert log.load() == {"a": {"id": "a", "value": 1}, "b": {"id": "b", "value": "ünïcode"}}
+    assert [json.loads(line)["id"] for line in lines(log.path)] == ["a", "b"]
+
+
+def test_last_record_per_id_wins_in_first_seen_order(tmp_path: Path) -> None:
+    log = ResultLog(tmp_path / "results.jsonl")
+    log.append({"id": "a", "status": "failed"})
+    log.append({"id": "b", "status": "ok"})
+    log.append({"id": "a", "status": "ok"})
+
+    records = log.load()
+    assert list(records) == ["a", "b"]
+    assert records["a"]["status"] == "ok"
+
+
+def test_records_without_id_or_not_objects_are_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text('{"id": "a"}\n[1, 2]\n{"no_id": true}\n\n"text"\n', encoding="utf-8")
+    assert ResultLog(path).load() == {"a": {"id": "a"}}
+
+
+def test_torn_final_line_is_skipped_and_sealed(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    whole = json.dumps({"id": "a", "v": 1})
+    path.write_text(whole + "\n" + '{"id": "b", "v', encoding="utf-8")  # crash mid-line
+    log = ResultLog(path)
+
+    assert log.load() == {"a": {"id": "a", "v": 1}}
+
+    log.append({"id": "c", "v": 3})
+    assert log.load() == {"a": {"id": "a", "v": 1}, "c": {"id": "c", "v": 3}}
+    written = lines(path)
+    assert written[0] == whole
+    assert written[1] == '{"id": "b", "v'  # the torn line stays on its own line
+    assert json.loads(written[2]) == {"id": "c", "v": 3}
+    assert path.read_text(encoding="utf-8").endswith("\n")
+
+
+def test_a_line_torn_inside_a_character_is_skipped_and_sealed(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    torn = '{"id": "b", "text": "pro –'.encode()[:-1]  # cut inside the dash's 3 bytes
+    path.write_bytes(b'{"id": "a"}\n' + torn)
+    log = ResultLog(path)
+
+    assert log.load() == {"a": {"id": "a"}}
+    log.append({"id": "b", "text": "pro – con"})
+    assert log.load() == {"a": {"id": "a"}, "b": {"id": "b", "text": "pro – con"}}
+
+
+def test_compact_rewrites_one_line_per_id(tmp_path: Path) -> None:
+    log = ResultLog(tmp_path / "results.jsonl")
+    for value in range(3):
+        log.append({"id": "a", "v": value})
+        log.append({"id": "b", "v": value})
+    with log.path.open("a", encoding="utf-8") as f:
+        f.write('{"id": "torn')
+
+    log.compact(log.load().values())
+
+    written = [json.loads(line) for line in lines(log.path)]
+    assert written == [{"id": "a", "v": 2}, {"id": "b", "v": 2}]
+    assert [p.name for p in tmp_path.iterdir()] == ["results.jsonl"]
+
+
+def test_compact_current_first_keeps_earlier_runs_records_after_this_runs(tmp_path: Path) -> None:
+    log = ResultLog(tmp_path / "results.jsonl")
+    for key in ("earlier", "b", "a", "b"):
+        log.append({"id": key})
+
+    current = log.compact_current_first(["a", "b", "never-run"])
+
+    assert current == [{"id": "a"}, {"id": "b"}]
+    assert [json.loads(line)["id"] for line in lines(log.path)] == ["a", "b", "earlier"]
+
+
+def test_atomic_write_leaves_no_temp_files(tmp_path: Path) -> None:
+    target = tmp_path / "sub" / "summary.json"
+    write_json(target, {"a": 1, "b": ["ü"]})
+    write_jsonl(tmp_path / "sub" / "rows.jsonl", [{"id": 1}, {"id": 2}])
+
+    assert json.loads(target.read_text(encoding="utf-8")) == {"a": 1, "b": ["ü"]}
+    assert lines(tmp_path / "sub" / "rows.jsonl") == ['{"id": 1}', '{"id": 2}']
+    assert sorted(p.name for p in target.parent.iterdir()) == ["rows.jsonl", "summary.json"]
+
+
+def test_atomic_write_keeps_target_when_writer_raises(tmp_path: Path) -> None:
+    target = tmp_path / "summary.json"
+    target.write_text("old contents\n", encoding="utf-8")
+
+    def broken(f: Any) -> None:
+        f.write("half of the new")
+        raise RuntimeError("writer crashed")
+
+    with pytest.raises(RuntimeError, match="writer crashed"):
+        atomic_write(target, broken)
+
+    assert target.read_text(encoding="utf-8") == "old contents\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
+
+
+def test_a_write_that_cannot_land_names_the_target_not_the_temporary_file(tmp_path: Path) -> None:
+    (tmp_path / "adir").mkdir()
+    with pytest.raises(IsADirectoryError) as caught:
+        write_json(tmp_path / "adir", {})  # a folder where the file should go
+    assert caught.value.filename == str(tmp_path / "adir")
+    too_long = tmp_path / ("x" * 300 + ".json")
+    with pytest.raises(OSError) as caught:
+        write_json(too_long, {})
+    assert caught.value.filename == str(too_long)
+    assert [p.name for p in tmp_path.iterdir()] == ["adir"]
+
+
+def test_atomic_write_keeps_target_when_records_raise(tmp_path: Path) -> None:
+    target = tmp_path / "rows.jsonl"
+    write_jsonl(target, [{"id": 1}])
+
+    def records() -> Any:
+        yield {"id": 2}
+        raise ValueError("generator failed")
+
+    with pytest.raises(ValueError):
+        write_jsonl(target, records())
+    assert lines(target) == ['{"id": 1}']
+    assert [p.name for p in tmp_path.iterdir()] == ["rows.jsonl"]
+
+
+def test_atomic_replace_dir(tmp_path: Path) -> None:
+    target = tmp_path / "export"
+
+    def build(version: str) -> Any:
+        def write(folder: Path) -> None:
+            (folder / "data.txt").write_text(version, encoding="utf-8")
+
+        return write
+
+    atomic_replace_dir(build("one"), target)
+    atomic_replace_dir(build("two"), target)
+    assert (target / "data.txt").read_text(encoding="utf-8") == "two"
+
+    def broken(folder: Path) -> None:
+        (folder / "data.txt").write_text("three", encoding="utf-8")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        atomic_replace_dir(broken, target)
+    assert (target / "data.txt").read_text(encoding="utf-8") == "two"
+    assert [p.name for p in tmp_path.iterdir()] == ["export"]
+
+
+def test_stable_id() -> None:
+    first = stable_id("topic", "Affirmative", 3)
+    assert first == stable_id("topic", "Affirmative", 3)
+    assert len(first) == 16 and all(c in "0123456789abcdef" for c in first)
+    assert stable_id("a", "b") != stable_id("b", "a")
+    assert stable_id("ab") != stable_id("a", "b")
+    assert stable_id("topic", "Affirmative", 3) != stable_id("topic", "Affirmative", "3")
+    assert stable_id({"x": 1, "y": 2}) == stable_id({"y": 2, "x": 1})
+    assert len(stable_id("x", length=8)) == 8
+    assert stable_id("x", length=8) == stable_id("x")[:8]
+    # Pinned: ids name records across versions and reruns, so the digest must never change.
+    assert stable_id("a", 1) == hashlib.sha256(b'["a",1]').hexdigest()[:16]

@@ -1,0 +1,216 @@
+"""The SQLite request cache and the token / cost ledger."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import threading
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from moot.core.llm.cache import RequestCache, default_cache_path, request_key
+from moot.core.llm.ledger import Usage, UsageLedger, price_per_token
+from moot.core.llm.spec import parse_spec
+
+# --- cache -------------------------------------------------------------------
+
+
+def test_get_put_len_across_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "folder" / "requests.sqlite"
+    cache = RequestCache(path)
+    assert cache.get("k1") is None and len(cache) == 0
+    cache.put("k1", {"text": "hello ü", "prompt_tokens": 3})
+    cache.put("k2", {"text": "second"})
+    assert cache.get("k1") == {"text": "hello ü", "prompt_tokens": 3}
+    assert len(cache) == 2
+    cache.close()
+
+    reopened = RequestCache(path)
+    assert len(reopened) == 2
+    assert reopened.get("k2") == {"text": "second"}
+    reopened.close()
+
+
+def test_first_writer_wins(tmp_path: Path) -> None:
+    cache = RequestCache(tmp_path / "c.sqlite")
+    cache.put("k", {"text": "first"})
+    cache.put("k", {"text": "second"})
+    assert cache.get("k") == {"text": "first"}
+    assert len(cache) == 1
+
+
+def test_two_cache_objects_on_one_file_concurrently(tmp_path: Path) -> None:
+    path = tmp_path / "shared.sqlite"
+    caches = [RequestCache(path), RequestCache(path)]
+    errors: list[BaseException] = []
+
+    def writer(index: int) -> None:
+        try:
+            cache = caches[index]
+            for n in range(150):
+                cache.put(f"{index}-{n}", {"n": n, "writer": index})
+                cache.put(f"common-{n}", {"writer": index})
+                assert cache.get(f"{index}-{n}") == {"n": n, "writer": index}
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert len(caches[0]) == len(caches[1]) == 450
+    assert caches[1].get("0-149") == {"n": 149, "writer": 0}
+    assert caches[0].get("1-0") == {"n": 0, "writer": 1}
+    assert caches[0].get("common-7") == caches[1].get("common-7")
+
+
+def test_request_key_is_canonical() -> None:
+    one = request_key({"model": "m", "params": {"seed": 1, "temperature": 0.5}})
+    two = request_key({"params": {"temperature": 0.5, "seed": 1}, "model": "m"})
+    assert one == two and len(one) == 64
+    assert one != request_key({"model": "m", "params": {"seed": 2, "temperature": 0.5}})
+
+
+def test_default_cache_path_follows_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MOOT_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert default_cache_path() == tmp_path / "elsewhere" / "requests.sqlite"
+
+
+# --- ledger ------------------------------------------------------------------
+
+LOCAL = parse_spec("local/smollm2")
+OPENAI = parse_spec("openai/gpt-4o-mini")
+CUSTOM = parse_spec("openai/llama3", api_base="http://127.0.0.1:8000/v1")
+
+
+def bundled_prices(name: str) -> tuple[float, float]:
+    """Read litellm's bundled cost map directly (not through moot)."""
+    found = importlib.util.find_spec("litellm")
+    assert found is not None and found.submodule_search_locations
+    folder = Path(next(iter(found.submodule_search_locations)))
+    data = json.loads((folder / "model_prices_and_context_window_backup.json").read_text("utf-8"))
+    entry = data.get(f"openai/{name}") or data[name]
+    return entry["input_cost_per_token"], entry["output_cost_per_token"]
+
+
+def row(ledger: UsageLedger, role: str, stage: str) -> dict[str, Any]:
+    (match,) = [r for r in ledger.to_json()["by_role"] if (r["role"], r["stage"]) == (role, stage)]
+    return match
+
+
+def test_record_counts_per_role_stage_model() -> None:
+    ledger = UsageLedger()
+    ledger.record(LOCAL, "debater_a", "opening", prompt_tokens=10, completion_tokens=5)
+    ledger.record(LOCAL, "debater_a", "opening", prompt_tokens=1, completion_tokens=2, retries=2)
+    ledger.record(LOCAL, "debater_b", "opening", prompt_tokens=7, latency=0.5)
+    ledger.record(LOCAL, "debater_b", "opening", failed=True, retries=5)
+
+    a = row(ledger, "debater_a", "opening")
+    assert (a["calls"], a["prompt_tokens"], a["completion_tokens"], a["retries"]) == (2, 11, 7, 2)
+    b = row(ledger, "debater_b", "opening")
+    assert (b["calls"], b["failures"], b["retries"], b["latency_s"]) == (2, 1, 5, 0.5)
+    total = ledger.to_json()["total"]
+    assert total["calls"] == 4 and total["prompt_tokens"] == 18 and total["failures"] == 1
+
+
+def test_embedded_model_costs_nothing_and_is_priced() -> None:
+    ledger = UsageLedger()
+    ledger.record(LOCAL, "judge", "verdict", prompt_tokens=1000, completion_tokens=1000)
+    assert price_per_token(LOCAL) == (0.0, 0.0)
+    assert ledger.total().cost_usd == 0.0
+    assert ledger.unpriced == set()
+
+
+def test_priced_openai_model_uses_bundled_cost_map() -> None:
+    input_price, output_price = bundled_prices("gpt-4o-mini")
+    assert input_price > 0 and output_price > 0
+    ledger = UsageLedger()
+    ledger.record(OPENAI, "judge", "verdict", prompt_tokens=1200, completion_tokens=300)
+    ledger.record(OPENAI, "judge", "verdict", prompt_tokens=800, completion_tokens=100)
+
+    expected = 2000 * input_price + 400 * output_price
+    assert row(ledger, "judge", "verdict")["cost_usd"] == pytest.approx(expected, rel=1e-12)
+    assert price_per_token(OPENAI) == (input_price, output_price)
+    assert ledger.unpriced == set()
+
+
+def test_cached_and_failed_calls_cost_nothing() -> None:
+    ledger = UsageLedger()
+    ledger.record(OPENAI, "judge", "verdict", prompt_tokens=500, completion_tokens=50, cached=True)
+    ledger.record(OPENAI, "judge", "verdict", failed=True)
+    usage = row(ledger, "judge", "verdict")
+    assert usage["cost_usd"] == 0.0
+    assert usage["cache_hits"] == 1 and usage["prompt_tokens"] == 500
+    assert usage["failures"] == 1
+
+
+def test_custom_api_base_is_unpriced_not_free() -> None:
+    ledger = UsageLedger()
+    ledger.record(CUSTOM, "debater_a", "opening", prompt_tokens=100, completion_tokens=10)
+    assert price_per_token(CUSTOM) is None
+    assert ledger.to_json()["unpriced"] == ["openai/llama3"]
+    assert ledger.total().cost_usd == 0.0
+
+    cached_only = UsageLedger()
+    cached_only.record(CUSTOM, "debater_a", "opening", prompt_tokens=100, cached=True)
+    assert cached_only.unpriced == set()
+
+
+def sample_ledger() -> UsageLedger:
+    ledger = UsageLedger()
+    ledger.record(OPENAI, "judge", "verdict", prompt_tokens=100, completion_tokens=20, latency=0.25)
+    ledger.record(CUSTOM, "debater_a", "opening", prompt_tokens=50, completion_tokens=5, retries=1)
+    ledger.record(LOCAL, "debater_b", "opening", prompt_tokens=9, cached=True)
+    ledger.record(LOCAL, "debater_b", "conclusion", failed=True)
+    return ledger
+
+
+def test_to_json_from_json_round_trip() -> None:
+    ledger = sample_ledger()
+    data = json.loads(json.dumps(ledger.to_json()))  # JSON-safe
+
+    restored = UsageLedger.from_json(data)
+
+    assert restored.entries == ledger.entries
+    assert restored.unpriced == ledger.unpriced == {"openai/llama3"}
+    assert restored.to_json() == ledger.to_json()
+    assert data["total"]["calls"] == 4
+
+
+def test_from_json_does_not_mutate_its_input() -> None:
+    data = sample_ledger().to_json()
+    snapshot = json.loads(json.dumps(data))
+    UsageLedger.from_json(data)
+    assert data == snapshot
+    UsageLedger.from_json(data)
+
+
+def test_merged_sums_entries_and_unions_unpriced() -> None:
+    first, second = sample_ledger(), UsageLedger()
+    second.record(OPENAI, "judge", "verdict", prompt_tokens=1, completion_tokens=2, retries=3)
+    second.record(LOCAL, "judge", "extra", prompt_tokens=4)
+
+    merged = UsageLedger.merged([first, second])
+
+    verdict = row(merged, "judge", "verdict")
+    assert (verdict["calls"], verdict["prompt_tokens"], verdict["completion_tokens"]) == (
+        2,
+        101,
+        22,
+    )
+    assert verdict["retries"] == 3
+    assert verdict["cost_usd"] == pytest.approx(
+        row(first, "judge", "verdict")["cost_usd"] + row(second, "judge", "verdict")["cost_usd"]
+    )
+    assert row(merged, "judge", "extra")["prompt_tokens"] == 4
+    assert merged.unpriced == {"openai/llama3"}
+    assert merged.total().calls == first.total().calls + second.total().calls == 6
+    # merging never changes its inputs
+    assert row(first, "judge", "verdict")["calls"] == 1
+    assert UsageLedger.merged([]).to_json()["total"] == asdict(Usage())

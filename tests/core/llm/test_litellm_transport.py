@@ -1,0 +1,38 @@
+"""The litellm transport takes the same retry path as the OpenAI one (real HTTP via litellm)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from moot.core import ModelCallError, ModelClient, RetryPolicy, Role, parse_spec
+from moot.core.testing.scripted_server import Fault, ScriptedServer
+
+FAST = RetryPolicy(initial_wait=0.01, max_wait=0.02)
+HELLO = [{"role": "user", "content": "hello"}]
+
+
+def test_litellm_provider_honours_retry_after_and_never_retries_a_400(monkeypatch):
+    monkeypatch.setenv("MY_KEY", "sk-litellm-SECRET")
+    with ScriptedServer() as server:
+        spec = parse_spec("custom_openai/x", api_base=server.url, api_key_env="MY_KEY", timeout=5)
+        assert spec.transport == "litellm"
+        client = ModelClient(retry=FAST)
+        role = Role("judge", spec)
+        server.add_fault(Fault(kind="429", times=1, retry_after=0.3))
+        start = time.perf_counter()
+        reply = asyncio.run(client.complete(role, HELLO, stage="s", max_tokens=8, seed=1))
+        assert reply.text and reply.retries == 1
+        assert time.perf_counter() - start >= 0.3
+
+        server.clear_log()
+        server.add_fault(Fault(kind="400", times=1))
+        try:
+            asyncio.run(client.complete(role, HELLO, stage="s", max_tokens=8, seed=2))
+        except ModelCallError as exc:
+            assert exc.status == 400 and not exc.retryable
+            assert "SECRET" not in str(exc)
+        else:
+            raise AssertionError("a 400 must fail")
+        assert len(server.requests) == 1
+        assert client.ledger.to_json()["total"]["failures"] == 1

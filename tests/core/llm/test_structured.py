@@ -1,0 +1,132 @@
+"""Tolerant parsing of model replies into values and pydantic models."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from moot.core.llm.structured import (
+    OutputParseError,
+    ParseFailure,
+    Structured,
+    extract_value,
+    json_schema_format,
+    parse_structured,
+)
+
+
+class Verdict(BaseModel):
+    winner: str
+    score: int
+
+
+EXPECTED = Verdict(winner="A", score=7)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"winner": "A", "score": 7}',
+        '  \n{"winner": "A", "score": 7}\n',
+        '```json\n{"winner": "A", "score": 7}\n```',
+        '```\n{"winner": "A", "score": 7}\n```',
+        'Here is my verdict:\n```json\n{"winner": "A", "score": 7}\n```\nThanks!',
+        'After weighing both sides, {"winner": "A", "score": 7} is my call.',
+        'The {weird} aside first, then {"winner": "A", "score": 7}.',
+        "{'winner': 'A', 'score': 7}",
+        "Verdict: {'winner': 'A', 'score': 7, 'unanimous': True, 'notes': None}",
+        'It\'s close: {"winner": "A", "score": 7}',
+    ],
+)
+def test_parse_structured_accepts(text: str) -> None:
+    assert parse_structured(text, Verdict) == EXPECTED
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('{"a": 1}', {"a": 1}),
+        ("[1, 2, 3]", [1, 2, 3]),
+        ('```json\n{"a": [1, {"b": 2}]}\n```', {"a": [1, {"b": 2}]}),
+        ('Result: {"a": 1} and then {"b": 2}', {"a": 1}),
+        ("{'flag': True, 'none': None, 'x': 'y'}", {"flag": True, "none": None, "x": "y"}),
+        (
+            'Prose {"note": "a } and { inside", "n": 1} more prose',
+            {"note": "a } and { inside", "n": 1},
+        ),
+        ('He said "use { here" then {"k": "v"}', {"k": "v"}),
+        ('{"s": "escaped \\" quote }"}', {"s": 'escaped " quote }'}),
+    ],
+)
+def test_extract_value(text: str, value: object) -> None:
+    assert extract_value(text) == value
+
+
+def test_braces_inside_json_strings_in_prose() -> None:
+    text = 'I pick {"winner": "A {the proposer}", "score": 7} overall.'
+    assert parse_structured(text, Verdict) == Verdict(winner="A {the proposer}", score=7)
+    text = 'I pick {"winner": "A }", "score": 7} overall.'
+    assert parse_structured(text, Verdict).winner == "A }"
+
+
+def test_python_repr_with_brace_in_string_inside_prose() -> None:
+    text = "My verdict: {'winner': 'A }', 'score': 7} final."
+    assert parse_structured(text, Verdict) == Verdict(winner="A }", score=7)
+
+
+def test_later_candidate_matching_schema_wins() -> None:
+    text = 'Scores were {"a": 1}; verdict {"winner": "A", "score": 7}'
+    assert parse_structured(text, Verdict) == EXPECTED
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"winner": "A", "sco', '```json\n{"winner": "A", "score":\n```', "[1, 2", ""],
+)
+def test_truncated_or_missing_json_fails(text: str) -> None:
+    with pytest.raises(OutputParseError, match="no JSON"):
+        parse_structured(text, Verdict)
+    with pytest.raises(OutputParseError):
+        extract_value(text)
+
+
+def test_prose_only_fails() -> None:
+    with pytest.raises(OutputParseError):
+        parse_structured("Debater A was more convincing overall.", Verdict)
+
+
+def test_schema_mismatch_names_the_field() -> None:
+    with pytest.raises(OutputParseError) as info:
+        parse_structured('{"winner": "A", "score": "high"}', Verdict)
+    assert "score" in str(info.value) and "schema" in str(info.value)
+
+    with pytest.raises(OutputParseError) as missing:
+        parse_structured('{"winner": "A"}', Verdict)
+    assert "score" in str(missing.value)
+
+
+def test_schema_mismatch_is_not_replaced_by_a_default() -> None:
+    with pytest.raises(OutputParseError):
+        parse_structured("[]", Verdict)
+    assert extract_value("[]") == []
+
+
+def test_parse_failure_and_structured_records() -> None:
+    failure = ParseFailure(raw="nope", error="no JSON object found", repaired=True)
+    assert failure.to_json() == {
+        "parse_failure": True,
+        "raw": "nope",
+        "error": "no JSON object found",
+        "repaired": True,
+    }
+    assert not Structured(None, failure, "nope").ok
+    assert Structured(EXPECTED, None, "{}").ok
+
+
+def test_json_schema_format() -> None:
+    fmt = json_schema_format(Verdict)
+    assert fmt["type"] == "json_schema"
+    assert fmt["json_schema"]["name"] == "Verdict"
+    schema = fmt["json_schema"]["schema"]
+    assert set(schema["properties"]) == {"winner", "score"}
+    assert set(schema["required"]) == {"winner", "score"}

@@ -1,0 +1,233 @@
+"""Index building and loading, BM25 / dense / hybrid search, MMR, the trusted-domain filter."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from moot.core.data.corpus import Chunk
+from moot.core.errors import ConfigError, InputError
+from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER
+from moot.core.retrieval.index import (
+    FORMAT_VERSION,
+    RRF_K,
+    Hit,
+    Index,
+    LocalRetriever,
+    build_index,
+    corpus_sha256,
+    is_trusted,
+    mmr,
+)
+
+DOCS = [
+    {
+        "id": "cats",
+        "text": "Cats are small domesticated felines that purr.",
+        "url": "https://a.edu/c",
+    },
+    {"id": "dogs", "text": "Dogs bark and guard the house.", "url": "https://b.com/d"},
+    {"id": "rain", "text": "Rain falls from clouds in the sky.", "url": "https://c.gov/r"},
+    {"id": "tax", "text": "A wealth tax targets the richest households.", "url": None},
+    {"id": "ubi", "text": "Universal basic income pays every citizen.", "url": "https://d.org/u"},
+]
+
+
+def corpus(tmp_path: Path, docs: list[dict] = DOCS) -> Path:
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def dense_index(tmp_path_factory) -> Index:
+    """An index with the real bundled all-MiniLM-L6-v2 vectors (loaded once per module)."""
+    tmp = tmp_path_factory.mktemp("dense")
+    return build_index(corpus(tmp), tmp / "index", dense=DEFAULT_EMBEDDER)
+
+
+@pytest.fixture(scope="module")
+def dense_retriever(dense_index) -> LocalRetriever:
+    return LocalRetriever(dense_index, retriever="dense")
+
+
+def ids(hits: list[Hit]) -> list[str]:
+    return [hit.chunk.id for hit in hits]
+
+
+def test_build_writes_a_manifest_and_loads_back(tmp_path):
+    source = corpus(tmp_path)
+    index = build_index(source, tmp_path / "idx", chunk_chars=30)
+    manifest = json.loads((tmp_path / "idx" / "index.json").read_text())
+    assert manifest["format_version"] == FORMAT_VERSION
+    assert manifest["documents"] == 5 and manifest["chunks"] == len(index) > 5
+    assert manifest["source_sha256"] == corpus_sha256(source)
+    assert manifest["embedder"] is None and manifest["chunk_chars"] == 30
+    assert not (tmp_path / "idx" / "dense.npy").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp dir left
+    again = Index.load(tmp_path / "idx")
+    assert again.chunks == index.chunks
+    assert ids(again.search("purr felines", 3)) == ids(index.search("purr felines", 3))
+
+
+def test_bm25_ranks_matching_chunks_and_drops_zero_scores(tmp_path):
+    index = build_index(corpus(tmp_path), tmp_path / "idx")
+    hits = index.search("Do cats purr?", 10)
+    assert ids(hits) == ["cats#0"]
+    assert hits[0].score > 0 and hits[0].chunk.url == "https://a.edu/c"
+    assert index.search("the of and", 10) == []  # stopwords only
+
+
+def test_a_rebuild_replaces_the_index(tmp_path):
+    build_index(corpus(tmp_path), tmp_path / "idx")
+    index = build_index(corpus(tmp_path, DOCS[:2]), tmp_path / "idx")
+    assert len(Index.load(tmp_path / "idx")) == len(index) == 2
+    (tmp_path / "old").mkdir()  # an index of another format version is replaced too
+    (tmp_path / "old" / "index.json").write_text('{"format_version": 0}')
+    assert len(build_index(corpus(tmp_path), tmp_path / "old")) == 5
+
+
+def test_a_build_never_replaces_the_corpus_or_other_files(tmp_path):
+    source = corpus(tmp_path)
+    with pytest.raises(ConfigError, match="must not be, hold or sit inside an input"):
+        build_index(source, tmp_path)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "mine.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="not an earlier index output"):
+        build_index(source, tmp_path / "notes")
+    assert source.is_file() and (tmp_path / "notes" / "mine.txt").read_text() == "mine"
+
+
+def test_a_corpus_of_stopwords_is_an_input_error(tmp_path):
+    source = corpus(tmp_path, [{"id": "a", "text": "the and of"}, {"id": "b", "text": "a an"}])
+    with pytest.raises(InputError, match="only stopwords"):
+        build_index(source, tmp_path / "idx")
+    assert not (tmp_path / "idx").exists()
+
+
+def test_missing_and_damaged_indexes_are_input_errors(tmp_path):
+    with pytest.raises(InputError, match="no index here"):
+        Index.load(tmp_path / "nothing")
+    build_index(corpus(tmp_path), tmp_path / "idx")
+    with (tmp_path / "idx" / "chunks.jsonl").open("a") as f:
+        f.write(json.dumps(Chunk("x#0", "x", "extra").to_json()) + "\n")
+    with pytest.raises(InputError, match="index.json says 5"):
+        Index.load(tmp_path / "idx")
+
+
+def test_dense_search_on_a_bm25_index_asks_for_a_rebuild(tmp_path):
+    index = build_index(corpus(tmp_path), tmp_path / "idx")
+    with pytest.raises(ConfigError, match="rebuild it with moot index --dense"):
+        LocalRetriever(index, retriever="dense")
+
+
+def test_mmr_matches_hand_computed_values():
+    chunks = [Chunk(f"c{i}#0", f"c{i}", f"text {i}") for i in range(3)]
+    hits = [Hit(c, s) for c, s in zip(chunks, (10.0, 8.0, 6.0), strict=True)]  # norm 1, .5, 0
+    vectors = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]])  # sims: 0-1 .6, 0-2 0, 1-2 .8
+    # lam .7: c1 = .7*.5 - .3*.6 = .17 beats c2 = 0 - 0 = 0; then c2 = 0 - .3*.8 = -.24
+    result = mmr(hits, vectors, 0.7, 3)
+    assert ids(result) == ["c0#0", "c1#0", "c2#0"]
+    assert [h.score for h in result] == pytest.approx([1.0, 0.17, -0.24])
+    # lam .3: c1 = .3*.5 - .7*.6 = -.27 loses to c2 = 0; then c1 = .15 - .7*.8 = -.41
+    result = mmr(hits, vectors, 0.3, 3)
+    assert ids(result) == ["c0#0", "c2#0", "c1#0"]
+    assert [h.score for h in result] == pytest.approx([1.0, 0.0, -0.41])
+    assert ids(mmr(hits, vectors, 0.0, 1)) == ["c0#0"]  # the top document is always kept
+    assert ids(mmr(hits, vectors, 1.0, 3)) == ["c0#0", "c1#0", "c2#0"]  # pure relevance
+
+
+def test_mmr_with_tied_scores_uses_similarity_only():
+    chunks = [Chunk(f"c{i}#0", f"c{i}", "t") for i in range(3)]
+    hits = [Hit(c, 2.0) for c in chunks]
+    vectors = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    assert ids(mmr(hits, vectors, 0.5, 2)) == ["c0#0", "c2#0"]
+
+
+@pytest.mark.parametrize(
+    ("url", "trusted"),
+    [
+        ("https://www.stanford.edu/page", True),
+        ("http://example.org", True),
+        ("https://data.gov/x?y=1", True),
+        ("https://site.info", True),
+        ("https://me.pro:8080/a", True),
+        ("https://news.com/org", False),
+        ("https://edu.example.com", False),
+        ("https://EXAMPLE.ORG./", True),
+        ("example.org/path", True),
+        (None, False),
+        ("", False),
+    ],
+)
+def test_is_trusted(url, trusted):
+    assert is_trusted(url) is trusted
+
+
+def test_trusted_filter_drops_untrusted_and_urlless_chunks(tmp_path):
+    index = build_index(corpus(tmp_path), tmp_path / "idx")
+    query = "cats dogs rain tax income"
+    assert set(ids(LocalRetriever(index).search(query, 10))) == {
+        "cats#0",
+        "dogs#0",
+        "rain#0",
+        "tax#0",
+        "ubi#0",
+    }
+    trusted = LocalRetriever(index, trusted_domains=True).search(query, 10)
+    assert set(ids(trusted)) == {"cats#0", "rain#0", "ubi#0"}
+
+
+def test_bad_retriever_options(tmp_path):
+    index = build_index(corpus(tmp_path), tmp_path / "idx")
+    with pytest.raises(ConfigError, match="--mmr must be between 0 and 1"):
+        LocalRetriever(index, mmr=1.5)
+    with pytest.raises(ConfigError, match="unknown retriever"):
+        LocalRetriever(index, retriever="sparse")  # type: ignore[arg-type]
+
+
+def test_dense_finds_meaning_without_shared_words(dense_index, dense_retriever):
+    assert dense_index.search("kitten", 5) == []  # no lexical overlap for BM25
+    hits = dense_retriever.search("kitten", 2)
+    assert ids(hits)[0] == "cats#0"
+    assert dense_index.vectors.shape == (5, 384)
+    assert np.allclose(np.linalg.norm(dense_index.vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_hybrid_is_reciprocal_rank_fusion(dense_index, dense_retriever):
+    embedder = dense_retriever.embedder
+    query = "cats purr"
+    bm25 = ids(dense_index.search(query, 5, "bm25"))
+    dense = ids(dense_index.search(query, 5, "dense", embedder))
+    expected: dict[str, float] = {}
+    for ranking in (bm25, dense):
+        for rank, cid in enumerate(ranking, start=1):
+            expected[cid] = expected.get(cid, 0.0) + 1 / (RRF_K + rank)
+    hybrid = dense_index.search(query, 5, "hybrid", embedder)
+    assert {h.chunk.id: h.score for h in hybrid} == pytest.approx(expected)
+    assert hybrid[0].chunk.id == "cats#0" and hybrid[0].score == pytest.approx(2 / (RRF_K + 1))
+
+
+def test_an_index_built_with_another_embedder_is_refused(dense_index):
+    with pytest.raises(ConfigError, match="built with the embedder 'all-MiniLM-L6-v2', not 'x'"):
+        LocalRetriever(dense_index, retriever="dense", embedder="x")
+
+
+def test_mmr_over_a_dense_index_uses_its_vectors(dense_index, dense_retriever):
+    plain = dense_retriever.search("household income and taxes", 3)
+    diverse = LocalRetriever(
+        dense_index, retriever="dense", mmr=0.5, embedder=dense_retriever.embedder
+    ).search("household income and taxes", 3)
+    assert ids(diverse)[0] == ids(plain)[0]
+    assert len(diverse) == 3 and len(set(ids(diverse))) == 3
+
+
+def test_mmr_over_a_bm25_index_encodes_the_candidates(tmp_path, dense_retriever):
+    del dense_retriever  # the bundled model, loaded once for the module
+    index = build_index(corpus(tmp_path), tmp_path / "idx")
+    hits = LocalRetriever(index, mmr=0.0).search("voting tax income cats", 3)
+    assert ids(hits)[0] == ids(index.search("voting tax income cats", 1))[0]
+    assert len(hits) == 3

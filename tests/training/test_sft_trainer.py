@@ -1,0 +1,151 @@
+"""LoRA SFT on a tiny random-weight Llama built from a config: masks, training, manifest, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from moot.core.errors import ConfigError, InputError
+from moot.training.sft_config import load_sft_config
+from moot.training.sft_trainer import build_trainer, train_sft
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "train-tiny.yaml"
+CONVERSATION = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Should zoos be banned?"},
+    {"role": "assistant", "content": "Zoos confine animals."},
+    {"role": "user", "content": "Why?"},
+    {"role": "assistant", "content": "Enclosures are small."},
+]
+EOS = {"llama-2": " </s>", "vicuna": "</s>", "alpaca": "</s>", "zephyr": "</s>"}
+
+
+def tiny(tmp_path: Path, *overrides: str):
+    """The example's tiny run, writing into `tmp_path`."""
+    data = ROOT / "examples" / "sft-tiny.jsonl"
+    base = [f"data.train={data}", f"training.output_dir={tmp_path / 'run'}"]
+    return load_sft_config(EXAMPLE, [*base, *overrides])
+
+
+@pytest.mark.parametrize("family", ["llama-2", "vicuna", "alpaca", "zephyr", "llama-3"])
+def test_the_loss_mask_covers_exactly_the_assistant_tokens(family, tmp_path):
+    data = tmp_path / "chat.jsonl"
+    data.write_text(json.dumps({"messages": CONVERSATION}) + "\n")
+    config = tiny(
+        tmp_path, f"data.train={data}", f"model.chat_template={family}", "data.max_length=1024"
+    )
+    trainer = build_trainer(config, progress=False).trainer
+    batch = next(iter(trainer.get_train_dataloader()))
+    ids, labels = batch["input_ids"][0], batch["labels"][0]
+    tokenizer = trainer.processing_class
+    trained = tokenizer.decode(ids[labels != -100])
+    eos = EOS.get(family, "<|eot_id|>")
+    assistant = [m["content"] for m in CONVERSATION if m["role"] == "assistant"]
+    assert trained == "".join(answer + eos for answer in assistant)  # each closed by its eos
+    untrained = tokenizer.decode(ids[labels == -100])
+    assert "Should zoos be banned?" in untrained and "Zoos" not in untrained
+    assert (labels != -100).sum() < (labels == -100).sum()
+
+
+def test_training_lowers_the_loss_writes_a_manifest_and_a_rerun_trains_nothing(tmp_path):
+    data = tmp_path / "data.jsonl"
+    data.write_text((ROOT / "examples" / "sft-tiny.jsonl").read_text())
+    config = tiny(tmp_path, f"data.train={data}")
+    lines: list[str] = []
+    result = train_sft(config, log=lines.append, progress=False)
+    manifest = result.manifest
+    losses = [entry["loss"] for entry in manifest["log_history"] if "loss" in entry]
+    assert losses[-1] < losses[0] - 1  # 7.0 -> 3.0 measured
+    assert manifest["steps"] == 30 and manifest["status"] == "complete"
+    train = manifest["data"]["train"]
+    assert train["samples"] == 12 and train["overlong"] == 0 and len(train["sha256"]) == 64
+    assert manifest["tokens_seen"] == train["tokens"] * 10  # ten epochs
+    assert set(manifest["versions"]) >= {"torch", "transformers", "trl", "peft", "accelerate"}
+    assert manifest["config"]["training"]["learning_rate"] == 0.02
+    assert (result.adapter_dir / "adapter_config.json").is_file()
+    assert (result.adapter_dir / "chat_template.jinja").is_file()
+    assert lines[0] == "train: 12 samples, 1629 tokens"
+    again = train_sft(config, progress=False)
+    assert again.already_done and again.manifest == manifest
+    with pytest.raises(ConfigError, match="another configuration or other data"):
+        train_sft(tiny(tmp_path, "training.epochs=2"), progress=False)
+    data.write_text("\n".join(data.read_text().splitlines()[:-1]) + "\n")  # one record less
+    with pytest.raises(ConfigError, match="another configuration or other data"):
+        train_sft(config, progress=False)
+
+
+def test_samples_over_max_length_are_counted_then_truncated_or_dropped(tmp_path):
+    truncated = build_trainer(tiny(tmp_path, "data.max_length=120"), progress=False)
+    report = truncated.train_report
+    assert report["overlong"] > 0 and report["samples"] == 12 and report["tokens"] < 1629
+    assert max(len(row["input_ids"]) for row in truncated.trainer.train_dataset) == 120
+    dropped = build_trainer(
+        tiny(tmp_path, "data.max_length=120", "data.overlong=drop"), progress=False
+    ).train_report
+    assert dropped["samples"] == 12 - report["overlong"]
+    with pytest.raises(InputError, match="every sample is longer than data.max_length 20"):
+        build_trainer(tiny(tmp_path, "data.max_length=20", "data.overlong=drop"))
+
+
+def test_a_base_model_that_is_not_on_this_machine_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config = load_sft_config(
+        EXAMPLE,
+        [
+            "model.init=null",
+            "model.base=meta-llama/Llama-2-7b-hf",
+            f"data.train={ROOT / 'examples' / 'sft-tiny.jsonl'}",
+            f"training.output_dir={tmp_path}",
+        ],
+    )
+    with pytest.raises(ConfigError, match="not a local folder, and not in the Hugging Face cache"):
+        build_trainer(config)
+
+
+def test_a_chat_template_whose_end_of_turn_the_tokenizer_lacks_is_refused(tmp_path):
+    build_trainer(tiny(tmp_path), progress=False)  # builds a llama-2 family base
+    base = tmp_path / "run" / "base"
+    config = tiny(tmp_path, "model.init=null", f"model.base={base}", "model.chat_template=llama-3")
+    with pytest.raises(ConfigError, match="ends turns with '<\\|eot_id\\|>'"):
+        build_trainer(config)
+
+
+def test_a_mix_folder_gives_train_and_eval_splits(tmp_path):
+    from moot.training import mix_datasets
+
+    mix_datasets([ROOT / "examples" / "sft-tiny.jsonl"], tmp_path / "mix", eval_fraction=0.25)
+    config = tiny(tmp_path, f"data.train={tmp_path / 'mix'}", "training.max_steps=2")
+    manifest = train_sft(config, progress=False).manifest
+    train, evaluation = manifest["data"]["train"], manifest["data"]["eval"]
+    assert train["samples"] + evaluation["samples"] == 12 and evaluation["samples"] > 0
+    assert train["source"] == evaluation["source"] == str(tmp_path / "mix")
+    assert manifest["losses"]["eval_loss"] > 0 and manifest["steps"] == 2
+
+
+WORKER_END = """
+import sys, torch.distributed as dist
+from moot.training.sft_trainer import exit_worker
+exit_worker()  # not in a process group yet: returns
+print("alone", flush=False)
+dist.init_process_group("gloo", init_method=sys.argv[1], rank=0, world_size=1)
+print("in a group", flush=False)  # still buffered: exit_worker must flush it
+exit_worker()
+print("after exit_worker")
+sys.exit(3)
+"""
+
+
+def test_exit_worker_flushes_and_ends_a_distributed_worker_with_0(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-c", WORKER_END, f"file://{tmp_path / 'rendezvous'}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n") == ["alone", "in a group", ""]

@@ -1,0 +1,478 @@
+"""LoRA SFT with trl's ``SFTTrainer`` and peft: assistant-only loss, resumable, one process or many.
+
+A run folder holds ``checkpoints/`` (the trainer's, for resuming), ``adapter/`` (the LoRA adapter
+and the tokenizer with its chat template: what ``moot generate --model`` and ``moot train merge``
+take), ``base/`` for a base built from ``model.init``, ``manifest.json`` written last, and
+``.moot/train.json`` claiming the folder for one configuration. Under ``accelerate launch`` every
+process runs this same code; only the main process writes outside ``checkpoints/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from moot.core.data.records import atomic_replace_dir, write_json
+from moot.core.errors import ConfigError, InputError
+from moot.training.chat_templates import ChatFamily, chat_family, has_generation_markers
+from moot.training.sft_config import SFTRunConfig
+from moot.training.sft_data import load_sft_dataset, versions
+
+SCRATCH_WAIT = 600.0  # seconds other processes wait for the main one to build a scratch base
+VERSIONED = ("moot", "torch", "transformers", "trl", "peft", "accelerate", "datasets")
+
+
+@dataclass(frozen=True)
+class SFTResult:
+    """What `train_sft` did.
+
+    Attributes:
+        output_dir: The run folder.
+        manifest: The run manifest (``manifest.json``); empty on processes other than the
+            main one of a multi-process run.
+        already_done: The folder held this run finished: nothing was trained.
+    """
+
+    output_dir: Path
+    manifest: dict[str, Any]
+    already_done: bool = False
+
+    @property
+    def adapter_dir(self) -> Path:
+        """The trained LoRA adapter, with its tokenizer."""
+        return self.output_dir / "adapter"
+
+
+def train_sft(
+    config: SFTRunConfig,
+    *,
+    log: Callable[[str], None] = lambda line: None,
+    progress: bool = True,
+) -> SFTResult:
+    """Train (or resume, or find finished) the LoRA SFT run `config` describes.
+
+    Args:
+        config: The run's configuration.
+        log: Receives one line per stage (data, truncation, resume, result), on the main
+            process only.
+        progress: Show the trainer's progress bar and per-step losses.
+
+    Raises:
+        ConfigError: The folder holds another configuration, the base model cannot be loaded,
+            the chat template does not fit the tokenizer, or QLoRA cannot run here.
+        InputError: Unusable training data (missing columns, empty, every sample too long).
+    """
+    import torch
+
+    if not _is_main():
+        log = _silent
+    if not progress:
+        from transformers.utils import logging
+
+        logging.set_verbosity_error()
+        logging.disable_progress_bar()
+    out = Path(config.training.output_dir)
+    eval_source = _eval_source(config)
+    data = {
+        "train": _digest(_load(config.data.train, "train")),
+        "eval": _digest(_load(eval_source, "eval")) if eval_source else None,
+    }
+    identity = _claim(out, config, data)
+    manifest_path = out / "manifest.json"
+    if manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        if manifest.get("identity") == identity:
+            log(f"already trained: {out / 'adapter'}")
+            return SFTResult(out, manifest, already_done=True)
+
+    started = time.perf_counter()
+    prepared = build_trainer(config, log=log, progress=progress)
+    trainer, args = prepared.trainer, prepared.trainer.args
+    checkpoints = sorted((out / "checkpoints").glob("checkpoint-*"))
+    if checkpoints:
+        log(f"resuming from {checkpoints[-1].name}")
+    trained = trainer.train(resume_from_checkpoint=bool(checkpoints) or None)
+    metrics = {"train_loss": trained.training_loss}
+    if prepared.eval_report is not None:
+        metrics["eval_loss"] = trainer.evaluate()["eval_loss"]
+    if trainer.is_fsdp_enabled:  # a sharded state dict would make save_model write nothing
+        trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
+    trainer.save_model(str(out / "adapter"))  # every process joins; the main one writes
+    if not args.should_save:
+        trainer.accelerator.wait_for_everyone()  # return once the main process has the manifest
+        return SFTResult(out, {}, already_done=False)
+    trainer.processing_class.save_pretrained(out / "adapter")
+    state = trainer.state
+    manifest = {
+        "identity": identity,
+        "status": "complete",
+        "config": config.to_dict(),
+        "base": prepared.base,
+        "data": {"train": prepared.train_report, "eval": prepared.eval_report},
+        "processes": args.world_size,
+        "gradient_accumulation_steps": args.gradient_accumulation_steps,
+        "device": "cuda" if torch.cuda.is_available() and not args.use_cpu else "cpu",
+        "steps": state.global_step,
+        "epochs": state.epoch,
+        "tokens_seen": state.num_input_tokens_seen,
+        "trainable_parameters": _trainable(trainer.model),
+        "losses": metrics,
+        "log_history": state.log_history,
+        "seconds": round(time.perf_counter() - started, 1),
+        "versions": versions(*VERSIONED),
+    }
+    write_json(manifest_path, manifest)
+    trainer.accelerator.wait_for_everyone()
+    log(
+        f"trained {state.global_step} steps ({state.epoch:.2f} epochs) on {args.world_size} "
+        f"process(es): train loss {metrics['train_loss']:.4f}"
+        + (f", eval loss {metrics['eval_loss']:.4f}" if "eval_loss" in metrics else "")
+    )
+    return SFTResult(out, manifest)
+
+
+def exit_worker() -> None:
+    """End this process at once if it is a distributed worker; otherwise just return.
+
+    Call it last in a worker's program, once its work is saved and every process is past its
+    last collective. A worker that ends through the interpreter's normal shutdown can abort
+    there (SIGABRT, "terminate called without an active exception"): DDP's reducer keeps the
+    gloo process group alive until C++ teardown, whose threads then break on a peer that has
+    already gone, even after ``destroy_process_group``. torchrun then fails a run that
+    succeeded, and on several machines the others wait out its 300 s exit barrier. Flushing
+    output and leaving with ``os._exit(0)`` skips that teardown.
+    """
+    import logging
+    import sys
+
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run ready to train: what `train_sft` trains, open for inspection.
+
+    Attributes:
+        trainer: The trl ``SFTTrainer`` (datasets tokenised, loss masks built).
+        base: The base model's folder or hub id.
+        train_report: Source, samples, tokens, overlong count and content hash of the train data.
+        eval_report: The same for the eval data, or None without eval data.
+    """
+
+    trainer: Any
+    base: str
+    train_report: dict[str, Any]
+    eval_report: dict[str, Any] | None
+
+
+def build_trainer(
+    config: SFTRunConfig,
+    *,
+    log: Callable[[str], None] = lambda line: None,
+    progress: bool = True,
+) -> PreparedRun:
+    """Load the data, tokenizer and base model and build the ``SFTTrainer`` of `config`.
+
+    Raises:
+        ConfigError: The base model cannot be loaded, or the chat template does not fit it.
+        InputError: Unusable training data.
+    """
+    out = Path(config.training.output_dir)
+    eval_source = _eval_source(config)
+    train_rows = _load(config.data.train, "train")  # bad data fails before torch is imported
+    eval_rows = _load(eval_source, "eval") if eval_source else None
+    family = chat_family(config.model.chat_template) if config.model.chat_template else None
+    base = config.model.base
+    if config.model.init is not None:
+        base = str(out / "base")
+        _scratch_base(config, family, train_rows, Path(base))
+    args = _sft_args(config, out, has_eval=eval_source is not None, progress=progress)
+    launched = int(os.environ.get("WORLD_SIZE", "1"))
+    if args.world_size != launched:  # e.g. workers that did not join one process group
+        raise ConfigError(
+            f"{launched} processes were launched but training sees {args.world_size}: they would "
+            "train apart (use moot train sft --launch)"
+        )
+    tokenizer = _tokenizer(base, family)
+    train_rows, train_report = _fit_lengths(train_rows, tokenizer, config, config.data.train)
+    log(_length_line("train", train_report, config))
+    eval_report = None
+    if eval_rows is not None:
+        eval_rows, eval_report = _fit_lengths(eval_rows, tokenizer, config, str(eval_source))
+        log(_length_line("eval", eval_report, config))
+    from peft import LoraConfig
+    from trl import SFTTrainer
+
+    lora = config.lora
+    trainer = SFTTrainer(
+        model=_model(base, config),
+        args=args,
+        train_dataset=train_rows,
+        eval_dataset=eval_rows,
+        processing_class=tokenizer,
+        peft_config=LoraConfig(
+            r=lora.r,
+            lora_alpha=lora.alpha,
+            lora_dropout=lora.dropout,
+            target_modules=lora.target_modules,
+            task_type="CAUSAL_LM",
+        ),
+    )
+    if not progress:
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
+    return PreparedRun(trainer, base, train_report, eval_report)
+
+
+def _scratch_base(config: SFTRunConfig, family: ChatFamily | None, rows: Any, folder: Path) -> None:
+    """Build the ``model.init`` base once, before the trainer's arguments exist.
+
+    Under DeepSpeed ZeRO-3 the arguments switch model construction to partitioned init, a
+    collective that would hang with only the main process building; so the main process builds
+    and writes the folder whole (atomically) first, and the others wait for it.
+    """
+    if (folder / "config.json").exists():
+        return
+    if _is_main():
+        from moot.training.scratch import build_scratch_base
+
+        texts = (m["content"] for row in rows for m in row["messages"])
+        init, vocab, seed = (
+            config.model.init or {},
+            config.model.tokenizer_vocab,
+            config.training.seed,
+        )
+        atomic_replace_dir(
+            lambda tmp: build_scratch_base(init, vocab, family, texts, tmp, seed), folder
+        )
+        return
+    deadline = time.monotonic() + SCRATCH_WAIT
+    while not (folder / "config.json").exists():
+        if time.monotonic() > deadline:
+            raise ConfigError(f"{folder}: the main process did not build the base in time")
+        time.sleep(0.2)
+
+
+def _claim(out: Path, config: SFTRunConfig, data: dict[str, str | None]) -> str:
+    """Claim `out` for this configuration and data (``.moot/train.json``); return the identity."""
+    settings = config.to_dict()
+    text = json.dumps({"config": settings, "data": data}, sort_keys=True)
+    identity = hashlib.sha256(text.encode()).hexdigest()[:16]
+    path = out / ".moot" / "train.json"
+    if path.exists():
+        if json.loads(path.read_text(encoding="utf-8")).get("identity") != identity:
+            raise ConfigError(
+                f"{out} holds a training run of another configuration or other data; use a new "
+                "training.output_dir"
+            )
+    elif _is_main():
+        write_json(path, {"identity": identity, "config": settings, "data": data})
+    return identity
+
+
+def _is_main() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def _silent(line: str) -> None:
+    """Other processes say nothing: the main process speaks for the run."""
+
+
+def _eval_source(config: SFTRunConfig) -> str | None:
+    """The eval data: ``data.eval``, or the ``eval`` split of a `moot data mix` folder."""
+    if config.data.eval:
+        return config.data.eval
+    train = Path(config.data.train)
+    for folder in (train, train / "dataset"):
+        splits = folder / "dataset_dict.json"
+        if splits.is_file():
+            has_eval = "eval" in json.loads(splits.read_text(encoding="utf-8")).get("splits", [])
+            return config.data.train if has_eval else None
+    return None
+
+
+def _load(source: str, split: str) -> Any:
+    return load_sft_dataset(source, split=split).select_columns(["messages"])
+
+
+def _sft_args(config: SFTRunConfig, out: Path, has_eval: bool, progress: bool) -> Any:
+    import torch
+    from trl import SFTConfig
+
+    training = config.training
+    cuda = torch.cuda.is_available()
+    precision = training.precision
+    if precision == "auto":
+        precision = "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
+    if precision != "fp32" and not cuda:
+        raise ConfigError(f"training.precision {precision} needs a GPU here; use fp32 or auto")
+    processes = int(os.environ.get("WORLD_SIZE", "1"))
+    return SFTConfig(
+        output_dir=str(out / "checkpoints"),
+        num_train_epochs=training.epochs,
+        max_steps=training.max_steps,
+        learning_rate=training.learning_rate,
+        lr_scheduler_type=training.lr_scheduler,
+        warmup_steps=training.warmup_ratio,  # a float below 1 is a ratio of all steps
+        weight_decay=training.weight_decay,
+        per_device_train_batch_size=training.per_device_batch_size,
+        per_device_eval_batch_size=training.per_device_batch_size,
+        gradient_accumulation_steps=config.gradient_accumulation(processes),
+        max_length=config.data.max_length,
+        packing=training.packing,
+        padding_free=training.padding_free,
+        assistant_only_loss=True,
+        activation_checkpointing=training.activation_checkpointing,
+        bf16=precision == "bf16",
+        fp16=precision == "fp16",
+        use_cpu=not cuda,
+        seed=training.seed,
+        data_seed=training.seed,
+        logging_steps=training.logging_steps,
+        save_strategy="steps" if training.save_steps else "epoch",
+        save_steps=training.save_steps or 500,
+        save_total_limit=training.save_total_limit,
+        eval_strategy="epoch" if has_eval else "no",
+        include_num_input_tokens_seen="non_padding",
+        report_to=[],
+        disable_tqdm=not progress,
+        ddp_find_unused_parameters=False,
+    )
+
+
+def _tokenizer(base: str, family: ChatFamily | None) -> Any:
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(base)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(_unloadable(base, exc)) from None
+    if family is not None:
+        tokenizer.chat_template = family.template
+        if family.eos not in tokenizer.get_vocab():
+            raise ConfigError(
+                f"chat template {family.name} ends turns with {family.eos!r}, which is not a token "
+                f"of {base}'s tokenizer: pick the base model's own family"
+            )
+    elif not has_generation_markers(tokenizer.chat_template):
+        raise ConfigError(
+            f"{base}'s tokenizer has no chat template with {{% generation %}} markers, so "
+            "assistant-only loss would train nothing: set model.chat_template to a family"
+        )
+    return tokenizer
+
+
+def _model(base: str, config: SFTRunConfig) -> Any:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    options: dict[str, Any] = {}
+    if config.model.dtype != "auto":
+        options["dtype"] = getattr(torch, config.model.dtype)
+    if config.model.attn_implementation:
+        options["attn_implementation"] = config.model.attn_implementation
+    quantization = _quantization(config.lora.qlora)
+    if quantization is not None:
+        options["quantization_config"] = quantization
+    try:
+        return AutoModelForCausalLM.from_pretrained(base, **options)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(_unloadable(base, exc)) from None
+
+
+def _quantization(qlora: bool | str) -> Any:
+    """A 4-bit NF4 config for QLoRA, or None."""
+    import importlib.util
+
+    import torch
+
+    available = torch.cuda.is_available() and importlib.util.find_spec("bitsandbytes") is not None
+    if qlora is True and not available:
+        raise ConfigError("lora.qlora needs a CUDA GPU and bitsandbytes (pip install bitsandbytes)")
+    if not qlora or not available:
+        return None
+    from transformers import BitsAndBytesConfig
+
+    return BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_use_double_quant=True,
+        bnb_4bit_compute_dtype=torch.bfloat16,
+    )
+
+
+def _unloadable(base: str, exc: Exception) -> str:
+    if not Path(base).exists() and os.environ.get("HF_HUB_OFFLINE") == "1":
+        return (
+            f"cannot load model {base!r}: not a local folder, and not in the Hugging Face cache "
+            "(HF_HUB_OFFLINE=1)"
+        )
+    return f"cannot load model {base!r}: {str(exc).strip().splitlines()[0]}"
+
+
+def _fit_lengths(rows: Any, tokenizer: Any, config: SFTRunConfig, source: str) -> tuple:
+    """Count samples over ``max_length`` and drop them if asked; report the numbers."""
+    limit = config.data.max_length
+
+    def lengths(batch: dict[str, list]) -> dict[str, list[int]]:
+        texts = tokenizer.apply_chat_template(batch["messages"], tokenize=False)
+        encoded = tokenizer(texts, add_special_tokens=False)["input_ids"]
+        return {"length": [len(ids) for ids in encoded]}
+
+    measured = rows.map(lengths, batched=True, batch_size=256)
+    sizes = measured["length"]
+    overlong = sum(size > limit for size in sizes)
+    report = {
+        "source": source,
+        "samples": len(sizes),
+        "overlong": overlong,
+        "overlong_policy": config.data.overlong,
+        "tokens": sum(min(size, limit) for size in sizes),
+        "sha256": _digest(rows),
+    }
+    if config.data.overlong == "drop" and overlong:
+        measured = measured.filter(lambda row: row["length"] <= limit)
+        report["samples"] = len(measured)
+        if not len(measured):
+            raise InputError(source, f"every sample is longer than data.max_length {limit}")
+    return measured.remove_columns("length"), report
+
+
+def _length_line(split: str, report: dict[str, Any], config: SFTRunConfig) -> str:
+    limit = config.data.max_length
+    line = f"{split}: {report['samples']} samples, {report['tokens']} tokens"
+    if report["overlong"]:
+        done = "dropped" if config.data.overlong == "drop" else "truncated to keep the start"
+        line += f"; {report['overlong']} longer than {limit} tokens, {done}"
+    return line
+
+
+def _digest(rows: Any) -> str:
+    """A content hash of the samples, in order."""
+    digest = hashlib.sha256()
+    for messages in rows["messages"]:
+        digest.update(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode())
+    return digest.hexdigest()
+
+
+def _trainable(model: Any) -> dict[str, int]:
+    def size(parameter: Any) -> int:  # ZeRO-3 leaves each process a partition
+        return getattr(parameter, "ds_numel", None) or parameter.numel()
+
+    total = sum(size(p) for p in model.parameters())
+    trainable = sum(size(p) for p in model.parameters() if p.requires_grad)
+    return {"trainable": trainable, "total": total}
