@@ -39,3 +39,24 @@ def render_table(rows: Sequence[Sequence[object]], *, left: int = 1, markdown: b
         ]
         lines.append("  ".join(padded).rstrip())
     return "\n".join(lines)
+
+
+def show(value: object, digits: int = 3, style: str = "f") -> str:
+    """A value as a table cell: ``n/a`` for None, floats to `digits`, lists in brackets.
+
+    Args:
+        value: The value; anything but a float, a list or None is shown with ``str``.
+        digits: Decimals (``f``) or significant digits (``g``) of a float.
+        style: The float presentation type: ``f`` (fixed point) or ``g`` (general).
+
+    Example:
+        >>> show(2 / 3), show(None), show([0.5, 1.25], 2), show(12345.678, 4, "g")
+        ('0.667', 'n/a', '[0.50, 1.25]', '1.235e+04')
+    """
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.{digits}{style}}"
+    if isinstance(value, list):
+        return "[" + ", ".join(show(v, digits, style) for v in value) + "]"
+    return str(value)

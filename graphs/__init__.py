@@ -41,18 +41,23 @@ __getattr__, __all__ = lazy_exports(
             "DebateRunConfig",
             "RunSummary",
             "Shard",
-            "merge_runs",
             "run_debatune",
         ),
+        "moot.graphs.debatune_merge": ("merge_runs",),
         "moot.graphs.debatrix_run": (
             "JudgeRunSummary",
             "JudgeSettings",
             "judge_debates",
         ),
-        "moot.graphs.debateqa_eval": (
+        "moot.graphs.debateqa_eval": ("evaluate_dispute_awareness",),
+        "moot.graphs.berds_eval": (
             "evaluate_berds",
             "evaluate_detector",
-            "evaluate_dispute_awareness",
         ),
+        "moot.graphs.berds_retrieve": (
+            "QueryExpansion",
+            "retrieve_questions",
+        ),
+        "moot.graphs.debateqa_pd": ("score_answers",),
     },
 )

@@ -10,9 +10,9 @@
 ``extract`` asks the model for a free-text question's two objects and aspect (recorded as
 ``extracted`` so a person can check them); ``arguments`` takes the question's argument lists
 from ``--arguments`` or, with ``--generate-arguments``, from the model; a question with none is
-``no_arguments``, never answered as scenario 1 or 3. Questions fan out through
-`graphs.evaluate`'s resumable runner into ``answers.jsonl``: a rerun asks only what is missing,
-and the folder is claimed for one model, scenario, prompt set and arguments file. The answer
+``no_arguments``, never answered as scenario 1 or 3. Questions go through the run engine
+(`moot.core.runs.run_items`) into ``answers.jsonl``: a rerun asks only what is missing, and the
+folder is claimed for one model, scenario, prompt set and arguments file. The answer
 file (``<generator>_scenario_<N>.json``, the shape `moot eval compqa` reads) and
 ``summary.json`` are written atomically from the log.
 """
@@ -22,7 +22,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -38,12 +38,15 @@ from moot.agents.compqa_comparers import (
     generate_arguments,
 )
 from moot.core.data.compqa_inputs import ArgumentFile, Arguments, CompQuestion
-from moot.core.data.records import stable_id, write_json
+from moot.core.data.records import ResultLog, claim_folder, stable_id, write_json
 from moot.core.errors import ModelCallError
-from moot.core.llm.models import Completion, ModelClient
+from moot.core.llm.ledger import call_usage, record_usage
+from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
+from moot.core.metrics.stats import mean
+from moot.core.runs import Progress, Tally, run_items
 from moot.graphs.debatune_debate import call_seed
-from moot.graphs.debatune_eval import _run
+from moot.graphs.debatune_eval import HOLDS
 from moot.prompts import render, template_digest
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -139,7 +142,7 @@ async def _extract(state: CompareState, runtime: Runtime[CompareContext]) -> Com
         seed=call_seed(ctx.seed, state["id"], 0),
         constrained=ctx.constrained,
     )
-    calls = [_usage("extract", c) for c in result.completions]
+    calls = [call_usage("extract", c) for c in result.completions]
     if result.value is None:
         return {"failure": {"stage": "extract", **result.failure.to_json()}, "calls": calls}  # type: ignore[union-attr]
     found = result.value
@@ -167,7 +170,7 @@ async def _arguments(state: CompareState, runtime: Runtime[CompareContext]) -> C
         seed=call_seed(ctx.seed, state["id"], 1),
         constrained=ctx.constrained,
     )
-    calls = [_usage("arguments", c) for c in result.completions]
+    calls = [call_usage("arguments", c) for c in result.completions]
     if result.value is None:
         return {"failure": {"stage": "arguments", **result.failure.to_json()}, "calls": calls}  # type: ignore[union-attr]
     source = {"source": "model", "model": ctx.role.spec.name}
@@ -192,7 +195,10 @@ async def _answer(state: CompareState, runtime: Runtime[CompareContext]) -> Comp
     )
     if not reply.text.strip():  # never an answer; not cached, so a rerun asks again
         raise ModelCallError(f"{ctx.role.spec.name}: empty reply")
-    return {"comparison": reply.text.strip(), "calls": [_usage(f"scenario_{ctx.scenario}", reply)]}
+    return {
+        "comparison": reply.text.strip(),
+        "calls": [call_usage(f"scenario_{ctx.scenario}", reply)],
+    }
 
 
 def run_identity(ctx: CompareContext) -> dict[str, Any]:
@@ -231,12 +237,14 @@ class CompareRun:
         answers: The answer file's records (answered questions, question order).
         summary: ``summary.json``.
         path: The answer file, or None when no question was answered.
+        tallies: What its `run_items` call did.
     """
 
     records: list[dict[str, Any]]
     answers: list[dict[str, Any]]
     summary: dict[str, Any]
     path: Path | None
+    tallies: list[Tally] = field(default_factory=list)
 
     def count(self, outcome: str) -> int:
         """Questions with this outcome: ``error``, ``no_arguments`` or ``parse_failure``."""
@@ -250,6 +258,7 @@ async def compare_questions(
     *,
     generator: str | None = None,
     concurrency: int = 8,
+    progress: Progress | None = None,
 ) -> CompareRun:
     """Answer every question not yet answered in `out_dir`; write the answer file and summary.
 
@@ -260,6 +269,7 @@ async def compare_questions(
         ctx: Model, scenario, arguments and budgets.
         generator: The answers' ``generator`` and file name (default: `generator_name`).
         concurrency: Questions in flight.
+        progress: The command's progress bar.
 
     Raises:
         ConfigError: `out_dir` holds a run with other settings.
@@ -274,12 +284,13 @@ async def compare_questions(
         state = await graph.ainvoke(
             {**start, "text": item["question"]}, {"recursion_limit": 10}, context=ctx
         )
-        record = {k: state[k] for k in ("extracted", "arguments", "comparison") if k in state}
+        record = {**item, "status": "ok"}
+        record |= {k: state[k] for k in ("extracted", "arguments", "comparison") if k in state}
         if "failure" in state:
             record["parse_failure"] = state["failure"]  # final: the reply is kept, not retried
         if state.get("no_arguments"):
             record["status"] = "no_arguments"
-        return record | {"ledger": _ledger(state.get("calls", []))}
+        return record | {"ledger": record_usage(state.get("calls", []))}
 
     items = [
         {
@@ -292,7 +303,12 @@ async def compare_questions(
         }
         for q in questions
     ]
-    records = await _run(items, out_dir, task, concurrency, identity, log_name="answers.jsonl")
+    claim_folder(out_dir, "eval", identity, HOLDS)
+    log = ResultLog(Path(out_dir) / "answers.jsonl")
+    run = await run_items(
+        items, task, log, unit="questions", concurrency=concurrency, progress=progress
+    )
+    records = run.records
     answers = [
         _answer_record(r, generator, ctx)
         for r in records
@@ -308,7 +324,7 @@ async def compare_questions(
         "no_arguments": _count(records, "no_arguments"),
         "parse_failures": _count(records, "parse_failure"),
         "errors": _count(records, "error"),
-        "mean_answer_words": _mean([len(a["comparison"].split()) for a in answers]),
+        "mean_answer_words": mean([len(a["comparison"].split()) for a in answers], digits=2),
         "answers": path.name if path else None,
         # every recorded question's calls (earlier runs too); `ledger` is this run's alone
         "usage": {
@@ -318,7 +334,7 @@ async def compare_questions(
         "ledger": ctx.client.ledger.to_json(),
     }
     write_json(Path(out_dir) / "summary.json", summary)
-    return CompareRun(records, answers, summary, path)
+    return CompareRun(records, answers, summary, path, [run.tally])
 
 
 def _answer_record(record: dict[str, Any], generator: str, ctx: CompareContext) -> dict[str, Any]:
@@ -352,28 +368,6 @@ def _item_id(question: CompQuestion) -> str:
     # the content, not only the file's id: an edited question is asked again
     fields = (question.id, question.object1, question.object2, question.aspect, question.text)
     return stable_id("compqa", *fields)
-
-
-def _usage(stage: str, reply: Completion) -> dict[str, Any]:
-    return {
-        "stage": stage,
-        "prompt_tokens": reply.prompt_tokens,
-        "completion_tokens": reply.completion_tokens,
-        "cached": reply.cached,
-    }
-
-
-def _ledger(calls: list[dict[str, Any]]) -> dict[str, int]:
-    return {
-        "calls": len(calls),
-        "cached": sum(1 for c in calls if c["cached"]),
-        "prompt_tokens": sum(c["prompt_tokens"] or 0 for c in calls),
-        "completion_tokens": sum(c["completion_tokens"] or 0 for c in calls),
-    }
-
-
-def _mean(values: list[int]) -> float | None:
-    return round(sum(values) / len(values), 2) if values else None
 
 
 __all__ = [

@@ -1,7 +1,7 @@
-"""CompQA rubric judging of answer files, as a resumable LangGraph fan-out.
+"""CompQA rubric judging of answer files, on the run engine.
 
 Every answer of every file is judged once (a text shared by two files, once) through
-`moot.graphs.debatune_eval`'s runner: judgments are appended to ``judgments.jsonl`` under a
+`moot.core.runs.run_items`: judgments are appended to ``judgments.jsonl`` under a
 stable id (judge, temperature, seed, shots, constrained decoding, prompt digest, answer), so a
 rerun judges only what is missing; the folder is claimed for one judge and its settings; a call
 that failed for good is an ``error`` (exit 1, judged again on rerun). Then, atomically:
@@ -32,13 +32,21 @@ from moot.core.data.compqa import (
     load_comparisons,
     load_judged,
 )
-from moot.core.data.records import atomic_write, stable_id, write_json, write_jsonl
+from moot.core.data.records import (
+    ResultLog,
+    atomic_write,
+    claim_folder,
+    stable_id,
+    write_json,
+    write_jsonl,
+)
 from moot.core.errors import ConfigError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics.compqa_report import group_stats
-from moot.graphs.debatune_eval import EvalResult, _run
-from moot.prompts import template_digest
+from moot.core.runs import Progress, run_items
+from moot.core.tables import render_table, show
+from moot.graphs.debatune_eval import HOLDS, EvalResult, judge_identity
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,7 @@ async def evaluate_compqa(
     concurrency: int = 16,
     seed: int = 0,
     constrained: bool = False,
+    progress: Progress | None = None,
 ) -> EvalResult:
     """Judge every answer with the CompQA rubric; write the judged files and the summary.
 
@@ -90,6 +99,7 @@ async def evaluate_compqa(
         concurrency: Answers judged at once.
         seed: Sampling seed.
         constrained: Ask for schema-constrained JSON scores.
+        progress: The command's progress bar.
 
     Returns:
         The summary and the judgment log's records (``status`` ``error`` for failed calls).
@@ -99,31 +109,31 @@ async def evaluate_compqa(
     """
     if shots not in SHOTS:
         raise ConfigError(f"--shots must be 0, 1 or 3, got {shots}")
-    identity = {
-        "judge": role.spec.name,
-        "temperature": role.temperature,
-        "seed": seed,
-        "shots": shots,
-        "constrained": constrained,
-        "prompts": template_digest(*TEMPLATES),
-    }
+    identity = judge_identity(role, TEMPLATES, seed=seed, shots=shots, constrained=constrained)
     ids = [
         [stable_id("compqa", identity, a.object1, a.object2, a.aspect, a.text) for a in f.answers]
         for f in files
     ]
-    by_id: dict[str, Comparison] = {}  # an answer in two files is judged once
-    for file, file_ids in zip(files, ids, strict=True):
-        for a, item_id in zip(file.answers, file_ids, strict=True):
-            by_id.setdefault(item_id, a)
-    items = [{"id": i, "file": a.source.name, "where": a.where} for i, a in by_id.items()]
+    answers = [
+        (i, a)
+        for file, file_ids in zip(files, ids, strict=True)
+        for i, a in zip(file_ids, file.answers, strict=True)
+    ]
+    by_id = dict(answers)  # an answer in two files has one id: one item, judged once
+    items = [{"id": i, "file": a.source.name, "where": a.where} for i, a in answers]
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         judged = await judge_comparison(
             client, role, by_id[item["id"]], shots=shots, seed=seed, constrained=constrained
         )
-        return {"judgment": judged.to_json()}
+        return {**item, "status": "ok", "judgment": judged.to_json()}
 
-    records = await _run(items, out_dir, task, concurrency, {"evaluation": "compqa", **identity})
+    claim_folder(out_dir, "eval", {"evaluation": "compqa", **identity}, HOLDS)
+    log = ResultLog(Path(out_dir) / "judgments.jsonl")
+    run = await run_items(
+        items, task, log, unit="judgments", concurrency=concurrency, progress=progress
+    )
+    records = run.records
     logged = {r["id"]: r for r in records}
     per_file: dict[str, Any] = {}
     everything: list[Any] = []
@@ -161,33 +171,31 @@ async def evaluate_compqa(
     write_json(Path(out_dir) / "summary.json", summary)
     markdown = summary_markdown(summary)
     atomic_write(Path(out_dir) / "summary.md", lambda f: f.write(markdown))
-    return EvalResult(summary, records)
+    return EvalResult(summary, records, [run.tally])
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:
     """``summary.md``: one row per file and an overall row, then the token totals."""
     names = list(CATEGORIES)
-    header = ["file", "answers", "valid", "invalid", "errors", "repaired", "mean ± std", *names]
-    rows = [(name, stats) for name, stats in summary["files"].items()]
-    rows.append(("**overall**", summary["overall"]))
+    table: list[list[object]] = [
+        ["file", "answers", "valid", "invalid", "errors", "repaired", "mean ± std", *names]
+    ]
+    groups = [*summary["files"].items(), ("**overall**", summary["overall"])]
+    for name, s in groups:
+        spread = show(s["mean"])
+        if s["std"] is not None:
+            spread += f" ± {show(s['std'])}"
+        counts = [s[k] for k in ("n", "n_valid", "invalid", "errors", "repaired")]
+        means = [show(s["categories"][n]) for n in names]
+        table.append([name, *counts, spread, *means])
+    total = summary["ledger"]["total"]
     lines = [
         f"# CompQA rubric: judge {summary['judge']}, {summary['shots']}-shot",
         "",
         f"Totals out of {summary['max_score']}, over valid judgments only; invalid judgments "
         "(the reply broke the rubric) and errors (the call failed) are counted, never summed.",
         "",
-        "| " + " | ".join(header) + " |",
-        "| --- |" + " ---: |" * (len(header) - 1),
-    ]
-    for name, s in rows:
-        spread = "n/a" if s["mean"] is None else f"{s['mean']:.3f}"
-        if s["std"] is not None:
-            spread += f" ± {s['std']:.3f}"
-        counts = [s[k] for k in ("n", "n_valid", "invalid", "errors", "repaired")]
-        means = [_show(s["categories"][n]) for n in names]
-        lines.append("| " + " | ".join(map(str, [name, *counts, spread, *means])) + " |")
-    total = summary["ledger"]["total"]
-    lines += [
+        render_table(table, markdown=True),
         "",
         f"Judge calls: {total['calls']} ({total['cache_hits']} cached, "
         f"{total['failures']} failed), "
@@ -222,7 +230,3 @@ def _judged(answer: Comparison, logged: dict[str, Any], judge: str) -> dict[str,
         "replies": judgment["replies"],
         "judge": judge,
     }
-
-
-def _show(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"

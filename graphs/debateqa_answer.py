@@ -8,7 +8,7 @@
 
 ReAct runs at most ``max_searches`` retrievals (3) of ``search_k`` chunks (3), the first on the
 question itself, the agent choosing the others; its trace (thoughts, queries, chunk ids, replies)
-is saved with the answer. Questions fan out through `graphs.evaluate`'s resumable runner: each
+is saved with the answer. Questions go through the run engine (`moot.core.runs.run_items`): each
 finished question is appended to ``answers.jsonl`` at once, so a rerun answers only what is
 missing, and the folder is claimed for one model and set of settings.
 """
@@ -19,7 +19,7 @@ import asyncio
 import operator
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
@@ -34,11 +34,14 @@ from moot.agents.debateqa_answerers import (
     react_messages,
 )
 from moot.core.data.questions import Question
-from moot.core.data.records import write_json
+from moot.core.data.records import ResultLog, claim_folder, write_json
+from moot.core.llm.ledger import call_usage, record_usage
 from moot.core.llm.models import Completion, ModelClient
 from moot.core.llm.spec import Role
+from moot.core.metrics.stats import mean
+from moot.core.runs import Progress, Tally, run_items
 from moot.graphs.debatune_debate import call_seed
-from moot.graphs.debatune_eval import _run
+from moot.graphs.debatune_eval import HOLDS
 from moot.prompts import render, template_digest
 
 if TYPE_CHECKING:
@@ -151,13 +154,7 @@ async def _call(
         max_tokens=ctx.max_tokens,
         seed=call_seed(ctx.seed, state["id"], step),
     )
-    usage = {
-        "stage": stage,
-        "prompt_tokens": reply.prompt_tokens,
-        "completion_tokens": reply.completion_tokens,
-        "cached": reply.cached,
-    }
-    return reply, usage
+    return reply, call_usage(stage, reply)
 
 
 async def _retrieve(state: AnswerState, runtime: Runtime[AnswerContext]) -> AnswerState:
@@ -274,10 +271,17 @@ def retriever_identity(retriever: Retriever | None) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class AnswerRun:
-    """The records of an answering run (question order) and its summary."""
+    """The records of an answering run (question order), its summary and what it ran.
+
+    Attributes:
+        records: ``answers.jsonl``'s records of the questions, in question order.
+        summary: ``summary.json``.
+        tallies: What its `run_items` call did.
+    """
 
     records: list[dict[str, Any]]
     summary: dict[str, Any]
+    tallies: list[Tally] = field(default_factory=list)
 
     @property
     def errors(self) -> int:
@@ -286,7 +290,12 @@ class AnswerRun:
 
 
 async def answer_questions(
-    questions: Sequence[Question], out_dir: Path, ctx: AnswerContext, *, concurrency: int = 8
+    questions: Sequence[Question],
+    out_dir: Path,
+    ctx: AnswerContext,
+    *,
+    concurrency: int = 8,
+    progress: Progress | None = None,
 ) -> AnswerRun:
     """Answer every question not yet answered in `out_dir`; write ``summary.json``.
 
@@ -295,9 +304,10 @@ async def answer_questions(
         out_dir: Output folder: ``answers.jsonl`` (one record per question), ``summary.json``.
         ctx: Model, mode, prompt, retriever and budgets.
         concurrency: Questions in flight.
+        progress: The command's progress bar.
 
     Returns:
-        Every record, in question order, and the summary.
+        Every record, in question order, the summary and the tally.
 
     Raises:
         ConfigError: `out_dir` holds a run with other settings.
@@ -312,19 +322,25 @@ async def answer_questions(
             {"recursion_limit": limit},
             context=ctx,
         )
-        record = {"answer": state["answer"], "chunks": state.get("chunks", [])}
+        record = {**item, "status": "ok", "answer": state["answer"]}
+        record["chunks"] = state.get("chunks", [])
         if ctx.mode == "react":
             # observations are the chunks again, as text: the ids in each search event suffice
             record["trace"] = [
                 {k: v for k, v in event.items() if k != "observation"} for event in state["trace"]
             ]
-        record["ledger"] = _usage(state.get("calls", []))
+        record["ledger"] = record_usage(state.get("calls", []))
         return record
 
     items = [
         {"id": q.id, "question": q.text, "mode": ctx.mode, "prompt": ctx.prompt} for q in questions
     ]
-    records = await _run(items, out_dir, task, concurrency, identity, log_name="answers.jsonl")
+    claim_folder(out_dir, "eval", identity, HOLDS)
+    log = ResultLog(Path(out_dir) / "answers.jsonl")
+    run = await run_items(
+        items, task, log, unit="questions", concurrency=concurrency, progress=progress
+    )
+    records = run.records
     answered = [r for r in records if r["status"] == "ok"]
     summary = {
         **identity,
@@ -332,28 +348,15 @@ async def answer_questions(
         "answered": len(answered),
         "errors": len(records) - len(answered),
         "empty_answers": sum(1 for r in answered if not r["answer"]),
-        "mean_answer_words": _mean([len(r["answer"].split()) for r in answered]),
+        "mean_answer_words": mean([len(r["answer"].split()) for r in answered], digits=2),
         "ledger": ctx.client.ledger.to_json(),
     }
     if ctx.mode == "react":
-        summary["mean_searches"] = _mean(
-            [sum(1 for e in r["trace"] if e["kind"] == "search") for r in answered]
+        summary["mean_searches"] = mean(
+            [sum(1 for e in r["trace"] if e["kind"] == "search") for r in answered], digits=2
         )
     write_json(Path(out_dir) / "summary.json", summary)
-    return AnswerRun(records, summary)
-
-
-def _usage(calls: list[dict[str, Any]]) -> dict[str, int]:
-    return {
-        "calls": len(calls),
-        "cached": sum(1 for c in calls if c["cached"]),
-        "prompt_tokens": sum(c["prompt_tokens"] or 0 for c in calls),
-        "completion_tokens": sum(c["completion_tokens"] or 0 for c in calls),
-    }
-
-
-def _mean(values: list[float]) -> float | None:
-    return round(sum(values) / len(values), 2) if values else None
+    return AnswerRun(records, summary, [run.tally])
 
 
 __all__ = [

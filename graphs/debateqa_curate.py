@@ -7,8 +7,8 @@
 the points of view (POVs) they hold, each with the numbers of its supporting documents;
 ``explain`` expands each POV into an explanation of at most 300 words from its documents (a longer
 reply is cut at 300 words and flagged); ``dedup`` drops a POV whose embedding's cosine similarity to
-an earlier kept POV is above the threshold (0.75, as the paper). Questions fan out through
-`graphs.evaluate`'s resumable runner into ``curation.jsonl``; ``partial_answers.jsonl`` (the
+an earlier kept POV is above the threshold (0.75, as the paper). Questions go through the run
+engine (`moot.core.runs.run_items`) into ``curation.jsonl``; ``partial_answers.jsonl`` (the
 DebateQA shape `moot eval pd` reads) is written atomically from the curated questions.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
@@ -28,12 +28,13 @@ from langgraph.types import Send
 from pydantic import BaseModel, Field
 
 from moot.core.data.questions import Question
-from moot.core.data.records import write_json, write_jsonl
+from moot.core.data.records import ResultLog, claim_folder, write_json, write_jsonl
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
+from moot.core.runs import Progress, Tally, run_items
 from moot.graphs.debateqa_answer import retriever_identity, search
 from moot.graphs.debatune_debate import call_seed
-from moot.graphs.debatune_eval import _run
+from moot.graphs.debatune_eval import HOLDS
 from moot.prompts import render, template_digest
 
 if TYPE_CHECKING:
@@ -211,10 +212,17 @@ def curate_identity(ctx: CurateContext) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class CurateRun:
-    """Per-question curation records (question order) and the summary."""
+    """Per-question curation records (question order), the summary and what ran.
+
+    Attributes:
+        records: ``curation.jsonl``'s records of the questions, in question order.
+        summary: ``summary.json``.
+        tallies: What its `run_items` call did.
+    """
 
     records: list[dict[str, Any]]
     summary: dict[str, Any]
+    tallies: list[Tally] = field(default_factory=list)
 
     @property
     def errors(self) -> int:
@@ -228,12 +236,24 @@ class CurateRun:
 
 
 async def curate(
-    questions: Sequence[Question], out_dir: Path, ctx: CurateContext, *, concurrency: int = 4
+    questions: Sequence[Question],
+    out_dir: Path,
+    ctx: CurateContext,
+    *,
+    concurrency: int = 4,
+    progress: Progress | None = None,
 ) -> CurateRun:
     """Curate partial answers for every question not yet curated in `out_dir`.
 
     Writes ``curation.jsonl`` (every question, with duplicates and failures),
     ``partial_answers.jsonl`` (curated questions, duplicates removed) and ``summary.json``.
+
+    Args:
+        questions: The questions (ids unique).
+        out_dir: Output folder.
+        ctx: Model, retriever, embedder and budgets.
+        concurrency: Questions in flight.
+        progress: The command's progress bar.
 
     Raises:
         ConfigError: `out_dir` holds a run with other settings.
@@ -247,13 +267,18 @@ async def curate(
             {"recursion_limit": 10},
             context=ctx,
         )
-        record: dict[str, Any] = {"chunk_ids": [c["id"] for c in state["chunks"]]}
+        record = {**item, "status": "ok", "chunk_ids": [c["id"] for c in state["chunks"]]}
         if "failure" in state:
             return record | {"failure": state["failure"]}
         return record | {"partial_answers": state["partial_answers"]}
 
     items = [{"id": q.id, "question": q.text} for q in questions]
-    records = await _run(items, out_dir, task, concurrency, identity, log_name="curation.jsonl")
+    claim_folder(out_dir, "eval", identity, HOLDS)
+    log = ResultLog(Path(out_dir) / "curation.jsonl")
+    run = await run_items(
+        items, task, log, unit="questions", concurrency=concurrency, progress=progress
+    )
+    records = run.records
     curated = [r for r in records if r["status"] == "ok" and not r.get("failure")]
     write_jsonl(
         Path(out_dir) / "partial_answers.jsonl",
@@ -283,4 +308,4 @@ async def curate(
         "ledger": ctx.client.ledger.to_json(),
     }
     write_json(Path(out_dir) / "summary.json", summary)
-    return CurateRun(records, summary)
+    return CurateRun(records, summary, [run.tally])

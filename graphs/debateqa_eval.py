@@ -1,72 +1,27 @@
-"""DebateQA Dispute Awareness and BERDS evaluations as resumable LangGraph fan-outs.
+"""DebateQA Dispute Awareness (D.A.) on the run engine, and the summary of every label judge.
 
-Each judged unit (an answer for D.A.; a (question, document, perspective) triple for BERDS; a
-labelled pair for the detector) has a stable id and is appended to ``judgments.jsonl`` by
-`moot.graphs.debatune_eval`'s runner: a rerun judges only what is missing, the folder is claimed for
-one judge and its settings, a call that failed for good is an error (exit 1, retried on rerun) and
-an unparsable reply is a final parse failure, counted apart and never scored.
+Each answer's judgment has a stable id and goes through `moot.core.runs.run_items` into
+``judgments.jsonl``: a rerun judges only what is missing, the folder is claimed for one judge and
+its settings, a call that failed for good is an error (exit 1, retried on rerun) and an
+unparsable reply is a final parse failure, counted apart and never scored. `write_summary` writes
+the summary of D.A. and of the BERDS evaluations (`moot.graphs.berds_eval`).
 """
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from moot.agents.label_judges import (
-    DA_PROMPT,
-    DA_REPAIR,
-    DETECTION_PROMPT,
-    DETECTION_REPAIR,
-    DETECTION_SYSTEM,
-    detect_perspective,
-    judge_dispute_awareness,
-)
-from moot.core.data.questions import Answer, Question, read_records
-from moot.core.data.records import atomic_write, read_input_text, stable_id, write_json, write_jsonl
+from moot.agents.label_judges import DA_PROMPT, DA_REPAIR, judge_dispute_awareness
+from moot.core.data.questions import Answer, Question
+from moot.core.data.records import ResultLog, atomic_write, claim_folder, stable_id, write_json
 from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.metrics.berds import berds_summary, detector_scores
-from moot.graphs.debatune_eval import EvalResult, _run
-from moot.prompts import template_digest
-
-TSV_COLUMNS = ("question", "id", "document", "perspective", "label")
-
-
-@dataclass(frozen=True)
-class Retrieved:
-    """One question's ranked retrieval output (a record of ``moot retrieve``)."""
-
-    id: str
-    question: str
-    documents: tuple[str, ...]  # chunk text, then a space and the title if any (as BERDS)
-    chunk_ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class BerdsInstance:
-    """A question's top documents and its gold perspectives."""
-
-    id: str
-    question: str
-    documents: tuple[str, ...]
-    chunk_ids: tuple[str, ...]
-    perspectives: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class DetectorPair:
-    """A labelled (document, perspective) pair of BERDS ``pers_det.test.tsv``."""
-
-    id: str
-    question: str
-    document: str
-    perspective: str
-    label: int
+from moot.core.runs import Progress, run_items
+from moot.core.tables import render_table, show
+from moot.graphs.debatune_eval import HOLDS, EvalResult, judge_identity
 
 
 def with_questions(
@@ -95,120 +50,6 @@ def with_questions(
     return joined
 
 
-def load_retrieved(path: Path) -> list[Retrieved]:
-    """Read ``moot retrieve`` output: ``{"id", "question", "chunks": [{"text", "title"?, ...}]}``.
-
-    Raises:
-        InputError: A record without id, one whose retrieval failed (``status`` other than
-            ``ok``), a chunk lacking text, or a repeated id.
-    """
-    records, seen = [], set()
-    for where, record in read_records(path):
-        if not isinstance(record, dict) or record.get("id") in (None, ""):
-            raise InputError(path, "expected an object with an 'id'", where)
-        if record.get("status", "ok") != "ok":
-            problem = f"retrieval {record['status']} for this question; rerun moot retrieve"
-            raise InputError(path, problem, f"id {record['id']}")
-        chunks = record.get("chunks")
-        if not isinstance(chunks, list):
-            raise InputError(path, "'chunks' must be a list", where)
-        documents, ids = [], []
-        for rank, chunk in enumerate(chunks):
-            text = chunk.get("text") if isinstance(chunk, dict) else None
-            if not isinstance(text, str) or not text.strip():
-                raise InputError(path, f"chunk {rank} has no text", where)
-            title = chunk.get("title")
-            documents.append(f"{text} {title}" if isinstance(title, str) and title else text)
-            ids.append(str(chunk.get("id", rank)))
-        qid = str(record["id"])
-        if qid in seen:
-            raise InputError(path, "repeated id", f"id {qid}")
-        seen.add(qid)
-        records.append(
-            Retrieved(qid, str(record.get("question", "")), tuple(documents), tuple(ids))
-        )
-    if not records:
-        raise InputError(path, "no records")
-    return records
-
-
-def join_perspectives(
-    retrieved: Sequence[Retrieved],
-    retrieved_path: Path,
-    questions: Sequence[Question],
-    questions_path: Path,
-    k: int,
-) -> list[BerdsInstance]:
-    """Pair each retrieved question with its gold perspectives (by id), checking k.
-
-    Raises:
-        InputError: A retrieved id with no perspectives, or fewer than k retrieved chunks.
-    """
-    by_id = {q.id: q for q in questions}
-    instances = []
-    for item in retrieved:
-        question = by_id.get(item.id)
-        if question is None or not question.perspectives:
-            raise InputError(
-                retrieved_path, f"no perspectives in {questions_path}", f"id {item.id}"
-            )
-        if len(item.documents) < k:
-            problem = f"{len(item.documents)} chunks retrieved, fewer than -k {k}"
-            raise InputError(retrieved_path, problem, f"id {item.id}")
-        instances.append(
-            BerdsInstance(
-                item.id,
-                question.text,
-                item.documents[:k],
-                item.chunk_ids[:k],
-                question.perspectives,
-            )
-        )
-    return instances
-
-
-def load_pairs(path: Path) -> list[DetectorPair]:
-    """Read a BERDS detector TSV (header ``question id document perspective label``, label 0/1).
-
-    Raises:
-        InputError: A wrong header, a row without 5 fields, an empty document or perspective,
-            or a label other than 0 or 1 (named by line).
-    """
-    reader = csv.reader(io.StringIO(read_input_text(path)), delimiter="\t")
-    header = next(reader)
-    if tuple(h.strip().lower() for h in header) != TSV_COLUMNS:
-        raise InputError(path, f"expected the header {' '.join(TSV_COLUMNS)}", "line 1")
-    pairs = []
-    for row in reader:
-        where = f"line {reader.line_num}"
-        if not any(cell.strip() for cell in row):
-            continue
-        if len(row) != len(TSV_COLUMNS):
-            raise InputError(path, f"expected 5 tab-separated fields, got {len(row)}", where)
-        question, pair_id, document, perspective, label = row
-        if not document.strip() or not perspective.strip():
-            raise InputError(path, "empty document or perspective", where)
-        if label.strip() not in ("0", "1"):
-            raise InputError(path, f"label must be 0 or 1, got {label!r}", where)
-        pairs.append(DetectorPair(pair_id, question, document, perspective, int(label)))
-    if not pairs:
-        raise InputError(path, "no rows")
-    return pairs
-
-
-def _identity(role: Role, seed: int, *templates: str) -> dict[str, Any]:
-    return {
-        "judge": role.spec.name,
-        "temperature": role.temperature,
-        "seed": seed,
-        "prompts": template_digest(*templates),
-    }
-
-
-def _unique(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return list({item["id"]: item for item in reversed(items)}.values())[::-1]
-
-
 async def evaluate_dispute_awareness(
     answers: Sequence[Answer],
     out_dir: Path,
@@ -217,6 +58,7 @@ async def evaluate_dispute_awareness(
     *,
     concurrency: int = 16,
     seed: int = 0,
+    progress: Progress | None = None,
 ) -> EvalResult:
     """DebateQA D.A.: the share of answers judged to say that their question is debated.
 
@@ -227,20 +69,29 @@ async def evaluate_dispute_awareness(
         client: The model layer.
         concurrency: Answers judged at once.
         seed: Sampling seed.
+        progress: The command's progress bar.
+
+    Raises:
+        ConfigError: `out_dir` holds a run with other settings.
     """
-    identity = _identity(role, seed, DA_PROMPT, DA_REPAIR)
+    identity = judge_identity(role, (DA_PROMPT, DA_REPAIR), seed=seed)
     ids = [stable_id("da", identity, a.id, a.question, a.text) for a in answers]
     by_id = dict(zip(ids, answers, strict=True))
-    items = _unique([{"id": i, "answer_id": a.id} for i, a in zip(ids, answers, strict=True)])
+    items = [{"id": i, "answer_id": a.id} for i, a in zip(ids, answers, strict=True)]
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         answer = by_id[item["id"]]
         judged = await judge_dispute_awareness(
             client, role, answer.question or "", answer.text, seed=seed
         )
-        return {"judgment": judged.to_json()}
+        return {**item, "status": "ok", "judgment": judged.to_json()}
 
-    records = await _run(items, out_dir, task, concurrency, {"evaluation": "da", **identity})
+    claim_folder(out_dir, "eval", {"evaluation": "da", **identity}, HOLDS)
+    log = ResultLog(Path(out_dir) / "judgments.jsonl")
+    run = await run_items(
+        items, task, log, unit="judgments", concurrency=concurrency, progress=progress
+    )
+    records = run.records
     judged = [r for r in records if r["status"] == "ok"]
     labels = [r["judgment"]["label"] for r in judged if r["judgment"]["ok"]]
     summary = {
@@ -254,172 +105,22 @@ async def evaluate_dispute_awareness(
         "da": sum(labels) / len(labels) if labels else None,
         "ledger": client.ledger.to_json(),
     }
-    return EvalResult(summary, records)
-
-
-async def evaluate_berds(
-    instances: Sequence[BerdsInstance],
-    out_dir: Path,
-    role: Role,
-    client: ModelClient,
-    *,
-    k: int,
-    concurrency: int = 16,
-    seed: int = 0,
-) -> EvalResult:
-    """BERDS MRecall@k and Precision@k, judging each (top-k document, perspective) pair.
-
-    Per-question scores go to ``scores.jsonl``; questions with an unparsed detection are
-    counted apart (``parse_failures``), questions with a failed call as ``incomplete``.
-
-    Args:
-        instances: Questions with their top-k documents and perspectives (`join_perspectives`).
-        out_dir: Output folder.
-        role: The perspective detector (the paper used GPT-4 and a fine-tuned Mistral-7B).
-        client: The model layer.
-        k: The cutoff; every instance holds at least k documents.
-        concurrency: Detections in flight.
-        seed: Sampling seed.
-    """
-    identity = _identity(role, seed, DETECTION_SYSTEM, DETECTION_PROMPT, DETECTION_REPAIR)
-    texts: dict[str, tuple[str, str]] = {}
-    grid: dict[str, list[list[str]]] = {}  # question id -> [perspective][rank] -> item id
-    items = []
-    for inst in instances:
-        grid[inst.id] = []
-        for p_index, perspective in enumerate(inst.perspectives):
-            row = []
-            for rank, document in enumerate(inst.documents[:k]):
-                item_id = stable_id("berds", identity, inst.id, document, perspective)
-                texts[item_id] = (document, perspective)
-                items.append(
-                    {
-                        "id": item_id,
-                        "question_id": inst.id,
-                        "chunk_id": inst.chunk_ids[rank],
-                        "rank": rank,
-                        "perspective_index": p_index,
-                    }
-                )
-                row.append(item_id)
-            grid[inst.id].append(row)
-
-    async def task(item: dict[str, Any]) -> dict[str, Any]:
-        document, perspective = texts[item["id"]]
-        judged = await detect_perspective(client, role, document, perspective, seed=seed)
-        return {"judgment": judged.to_json()}
-
-    claim = {"evaluation": "berds", **identity, "k": k}
-    records = await _run(_unique(items), out_dir, task, concurrency, claim)
-    by_id = {r["id"]: r for r in records}
-    complete = {
-        qid: [[_label(by_id[i]) for i in row] for row in rows]
-        for qid, rows in grid.items()
-        if all(by_id[i]["status"] == "ok" for row in rows for i in row)
-    }
-    scores = berds_summary(complete, k)
-    per_question = scores.pop("per_question")
-    write_jsonl(
-        Path(out_dir) / "scores.jsonl",
-        [
-            {
-                "id": inst.id,
-                "question": inst.question,
-                **per_question.get(inst.id, {"mrecall": None, "precision": None}),
-                "incomplete": inst.id not in complete,
-                "supported": [_covered(row) for row in complete.get(inst.id, [])],
-            }
-            for inst in instances
-        ],
-    )
-    summary = {
-        "evaluation": "berds",
-        **identity,
-        **scores,
-        "questions": len(instances),
-        "incomplete": len(instances) - len(complete),
-        "detections": len(records),
-        "detection_parse_failures": sum(
-            1 for r in records if r["status"] == "ok" and not r["judgment"]["ok"]
-        ),
-        "errors": sum(1 for r in records if r["status"] != "ok"),
-        "ledger": client.ledger.to_json(),
-    }
-    return EvalResult(summary, records)
-
-
-async def evaluate_detector(
-    pairs: Sequence[DetectorPair],
-    out_dir: Path,
-    role: Role,
-    client: ModelClient,
-    *,
-    concurrency: int = 16,
-    seed: int = 0,
-) -> EvalResult:
-    """Score a perspective detector on labelled pairs: accuracy and F1 (positive = Yes).
-
-    Args:
-        pairs: Labelled pairs (`load_pairs`).
-        out_dir: Output folder.
-        role: The detector under test.
-        client: The model layer.
-        concurrency: Pairs judged at once.
-        seed: Sampling seed.
-    """
-    identity = _identity(role, seed, DETECTION_SYSTEM, DETECTION_PROMPT, DETECTION_REPAIR)
-    ids = [stable_id("detector", identity, p.document, p.perspective) for p in pairs]
-    texts = {i: (p.document, p.perspective) for i, p in zip(ids, pairs, strict=True)}
-    items = _unique(
-        [{"id": i, "pair_id": p.id, "label": p.label} for i, p in zip(ids, pairs, strict=True)]
-    )
-
-    async def task(item: dict[str, Any]) -> dict[str, Any]:
-        judged = await detect_perspective(client, role, *texts[item["id"]], seed=seed)
-        return {"judgment": judged.to_json()}
-
-    records = await _run(items, out_dir, task, concurrency, {"evaluation": "detector", **identity})
-    by_id = {r["id"]: r for r in records}
-    done = [(p.label, by_id[i]) for i, p in zip(ids, pairs, strict=True)]
-    scores = detector_scores([(label, _label(r)) for label, r in done if r["status"] == "ok"])
-    summary = {
-        "evaluation": "detector",
-        **identity,
-        **scores,
-        "pairs": len(pairs),
-        "errors": sum(1 for _, r in done if r["status"] != "ok"),
-        "ledger": client.ledger.to_json(),
-    }
-    return EvalResult(summary, records)
-
-
-def _covered(row: Sequence[int | None]) -> bool | None:
-    """Whether some document supports the perspective; None when unparsed detections decide."""
-    return True if 1 in row else None if None in row else False
-
-
-def _label(record: Mapping[str, Any]) -> int | None:
-    return record["judgment"]["label"] if record["judgment"]["ok"] else None
+    return EvalResult(summary, records, [run.tally])
 
 
 def write_summary(result: EvalResult, out_dir: Path, sources: dict[str, str]) -> str:
-    """Write ``summary.json`` and ``summary.md`` atomically; return the Markdown."""
+    """Write ``summary.json`` and ``summary.md`` atomically; return the Markdown.
+
+    The table lists every summary value but the ledger and sources (D.A., BERDS, detector).
+    """
     summary = {**result.summary, "sources": sources}
     write_json(Path(out_dir) / "summary.json", summary)
     rows = [
-        f"| {key} | {_show(value)} |"
+        (key, show(value, 4))
         for key, value in summary.items()
         if key not in ("ledger", "sources", "evaluation")
     ]
-    table = "\n".join(["| metric | value |", "| --- | ---: |", *rows])
+    table = render_table([("metric", "value"), *rows], markdown=True)
     text = f"# {summary['evaluation']}\n\n{table}\n"
     atomic_write(Path(out_dir) / "summary.md", lambda f: f.write(text))
     return text
-
-
-def _show(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    return str(value)

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from moot.core.data.debates import Debate
 from moot.core.data.records import atomic_write
+from moot.core.tables import render_table
 
 Block = tuple[str, Any]  # ("h1"|"h2"|"h3", text) | ("p", text) | ("quote", text) | ("table", rows)
 
@@ -91,9 +92,7 @@ def to_markdown(blocks: list[Block]) -> str:
         elif kind == "quote":
             out.append("\n".join("> " + line for line in value.splitlines() or [""]))
         elif kind == "table":
-            rows = [[c.replace("|", "\\|").replace("\n", " ") for c in row] for row in value]
-            rows.insert(1, ["---"] * len(rows[0]))
-            out.append("\n".join("| " + " | ".join(row) + " |" for row in rows))
+            out.append(render_table(value, markdown=True, left=len(value[0])))
         else:
             out.append(value)
     return "\n\n".join(out) + "\n"

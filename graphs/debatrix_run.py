@@ -1,15 +1,15 @@
 """A judging run: every debate × repeat through the Debatrix state machine, resumable.
 
-Each finished judgment (complete, incomplete, or failed) is appended to ``judgments.jsonl`` under
-a stable id (settings, debate, repeat). A rerun skips complete and incomplete judgments, retries
+The judgments go through the run engine (`moot.core.runs.run_items`): each finished one
+(complete, incomplete, or failed) is appended to ``judgments.jsonl`` under a stable id (settings,
+debate, repeat). A rerun skips complete and incomplete judgments, retries
 failed ones, resumes interrupted ones from their checkpoint (``.moot/checkpoints.sqlite``), and pays
 for no model call twice (the request cache). The folder is claimed for one set of settings first.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,9 +23,10 @@ from moot.agents.debatrix_judges import (
 )
 from moot.core.data.debates import Debate
 from moot.core.data.records import ResultLog, claim_folder, stable_id, write_json
-from moot.core.errors import ModelCallError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
+from moot.core.runs import Progress, Tally, run_items
+from moot.graphs.checkpoints import durability_for, open_checkpoints, run_thread
 from moot.graphs.debatrix_judging import (
     JudgeContext,
     build_judge_graph,
@@ -106,12 +107,21 @@ class JudgeSettings:
 
 @dataclass
 class JudgeRunSummary:
-    """What a judging run did."""
+    """What a judging run did.
+
+    Attributes:
+        out_dir: The output folder.
+        planned: Judgments this run was asked for.
+        already_done: Of those, judgments finished by an earlier run.
+        records: The judgments, in debate then repeat order.
+        tallies: What the run's `run_items` call did.
+    """
 
     out_dir: Path
     planned: int = 0
     already_done: int = 0
     records: list[dict[str, Any]] = field(default_factory=list)
+    tallies: list[Tally] = field(default_factory=list)
 
     def count(self, status: str) -> int:
         """Judgments with this status (``complete``, ``incomplete`` or ``error``)."""
@@ -138,7 +148,7 @@ async def judge_debates(
     repeats: int = 1,
     concurrency: int = 4,
     report_format: str = "md",
-    on_progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> JudgeRunSummary:
     """Judge (or resume judging) every debate `repeats` times into `out_dir`.
 
@@ -150,67 +160,64 @@ async def judge_debates(
         repeats: Judgments per debate (repeat r samples with seed ``seed + r``).
         concurrency: Debates judged at once.
         report_format: ``md`` or ``html`` for the per-judgment reports.
-        on_progress: Called as ``(done, total)`` after each judgment.
+        progress: The command's progress bar.
 
     Raises:
         ConfigError: `out_dir` holds judgments made with other settings, or bad dimensions.
     """
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
     out_dir = Path(out_dir)
     identity = settings.identity()
     plans = settings.plan(debates)  # fails before any call
     claim_folder(out_dir, "judge", identity, "judgments made with other settings")
     items = [
-        (stable_id("judge", identity, _content(debate), repeat), debate, repeat)
+        {
+            "id": stable_id("judge", identity, _content(debate), repeat),
+            "debate": debate,
+            "repeat": repeat,
+        }
         for debate in debates
         for repeat in range(repeats)
     ]
-    log = ResultLog(out_dir / "judgments.jsonl")
-    finished = {k for k, r in log.load().items() if r["status"] in ("complete", "incomplete")}
-    pending = [item for item in items if item[0] not in finished]
-    summary = JudgeRunSummary(out_dir, planned=len(items), already_done=len(items) - len(pending))
+    async with open_checkpoints(out_dir) as saver:
+        graph, mode = build_judge_graph(saver), durability_for(client)
 
-    async with AsyncSqliteSaver.from_conn_string(
-        str(out_dir / ".moot" / "checkpoints.sqlite")
-    ) as saver:
-        await saver.conn.execute("PRAGMA journal_mode=WAL")
-        await saver.conn.execute("PRAGMA synchronous=NORMAL")
-        graph = build_judge_graph(saver)
-        # with the cache on, finished calls survive a crash there: checkpoint only at the end
-        durability = "exit" if client.cache is not None else "async"
-        limit, done = asyncio.Semaphore(max(1, concurrency)), 0
-
-        async def run_one(item_id: str, debate: Debate, repeat: int) -> None:
-            nonlocal done
-            extractor = Extractor(
-                client, settings.role, settings.seed + repeat, settings.constrained
-            )
+        async def judge(item: dict[str, Any]) -> dict[str, Any]:
+            debate, repeat = item["debate"], item["repeat"]
             context = JudgeContext(
                 client=client,
                 role=settings.role,
                 debate=debate,
                 framework=settings.framework,
                 dimensions=plans[debate.format],
-                extractor=extractor,
+                extractor=Extractor(
+                    client, settings.role, settings.seed + repeat, settings.constrained
+                ),
                 window=client.context_window(settings.role.spec),
                 analysis_tokens=settings.analysis_tokens,
                 judgment_tokens=settings.judgment_tokens,
             )
-            async with limit:
-                record = await _judge_one(graph, context, item_id, repeat, durability)
-            await asyncio.to_thread(log.append, record)
-            done += 1
-            if on_progress:
-                on_progress(done, len(pending))
+            return await _judge_one(graph, context, item["id"], repeat, mode)
 
-        await asyncio.gather(*(run_one(*item) for item in pending))
-
-    # the log holds exactly this run's judgments, which `moot eval panelbench` reads; judgments
-    # of debates no longer asked for stay in the checkpoints, so asking again costs no call
-    records = log.load()
-    summary.records = [records[item_id] for item_id, _, _ in items if item_id in records]
-    log.compact(summary.records)
+        # the log keeps exactly this run's judgments, which `moot eval panelbench` reads;
+        # judgments of debates no longer asked for stay in the checkpoints, so asking again
+        # costs no call
+        result = await run_items(
+            items,
+            judge,
+            ResultLog(out_dir / "judgments.jsonl"),
+            unit="judgments",
+            concurrency=concurrency,
+            finished=lambda record: record["status"] in ("complete", "incomplete"),
+            progress=progress,
+            keep_others=False,
+        )
+    summary = JudgeRunSummary(
+        out_dir,
+        planned=result.tally.planned,
+        already_done=result.tally.skipped,
+        records=result.records,
+        tallies=[result.tally],
+    )
     by_id = {debate.id: debate for debate in debates}
     for record in summary.records:
         write_report(record, by_id[record["debate"]], out_dir / "reports", report_format)
@@ -223,10 +230,15 @@ async def _judge_one(
 ) -> dict[str, Any]:
     """Run (or resume) one judgment and return its record."""
     debate = context.debate
-    config = {
-        "configurable": {"thread_id": item_id},
-        "recursion_limit": recursion_limit(len(debate.speeches)),
-    }
+    state, error = await run_thread(
+        graph,
+        item_id,
+        initial_state(debate, context.framework, context.dimensions),
+        context=context,
+        steps=recursion_limit(len(debate.speeches)),
+        durability=durability,
+        done=lambda saved: bool(saved.get("final") or saved.get("incomplete")),
+    )
     record: dict[str, Any] = {
         "id": item_id,
         "debate": debate.id,
@@ -237,26 +249,14 @@ async def _judge_one(
         "pro": list(debate.pro),
         "con": list(debate.con),
     }
-    try:
-        saved = await graph.aget_state(config)
-        if saved.values.get("final") or saved.values.get("incomplete"):
-            state = saved.values  # finished before a crash lost its record
-        else:
-            if saved.values and not saved.next:  # a kill left nothing to resume
-                await graph.checkpointer.adelete_thread(item_id)
-            start = (
-                None if saved.next else initial_state(debate, context.framework, context.dimensions)
-            )
-            state = await graph.ainvoke(start, config, context=context, durability=durability)
-    except ModelCallError as exc:
-        saved = await graph.aget_state(config)
+    if error:
         return {
             **record,
             "status": "error",
-            "reason": str(exc),
+            "reason": str(error),
             "dimensions": {},
             "final": None,
-            "usage": saved.values.get("usage", {}),
+            "usage": state.get("usage", {}),
         }
     incomplete = state.get("incomplete")
     return {

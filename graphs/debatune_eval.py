@@ -1,117 +1,63 @@
-"""DEBATunE evaluations as a LangGraph fan-out: controllability and pairwise quality.
+"""DEBATunE evaluations on the run engine: controllability and pairwise quality.
 
-    START ─Send per item→ judge ─→ END      (bounded by the run's ``max_concurrency``)
+Each judged item goes through `moot.core.runs.run_items` into ``judgments.jsonl`` under a stable
+id (judge, prompts, item), so a rerun judges only what is missing (and the request cache makes
+even those free if asked before). A model call that fails for good is recorded as an error, makes
+the command exit 1, and is judged again on rerun; a reply that cannot be parsed is a final
+parse-failure record, counted apart.
 
-Each judged item is appended to ``judgments.jsonl`` under a stable id (judge, prompts, item), so a
-rerun judges only what is missing (and the request cache makes even those free if asked before).
-A model call that fails for good is recorded as an error, makes the command exit 1, and is judged
-again on rerun; a reply that cannot be parsed is a final parse-failure record, counted apart.
+`EvalResult` and `judge_identity` serve every judge evaluation (DebateQA, BERDS, CompQA too).
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import operator
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
-from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
-from langgraph.types import Send
-
-from moot.agents.debatune_judges import CONTROLLABILITY, QUALITY, Judge, judge_pair, run_judge
+from moot.agents.debatune_judges import CONTROLLABILITY, QUALITY, judge_pair, run_judge
 from moot.core.data.records import ResultLog, atomic_write, claim_folder, stable_id, write_json
 from moot.core.data.responses import Response
-from moot.core.errors import InputError, ModelCallError
+from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics import debatune as metrics
+from moot.core.runs import Progress, Tally, run_items
+from moot.core.tables import render_table, show
 from moot.prompts import template_digest
 
-Task = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+#: What a claimed evaluation or answering folder holds otherwise, for the refusal.
+HOLDS = "a run with another model, judge or settings"
 
 
-class _EvalState(TypedDict, total=False):
-    items: list[dict[str, Any]]
-    results: Annotated[list[dict[str, Any]], operator.add]
+def judge_identity(role: Role, templates: Sequence[str], **settings: Any) -> dict[str, Any]:
+    """What makes two judge runs the same: judge, temperature, `settings`, prompt digest.
 
-
-@dataclass(frozen=True)
-class _EvalContext:
-    task: Task
-    log: ResultLog
-
-
-async def _judge_node(state: dict[str, Any], runtime: Runtime[_EvalContext]) -> _EvalState:
-    item = state["item"]
-    try:
-        record = {**item, "status": "ok", **await runtime.context.task(item)}
-    except ModelCallError as exc:
-        record = {**item, "status": "error", "error": str(exc)}
-    await asyncio.to_thread(runtime.context.log.append, record)
-    return {"results": [record]}
-
-
-def _fan_out(state: _EvalState) -> list[Send]:
-    return [Send("judge", {"item": item}) for item in state["items"]]
-
-
-@functools.cache
-def _graph() -> Any:
-    graph = StateGraph(_EvalState, context_schema=_EvalContext)
-    graph.add_node("judge", _judge_node)
-    graph.add_conditional_edges(START, _fan_out, ["judge"])
-    graph.add_edge("judge", END)
-    return graph.compile()
-
-
-async def _run(
-    items: list[dict[str, Any]],
-    out_dir: Path,
-    task: Task,
-    concurrency: int,
-    claim: dict,
-    log_name: str = "judgments.jsonl",
-) -> list:
-    """Run `task` on the items not yet done; return every record, in item order.
-
-    The folder is claimed for one evaluation and judge, or one answering run
-    (``.moot/eval.json``), before any call, so a rerun with other settings cannot drop or mix
-    earlier records. Records are appended to ``out_dir/log_name`` as they finish; at the end the
-    log holds one line per id: this run's items in order, then those of earlier runs with other
-    inputs (kept, so that running those inputs again costs nothing).
+    Its key order is that of the claim files and summaries: judge, temperature, the settings in
+    the order given, prompts.
     """
-    claim_folder(out_dir, "eval", claim, "a run with another model, judge or settings")
-    log = ResultLog(Path(out_dir) / log_name)
-    done = {k: r for k, r in log.load().items() if r.get("status") == "ok"}
-    pending = [item for item in items if item["id"] not in done]
-    if pending:
-        await _graph().ainvoke(
-            {"items": pending, "results": []},
-            {"max_concurrency": max(1, concurrency), "recursion_limit": 10},
-            context=_EvalContext(task, log),
-        )
-    return log.compact_current_first([item["id"] for item in items])
-
-
-def _judge_identity(role: Role, judge: Judge, constrained: bool) -> dict[str, Any]:
     return {
         "judge": role.spec.name,
         "temperature": role.temperature,
-        "constrained": constrained,
-        "prompts": template_digest(judge.system, judge.prompt),
+        **settings,
+        "prompts": template_digest(*templates),
     }
 
 
 @dataclass(frozen=True)
 class EvalResult:
-    """Summary and per-item records of an evaluation."""
+    """Summary and per-item records of an evaluation.
+
+    Attributes:
+        summary: What the evaluation measured (``summary.json`` without its sources).
+        records: The judgment log's records of this evaluation's items, in item order.
+        tallies: What its `run_items` call did.
+    """
 
     summary: dict[str, Any]
     records: list[dict[str, Any]]
+    tallies: list[Tally] = field(default_factory=list)
 
     @property
     def errors(self) -> int:
@@ -141,9 +87,25 @@ async def evaluate_controllability(
     concurrency: int = 16,
     seed: int = 0,
     constrained: bool = False,
+    progress: Progress | None = None,
 ) -> EvalResult:
-    """Judge each response's supporting and opposing shares, not telling the judge the side."""
-    identity = _judge_identity(role, CONTROLLABILITY, constrained)
+    """Judge each response's supporting and opposing shares, not telling the judge the side.
+
+    Args:
+        responses: The responses to judge.
+        out_dir: Output folder (``judgments.jsonl``; claimed for this judge and settings).
+        role: The judge.
+        client: The model layer.
+        concurrency: Responses judged at once.
+        seed: Sampling seed.
+        constrained: Ask for schema-constrained JSON.
+        progress: The command's progress bar.
+
+    Raises:
+        ConfigError: `out_dir` holds a run with other settings.
+    """
+    judge = CONTROLLABILITY
+    identity = judge_identity(role, (judge.system, judge.prompt), constrained=constrained)
     items = [
         {
             "id": stable_id("controllability", identity, r.key, r.response),
@@ -158,12 +120,16 @@ async def evaluate_controllability(
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         variables = {"topic": item["topic"], "arguments": texts[item["id"]]}
         judgment = await run_judge(
-            client, role, CONTROLLABILITY, variables, seed=seed, constrained=constrained
+            client, role, judge, variables, seed=seed, constrained=constrained
         )
-        return {"judgment": judgment.to_json()}
+        return {**item, "status": "ok", "judgment": judgment.to_json()}
 
-    claim = {"evaluation": "controllability", **identity}
-    records = await _run(items, out_dir, task, concurrency, claim)
+    claim_folder(out_dir, "eval", {"evaluation": "controllability", **identity}, HOLDS)
+    log = ResultLog(Path(out_dir) / "judgments.jsonl")
+    run = await run_items(
+        items, task, log, unit="judgments", concurrency=concurrency, progress=progress
+    )
+    records = run.records
     judged = [r for r in records if r["status"] == "ok"]
     summary = {
         "evaluation": "controllability",
@@ -172,7 +138,7 @@ async def evaluate_controllability(
         "errors": len(records) - len(judged),
         "ledger": client.ledger.to_json(),
     }
-    return EvalResult(summary, records)
+    return EvalResult(summary, records, [run.tally])
 
 
 def align(responses: Sequence[Response], baseline: Sequence[Response], path: Path) -> None:
@@ -204,9 +170,27 @@ async def evaluate_quality(
     seed: int = 0,
     mask: Sequence[str] = (),
     constrained: bool = False,
+    progress: Progress | None = None,
 ) -> EvalResult:
-    """Judge each response against the baseline's in both orders (win = both, or one and a tie)."""
-    identity = _judge_identity(role, QUALITY, constrained)
+    """Judge each response against the baseline's in both orders (win = both, or one and a tie).
+
+    Args:
+        responses: The responses to judge.
+        baseline: The baseline's responses, aligned with `responses` (`align`).
+        out_dir: Output folder (``judgments.jsonl``; claimed for this judge and settings).
+        role: The judge.
+        client: The model layer.
+        stride: Judge every stride-th pair.
+        concurrency: Pairs judged at once.
+        seed: Sampling seed.
+        mask: Words masked in both responses.
+        constrained: Ask for schema-constrained JSON.
+        progress: The command's progress bar.
+
+    Raises:
+        ConfigError: `out_dir` holds a run with other settings.
+    """
+    identity = judge_identity(role, (QUALITY.system, QUALITY.prompt), constrained=constrained)
     pairs = list(zip(responses, baseline, strict=True))[::stride]
     items = [
         {
@@ -232,10 +216,15 @@ async def evaluate_quality(
             mask=mask,
             constrained=constrained,
         )
-        return judged.to_json()
+        return {**item, "status": "ok", **judged.to_json()}
 
     claim = {"evaluation": "quality", **identity, "stride": stride, "mask": list(mask)}
-    records = await _run(items, out_dir, task, concurrency, claim)
+    claim_folder(out_dir, "eval", claim, HOLDS)
+    log = ResultLog(Path(out_dir) / "judgments.jsonl")
+    run = await run_items(
+        items, task, log, unit="judgments", concurrency=concurrency, progress=progress
+    )
+    records = run.records
     judged = [r for r in records if r["status"] == "ok"]
     summary = {
         "evaluation": "quality",
@@ -247,17 +236,14 @@ async def evaluate_quality(
         "errors": len(records) - len(judged),
         "ledger": client.ledger.to_json(),
     }
-    return EvalResult(summary, records)
+    return EvalResult(summary, records, [run.tally])
 
 
 def write_report(result: EvalResult, out_dir: Path, sources: dict[str, str]) -> None:
     """``summary.json``, ``summary.md`` and ``chart.png`` next to ``judgments.jsonl``."""
     summary = {**result.summary, "sources": sources}
     write_json(Path(out_dir) / "summary.json", summary)
-    rows = _table_rows(summary)
-    table = "\n".join(
-        ["| metric | value |", "| --- | ---: |", *(f"| {k} | {v} |" for k, v in rows)]
-    )
+    table = render_table([("metric", "value"), *_table_rows(summary)], markdown=True)
     (Path(out_dir) / "summary.md").write_text(f"# {summary['evaluation']}\n\n{table}\n", "utf-8")
     _chart(summary, Path(out_dir) / "chart.png")
 
@@ -286,17 +272,7 @@ def _table_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
             "win_score_ci95",
             "order_inconsistency",
         ]
-    return [(key, _show(summary[key])) for key in keys]
-
-
-def _show(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_show(v) for v in value) + "]"
-    return str(value)
+    return [(key, show(summary[key])) for key in keys]
 
 
 def _chart(summary: dict[str, Any], path: Path) -> None:
@@ -323,7 +299,7 @@ def _chart(summary: dict[str, Any], path: Path) -> None:
     bars = ax.bar(labels, [v or 0 for v in values], color=["#3b7dd8", "#9aa5b1", "#d8643b"])
     for bar, value in zip(bars, values, strict=True):
         ax.annotate(
-            _show(value),
+            show(value),
             (bar.get_x() + bar.get_width() / 2, bar.get_height()),
             ha="center",
             va="bottom",

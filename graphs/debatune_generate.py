@@ -1,24 +1,25 @@
 """`moot generate`: answer the DEBATunE test instructions with any model, in the paper's format.
 
 Each topic with given arguments yields one instruction per side and argument (the paper's
-inference instruction, ordered topic → side → argument: 480 for the 80 test topics). Answers are
-appended to a progress ledger beside the output as they finish, so a rerun asks only what is
-missing; the output file (a JSON list of ``{topic, side, argument, instruction, raw_output,
-response}``, the shape the judges read) is written atomically once every answer is in.
+inference instruction, ordered topic → side → argument: 480 for the 80 test topics). Answers go
+through the run engine, appended to a progress log beside the output as they finish, so a rerun
+asks only what is missing; the output file (a JSON list of ``{topic, side, argument, instruction,
+raw_output, response}``, the shape the judges read) is written atomically once every answer is in.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from moot.core.data.records import ResultLog, check_out_file, stable_id, write_json
 from moot.core.data.topics import STANCES, Topic
-from moot.core.errors import InputError, ModelCallError
+from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
+from moot.core.runs import Progress, Tally, run_items
 from moot.training.debatune_data import instruction
 
 
@@ -57,7 +58,26 @@ def debate_test_instructions(topics: Sequence[Topic], source: str) -> list[dict[
     return items
 
 
-async def generate_responses(
+@dataclass(frozen=True)
+class GenerateResult:
+    """What `answer_instructions` did.
+
+    Attributes:
+        records: One record per item, in item order (``status`` ``ok`` with ``raw_output`` and
+            ``response``, or ``error`` with ``error``).
+        tallies: What the run's `run_items` call did.
+    """
+
+    records: list[dict[str, Any]]
+    tallies: list[Tally]
+
+    @property
+    def failed(self) -> int:
+        """Items without an answer."""
+        return sum(1 for r in self.records if r["status"] != "ok")
+
+
+async def answer_instructions(
     items: list[dict[str, str]],
     out: Path,
     role: Role,
@@ -66,50 +86,54 @@ async def generate_responses(
     concurrency: int = 8,
     max_tokens: int = 2048,
     seed: int = 0,
-) -> tuple[list[dict[str, Any]], int]:
-    """Answer every item; return (records in item order, number of failed items).
+    progress: Progress | None = None,
+) -> GenerateResult:
+    """Answer every item (``instruction`` and what to copy into the output) into `out`.
 
-    The output file is written only when nothing failed.
+    Answers go through the run engine, logged in ``.<out name>.progress.jsonl`` beside `out`;
+    the output file is written only when nothing failed.
+
+    Args:
+        items: From `debate_test_instructions`.
+        out: The output JSON file.
+        role: The model answering.
+        client: The model layer.
+        concurrency: Requests in flight at once.
+        max_tokens: Completion budget per answer.
+        seed: Sampling seed of every request.
+        progress: The command's progress bar.
 
     Raises:
         ConfigError: `out` cannot be written (checked before any model call).
     """
     out = Path(out)
     check_out_file(out)
-    progress = ResultLog(out.with_name(f".{out.name}.progress.jsonl"))
     identity = {
         "model": role.spec.name,
         "temperature": role.temperature,
         "max_tokens": max_tokens,
         "seed": seed,
     }
-    for item in items:
-        item["id"] = stable_id("generate", identity, item["instruction"])
-    done = {k: r for k, r in progress.load().items() if r.get("status") == "ok"}
-    limit = asyncio.Semaphore(max(1, concurrency))
+    items = [{**item, "id": stable_id("generate", identity, item["instruction"])} for item in items]
 
-    async def answer(item: dict[str, Any]) -> None:
+    async def answer(item: dict[str, Any]) -> dict[str, Any]:
         messages = [{"role": "user", "content": item["instruction"]}]
-        try:
-            async with limit:
-                reply = await client.complete(
-                    role, messages, stage="generate", max_tokens=max_tokens, seed=seed
-                )
-            record = {
-                **item,
-                "status": "ok",
-                "raw_output": reply.text,
-                "response": reply.text.strip(),
-            }
-        except ModelCallError as exc:
-            record = {**item, "status": "error", "error": str(exc)}
-        await asyncio.to_thread(progress.append, record)
+        reply = await client.complete(
+            role, messages, stage="generate", max_tokens=max_tokens, seed=seed
+        )
+        return {**item, "status": "ok", "raw_output": reply.text, "response": reply.text.strip()}
 
-    await asyncio.gather(*(answer(item) for item in items if item["id"] not in done))
-    records = progress.load()
-    ordered = [records[item["id"]] for item in items]
-    failed = sum(1 for r in ordered if r["status"] != "ok")
-    if not failed:
+    result = await run_items(
+        items,
+        answer,
+        ResultLog(out.with_name(f".{out.name}.progress.jsonl")),
+        unit="instructions",
+        concurrency=concurrency,
+        progress=progress,
+    )
+    by_id = {record["id"]: record for record in result.records}
+    done = GenerateResult([by_id[item["id"]] for item in items], [result.tally])
+    if not done.failed:
         keys = ("topic", "side", "argument", "instruction", "raw_output", "response")
-        write_json(out, [{k: r[k] for k in keys} for r in ordered])
-    return ordered, failed
+        write_json(out, [{k: r[k] for k in keys} for r in done.records])
+    return done

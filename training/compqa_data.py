@@ -24,13 +24,15 @@ from moot.core.data.compqa import MAX_SCORE, Judged, file_generator, load_judged
 from moot.core.data.records import (
     atomic_replace_dir,
     check_out_dir,
+    package_versions,
     stable_id,
     write_json,
     write_jsonl,
 )
 from moot.core.errors import ConfigError
+from moot.core.tables import render_table
 from moot.prompts import render, template_source
-from moot.training.sft_data import source_digest, text_table, versions
+from moot.training.sft_data import source_digest
 
 KIND = "compqa-distill"
 DEFAULT_MIN_SCORE = 18  # the CompQA paper's threshold for a high-quality answer
@@ -68,7 +70,7 @@ class CompqaSummary:
         rows = [("generator", "read", "kept")]
         rows += [(g, str(c["read"]), str(c["kept"])) for g, c in self.by_generator.items()]
         rows.append(("total", str(self.read), str(self.kept)))
-        return text_table(rows)
+        return render_table(rows)
 
 
 def question(object1: str, object2: str, aspect: str | None) -> str:
@@ -228,7 +230,7 @@ def _manifest(summary: CompqaSummary, inputs: list[dict[str, Any]]) -> dict[str,
         "by_generator": summary.by_generator,
         "by_scenario": summary.by_scenario,
         "prompt": {"question": QUESTION_TEMPLATE, "sha256": hashlib.sha256(template).hexdigest()},
-        "versions": versions(),
+        "versions": package_versions("moot", "datasets"),
         "outputs": {"dataset_jsonl": "dataset.jsonl", "dataset": "dataset/"},
     }
 

@@ -19,15 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.records import atomic_replace_dir, check_out_dir, write_json, write_jsonl
-from moot.core.errors import ConfigError
-from moot.training.sft_data import (
-    load_sft_dataset,
-    sft_features,
-    source_digest,
-    text_table,
-    versions,
+from moot.core.data.records import (
+    atomic_replace_dir,
+    check_out_dir,
+    package_versions,
+    write_json,
+    write_jsonl,
 )
+from moot.core.errors import ConfigError
+from moot.core.tables import render_table
+from moot.training.sft_data import load_sft_dataset, sft_features, source_digest
 
 KIND = "mix"
 DEFAULT_EVAL_FRACTION = 0.05
@@ -52,14 +53,14 @@ class MixSummary:
     eval: int = 0
     duplicates: int = 0
 
-    def table(self) -> str:
-        """A plain-text table of rows read, dropped and written per input."""
+    def table(self, markdown: bool = False) -> str:
+        """A table of rows read, dropped and written per input: plain text, or Markdown."""
         header = ("source", "weight", "rows", "duplicates", "train", "eval")
         rows = [header] + [
             (s["source"], f"{s['weight']:g}", *(str(s[k]) for k in header[2:]))
             for s in self.sources
         ]
-        return text_table(rows)
+        return render_table(rows, markdown=markdown)
 
 
 def unit_hash(*parts: object) -> float:
@@ -178,7 +179,7 @@ def _write(
         "inputs": summary.sources,
         **options,
         "counts": {"train": summary.train, "eval": summary.eval, "duplicates": summary.duplicates},
-        "versions": versions(),
+        "versions": package_versions("moot", "datasets"),
         "outputs": {"dataset": "dataset/", **{name: f"{name}.jsonl" for name in splits}},
     }
     write_json(tmp / "manifest.json", manifest)
@@ -186,17 +187,6 @@ def _write(
 
 
 def _data_card(summary: MixSummary, options: dict[str, Any]) -> str:
-    rows = [("source", "weight", "rows", "duplicates", "train", "eval")]
-    rows += [
-        (
-            s["source"],
-            f"{s['weight']:g}",
-            *(str(s[k]) for k in ("rows", "duplicates", "train", "eval")),
-        )
-        for s in summary.sources
-    ]
-    table = "\n".join("| " + " | ".join(row) + " |" for row in rows)
-    table = table.replace("\n", "\n|---|---:|---:|---:|---:|---:|\n", 1)
     fraction = options["eval_fraction"]
     files = (
         "a DatasetDict with splits `train` and `eval`; the same rows as `train.jsonl` and "
@@ -218,7 +208,7 @@ of their id.
 `rows` counts the rows read from each input; `train` and `eval` count the rows written, copies
 made by weights above 1 included.
 
-{table}
+{summary.table(markdown=True)}
 
 Columns: `id` (the row's own id, or a hash of its messages), `source` (where the row came from),
 `messages` (`[{{"role", "content"}}]`, the assistant's turn last).

@@ -15,12 +15,11 @@ The ``moot data`` builders also share their output-folder helpers from here.
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from moot.core.data.records import read_input_text, stable_id
+from moot.core.data.records import read_records, stable_id
 from moot.core.errors import ConfigError, InputError, json_type
 
 ROLES = ("system", "user", "assistant")
@@ -76,13 +75,13 @@ def load_sft_dataset(source: str | Path, *, split: str = "train") -> datasets.Da
     label = str(source)
     path = _resolve(label)
     if path is None:
-        rows, where = _hub_rows(label, split), "row"
+        rows = _hub_rows(label, split)
     elif path.is_dir():
-        rows, where = _disk_rows(path, split), "row"
+        rows = _disk_rows(path, split)
     else:
         _check_split(path, split, ["train"])
-        rows, where = _file_rows(path)
-    records = [_sft_row(path or label, item, f"{where} {n}", label) for n, item in rows]
+        rows = read_records(path)
+    records = [_sft_row(path or label, item, where, label) for where, item in rows]
     if not records:
         raise InputError(path or label, "no records")
     columns = {name: [r[name] for r in records] for name in ("id", "source", "messages")}
@@ -190,7 +189,7 @@ def _check_split(path: object, split: str, splits: list[str]) -> None:
         raise InputError(path, f"no {split!r} split (splits: {', '.join(splits)})")
 
 
-def _disk_rows(path: Path, split: str) -> Iterator[tuple[int, Any]]:
+def _disk_rows(path: Path, split: str) -> Iterator[tuple[str, Any]]:
     import datasets
 
     try:
@@ -202,10 +201,10 @@ def _disk_rows(path: Path, split: str) -> Iterator[tuple[int, Any]]:
         loaded = loaded[split]
     else:
         _check_split(path, split, ["train"])
-    return enumerate(loaded)
+    return _rows(loaded)
 
 
-def _hub_rows(name: str, split: str) -> Iterator[tuple[int, Any]]:
+def _hub_rows(name: str, split: str) -> Iterator[tuple[str, Any]]:
     import datasets
 
     try:
@@ -223,24 +222,11 @@ def _hub_rows(name: str, split: str) -> Iterator[tuple[int, Any]]:
             f"{name}: not a local file or folder, and cannot load it from the Hugging Face hub: "
             f"{str(exc).splitlines()[0]}"
         ) from None
-    return enumerate(loaded)
+    return _rows(loaded)
 
 
-def _file_rows(path: Path) -> tuple[Iterable[tuple[int, Any]], str]:
-    text = read_input_text(path)
-    if text.lstrip().startswith("["):
-        try:
-            return enumerate(json.loads(text)), "index"
-        except ValueError as exc:
-            raise InputError(path, f"invalid JSON: {exc}") from None
-    rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                rows.append((number, json.loads(line)))
-            except ValueError as exc:
-                raise InputError(path, f"invalid JSON: {exc.args[0]}", f"line {number}") from None
-    return rows, "line"
+def _rows(loaded: datasets.Dataset) -> Iterator[tuple[str, Any]]:
+    return ((f"row {n}", row) for n, row in enumerate(loaded))
 
 
 # The output folders of `moot data` builders share these conventions.
@@ -260,23 +246,3 @@ def source_digest(source: str | Path) -> str | None:
             digest.update(f"{relative.as_posix()}\0".encode())
             digest.update(hashlib.sha256(file.read_bytes()).digest())
     return digest.hexdigest()
-
-
-def versions(*packages: str) -> dict[str, str]:
-    """Python's and the `packages`' versions (default: a data builder's), for manifests."""
-    import platform
-    from importlib.metadata import version
-
-    names = packages or ("moot", "datasets")
-    return {"python": platform.python_version(), **{n: version(n) for n in names}}
-
-
-def text_table(rows: Sequence[Sequence[str]]) -> str:
-    """Rows as aligned plain text: the first column left-aligned, the others right-aligned."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = []
-    for row in rows:
-        cells = [cell.rjust(width) for cell, width in zip(row, widths, strict=True)]
-        cells[0] = row[0].ljust(widths[0])
-        lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines)

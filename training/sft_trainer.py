@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.records import atomic_replace_dir, write_json
+from moot.core.data.records import atomic_replace_dir, package_versions, write_json
 from moot.core.errors import ConfigError, InputError
 from moot.training.chat_templates import ChatFamily, chat_family, has_generation_markers
 from moot.training.sft_config import SFTRunConfig
-from moot.training.sft_data import load_sft_dataset, versions
+from moot.training.sft_data import load_sft_dataset
 
 SCRATCH_WAIT = 600.0  # seconds other processes wait for the main one to build a scratch base
 VERSIONED = ("moot", "torch", "transformers", "trl", "peft", "accelerate", "datasets")
@@ -125,7 +125,7 @@ def train_sft(
         "losses": metrics,
         "log_history": state.log_history,
         "seconds": round(time.perf_counter() - started, 1),
-        "versions": versions(*VERSIONED),
+        "versions": package_versions(*VERSIONED),
     }
     write_json(manifest_path, manifest)
     trainer.accelerator.wait_for_everyone()

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.questions import read_records
+from moot.core.data.records import read_records
 from moot.core.errors import InputError, json_type
 from moot.core.llm.structured import OutputParseError, candidates
 

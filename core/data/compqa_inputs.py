@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.questions import read_records
-from moot.core.data.records import read_input_text, stable_id
+from moot.core.data.records import read_input_text, read_records, stable_id
 from moot.core.errors import InputError, json_type
 
 Key = tuple[str, str, str]

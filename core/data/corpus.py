@@ -17,8 +17,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.questions import read_records
-from moot.core.data.records import read_input_text
+from moot.core.data.records import read_input_text, read_records, refuse_repeated_ids
 from moot.core.errors import InputError
 
 DEFAULT_CHUNK_CHARS = 2000
@@ -80,11 +79,7 @@ def load_documents(path: Path) -> list[Document]:
         docs = [_record_document(path, where, n, item) for n, (where, item) in records]
     else:
         raise InputError(path, "not found")
-    seen: set[str] = set()
-    for doc in docs:
-        if doc.id in seen:
-            raise InputError(path, "repeated document id", f"id {doc.id}")
-        seen.add(doc.id)
+    refuse_repeated_ids(path, (doc.id for doc in docs), "repeated document id")
     return docs
 
 

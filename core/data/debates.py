@@ -14,6 +14,19 @@ Accepted by ``moot judge --debates`` (and ``moot eval panelbench --gold``):
   or ``bp`` (British Parliamentary: teams OG and CG for the motion, OO and CO against); it
   defaults to ``bp`` when the teams are exactly those four. Gold labels are 0 (pro wins), 0.5
   (tie) and 1 (con wins); a BP debate's gold is ``{"winners": ["CG"]}``.
+* The ``debates.jsonl`` written by ``moot debate`` (DEBATunE records, see docs/schemas.md)::
+
+      {"id": "32995daf93df4780", "topic": "...", "stance": "Negative", "argument": "...",
+       "status": "ok", "transcript": [{"speaker": "A", "side": "Negative", "round": 0,
+       "text": "..."}, ...], "conclusion": "...", ...}
+
+  The topic is the motion. The two debaters are named by their side, ``Affirmative`` (pro) and
+  ``Negative`` (con); debater A holds the record's stance, so a Negative record has A on the con
+  side. The turns are the speeches, in order. The argument debated goes into the info slide (as
+  ``<stance> argument: <argument>``), the background the judge is given. The conclusion is not a
+  speech (it is A's statement after the debate), so it is not judged. A record whose ``status``
+  is not ``ok`` is skipped and counted in `Debates.skipped`; if one id has several lines (a run
+  that was interrupted before compacting its log), the last one wins, as for ``moot debate``.
 * A DebateArt folder as released with PanelBench: ``motion/*.yml`` and ``speech/*.yml``, with
   ``gold/final.csv`` and ``gold/dimension.csv`` when present.
 
@@ -24,13 +37,13 @@ match the speeches, ids unique. Problems are `InputError`s naming the file and t
 from __future__ import annotations
 
 import csv
-import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from moot.core.data.records import read_input_text
+from moot.core.data.records import read_records
+from moot.core.data.topics import STANCES
 from moot.core.errors import InputError, json_type
 
 Format = Literal["1v1", "bp"]
@@ -84,52 +97,64 @@ class Debate:
         return LABELS["tie" if winner == "tie" else self.side(winner)]
 
 
-def load_debates(source: str | Path) -> list[Debate]:
+class Debates(list[Debate]):
+    """Debates to judge, in input order, and how many records were skipped.
+
+    Args:
+        debates: The debates.
+        skipped: ``moot debate`` records left out because their status is not ``ok``.
+    """
+
+    def __init__(self, debates: Iterable[Debate] = (), skipped: int = 0) -> None:
+        super().__init__(debates)
+        self.skipped = skipped
+
+
+def load_debates(source: str | Path) -> Debates:
     """Load and validate debates from a JSON/JSONL file or a DebateArt folder.
 
+    Returns:
+        The debates; ``skipped`` counts ``moot debate`` records whose status is not ``ok``.
+
     Raises:
-        InputError: Missing or malformed input, or a debate that fails validation.
+        InputError: Missing or malformed input, a debate that fails validation, or no debate
+            left to judge.
     """
     path = Path(source)
+    skipped = 0
     if path.is_dir():
         debates = _debateart_folder(path)
     else:
-        debates = [_debate(path, where, record) for where, record in _records(path)]
+        debates, records = [], list(read_records(path))
+        # `moot debate` appends to its log: until a run compacts it, an id's last line wins
+        latest = {r["id"]: where for where, r in records if _is_debatune(r) and _has_text_id(r)}
+        for where, record in records:
+            if not _is_debatune(record):
+                debates.append(_debate(path, where, record))
+            elif _has_text_id(record) and latest[record["id"]] != where:
+                continue
+            elif record.get("status") != "ok":
+                skipped += 1
+            else:
+                debates.append(_debatune(path, where, record))
     if not debates:
+        if skipped:
+            problem = (
+                f"no debate to judge: all {skipped} debate records have a status other than 'ok'"
+            )
+            raise InputError(path, problem)
         raise InputError(path, "no debates found")
     seen: set[str] = set()
     for debate in debates:
         if debate.id in seen:
             raise InputError(path, "duplicate id", f"debate {debate.id!r}")
         seen.add(debate.id)
-    return debates
-
-
-def _records(path: Path) -> Iterator[tuple[str, Any]]:
-    text = read_input_text(path)
-    if text.lstrip()[0] in "[{" and path.suffix.lower() != ".jsonl":
-        try:
-            value = json.loads(text)
-        except ValueError as exc:
-            raise InputError(path, f"invalid JSON: {exc}") from None
-        items = value if isinstance(value, list) else [value]
-        yield from ((f"index {i}", item) for i, item in enumerate(items))
-        return
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                yield f"line {number}", json.loads(line)
-            except ValueError as exc:
-                raise InputError(path, f"invalid JSON: {exc}", f"line {number}") from None
+    return Debates(debates, skipped)
 
 
 def _debate(path: Path, where: str, record: Any) -> Debate:
     """Validate one record of the moot schema."""
-
-    def fail(problem: str) -> InputError:
-        name = record.get("id") if isinstance(record, dict) else None
-        return InputError(path, problem, f"{where} (debate {name!r})" if name else where)
-
+    fail = _failer(path, where, record)
     if not isinstance(record, dict):
         raise fail("expected a JSON object")
     for key in ("id", "motion", "pro", "con", "speeches"):
@@ -191,6 +216,54 @@ def _debate(path: Path, where: str, record: Any) -> Debate:
         format=debate_format,
         gold=gold,
     )
+
+
+def _is_debatune(record: Any) -> bool:
+    """A ``moot debate`` record: a transcript instead of a motion and speeches."""
+    return isinstance(record, dict) and "transcript" in record and "motion" not in record
+
+
+def _has_text_id(record: dict[str, Any]) -> bool:
+    return isinstance(record.get("id"), str)
+
+
+def _debatune(path: Path, where: str, record: dict[str, Any]) -> Debate:
+    """A finished ``moot debate`` record as a 1v1 debate (see the module docstring)."""
+    fail = _failer(path, where, record)
+    for key in ("topic", "stance", "transcript"):
+        if key not in record:
+            raise fail(f"missing {key!r}")
+    topic, stance, argument = record["topic"], record["stance"], record.get("argument")
+    if not isinstance(topic, str):
+        raise fail(f"'topic' must be text, got {json_type(topic)}")
+    if stance not in STANCES:
+        raise fail(f"'stance' must be 'Affirmative' or 'Negative', got {stance!r}")
+    if argument is not None and not isinstance(argument, str):
+        raise fail(f"'argument' must be text, got {json_type(argument)}")
+    if not isinstance(record["transcript"], list):
+        raise fail(f"'transcript' must be a list, got {json_type(record['transcript'])}")
+    sides = {"A": stance, "B": STANCES[1 - STANCES.index(stance)]}
+    speeches = []
+    for number, turn in enumerate(record["transcript"], start=1):
+        if not isinstance(turn, dict) or turn.get("speaker") not in sides:
+            raise fail(f"turn {number}: expected {{'speaker': 'A' or 'B', 'text'}}")
+        side = sides[turn["speaker"]]
+        if turn.get("side", side) != side:
+            raise fail(f"turn {number}: debater {turn['speaker']} is {side}, not {turn['side']!r}")
+        speeches.append({"speaker": side, "content": turn.get("text")})
+    info_slide = f"{stance} argument: {argument}" if argument and argument.strip() else None
+    motion = {"motion": topic, "info_slide": info_slide, "pro": [STANCES[0]], "con": [STANCES[1]]}
+    return _debate(path, where, {"id": record.get("id"), **motion, "speeches": speeches})
+
+
+def _failer(path: Path, where: str, record: Any) -> Callable[[str], InputError]:
+    """An `InputError` maker naming the file, the place and the debate's id if it has one."""
+
+    def fail(problem: str) -> InputError:
+        name = record.get("id") if isinstance(record, dict) else None
+        return InputError(path, problem, f"{where} (debate {name!r})" if name else where)
+
+    return fail
 
 
 def _names(value: Any, side: str, fail: Any) -> tuple[str, ...]:

@@ -15,13 +15,11 @@ Every problem is an `InputError` naming the file and the record.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.records import read_input_text, stable_id
+from moot.core.data.records import read_records, refuse_repeated_ids, stable_id
 from moot.core.errors import InputError
 
 
@@ -65,29 +63,6 @@ class PartialAnswers:
     partial_answers: tuple[PartialAnswer, ...]
 
 
-def read_records(path: Path) -> Iterator[tuple[str, Any]]:
-    """The records of a JSON list (``index N``) or JSONL file (``line N``), with their place.
-
-    Raises:
-        InputError: The file is missing, empty, not UTF-8, or not valid JSON / JSONL.
-    """
-    text = read_input_text(path)
-    if text.lstrip().startswith("["):
-        try:
-            items = json.loads(text)
-        except ValueError as exc:
-            raise InputError(path, f"invalid JSON: {exc}") from None
-        yield from ((f"index {i}", item) for i, item in enumerate(items))
-        return
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield f"line {number}", json.loads(line)
-        except ValueError as exc:
-            raise InputError(path, f"invalid JSON: {exc}", f"line {number}") from None
-
-
 def load_questions(path: Path) -> list[Question]:
     """Read questions (strings or records, see the module docstring).
 
@@ -121,11 +96,8 @@ def load_answers(path: Path) -> list[Answer]:
         InputError: A record without an id or answer text, or a repeated id.
     """
     answers: list[Answer] = []
-    for where, record in read_records(path):
-        if not isinstance(record, dict):
-            raise InputError(path, "expected an object", where)
-        if record.get("id") in (None, ""):
-            raise InputError(path, "missing 'id'", where)
+    for where, item in read_records(path):
+        record = _with_id(path, where, item)
         field = "answer" if "answer" in record else "generation"
         text = _text(path, where, record, field, also="'answer' or 'generation'")
         question = record.get("question")
@@ -141,11 +113,8 @@ def load_partial_answers(path: Path) -> list[PartialAnswers]:
             without a POV.
     """
     items: list[PartialAnswers] = []
-    for where, record in read_records(path):
-        if not isinstance(record, dict):
-            raise InputError(path, "expected an object", where)
-        if record.get("id") in (None, ""):
-            raise InputError(path, "missing 'id'", where)
+    for where, item in read_records(path):
+        record = _with_id(path, where, item)
         question = _text(path, where, record, "question")
         partials = record.get("partial_answers")
         if not isinstance(partials, list) or not partials:
@@ -173,12 +142,16 @@ def _text(path: Path, where: str, record: dict, field: str, also: str | None = N
     return value.strip()
 
 
+def _with_id(path: Path, where: str, record: Any) -> dict[str, Any]:
+    if not isinstance(record, dict):
+        raise InputError(path, "expected an object", where)
+    if record.get("id") in (None, ""):
+        raise InputError(path, "missing 'id'", where)
+    return record
+
+
 def _unique(path: Path, items: list) -> list:
-    seen: set[str] = set()
-    for item in items:
-        if item.id in seen:
-            raise InputError(path, "repeated id", f"id {item.id}")
-        seen.add(item.id)
     if not items:
         raise InputError(path, "no records")
+    refuse_repeated_ids(path, (item.id for item in items))
     return items

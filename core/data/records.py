@@ -7,6 +7,7 @@ are written to a temporary sibling and renamed into place, so a reader never see
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import hashlib
 import json
@@ -267,7 +268,7 @@ def _ends_with_newline(path: Path) -> bool:
         return f.read(1) == b"\n"
 
 
-def read_records(path: Path) -> Iterator[tuple[str, Any]]:
+def read_records(path: str | Path) -> Iterator[tuple[str, Any]]:
     """The records of an input file, each with its place for error messages.
 
     A JSON list gives ``index N`` places; JSONL gives ``line N`` (blank lines skipped); a JSON file
@@ -299,6 +300,19 @@ def read_records(path: Path) -> Iterator[tuple[str, Any]]:
         yield f"line {number}", record
 
 
+def refuse_repeated_ids(path: str | Path, ids: Iterable[str], problem: str = "repeated id") -> None:
+    """Refuse an input file in which two records share an id.
+
+    Raises:
+        InputError: ``<path>, id <id>: <problem>``, for the first id seen twice.
+    """
+    seen: set[str] = set()
+    for key in ids:
+        if key in seen:
+            raise InputError(path, problem, f"id {key}")
+        seen.add(key)
+
+
 def _problem(exc: Exception) -> str:
     if isinstance(exc, RecursionError):
         return "nested too deeply"
@@ -307,18 +321,30 @@ def _problem(exc: Exception) -> str:
     return str(exc)
 
 
-def read_input_text(path: Path) -> str:
+def read_input_text(path: str | Path) -> str:
     """The text of a UTF-8 input file (a leading BOM dropped).
 
     Raises:
-        InputError: The file is missing, not UTF-8, or holds only whitespace.
+        InputError: The file is missing, not UTF-8 (the first bad byte named), or holds only
+            whitespace.
     """
     if not Path(path).is_file():
         raise InputError(path, "file not found")
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
-        raise InputError(path, "not UTF-8 text") from None
+        raise InputError(path, f"not UTF-8 text ({_first_bad_byte(Path(path))})") from None
     if not text.strip():
         raise InputError(path, "file is empty")
     return text
+
+
+def _first_bad_byte(path: Path) -> str:
+    """Where UTF-8 decoding fails, as a hex viewer shows it: ``byte 0xe9 at offset 17``."""
+    raw = path.read_bytes()  # the text reader's error counts within one chunk, after any BOM
+    start = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
+    try:
+        raw[start:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start += exc.start
+    return f"byte 0x{raw[start]:02x} at offset {start}"

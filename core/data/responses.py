@@ -8,12 +8,11 @@ side → argument) and the SFT records ``moot debate`` writes (JSONL with ``topi
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.records import read_input_text
+from moot.core.data.records import read_records
 from moot.core.errors import InputError, json_type
 
 SIDES = ("affirmative", "negative")
@@ -45,21 +44,7 @@ def load_responses(path: str | Path) -> list[Response]:
             same topic, side and argument.
     """
     path = Path(path)
-    text = read_input_text(path)
-    if text.lstrip().startswith("["):
-        try:
-            rows = [(f"index {n}", item) for n, item in enumerate(json.loads(text))]
-        except ValueError as exc:
-            raise InputError(path, f"invalid JSON: {exc}") from None
-    else:
-        rows = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append((f"line {n}", json.loads(line)))
-                except json.JSONDecodeError as exc:  # its position counts within the line
-                    problem = f"invalid JSON: {exc.msg} (column {exc.colno})"
-                    raise InputError(path, problem, f"line {n}") from None
+    rows = list(read_records(path))
     if not rows:
         raise InputError(path, "no responses found")
     responses: list[Response] = []

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from moot.core.data.records import read_input_text, read_records
 from moot.core.errors import InputError, json_type
 
 STANCES = ("Affirmative", "Negative")
@@ -48,47 +48,19 @@ def load_topics(source: str) -> list[Topic]:
         if _looks_like_hub_name(source):
             return _from_dataset(source, _load_hub_dataset(source))
         raise InputError(source, "file not found")
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            source, f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
-        ) from None
-    if not text.strip():
-        raise InputError(source, "file is empty")
     if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(io.StringIO(text))
+        reader = csv.DictReader(io.StringIO(read_input_text(source)))
         if "topic" not in (reader.fieldnames or []):
             columns = ", ".join(reader.fieldnames or []) or "none"
             raise InputError(source, f"missing 'topic' column (columns: {columns})")
-        rows = list(reader)
-        return _validate(source, ((i + 2, row) for i, row in enumerate(rows)), "line")
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            items = json.loads(text)
-        except ValueError as exc:
-            raise InputError(source, f"invalid JSON: {exc}") from None
-        return _validate(source, enumerate(items), "index")
-    return _validate(source, _jsonl(source, text), "line")
+        return _validate(source, ((f"line {i + 2}", row) for i, row in enumerate(reader)))
+    return _validate(source, read_records(source))
 
 
-def _jsonl(source: str, text: str) -> Iterable[tuple[int, Any]]:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield number, json.loads(line)
-        except ValueError as exc:
-            raise InputError(source, f"invalid JSON: {exc.args[0]}", f"line {number}") from None
-
-
-def _validate(source: str, items: Iterable[tuple[int, Any]], unit: str) -> list[Topic]:
+def _validate(source: str, items: Iterable[tuple[str, Any]]) -> list[Topic]:
     topics: list[Topic] = []
     seen: set[str] = set()
-    for position, item in items:
-        where = f"{unit} {position}"
+    for where, item in items:
         topic = _parse_item(source, item, where)
         if topic.topic in seen:
             continue  # the same topic twice would be the same debates: keep the first
@@ -146,7 +118,7 @@ def _from_dataset(source: str, rows: Any) -> list[Topic]:
     columns = list(getattr(rows, "column_names", []) or [])
     if "topic" not in columns:
         raise InputError(source, f"no 'topic' column (columns: {', '.join(columns) or 'none'})")
-    return _validate(source, ((i, {"topic": t}) for i, t in enumerate(rows["topic"])), "row")
+    return _validate(source, ((f"row {i}", {"topic": t}) for i, t in enumerate(rows["topic"])))
 
 
 def _load_local_dataset(path: Path) -> Any:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from moot.core.llm.spec import ModelSpec
 
@@ -108,6 +108,34 @@ class UsageLedger:
             for key, usage in ledger.entries.items():
                 out.entries.setdefault(key, Usage()).add(usage)
         return out
+
+
+class Metered(Protocol):
+    """What a model reply reports about its cost (a `moot.core.llm.models.Completion`)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    cached: bool
+
+
+def call_usage(stage: str, reply: Metered) -> dict[str, Any]:
+    """One call's entry in a record's usage trace: its stage, tokens and whether it was cached."""
+    return {
+        "stage": stage,
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "cached": reply.cached,
+    }
+
+
+def record_usage(calls: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """A record's `call_usage` entries summed: calls, cached, prompt and completion tokens."""
+    return {
+        "calls": len(calls),
+        "cached": sum(1 for c in calls if c["cached"]),
+        "prompt_tokens": sum(c["prompt_tokens"] or 0 for c in calls),
+        "completion_tokens": sum(c["completion_tokens"] or 0 for c in calls),
+    }
 
 
 def price_per_token(spec: ModelSpec) -> tuple[float, float] | None:

@@ -115,9 +115,11 @@ class ModelClient:
         self.cache = cache
         self.ledger = ledger if ledger is not None else UsageLedger()
         self.retry = retry or RetryPolicy()
-        # HTTP clients and semaphores belong to one event loop; a new loop gets fresh ones
-        self._loop: asyncio.AbstractEventLoop | None = None
+        # One transport per spec for the client's life (an hf/ model loads its weights once);
+        # semaphores belong to one event loop, so a new loop gets fresh ones, as a transport's
+        # HTTP client does.
         self._transports: dict[ModelSpec, _Transport] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._limits: dict[tuple[str, str | None], asyncio.Semaphore] = {}
 
     def prepare(self, spec: ModelSpec) -> None:
@@ -168,7 +170,7 @@ class ModelClient:
         spec = role.spec
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
-            self._loop, self._transports, self._limits = loop, {}, {}
+            self._loop, self._limits = loop, {}
         transport = self._transport(spec)
         window = self.context_window(spec)
         if window:
@@ -389,24 +391,34 @@ class _Transport:
 
 class _OpenAITransport(_Transport):
     def __init__(self, spec: ModelSpec, api_base: str | None, api_key: str | None, identity: str):
+        self.spec, self.api_base, self.identity, self._key = spec, api_base, identity, api_key
+        self._create = self._connect()  # now: a bad client configuration fails in prepare()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop `_create` is bound to
+
+    def _connect(self) -> Callable[..., Any]:
+        """A fresh async client's ``chat.completions.create``."""
         import httpx
         from langchain_openai import ChatOpenAI
 
-        self.spec, self.api_base, self.identity, self._key = spec, api_base, identity, api_key
         # Our own HTTP client: langchain-openai otherwise shares one per endpoint process-wide,
         # whose pooled connections die with the event loop that opened them.
         limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-        self.chat_model = ChatOpenAI(
-            model=spec.model,
-            base_url=api_base,
-            api_key=api_key or "EMPTY",
+        chat_model = ChatOpenAI(
+            model=self.spec.model,
+            base_url=self.api_base,
+            api_key=self._key or "EMPTY",
             max_retries=0,
-            timeout=spec.timeout,
-            http_async_client=httpx.AsyncClient(limits=limits, timeout=spec.timeout),
+            timeout=self.spec.timeout,
+            http_async_client=httpx.AsyncClient(limits=limits, timeout=self.spec.timeout),
         )
-        self._create = self.chat_model.async_client.create
+        return chat_model.async_client.create
 
     async def send(self, messages: Messages, params: dict[str, Any]) -> _Reply:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            if self._loop is not None:  # pooled connections die with the loop that opened them
+                self._create = self._connect()
+            self._loop = loop
         try:
             response = await self._create(model=self.spec.model, messages=messages, **params)
             choice = response.choices[0]

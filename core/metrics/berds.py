@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from moot.core.errors import ConfigError
+from moot.core.metrics.stats import mean
 
 Support = Sequence[Sequence[int | None]]
 
@@ -84,8 +85,8 @@ def berds_summary(instances: Mapping[str, Support], k: int) -> dict[str, Any]:
         "questions": len(per_question),
         "scored": len(scored),
         "parse_failures": len(per_question) - len(scored),
-        "mrecall": _mean([s["mrecall"] for s in scored]),
-        "precision": _mean([s["precision"] for s in scored]),
+        "mrecall": mean([s["mrecall"] for s in scored]),
+        "precision": mean([s["precision"] for s in scored]),
         "per_question": per_question,
     }
 
@@ -125,7 +126,3 @@ def _complete(rows: list[list[int | None]]) -> list[list[int]]:
     if any(v is None for row in rows for v in row):
         raise ValueError("unparsed detections cannot be scored; count the question apart")
     return rows  # type: ignore[return-value]
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None

@@ -11,7 +11,6 @@ Agreement with human annotation tables is `moot.core.metrics.compqa_human`'s.
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -20,6 +19,8 @@ from typing import Any
 from moot.core.data.compqa import CATEGORIES, MAXIMA, Judged, category_sums
 from moot.core.errors import ConfigError
 from moot.core.metrics.compqa_human import SHOWN, HumanTable, agreement_report
+from moot.core.metrics.stats import mean, stdev
+from moot.core.tables import render_table
 
 BY_KEYS = ("generator", "scenario")
 STD = "sample standard deviation (n - 1)"
@@ -41,17 +42,17 @@ def group_stats(judged: Sequence[Judged]) -> dict[str, Any]:
     """Counts, mean ± sample std of the total, and category / criterion means of `judged`."""
     totals = [j.total for j in judged if j.total is not None]
     valid = [j.scores for j in judged if j.scores is not None]
-    criteria = {n: _mean([s[n] for s in valid]) for n in MAXIMA}
+    criteria = {n: mean([s[n] for s in valid]) for n in MAXIMA}
     sums = [category_sums(s) for s in valid]
     return {
         "n": len(judged),
         "n_total": len(totals),
-        "mean": _mean(totals),
-        "std": statistics.stdev(totals) if len(totals) > 1 else None,
+        "mean": mean(totals),
+        "std": stdev(totals),
         "n_valid": len(valid),
         "invalid": sum(j.status == "invalid" for j in judged),
         "errors": sum(j.status == "error" for j in judged),
-        "categories": {name: _mean([s[name] for s in sums]) for name in CATEGORIES},
+        "categories": {name: mean([s[name] for s in sums]) for name in CATEGORIES},
         "criteria": {f"C{n}": m for n, m in criteria.items()},
         "lost": {f"C{n}": None if m is None else 1 - m / MAXIMA[n] for n, m in criteria.items()},
     }
@@ -166,7 +167,12 @@ def report_markdown(report: dict[str, Any], full: bool = True) -> str:
                 str(group["errors"]),
             ]
         )
-    lines += [f"## Mean total (0-19) by {', '.join(by)}", "", *_md_table(rows, len(by)), ""]
+    lines += [
+        f"## Mean total (0-19) by {', '.join(by)}",
+        "",
+        render_table(rows, left=len(by), markdown=True),
+        "",
+    ]
     if full:
         rows = [[*by, *(f"C{n}" for n in MAXIMA)]]
         for group in report["groups"]:
@@ -174,7 +180,7 @@ def report_markdown(report: dict[str, Any], full: bool = True) -> str:
                 [*(_key(group[k]) for k in by), *(_fixed(v, 2) for v in group["criteria"].values())]
             )
         title = "## Mean points per criterion (valid judgments)"
-        lines += [title, "", *_md_table(rows, len(by)), ""]
+        lines += [title, "", render_table(rows, left=len(by), markdown=True), ""]
     lines += _files_markdown(report["files"])
     if report["agreement"]:
         lines += _agreement_markdown(report["agreement"], full)
@@ -185,7 +191,7 @@ def _files_markdown(files: list[dict[str, Any]]) -> list[str]:
     keys = ("n", "invalid", "errors", "unchecked", "recorded_total_kept")
     rows = [["file", "n", "invalid", "errors", "unchecked", "invalid, total kept"]]
     rows += [[Path(f["file"]).name, *(str(f[k]) for k in keys)] for f in files]
-    lines = ["## Judged files", "", *_md_table(rows, 1), ""]
+    lines = ["## Judged files", "", render_table(rows, left=1, markdown=True), ""]
     for f in files:
         for p in f["problems"]:
             lines.append(f"- {Path(f['file']).name}, {p['where']}: {p['status']}: {p['problem']}")
@@ -206,7 +212,7 @@ def _agreement_markdown(agreement: dict[str, Any], full: bool) -> list[str]:
             [Path(t["file"]).name, *(str(t[k]) for k in keys)]
             + [str(t["duplicates"]), str(len(t["dropped_cells"]))]
         )
-    lines += _md_table(rows, 2) + [""]
+    lines += [render_table(rows, left=2, markdown=True), ""]
     for t in agreement["tables"]:
         name = Path(t["file"]).name
         for label, key in _LISTED:
@@ -230,20 +236,20 @@ def _agreement_markdown(agreement: dict[str, Any], full: bool) -> list[str]:
             [pair["a"], pair["b"], str(total["n"])]
             + [_fixed(total[k], 3, "undefined") for k in ("pearson", "spearman", "alpha")]
         )
-    lines += _md_table(rows, 2) + [""]
+    lines += [render_table(rows, left=2, markdown=True), ""]
     if full:
         for key, title in (("pearson", "Pearson r"), ("alpha", "Krippendorff's α (interval)")):
             rows = [["a", "b", *(f"C{n}" for n in MAXIMA)]]
             for pair in agreement["pairs"]:
                 cells = [_fixed(c[key], 2, "undef.") for c in pair["criteria"].values()]
                 rows.append([pair["a"], pair["b"], *cells])
-            lines += [f"### Per criterion: {title}", "", *_md_table(rows, 2), ""]
+            lines += [
+                f"### Per criterion: {title}",
+                "",
+                render_table(rows, left=2, markdown=True),
+                "",
+            ]
     return lines
-
-
-def _md_table(rows: list[list[str]], numeric_from: int) -> list[str]:
-    align = ["---" if i < numeric_from else "---:" for i in range(len(rows[0]))]
-    return [f"| {' | '.join(row)} |" for row in [rows[0], align, *rows[1:]]]
 
 
 def _mean_std(group: dict[str, Any]) -> str:
@@ -259,7 +265,3 @@ def _fixed(value: float | None, digits: int, missing: str = "—") -> str:
 
 def _key(value: Any) -> str:
     return "-" if value is None else str(value)
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return statistics.fmean(values) if values else None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from moot.core.metrics.stats import mean
+
 
 def controllability(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """DEBATunE controllability (paper Table 1).
@@ -19,8 +21,8 @@ def controllability(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
         for side in ("affirmative", "negative")
     }
     aff, neg = by_side["affirmative"], by_side["negative"]
-    cc_p = _mean([v["support"] == 100 for v in aff])
-    cc_n = _mean([v["oppose"] == 100 for v in neg])
+    cc_p = mean([v["support"] == 100 for v in aff])
+    cc_n = mean([v["oppose"] == 100 for v in neg])
     return {
         "items": len(items),
         "parse_failures": len(items) - len(parsed),
@@ -28,10 +30,10 @@ def controllability(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "cc_p": cc_p,
         "cc_n": cc_n,
         "overall": None if cc_p is None or cc_n is None else (cc_p + cc_n) / 2,
-        "mean_support_affirmative": _mean([v["support"] for v in aff]),
-        "mean_oppose_affirmative": _mean([v["oppose"] for v in aff]),
-        "mean_support_negative": _mean([v["support"] for v in neg]),
-        "mean_oppose_negative": _mean([v["oppose"] for v in neg]),
+        "mean_support_affirmative": mean([v["support"] for v in aff]),
+        "mean_oppose_affirmative": mean([v["oppose"] for v in aff]),
+        "mean_support_negative": mean([v["support"] for v in neg]),
+        "mean_oppose_negative": mean([v["oppose"] for v in neg]),
     }
 
 
@@ -59,7 +61,7 @@ def pairwise(
         "losses": losses,
         "win_score": None,
         "win_score_ci95": None,
-        "order_inconsistency": _mean([bool(x) for x in inconsistent if x is not None]),
+        "order_inconsistency": mean([bool(x) for x in inconsistent if x is not None]),
     }
     if n:
         values = np.array([{"win": 1, "tie": 0, "loss": -1}[o] for o in valid])
@@ -71,8 +73,3 @@ def pairwise(
             float(np.percentile(scores, 97.5)),
         ]
     return result
-
-
-def _mean(values: Sequence[float | bool]) -> float | None:
-    """The mean, or None when there is nothing to average (reported as n/a, with its count)."""
-    return sum(values) / len(values) if values else None

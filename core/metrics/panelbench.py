@@ -22,6 +22,7 @@ from typing import Any
 from moot.core.data.debates import BP_TEAMS, LABELS, Debate, load_debates
 from moot.core.data.records import ResultLog, atomic_write, write_json
 from moot.core.errors import InputError
+from moot.core.tables import render_table
 
 MODES = ("score", "direct")
 MODE_TITLES = {"score": "Score comparison", "direct": "Direct prediction"}
@@ -378,7 +379,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                         str(final["unjudged"]),
                     ]
                 )
-            lines += ["", f"### {MODE_TITLES[mode]}", "", *_table(rows, numeric_from=2)]
+            lines += ["", f"### {MODE_TITLES[mode]}", "", render_table(rows, left=2, markdown=True)]
         baselines = summary["baselines"]
         if baselines:
             lines += [
@@ -411,14 +412,9 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             "counted wrong; completion = complete judgments / (debates × repeats); team columns "
             "count predicted winners; closing share = CG or CO.",
             "",
-            *_table(rows, numeric_from=2),
+            render_table(rows, left=2, markdown=True),
         ]
     return "\n".join(lines) + "\n"
-
-
-def _table(rows: list[list[str]], numeric_from: int) -> list[str]:
-    align = ["---" if i < numeric_from else "---:" for i in range(len(rows[0]))]
-    return [f"| {' | '.join(row)} |" for row in [rows[0], align, *rows[1:]]]
 
 
 def _rmse_cell(cell: dict[str, Any] | None) -> str:

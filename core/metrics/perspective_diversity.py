@@ -26,17 +26,16 @@ perplexity is exp(0) = 1.0, the best score; such records are flagged ``truncated
 from __future__ import annotations
 
 import copy
+import importlib
 import importlib.util
 import math
-import statistics
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.questions import Answer, PartialAnswer, PartialAnswers
-from moot.core.data.records import ResultLog, claim_folder, stable_id, write_json
-from moot.core.errors import ConfigError, InputError, MootError
+from moot.core.data.questions import PartialAnswer
+from moot.core.errors import ConfigError, MootError
 from moot.prompts import render
 
 VARIANTS = ("paper", "released")
@@ -282,114 +281,6 @@ class PerspectiveDiversityScorer:
             0,
             scored != full,
         )
-
-
-def match_answers(
-    answers: Sequence[Answer],
-    partial_sets: Sequence[PartialAnswers],
-    answers_path: Path,
-    partials_path: Path,
-) -> tuple[list[tuple[Answer, PartialAnswers]], list[str]]:
-    """Pair answers with their partial answers by id; also return the ids no answer uses.
-
-    Raises:
-        InputError: An answer has no partial answers (naming how many and the first id).
-    """
-    by_id = {p.id: p for p in partial_sets}
-    missing = [a.id for a in answers if a.id not in by_id]
-    if missing:
-        raise InputError(
-            answers_path,
-            f"{len(missing)} of {len(answers)} answers have no partial answers in {partials_path}",
-            f"id {missing[0]}",
-        )
-    used = {a.id for a in answers}
-    return [(a, by_id[a.id]) for a in answers], [p.id for p in partial_sets if p.id not in used]
-
-
-def evaluate(
-    pairs: Sequence[tuple[Answer, PartialAnswers]],
-    out_dir: Path,
-    make_scorer: Callable[[], PerspectiveDiversityScorer],
-    claim: dict[str, Any],
-    progress: Callable[[int, int], None] | None = None,
-) -> tuple[list[dict[str, Any]], int]:
-    """Score the pairs not yet in ``out_dir/scores.jsonl``; return (records in order, new).
-
-    The folder is claimed for one scorer and variant (``.moot/pd.json``) before any scoring, so
-    a rerun with other settings cannot mix scores; a record whose answer or partial answers
-    changed is scored again. The scorer is built only when something is left to score, and
-    before a new claim is written: a scorer or window that is refused leaves nothing behind.
-
-    Raises:
-        ConfigError: The folder holds scores from another scorer, variant or window; the scorer
-            cannot be built (from `make_scorer`).
-    """
-    holds = "P.D. scores from another scorer or settings"
-    claimed = (Path(out_dir) / ".moot" / "pd.json").exists()
-    if claimed:  # refuse other settings before loading a scorer
-        claim_folder(out_dir, "pd", claim, holds)
-    log = ResultLog(Path(out_dir) / "scores.jsonl")
-    done = log.load()
-    keys = {a.id: stable_id(a.text, [p.text for p in s.partial_answers]) for a, s in pairs}
-    pending = [(a, s) for a, s in pairs if done.get(a.id, {}).get("input") != keys[a.id]]
-    scorer = make_scorer() if pending else None
-    if not claimed:  # only once the scorer and its window are accepted
-        claim_folder(out_dir, "pd", claim, holds)
-    if scorer is not None:
-        for index, (answer, partial_set) in enumerate(pending):
-            record: dict[str, Any] = {"id": answer.id, "input": keys[answer.id]}
-            try:
-                result = scorer.score(answer.text, partial_set.partial_answers)
-                record.update(status="ok", **result.to_json())
-            except PartialTooLongError as exc:  # deterministic: kept, reported, not retried
-                record.update(status="error", error=str(exc))
-            log.append(record)
-            if progress:
-                progress(index + 1, len(pending))
-    return log.compact_current_first([a.id for a, _ in pairs]), len(pending)
-
-
-def summarize(records: Sequence[dict[str, Any]], **about: Any) -> dict[str, Any]:
-    """Mean, median, count, truncated and error counts of per-answer records."""
-    scores = [r["pd"] for r in records if r["status"] == "ok"]
-    return {
-        "evaluation": "perspective_diversity",
-        **about,
-        "lower_is_better": True,
-        "count": len(scores),
-        "mean": statistics.fmean(scores) if scores else None,
-        "median": statistics.median(scores) if scores else None,
-        "min": min(scores, default=None),
-        "max": max(scores, default=None),
-        "truncated": sum(1 for r in records if r.get("truncated")),
-        "errors": len(records) - len(scores),
-    }
-
-
-def write_report(summary: dict[str, Any], out_dir: Path) -> None:
-    """``summary.json`` and a one-table ``summary.md`` in `out_dir`."""
-    from moot.core.data.records import atomic_write
-
-    write_json(Path(out_dir) / "summary.json", summary)
-
-    def number(value: Any) -> str:
-        return "n/a" if value is None else f"{value:.4g}"
-
-    combine = "sum" if summary["variant"] == "paper" else "mean"
-    lines = [
-        f"# Perspective Diversity ({summary['variant']}: {combine} of perplexities, lower is "
-        "better)",
-        "",
-        f"scorer `{summary['scorer']}`, window {summary['window']} tokens",
-        "",
-        "| answers | mean P.D. | median | min | max | truncated | errors |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-        f"| {summary['count']} | {number(summary['mean'])} | {number(summary['median'])} "
-        f"| {number(summary['min'])} | {number(summary['max'])} | {summary['truncated']} "
-        f"| {summary['errors']} |",
-    ]
-    atomic_write(Path(out_dir) / "summary.md", lambda f: f.write("\n".join(lines) + "\n"))
 
 
 def load_scorer(model: str) -> tuple[Any, Any]:

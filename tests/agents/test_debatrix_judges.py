@@ -12,7 +12,7 @@ from moot.agents.debatrix_judges import (
     judgment_messages,
     winner_schema,
 )
-from moot.cli import FRAMEWORK_NAMES
+from moot.cli.debatrix import FRAMEWORK_NAMES
 from moot.core.data.debates import Debate, Speech
 from moot.core.errors import ConfigError
 

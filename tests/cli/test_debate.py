@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from pathlib import Path
@@ -102,7 +103,7 @@ def test_rerun_skips_finished_debates_and_pays_nothing(server, tmp_path):
     for extra in ([], ["--no-cache"]):
         result = run_moot(*debate_args(server, topics, tmp_path / "out", *extra))
         assert result.returncode == 0, result.stderr
-        assert "done before 8" in result.stdout
+        assert re.search(r"debates +8 +8 +0 +0", result.stdout)
     assert server.requests == []
     assert (tmp_path / "out" / "dataset.jsonl").read_text() == before
 
@@ -142,7 +143,7 @@ def test_failing_debates_are_recorded_exit_nonzero_and_only_they_are_retried(ser
     args = debate_args(server, topics, tmp_path / "out", "--arguments-per-stance", 1)
     result = run_moot(*args)
     assert result.returncode == 1
-    assert "2 failed" in result.stderr and "Traceback" not in result.stderr
+    assert "moot: 2 of 4 debates failed" in result.stderr and "Traceback" not in result.stderr
     debates = read_jsonl(tmp_path / "out" / "debates.jsonl")
     failed = [d for d in debates if d["status"] == "failed"]
     assert len(failed) == 2 and all(

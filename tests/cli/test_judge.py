@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from tests.cli.helpers import popen_moot, read_jsonl, run_moot
 from tests.conftest import shared_data
 
@@ -66,7 +66,7 @@ def test_judges_real_debates_and_counts_parse_failures(tmp_path):
     assert html.startswith("<!doctype html>") and "Verdict" in html
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["complete"] == 3 and summary["parse_failures"] == 0
-    assert rerun.returncode == 0 and "judge calls 0" in rerun.stdout
+    assert rerun.returncode == 0 and "total: 0 calls" in rerun.stdout
     # and PanelBench scores those judgments against the gold labels
     gold = shared_data("panelbench", "debateart.jsonl")
     scored = run_moot("eval", "panelbench", "--predictions", tmp_path / "out", "--gold", gold)
@@ -168,3 +168,41 @@ def test_unknown_dimension_is_a_config_error(tmp_path):
         "judge", "--debates", path, "--out", tmp_path / "out", "--dimensions", "argument,style"
     )
     assert result.returncode == 2 and "unknown 1v1 dimension 'style'" in result.stderr
+
+
+def test_judges_the_debates_moot_debate_made(tmp_path):
+    topic = {
+        "topic": "Should zoos be banned?",
+        "Affirmative": {"arguments": ["Cages cause stress."]},
+        "Negative": {"arguments": ["Zoos save species."]},
+    }
+    topics = tmp_path / "topics.jsonl"
+    topics.write_text(json.dumps(topic) + "\n", encoding="utf-8")
+    # the Affirmative debate's conclusion fails for good: that debate is not judged
+    fault = Fault(kind="500", times=2, match="watching a debate.*Cages cause stress")
+    winner = Rule('Con side debaters are: Negative\n.*"winner"', json.dumps({"winner": "Negative"}))
+    with ScriptedServer(rules=[SCORE, winner], faults=[fault]) as server:
+        made = run_moot(
+            "debate", "--topics", topics, "--out", tmp_path / "run", "--model", "openai/scripted",
+            "--api-base", server.url, "--arguments-per-stance", 1, "--max-retries", 1,
+        )  # fmt: skip
+        assert made.returncode == 1 and "1 of 2 debates failed" in made.stderr
+        debates = {d["status"]: d for d in read_jsonl(tmp_path / "run" / "debates.jsonl")}
+        server.clear_log()
+        result = run_moot(*judge_args(server, tmp_path / "run" / "debates.jsonl", tmp_path / "out"))
+        asked = [m["content"] for r in server.requests if r.body for m in r.body["messages"]]
+    assert result.returncode == 0, result.stderr
+    ok = debates["ok"]
+    assert ok["stance"] == "Negative" and debates["failed"]["stance"] == "Affirmative"
+    (judgment,) = read_jsonl(tmp_path / "out" / "judgments.jsonl")
+    assert judgment["debate"] == ok["id"] and judgment["status"] == "complete"
+    assert (judgment["pro"], judgment["con"]) == (["Affirmative"], ["Negative"])
+    assert judgment["final"]["winner"] == "Negative"
+    # debater A argued the Negative stance, so the con side gives speeches 1 and 3
+    speeches = judgment["dimensions"]["argument"]["speeches"]
+    assert [s["speaker"] for s in speeches] == ["Negative", "Affirmative"] * 2
+    assert [s["speaker"] for s in speeches] == [t["side"] for t in ok["transcript"]]
+    assert all(any(turn["text"] in text for text in asked) for turn in ok["transcript"])
+    assert any("Negative argument: Zoos save species." in text for text in asked)  # info slide
+    assert not any(ok["conclusion"] in text for text in asked)  # not a speech
+    assert not any("Cages cause stress" in text for text in asked)  # the failed debate

@@ -67,7 +67,7 @@ def test_eval_pd_end_to_end_and_resume(gpt2: Path, tmp_path: Path) -> None:
 
     again = run_moot(*args)
     assert again.returncode == 1
-    assert "scored 0 answers, 4 kept" in again.stdout
+    assert "answers        4            4         0       0" in again.stdout
     assert read_jsonl(out / "scores.jsonl") == records
 
     other = run_moot(*args, "--variant", "released")

@@ -105,7 +105,7 @@ def test_query_expansion_merges_round_robin_and_records_failures(index, tmp_path
         result = run_moot(*args)
         calls = len(server.requests)
     assert result.returncode == 1, result.stderr
-    assert "query expansion failed for 1 question(s)" in result.stderr
+    assert "moot: 1 of 2 expansions failed; rerun" in result.stderr
     ok, bad = read_jsonl(out)
     assert ok["status"] == "ok" and ok["perspectives"] == ["raises turnout", "free choice"]
     assert [c["id"] for c in ok["chunks"]] == ["a#0", "b#0"]  # top of each perspective's list

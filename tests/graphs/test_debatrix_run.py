@@ -256,3 +256,30 @@ def test_other_settings_in_the_same_folder_are_refused(tmp_path):
         run(server.url, [debate()], tmp_path, "direct")
         with pytest.raises(ConfigError, match="other settings"):
             run(server.url, [debate()], tmp_path, "debatrix")
+
+
+def test_a_debate_given_twice_is_judged_once(tmp_path):
+    with ScriptedServer(rules=rules("Alice")) as server:
+        once = run(server.url, [debate()], tmp_path / "once", "direct")
+        calls = len(server.requests)
+        twice = run(server.url, [debate(), debate()], tmp_path / "twice", "direct")
+        assert len(server.requests) == 2 * calls  # the cache is off: the same calls once more
+    assert len(once.records) == len(twice.records) == 1 and twice.planned == 1
+    assert len((tmp_path / "twice" / "judgments.jsonl").read_text().splitlines()) == 1
+
+
+def test_the_tally_counts_what_ran(tmp_path):
+    debates = [debate(), debate(words_per_speech=41)]
+    with ScriptedServer(rules=rules("Alice")) as server:
+        spec = parse_spec("openai/scripted", api_base=server.url)
+        settings = JudgeSettings(Role("judge", spec, 0.0), FRAMEWORKS["direct"])
+        client = ModelClient(retry=RetryPolicy(attempts=1))
+        first = asyncio.run(judge_debates(debates[:1], tmp_path, settings, client))
+        summary = asyncio.run(judge_debates(debates, tmp_path, settings, client))
+    assert [(t.unit, t.planned, t.skipped, t.done, t.failed) for t in first.tallies] == [
+        ("judgments", 1, 0, 1, 0)
+    ]
+    assert [(t.unit, t.planned, t.skipped, t.done, t.failed) for t in summary.tallies] == [
+        ("judgments", 2, 1, 1, 0)
+    ]
+    assert (summary.planned, summary.already_done) == (2, 1)

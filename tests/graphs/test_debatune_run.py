@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from moot.core import ModelClient, RetryPolicy, Role, Topic, load_topics, parse_spec
+from moot.core.data.topics import STANCES
 from moot.core.errors import InputError
 from moot.core.testing.scripted_server import Rule, ScriptedServer
 from moot.graphs import DebateRunConfig, Shard, merge_runs, run_debatune
@@ -20,13 +21,13 @@ from tests.conftest import shared_data
 GIVEN = {"Affirmative": ("Zoos protect species.",), "Negative": ("Zoos confine animals.",)}
 
 
-def config(url: str, rounds: int) -> DebateRunConfig:
+def config(url: str, rounds: int, per_stance: int = 1) -> DebateRunConfig:
     spec = parse_spec("openai/scripted", api_base=url)
     return DebateRunConfig(
         Role("debater_a", spec, 0.7),
         Role("debater_b", spec, 1.0),
         rounds=rounds,
-        arguments_per_stance=1,
+        arguments_per_stance=per_stance,
     )
 
 
@@ -76,6 +77,107 @@ def test_the_papers_80_test_topics_debate_end_to_end(tmp_path):
     for topic in topics:  # the first given argument per side is the one debated
         for stance in ("Affirmative", "Negative"):
             assert first[(topic.topic, stance)] == topic.arguments[stance][0]
+
+
+# --- limit, plan order, duplicates, progress ------------------------------------
+
+TWO_ARGUMENTS = '{"arguments": ["First {n} holds.", "Second {n} holds."]}'
+ONE_ARGUMENT = '{"arguments": ["Only {n} holds."]}'
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def debate_in(folder: Path, topics: list[Topic], reply: str, **options: Any) -> tuple[Any, list]:
+    """Run 1-round debates with 2 arguments per stance; the summary and the requests asked."""
+    rules = [Rule(pattern="list your arguments", reply=reply)]
+    with ScriptedServer(rules=rules) as server:
+        client = ModelClient(retry=RetryPolicy(attempts=1))
+        run = run_debatune(topics, folder, config(server.url, 1, per_stance=2), client, **options)
+        summary = asyncio.run(run)
+        asked = [r.body["messages"][-1]["content"] for r in server.requests]
+    return summary, asked
+
+
+def argument_calls(asked: list[str]) -> int:
+    return sum("list your arguments" in text for text in asked)
+
+
+def test_a_limit_debates_the_first_n_and_pays_only_for_the_argument_lists_they_need(tmp_path):
+    topics = [Topic("Zoos"), Topic("Homework"), Topic("Cars")]
+    summary, asked = debate_in(tmp_path, topics, TWO_ARGUMENTS, limit=3)
+    # Zoos' two lists hold 4 arguments: enough for 3 debates, so no other list is asked for
+    assert argument_calls(asked) == 2 and len(asked) == 2 + 3 * 3
+    debates = read_log(tmp_path / "debates.jsonl")
+    assert [(d["topic"], d["stance"]) for d in debates] == [
+        ("Zoos", "Affirmative"),
+        ("Zoos", "Affirmative"),
+        ("Zoos", "Negative"),
+    ]
+    assert summary.ok and (summary.planned, summary.completed) == (3, 3)
+    assert [(t.unit, t.planned, t.done) for t in summary.tallies] == [
+        ("argument lists", 2, 2),
+        ("debates", 3, 3),
+    ]
+    # without the limit, the rest: 4 more lists and the 9 other debates, the 3 done not again
+    summary, asked = debate_in(tmp_path, topics, TWO_ARGUMENTS)
+    assert argument_calls(asked) == 4 and len(asked) == 4 + 9 * 3
+    assert (summary.planned, summary.already_done, summary.completed) == (12, 3, 9)
+
+
+def test_a_limit_asks_for_more_lists_only_when_lists_come_back_short(tmp_path):
+    topics = [Topic("Zoos"), Topic("Homework"), Topic("Cars")]
+    summary, asked = debate_in(tmp_path, topics, ONE_ARGUMENT, limit=3)
+    # two lists were enough had they been full; they held one argument each: one more list
+    assert argument_calls(asked) == 3
+    assert [(t.unit, t.planned) for t in summary.tallies] == [
+        ("argument lists", 2),
+        ("argument lists", 1),
+        ("debates", 3),
+    ]
+    pairs = [("Zoos", "Affirmative"), ("Zoos", "Negative"), ("Homework", "Affirmative")]
+    assert [(d["topic"], d["stance"]) for d in read_log(tmp_path / "debates.jsonl")] == pairs
+    # the log is in plan order, though each round wrote its own lists first
+    assert [(a["topic"], a["stance"]) for a in read_log(tmp_path / "arguments.jsonl")] == pairs
+
+
+def test_logs_end_with_this_runs_items_in_plan_order_then_earlier_ones(tmp_path):
+    first, second = Topic("Zoos"), Topic("Homework")
+    debate_in(tmp_path, [second], TWO_ARGUMENTS, concurrency=8)
+    _, asked = debate_in(tmp_path, [first, second], TWO_ARGUMENTS, concurrency=8)
+    assert argument_calls(asked) == 2  # Homework's lists came from the log
+    order = [(first.topic, s) for s in STANCES] + [(second.topic, s) for s in STANCES]
+    arguments = read_log(tmp_path / "arguments.jsonl")
+    assert [(a["topic"], a["stance"]) for a in arguments] == order
+    topics = [d["topic"] for d in read_log(tmp_path / "debates.jsonl")]
+    assert topics == ["Zoos"] * 4 + ["Homework"] * 4
+    dataset = read_log(tmp_path / "dataset.jsonl")
+    assert [d["id"] for d in dataset] == [d["id"] for d in read_log(tmp_path / "debates.jsonl")]
+    # a run of the second topic alone puts it first and keeps the first topic's after it
+    summary, asked = debate_in(tmp_path, [second], TWO_ARGUMENTS)
+    assert asked == [] and summary.already_done == 4
+    topics = [d["topic"] for d in read_log(tmp_path / "debates.jsonl")]
+    assert topics == ["Homework"] * 4 + ["Zoos"] * 4
+    assert [a["topic"] for a in read_log(tmp_path / "arguments.jsonl")] == ["Homework"] * 2 + [
+        "Zoos"
+    ] * 2
+
+
+def test_an_argument_listed_twice_is_one_debate(tmp_path):
+    twice = {"Affirmative": ("Zoos protect species.",) * 2, "Negative": ("Zoos confine.", "Cages.")}
+    summary, asked = debate_in(tmp_path, [Topic("Zoos", twice)], TWO_ARGUMENTS)
+    assert summary.ok and (summary.planned, summary.completed) == (3, 3)
+    assert len(asked) == 3 * 3  # each debate's two turns and conclusion, once
+    assert len(read_log(tmp_path / "debates.jsonl")) == 3
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["counts"]["debates"] == manifest["counts"]["debates_ok"] == 3
+
+
+def test_given_arguments_run_no_argument_stage_and_still_write_its_log(tmp_path):
+    summary, _ = debate_in(tmp_path, [Topic("Zoos", GIVEN)], TWO_ARGUMENTS)
+    assert [t.unit for t in summary.tallies] == ["debates"]
+    assert (tmp_path / "arguments.jsonl").read_text() == ""  # `moot merge` reads it
 
 
 # --- merge checks every shard before it writes anything ------------------------

@@ -121,7 +121,7 @@ def test_bad_records_name_file_and_index(tmp_path: Path, case: str) -> None:
 
 def test_bad_files_and_options(tmp_path: Path) -> None:
     (tmp_path / "obj.json").write_text('{"a": 1}', encoding="utf-8")
-    with pytest.raises(InputError, match="line 1: missing or empty 'object1'"):
+    with pytest.raises(InputError, match="obj.json, index 0: missing or empty 'object1'"):
         distill_compqa([tmp_path / "obj.json"], tmp_path / "out")
     with pytest.raises(ConfigError, match="--min-score must be between 0 and 19"):
         distill_compqa([tmp_path / "obj.json"], tmp_path / "out", min_score=20)

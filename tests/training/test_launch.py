@@ -275,6 +275,6 @@ def test_sigterm_stops_the_launcher_gracefully_so_it_can_stop_its_workers(tmp_pa
 
 
 def test_the_cli_offers_exactly_the_shipped_launches():
-    from moot import cli
+    from moot.cli import training
 
-    assert cli.LAUNCHES == LAUNCHES
+    assert training.LAUNCHES == LAUNCHES

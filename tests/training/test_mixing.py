@@ -49,6 +49,9 @@ def test_mix_writes_splits_manifest_and_card(tmp_path: Path) -> None:
     assert first["train"] + first["eval"] == 40 and len(second["sha256"]) == 64
     card = (out / "README.md").read_text()
     assert "moot train sft" in card and f"train: {out}" in card
+    header = "| source | weight | rows | duplicates | train | eval |"
+    marks = "| --- | ---: | ---: | ---: | ---: | ---: |"
+    assert f"{header}\n{marks}\n| {tmp_path / 'run'} | 1 | 40 | 0 |" in card
 
 
 def test_split_is_stable_when_data_is_added(tmp_path: Path) -> None:

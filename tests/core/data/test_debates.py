@@ -155,3 +155,96 @@ def test_a_debateart_file_name_without_a_number_is_fine_without_gold_and_an_erro
     write_debateart(tmp_path / "gold", "zoos", ["42,False,False,3,1.0"])
     with pytest.raises(InputError, match=r"zoos\.yml.*must end in _<dart_id>"):
         load_debates(tmp_path / "gold")
+
+
+def debatune_record(**changes) -> dict:
+    """A record of `moot debate`'s debates.jsonl (docs/schemas.md)."""
+    base = {
+        "id": "32995daf93df4780",
+        "topic": "Should zoos be banned?",
+        "stance": "Negative",
+        "argument": "Zoos save species.",
+        "status": "ok",
+        "error": None,
+        "transcript": [
+            {"speaker": "A", "side": "Negative", "round": 0, "text": "Zoos breed rare animals."},
+            {"speaker": "B", "side": "Affirmative", "round": 0, "text": "Cages cause stress."},
+            {"speaker": "A", "side": "Negative", "round": 1, "text": "Stress is managed."},
+            {"speaker": "B", "side": "Affirmative", "round": 1, "text": "Not in small zoos."},
+        ],
+        "conclusion": "Zoos are needed to save species.",
+        "models": {"debater_a": "openai/m", "debater_b": "openai/m"},
+        "rounds": 2,
+        "shard": "0/1",
+    }
+    return {**base, **changes}
+
+
+def test_a_moot_debate_record_is_a_1v1_debate_named_by_side(tmp_path):
+    path = tmp_path / "debates.jsonl"
+    affirmative = debatune_record(
+        id="e1",
+        stance="Affirmative",
+        argument="Cages cause stress.",
+        transcript=[
+            {"speaker": "A", "side": "Affirmative", "round": 0, "text": "Cages cause stress."},
+            {"speaker": "B", "side": "Negative", "round": 0, "text": "Zoos breed rare animals."},
+        ],
+    )
+    path.write_text(json.dumps(debatune_record()) + "\n" + json.dumps(affirmative) + "\n")
+    debates = load_debates(path)
+    assert debates.skipped == 0
+    negative, positive = debates
+    assert negative.motion == "Should zoos be banned?"
+    assert (negative.pro, negative.con) == (("Affirmative",), ("Negative",))
+    # debater A holds the stance: in a Negative record A is con and speaks first
+    assert [(s.speaker, s.content) for s in negative.speeches] == [
+        ("Negative", "Zoos breed rare animals."),
+        ("Affirmative", "Cages cause stress."),
+        ("Negative", "Stress is managed."),
+        ("Affirmative", "Not in small zoos."),
+    ]
+    assert negative.info_slide == "Negative argument: Zoos save species."
+    assert all("needed to save" not in s.content for s in negative.speeches)  # no conclusion
+    assert [s.speaker for s in positive.speeches] == ["Affirmative", "Negative"]
+    assert positive.info_slide == "Affirmative argument: Cages cause stress."
+    assert positive.label("Negative") == 1.0
+
+
+def test_failed_debates_are_skipped_and_counted_and_the_last_line_of_an_id_wins(tmp_path):
+    path = tmp_path / "debates.jsonl"
+    failed = debatune_record(id="f1", status="failed", error="HTTP 500", conclusion=None)
+    lines = [
+        failed,
+        debatune_record(id="d1", status="failed", transcript=[]),  # an interrupted run ...
+        debatune_record(id="d1"),  # ... that finished d1 on its rerun
+        debatune_record(id="d2"),
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    debates = load_debates(path)
+    assert [d.id for d in debates] == ["d1", "d2"] and debates.skipped == 1
+    path.write_text(json.dumps(failed) + "\n")
+    with pytest.raises(InputError, match="no debate to judge: all 1 debate records have a status"):
+        load_debates(path)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"stance": "Positive"}, "'stance' must be 'Affirmative' or 'Negative', got 'Positive'"),
+        ({"topic": 3}, "'topic' must be text, got a number"),
+        ({"transcript": []}, "no speeches"),
+        ({"transcript": [{"speaker": "C", "text": "Hi."}]}, "turn 1: expected"),
+        (
+            {"transcript": [{"speaker": "A", "side": "Affirmative", "text": "Hi."}]},
+            "turn 1: debater A is Negative, not 'Affirmative'",
+        ),
+        ({"transcript": [{"speaker": "B", "text": " "}]}, "speech 1 by 'Affirmative' is empty"),
+    ],
+)
+def test_invalid_moot_debate_records_name_the_record(tmp_path, changes, message):
+    path = tmp_path / "debates.jsonl"
+    path.write_text(json.dumps(debatune_record(**changes)) + "\n")
+    with pytest.raises(InputError, match=message) as caught:
+        load_debates(path)
+    assert str(caught.value).startswith(f"{path}, line 1 (debate '32995daf93df4780'): ")

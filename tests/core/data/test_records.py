@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 from pathlib import Path
@@ -13,10 +14,13 @@ from moot.core.data.records import (
     ResultLog,
     atomic_replace_dir,
     atomic_write,
+    read_input_text,
+    refuse_repeated_ids,
     stable_id,
     write_json,
     write_jsonl,
 )
+from moot.core.errors import InputError
 
 
 def lines(path: Path) -> list[str]:
@@ -190,3 +194,25 @@ def test_stable_id() -> None:
     assert stable_id("x", length=8) == stable_id("x")[:8]
     # Pinned: ids name records across versions and reruns, so the digest must never change.
     assert stable_id("a", 1) == hashlib.sha256(b'["a",1]').hexdigest()[:16]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "offset"),
+    [(b"", 5), (codecs.BOM_UTF8, 8), (b" " * 20_000, 20_005)],  # past the text reader's chunk
+    ids=["plain", "after a BOM", "far in"],
+)
+def test_non_utf8_input_names_its_first_bad_byte(
+    tmp_path: Path, prefix: bytes, offset: int
+) -> None:
+    path = tmp_path / "topics.json"
+    path.write_bytes(prefix + b'["caf\xe9 culture"]')
+    with pytest.raises(InputError) as error:
+        read_input_text(path)
+    assert str(error.value) == f"{path}: not UTF-8 text (byte 0xe9 at offset {offset})"
+
+
+def test_refuse_repeated_ids_names_the_first_repeat() -> None:
+    refuse_repeated_ids("docs.jsonl", ["a", "b", "c"])
+    with pytest.raises(InputError) as error:
+        refuse_repeated_ids("docs.jsonl", ["a", "b", "c", "b", "a"], "repeated document id")
+    assert str(error.value) == "docs.jsonl, id b: repeated document id"

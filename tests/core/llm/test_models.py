@@ -314,6 +314,42 @@ def test_sequential_event_loops_send_each_request_once(same_client: bool) -> Non
     assert reply.retries == 0 and total(second)["retries"] == retries_before
 
 
+def test_prepare_then_two_event_loops_answer_every_request_once() -> None:
+    """The CLI's order: `prepare` outside any loop, then one `asyncio.run` per pipeline."""
+    with ScriptedServer(latency=0.05) as server:
+        client = ModelClient(retry=FAST)
+        role = make_role(server)
+        client.prepare(role.spec)
+
+        async def run(loop: int) -> list[Completion]:
+            asks = [[{"role": "user", "content": f"loop {loop} q{i}"}] for i in range(3)]
+            return await asyncio.gather(*(client.complete(role, a, stage="x") for a in asks))
+
+        replies = asyncio.run(run(1)) + asyncio.run(run(2))
+        logged = chat_requests(server)
+    for thread in threading.enumerate():  # see test_sequential_event_loops_...
+        if "process_request_thread" in thread.name:
+            thread.join(timeout=10)
+    assert len(logged) == 6 and all(r.text and r.retries == 0 for r in replies)
+    assert total(client)["retries"] == 0
+
+
+def test_a_local_model_is_loaded_once_across_prepare_and_event_loops(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.tiny import tiny_llama
+
+    folder = tiny_llama(tmp_path / "tiny", ["zoos", "are", "good", "bad"])
+    role = Role("debater_a", parse_spec(f"hf/{folder}"), 0.0)
+    client = ModelClient()
+    client.prepare(role.spec)  # loads the weights, as the CLI does before its event loop
+    shutil.rmtree(folder)  # loading them again would now fail
+    first = complete(client, role, max_tokens=3)
+    second = complete(client, role, max_tokens=3, seed=1)
+    assert first.completion_tokens == second.completion_tokens == 3
+    assert first.prompt_tokens > 0 and total(client)["calls"] == 2
+
+
 # --- concurrency -------------------------------------------------------------
 
 

@@ -7,13 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.data.questions import Answer, PartialAnswer, PartialAnswers
+from moot.core.data.questions import PartialAnswer
 from moot.core.errors import ConfigError
-from moot.core.metrics.perspective_diversity import (
-    PartialTooLongError,
-    PerspectiveDiversityScorer,
-    evaluate,
-)
+from moot.core.metrics.perspective_diversity import PartialTooLongError, PerspectiveDiversityScorer
 from tests.tiny_gpt2 import tiny_gpt2
 
 ANSWER = (
@@ -160,48 +156,3 @@ def test_bad_options_are_config_errors(gpt2: Path, tmp_path: Path) -> None:
         PerspectiveDiversityScorer(str(gpt2), variant="mean")
     with pytest.raises(ConfigError, match="max length 4096"):
         PerspectiveDiversityScorer(str(gpt2), max_length=4096)
-
-
-def test_scoring_other_answers_into_the_folder_keeps_the_earlier_scores(
-    gpt2: Path, tmp_path: Path
-) -> None:
-    def pairs(key: str) -> list[tuple[Answer, PartialAnswers]]:
-        partials = PartialAnswers(key, "Should UBI be adopted?", tuple(PARTIALS))
-        return [(Answer(key, f"{ANSWER} ({key})"), partials)]
-
-    built: list[PerspectiveDiversityScorer] = []
-
-    def make_scorer() -> PerspectiveDiversityScorer:
-        built.append(PerspectiveDiversityScorer(str(gpt2)))
-        return built[-1]
-
-    claim = {"scorer": "tiny"}
-    first, _ = evaluate(pairs("q1"), tmp_path, make_scorer, claim)
-    evaluate(pairs("q2"), tmp_path, make_scorer, claim)
-    again, scored = evaluate(pairs("q1"), tmp_path, make_scorer, claim)
-
-    assert (again, scored, len(built)) == (first, 0, 2)  # q1 was not scored again
-    logged = [line.split('"id": "')[1][:2] for line in (tmp_path / "scores.jsonl").open()]
-    assert logged == ["q1", "q2"]
-
-
-def test_a_scorer_that_cannot_be_built_leaves_no_claim(gpt2: Path, tmp_path: Path) -> None:
-    partials = PartialAnswers("q1", "Should UBI be adopted?", tuple(PARTIALS))
-    pairs = [(Answer("q1", ANSWER), partials)]
-    out = tmp_path / "out"
-    with pytest.raises(ConfigError, match="max length 4096"):
-        evaluate(pairs, out, lambda: PerspectiveDiversityScorer(str(gpt2), max_length=4096), {})
-    assert not out.exists()
-    # the folder is still free for a run that works, and then held for its settings
-    records, scored = evaluate(pairs, out, lambda: PerspectiveDiversityScorer(str(gpt2)), {"w": 1})
-    assert scored == 1 and records[0]["status"] == "ok"
-    built: list[int] = []
-
-    def make_scorer() -> PerspectiveDiversityScorer:
-        built.append(1)
-        return PerspectiveDiversityScorer(str(gpt2))
-
-    changed = [(Answer("q1", ANSWER + " More."), partials)]
-    with pytest.raises(ConfigError, match="another scorer or settings"):
-        evaluate(changed, out, make_scorer, {"w": 2})
-    assert built == []  # refused before the scorer was loaded

@@ -1,0 +1,180 @@
+"""Retrieval for questions (`moot retrieve`), with BERDS query expansion on the run engine.
+
+Without query expansion each question's top-k chunks are searched directly. With it, a model first
+lists each question's perspectives (`moot.agents.berds_query_expansion`): those calls go through
+`moot.core.runs.run_items`, logged in ``.<out name>.progress.jsonl`` beside the output under a
+stable id (model, sampling, prompt, question text), so a rerun pays only for the questions not yet
+expanded; an expansion that failed (the call, or a reply that cannot be read) is recorded and asked
+again on rerun. Each perspective is then searched and the rankings merge round-robin. The output
+(one record per question: its chunks, or why it has none) is written atomically at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from moot.agents.berds_query_expansion import expand_query, expanded_search
+from moot.core.data.questions import Question
+from moot.core.data.records import ResultLog, check_out_file, stable_id, write_jsonl
+from moot.core.llm.models import ModelClient
+from moot.core.llm.spec import Role
+from moot.core.retrieval.index import Retriever
+from moot.core.runs import Progress, Tally, run_items
+from moot.prompts import template_digest
+
+
+@dataclass(frozen=True)
+class QueryExpansion:
+    """The model that lists each question's perspectives before retrieval (BERDS).
+
+    Args:
+        client: The model layer.
+        role: The expansion model (BERDS used GPT-4).
+        constrained: Send a bounded JSON schema as ``response_format``.
+        seed: Sampling seed.
+    """
+
+    client: ModelClient
+    role: Role
+    constrained: bool = False
+    seed: int = 0
+
+    def identity(self) -> dict[str, Any]:
+        """What makes two expansions of a question the same: model, sampling, prompt."""
+        return {
+            "model": self.role.spec.name,
+            "temperature": self.role.temperature,
+            "constrained": self.constrained,
+            "seed": self.seed,
+            "prompts": template_digest("debateqa/query_expansion.j2"),
+        }
+
+
+@dataclass(frozen=True)
+class RetrieveRun:
+    """What `retrieve_questions` wrote and ran.
+
+    Attributes:
+        records: The output's records, in question order: ``status`` ``ok`` with ``chunks``
+            (and ``perspectives`` with query expansion), else ``error`` with ``error`` or
+            ``parse_failure`` with ``failure``, and no chunks.
+        tallies: What the expansion's `run_items` call did (none without query expansion).
+        k: The chunks asked for per question.
+    """
+
+    records: list[dict[str, Any]]
+    tallies: list[Tally]
+    k: int
+
+    @property
+    def failed(self) -> int:
+        """Questions whose expansion failed (a rerun asks again)."""
+        return sum(1 for r in self.records if r["status"] != "ok")
+
+    @property
+    def short(self) -> int:
+        """Questions that got fewer than k chunks."""
+        return sum(1 for r in self.records if r["status"] == "ok" and len(r["chunks"]) < self.k)
+
+
+async def retrieve_questions(
+    questions: Sequence[Question],
+    retriever: Retriever,
+    out: Path,
+    *,
+    k: int = 10,
+    query_expansion: QueryExpansion | None = None,
+    concurrency: int = 8,
+    progress: Progress | None = None,
+) -> RetrieveRun:
+    """Retrieve up to `k` chunks per question (after query expansion, if asked); write `out`.
+
+    Args:
+        questions: The questions.
+        retriever: The search tool (a local index or web search).
+        out: The output JSONL file (written atomically, every question, failures included).
+        k: Chunks per question.
+        query_expansion: The expansion model, or None to search each question as it is.
+        concurrency: Expansions in flight.
+        progress: The command's progress bar (over the expansions).
+
+    Raises:
+        ConfigError: `out` cannot be written (checked before any model call).
+    """
+    out = Path(out)
+    check_out_file(out)
+    expansions: dict[str, dict[str, Any]] = {}
+    tallies: list[Tally] = []
+    if query_expansion is not None:
+        expansions, tally = await _expand(questions, query_expansion, out, concurrency, progress)
+        tallies.append(tally)
+
+    def search() -> list[dict[str, Any]]:  # indexes are not reentrant: one search at a time
+        records = []
+        for question in questions:
+            record: dict[str, Any] = {
+                "id": question.id,
+                "question": question.text,
+                "retriever": retriever.name,
+                "k": k,
+                "mmr": getattr(retriever, "lam", None),
+                "query_expansion": query_expansion is not None,
+                "trusted_domains": getattr(retriever, "trusted_domains", False),
+            }
+            if query_expansion is None:
+                hits = retriever.search(question.text, k)
+            else:
+                found = expansions[question.id]
+                if found["status"] != "ok":  # its failure, and no chunks
+                    keys = [key for key in ("status", "error", "failure") if key in found]
+                    records.append({**record, **{key: found[key] for key in keys}, "chunks": []})
+                    continue
+                record["perspectives"] = found["perspectives"]
+                hits = expanded_search(retriever, question.text, found["perspectives"], k)
+            records.append({**record, "status": "ok", "chunks": [hit.to_json() for hit in hits]})
+        return records
+
+    records = await asyncio.to_thread(search)
+    write_jsonl(out, records)
+    return RetrieveRun(records, tallies, k)
+
+
+async def _expand(
+    questions: Sequence[Question],
+    expansion: QueryExpansion,
+    out: Path,
+    concurrency: int,
+    progress: Progress | None,
+) -> tuple[dict[str, dict[str, Any]], Tally]:
+    """Each question's expansion record, by question id, and the run's tally."""
+    identity = expansion.identity()
+    ids = {q.id: stable_id("query_expansion", identity, q.text) for q in questions}
+
+    async def expand(item: dict[str, Any]) -> dict[str, Any]:
+        result = await expand_query(
+            expansion.client,
+            expansion.role,
+            item["question"],
+            seed=expansion.seed,
+            constrained=expansion.constrained,
+        )
+        if result.value is None:  # final for this run, asked again by the next
+            failure = result.failure.to_json() if result.failure else result.raw
+            return {**item, "status": "parse_failure", "failure": failure}
+        return {**item, "status": "ok", "perspectives": result.value.perspectives}
+
+    run = await run_items(
+        [{"id": ids[q.id], "question": q.text} for q in questions],  # one text, one expansion
+        expand,
+        ResultLog(out.with_name(f".{out.name}.progress.jsonl")),
+        unit="expansions",
+        concurrency=concurrency,
+        failed=lambda record: record["status"] != "ok",
+        progress=progress,
+    )
+    by_id = {record["id"]: record for record in run.records}
+    return {q.id: by_id[ids[q.id]] for q in questions}, run.tally

@@ -1,0 +1,91 @@
+"""A run folder's LangGraph checkpoints: one SQLite file, one way to run or resume a thread.
+
+Each work item of a graph run (a debate, a judgment) is one checkpointer thread named by the
+item's stable id, so an interrupted item resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from moot.core.errors import ModelCallError
+from moot.core.llm.models import ModelClient
+
+
+@asynccontextmanager
+async def open_checkpoints(out_dir: Path) -> AsyncIterator[Any]:
+    """The checkpointer of a run folder: an ``AsyncSqliteSaver`` on ``.moot/checkpoints.sqlite``.
+
+    Args:
+        out_dir: The run's output folder (created if missing).
+
+    Yields:
+        The open checkpointer, for ``build_*_graph(checkpointer)``.
+    """
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    path = Path(out_dir) / ".moot" / "checkpoints.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+        await saver.conn.execute("PRAGMA journal_mode=WAL")
+        await saver.conn.execute("PRAGMA synchronous=NORMAL")  # 5 ms → 0.4 ms per step
+        yield saver
+
+
+def durability_for(client: ModelClient) -> str:
+    """When a thread writes its checkpoints: ``exit`` with the request cache, ``async`` without.
+
+    With the cache on, finished calls survive a crash in the cache, so a thread checkpoints only
+    when it stops (done or failed): per-step checkpoints cost ~1.5 ms of CPU per call. Without
+    the cache, it checkpoints every step so a resume pays for no finished call again.
+    """
+    return "exit" if client.cache is not None else "async"
+
+
+async def run_thread(
+    graph: Any,
+    thread_id: str,
+    start: dict[str, Any],
+    *,
+    context: Any,
+    steps: int,
+    durability: str,
+    done: Callable[[dict[str, Any]], bool],
+) -> tuple[dict[str, Any], ModelCallError | None]:
+    """Run or resume one thread of `graph` to its end.
+
+    - A finished state in the checkpoint (the item's record was lost in a crash) is used as is,
+      without a call.
+    - A checkpoint a kill left with nothing to resume is deleted and the thread starts afresh.
+    - A checkpoint with a next step resumes from it.
+    - Otherwise the thread starts from `start`.
+
+    Args:
+        graph: A compiled graph with a checkpointer.
+        thread_id: The item's stable id.
+        start: The thread's initial state.
+        context: The graph's runtime context.
+        steps: The recursion limit (supersteps the thread may take).
+        durability: From `durability_for`.
+        done: Whether a saved state is finished.
+
+    Returns:
+        The final state and None; or, when a model call failed for good, the state saved so far
+        and the error.
+    """
+    config = {"configurable": {"thread_id": thread_id}, "recursion_limit": steps}
+    try:
+        saved = await graph.aget_state(config)
+        if saved.values and done(saved.values):
+            return saved.values, None
+        if saved.values and not saved.next:
+            await graph.checkpointer.adelete_thread(thread_id)
+        state = await graph.ainvoke(
+            None if saved.next else start, config, context=context, durability=durability
+        )
+    except ModelCallError as exc:
+        return (await graph.aget_state(config)).values, exc
+    return state, None

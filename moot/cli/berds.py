@@ -1,0 +1,115 @@
+"""BERDS's commands: `moot eval berds` and `moot eval detector` (Chen et al., 2024)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from moot.cli import options as opt
+from moot.cli import runtime
+from moot.cli.registry import Commands
+
+
+def register(commands: Commands) -> None:
+    """Add BERDS's evaluations."""
+    berds = commands.add(
+        "berds",
+        run_berds,
+        "BERDS MRecall@k and Precision@k of retrieved documents",
+        "Ask a detector whether each top-k document supports each gold perspective (the BERDS "
+        "Yes/No prompt), then score MRecall@k and Precision@k per question.",
+        group="eval",
+    )
+    berds.add_argument("--retrieved", type=Path, help="`moot retrieve` output (required)")
+    berds.add_argument(
+        "--perspectives", type=Path, help="questions with 'perspectives' (by id) (required)"
+    )
+    berds.add_argument("-k", type=opt.positive, help="cutoff (the paper used 5 and 10; required)")
+    berds.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
+    opt.required(berds, "retrieved", "perspectives", "k", "out")
+    opt.model_option(
+        berds, "--detector", what="perspective detector", note="the paper used GPT-4 / Mistral-7B"
+    )
+    opt.call_options(berds)
+    opt.run_options(berds, concurrency=16, unit="questions")
+
+    detector = commands.add(
+        "detector",
+        run_detector,
+        "accuracy and F1 of a perspective detector on labelled BERDS pairs",
+        "Score a detector on a TSV of (question, id, document, perspective, label).",
+        group="eval",
+    )
+    detector.add_argument("--pairs", type=Path, help="BERDS pers_det TSV (required)")
+    detector.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
+    opt.required(detector, "pairs", "out")
+    opt.model_option(detector, "--detector", what="the detector under test", default=None)
+    opt.call_options(detector)
+    opt.run_options(detector, concurrency=16, unit="pairs")
+
+
+def run_berds(args: argparse.Namespace) -> int:
+    """`moot eval berds`."""
+    from moot.core.data.questions import load_questions
+    from moot.graphs.berds_eval import evaluate_berds, join_perspectives, load_retrieved
+    from moot.graphs.debateqa_eval import write_summary
+
+    retrieved = runtime.limited(load_retrieved(args.retrieved), args)
+    questions = load_questions(args.perspectives)
+    instances = join_perspectives(retrieved, args.retrieved, questions, args.perspectives, args.k)
+    role = runtime.role_from(args, "perspective_detector")
+    client = runtime.client_for(args, role.spec)
+    result = asyncio.run(
+        evaluate_berds(
+            instances,
+            args.out,
+            role,
+            client,
+            k=args.k,
+            concurrency=args.concurrency,
+            seed=args.seed,
+            progress=runtime.progress_for(args, client),
+        )
+    )
+    sources = {"retrieved": str(args.retrieved), "perspectives": str(args.perspectives)}
+    return _report(args, result, write_summary(result, args.out, sources), client, "scores.jsonl")
+
+
+def run_detector(args: argparse.Namespace) -> int:
+    """`moot eval detector`."""
+    from moot.graphs.berds_eval import evaluate_detector, load_pairs
+    from moot.graphs.debateqa_eval import write_summary
+
+    pairs = runtime.limited(load_pairs(args.pairs), args)
+    role = runtime.role_from(args, "perspective_detector")
+    client = runtime.client_for(args, role.spec)
+    result = asyncio.run(
+        evaluate_detector(
+            pairs,
+            args.out,
+            role,
+            client,
+            concurrency=args.concurrency,
+            seed=args.seed,
+            progress=runtime.progress_for(args, client),
+        )
+    )
+    return _report(
+        args, result, write_summary(result, args.out, {"pairs": str(args.pairs)}), client
+    )
+
+
+def _report(
+    args: argparse.Namespace, result: object, text: str, client: object, *extra: str
+) -> int:
+    if not args.quiet:
+        print(text)
+        for name in ("judgments.jsonl", *extra, "summary.json"):
+            print(f"{name:<16} {args.out / name}")
+    return runtime.finish(
+        args,
+        result.tallies,
+        client.ledger,
+        nothing_read=result.nothing_read,  # type: ignore[attr-defined]
+    )

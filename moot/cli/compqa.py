@@ -1,0 +1,418 @@
+"""CompQA's commands: `moot compare`, `eval compqa`, `report compqa`, `data distill-compqa`.
+
+Nikishina et al., 2025 (arXiv:2502.14476).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from moot.cli import options as opt
+from moot.cli import runtime
+from moot.cli.registry import Commands
+
+_GENERATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def register(commands: Commands) -> None:
+    """Add CompQA's commands."""
+    compare = commands.add(
+        "compare",
+        run_compare,
+        "answer comparative questions in CompQA's four prompting scenarios",
+        "Answer each comparative question (object1, object2, aspect; or free text, whose objects "
+        "the model extracts) in one of CompQA's prompting scenarios: 1 'Compare A and B', 2 with "
+        "an argument list, 3 an analyst's 300-word structured comparison with a one-word best "
+        "option, 4 as 3 with numbered arguments cited [n]. Writes "
+        "OUT/<generator>_scenario_<N>.json (the file `moot eval compqa` reads); a rerun "
+        "answers only what is missing.",
+    )
+    compare.add_argument(
+        "--questions",
+        type=Path,
+        metavar="FILE",
+        help="JSON/JSONL of {object1, object2, aspect?} or of free-text questions, or .txt "
+        "(required)",
+    )
+    compare.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
+    compare.add_argument("--scenario", type=int, choices=(1, 2, 3, 4), help="(required)")
+    opt.required(compare, "questions", "out", "scenario")
+    compare.add_argument(
+        "--arguments", type=Path, metavar="FILE", help="per-object argument lists (scenarios 2, 4)"
+    )
+    compare.add_argument(
+        "--generate-arguments",
+        action="store_true",
+        help="scenarios 2 and 4: ask the model for the arguments",
+    )
+    compare.add_argument(
+        "--generator",
+        metavar="NAME",
+        help="the answers' generator and file name (default: the model's name)",
+    )
+    opt.model_option(compare, what="answering model")
+    opt.max_tokens_option(compare, 1024)
+    opt.call_options(compare)
+    opt.constrained_option(compare, "JSON for extraction and arguments")
+    opt.run_options(compare, concurrency=8, unit="questions")
+
+    judge = commands.add(
+        "compqa",
+        run_eval_compqa,
+        "CompQA 15-criterion rubric judge of comparative answers (total 0-19)",
+        "Score each comparative answer on CompQA's 15 criteria with the paper's judge prompt "
+        "(Nikishina et al., 2025). A reply that breaks the rubric gets one repair round, then "
+        "counts as invalid and is never summed. Writes judged/<input name> per input, "
+        "summary.json and summary.md. Reruns judge only what is missing.",
+        group="eval",
+    )
+    judge.add_argument(
+        "--answers",
+        type=Path,
+        nargs="+",
+        metavar="FILE",
+        help="answer files (JSON list or JSONL of {object1, object2, aspect, comparison}), e.g. "
+        "`moot compare` output or CompQA raw_summaries/*.json (required)",
+    )
+    judge.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
+    opt.required(judge, "answers", "out")
+    judge.add_argument(
+        "--shots",
+        type=int,
+        choices=(0, 1, 3),
+        default=0,
+        help="few-shot examples before the question: the paper's Example 1, or Examples 1-3 "
+        "(default 0, as the released script)",
+    )
+    opt.model_option(judge, "--judge", what="judge model", note="the paper used GPT-4")
+    opt.call_options(judge)
+    opt.constrained_option(judge, "JSON scores")
+    opt.run_options(judge, concurrency=16, unit="answers")
+
+    report = commands.add(
+        "compqa",
+        run_report,
+        "CompQA: mean rubric scores by generator and scenario; agreement with humans",
+        "Aggregate judged CompQA files (`moot eval compqa` output, or files judged elsewhere such "
+        "as CompQA's evaluated_summaries) into mean total ± sample std by group, category and "
+        "criterion means, and invalid-judgment counts; with --human, agreement (Pearson, "
+        "Spearman, Krippendorff's alpha) with human annotation tables. Writes report.json, "
+        "report.md, chart.png and heatmap.png into --out.",
+        group="report",
+    )
+    report.add_argument(
+        "--judged", type=Path, nargs="+", metavar="FILE", help="judged files (required)"
+    )
+    report.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
+    opt.required(report, "judged", "out")
+    report.add_argument(
+        "--human",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="human annotation table, TSV (repeatable; CompQA's evaluation_tables/*.tsv)",
+    )
+    report.add_argument(
+        "--by",
+        default="generator,scenario",
+        metavar="KEYS",
+        help="grouping keys, any of generator,scenario (default generator,scenario)",
+    )
+    report.add_argument(
+        "--drop-out-of-range",
+        action="store_true",
+        help="drop (and list) human criterion values outside their range instead of failing",
+    )
+    opt.common_options(report)
+
+    distill = commands.add(
+        "distill-compqa",
+        run_distill,
+        "judged CompQA answers scoring at least 18 of 19 as SFT records",
+        "Keep the judged comparative answers (CompQA's evaluated_summaries files) that scored at "
+        "least --min-score of 19 and write them as chat SFT records. Exits 1 when none passed.",
+        group="data",
+    )
+    distill.add_argument(
+        "--judged",
+        type=Path,
+        nargs="+",
+        metavar="FILE",
+        help="judged answer files (<generator>_scenario_<N>.json, cam.json, ...) (required)",
+    )
+    distill.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
+    opt.required(distill, "judged", "out")
+    distill.add_argument(
+        "--min-score",
+        type=float,
+        default=18.0,
+        metavar="S",
+        help="lowest total score kept, 0-19 (default 18, the paper's threshold)",
+    )
+    opt.common_options(distill)
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """`moot compare`."""
+    from moot.core.data.compqa_inputs import ArgumentFile, load_compqa_questions
+    from moot.core.errors import ConfigError
+    from moot.graphs.compqa_compare import CompareContext, compare_questions
+
+    wants = args.scenario in (2, 4)
+    if not wants and (args.arguments or args.generate_arguments):
+        raise ConfigError(
+            f"scenario {args.scenario} uses no arguments: drop --arguments/--generate-arguments"
+        )
+    if wants and bool(args.arguments) == args.generate_arguments:
+        raise ConfigError(
+            f"scenario {args.scenario} needs --arguments FILE or --generate-arguments (one of them)"
+        )
+    if args.generator is not None and not _GENERATOR.fullmatch(args.generator):
+        raise ConfigError(
+            f"--generator must be a file-safe name (letters, digits, . _ -), got {args.generator!r}"
+        )
+    questions = runtime.limited(load_compqa_questions(args.questions), args)
+    arguments = ArgumentFile(args.arguments) if args.arguments else None
+    role = runtime.role_from(args, "comparer")
+    client = runtime.client_for(args, role.spec)
+    ctx = CompareContext(
+        client=client,
+        role=role,
+        scenario=args.scenario,
+        arguments=arguments,
+        generate_arguments=args.generate_arguments,
+        constrained=runtime.constrained(args, role),
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+    )
+    run = asyncio.run(
+        compare_questions(
+            questions,
+            args.out,
+            ctx,
+            generator=args.generator,
+            concurrency=args.concurrency,
+            progress=runtime.progress_for(args, client),
+        )
+    )
+    summary = run.summary
+    if not args.quiet:
+        print(
+            f"{summary['answered']}/{summary['questions']} answered (scenario {args.scenario}, "
+            f"{summary['generator']}); {summary['no_arguments']} without arguments, "
+            f"{summary['parse_failures']} unparsed, {summary['errors']} failed; "
+            f"mean {summary['mean_answer_words']} words"
+        )
+        if run.path:
+            print(f"answers {run.path}")
+        print(f"log     {args.out / 'answers.jsonl'}\nsummary {args.out / 'summary.json'}")
+    for record in run.records:
+        name = _describe(record)
+        if record["status"] == "no_arguments":
+            print(f"moot: no arguments for question {name}", file=sys.stderr)
+        elif "parse_failure" in record:
+            failure = record["parse_failure"]
+            print(
+                f"moot: question {name}: could not read the model's {failure['stage']} reply: "
+                f"{failure['error']}",
+                file=sys.stderr,
+            )
+        elif record["status"] == "error":
+            print(f"moot: question {name} failed: {record['error']}", file=sys.stderr)
+    unanswered = run.count("no_arguments") + run.count("parse_failure")
+    return runtime.finish(args, run.tallies, client.ledger, failed=bool(unanswered))
+
+
+def _describe(record: dict[str, Any]) -> str:
+    """``<id> (A vs B, aspect)``, or the free text when the objects are unknown."""
+    found = record.get("extracted") or record
+    if found.get("object1"):
+        aspect = f", {found['aspect']}" if found.get("aspect") else ""
+        return f"{record['question_id']} ({found['object1']} vs {found['object2']}{aspect})"
+    return f"{record['question_id']} ({record['question']!r})"
+
+
+def run_eval_compqa(args: argparse.Namespace) -> int:
+    """`moot eval compqa`."""
+    from moot.graphs.compqa_eval import evaluate_compqa, load_answer_files
+
+    files = load_answer_files(args.answers)  # bad input fails before the judge is contacted
+    if args.limit:
+        files = _first_answers(files, args.limit)
+    role = runtime.role_from(args, "compqa_judge")
+    client = runtime.client_for(args, role.spec)
+    result = asyncio.run(
+        evaluate_compqa(
+            files,
+            args.out,
+            role,
+            client,
+            shots=args.shots,
+            concurrency=args.concurrency,
+            seed=args.seed,
+            constrained=runtime.constrained(args, role),
+            progress=runtime.progress_for(args, client),
+        )
+    )
+    overall = result.summary["overall"]
+    if not args.quiet:
+        print((args.out / "summary.md").read_text(encoding="utf-8"))
+        print(f"judged    {args.out / 'judged'}")
+        print(f"summary   {args.out / 'summary.json'}")
+    if overall["invalid"]:
+        runtime.note(args, f"note: {overall['invalid']} invalid judgment(s): counted, not summed")
+    nothing_read = overall["invalid"] > 0 and overall["n_valid"] == 0
+    return runtime.finish(args, result.tallies, client.ledger, nothing_read=nothing_read)
+
+
+def _first_answers(files: list[Any], limit: int) -> list[Any]:
+    """The answer files cut to their first `limit` answers in all (files left empty dropped)."""
+    from dataclasses import replace
+
+    kept = []
+    for file in files:
+        answers = file.answers[:limit]
+        limit -= len(answers)
+        if answers:
+            kept.append(replace(file, answers=answers))
+    return kept
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """`moot report compqa`."""
+    from moot.core.data.compqa import load_judged
+    from moot.core.data.records import atomic_write, write_json
+    from moot.core.errors import ConfigError
+    from moot.core.metrics.compqa_human import read_human_table
+    from moot.core.metrics.compqa_report import build_report, check_by, report_markdown
+
+    by = check_by(args.by.split(","))
+    for flag, paths in (("--judged", args.judged), ("--human", args.human)):
+        resolved = [p.resolve() for p in paths]
+        twice = {str(p) for p, r in zip(paths, resolved, strict=True) if resolved.count(r) > 1}
+        if twice:
+            raise ConfigError(f"{flag}: {', '.join(sorted(twice))} given twice")
+    judged_files = {path: load_judged(path) for path in args.judged}
+    tables = [read_human_table(path, args.drop_out_of_range) for path in args.human]
+    report = build_report(judged_files, tables, by)
+    write_json(args.out / "report.json", report)
+    markdown = report_markdown(report)
+    atomic_write(args.out / "report.md", lambda f: f.write(markdown))
+    _chart(report["generator_scenario"], args.out / "chart.png")
+    _heatmap(report["groups"], by, args.out / "heatmap.png")
+    if not args.quiet:
+        print(report_markdown(report, full=False), end="")
+        print(f"wrote report.json, report.md, chart.png and heatmap.png to {args.out}")
+    if report["overall"]["n_total"] == 0:
+        print("moot: no judgment has a total; see report.md for why", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_distill(args: argparse.Namespace) -> int:
+    """`moot data distill-compqa`."""
+    from moot.training.compqa_data import distill_compqa
+
+    summary = distill_compqa(args.judged, args.out, min_score=args.min_score)
+    if not args.quiet:
+        print(summary.table())
+    if not summary.kept:
+        print(f"moot: no answer scored >= {args.min_score:g}; nothing written", file=sys.stderr)
+        return 1
+    print(
+        f"wrote {summary.kept} records to {args.out} (dataset.jsonl, dataset/, manifest.json, "
+        f"README.md); {summary.duplicates} duplicate(s) dropped"
+    )
+    if summary.invalid_judgments:
+        runtime.note(
+            args, f"note: {summary.invalid_judgments} invalid or failed judgment(s) skipped"
+        )
+    if summary.unchecked_scores:
+        runtime.note(
+            args, f"note: {summary.unchecked_scores} score(s) kept unchecked: no score_dict"
+        )
+    return 0
+
+
+def _chart(cells: list[dict[str, Any]], path: Path) -> None:
+    """Mean total by generator (x) and scenario (bars), sample std as error bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+    from matplotlib.patches import Patch
+
+    generators = list(dict.fromkeys(c["generator"] for c in cells))
+    scenarios = sorted({c["scenario"] for c in cells}, key=lambda s: (s is None, s))
+    shown = [c for c in cells if c["mean"] is not None]
+    per_generator = {g: [c for c in shown if c["generator"] == g] for g in generators}
+    width = 0.8 / (max(len(group) for group in per_generator.values()) or 1)
+    colors = {s: f"C{k}" for k, s in enumerate(scenarios)}
+    labels = {s: "no scenario" if s is None else f"scenario {s}" for s in scenarios}
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(generators) + 2), 4.2), dpi=120)
+    for x, group in enumerate(per_generator.values()):
+        for k, cell in enumerate(group):  # the generator's bars, centred on its tick
+            ax.bar(
+                x + (k - (len(group) - 1) / 2) * width,
+                cell["mean"],
+                width,
+                yerr=float("nan") if cell["std"] is None else cell["std"],
+                capsize=2,
+                color=colors[cell["scenario"]],
+            )
+    ax.axhline(19, color="gray", linestyle=":", linewidth=0.8)
+    ax.set_xticks(range(len(generators)), generators, rotation=30, ha="right")
+    ax.set_ylim(0, 21)
+    ax.set_ylabel("mean total (0-19) ± sample std")
+    ax.set_title("CompQA: mean rubric total by generator and scenario", fontsize=10)
+    handles = [Patch(color=colors[s], label=labels[s]) for s in scenarios]
+    ax.legend(
+        handles=handles,
+        fontsize=7,
+        ncol=len(scenarios),
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.08),
+    )
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def _heatmap(groups: list[dict[str, Any]], by: tuple[str, ...], path: Path) -> None:
+    """Share of points lost per criterion (columns) and group (rows)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import numpy as np
+    from matplotlib import pyplot as plt
+
+    values = np.array(
+        [[np.nan if v is None else v for v in g["lost"].values()] for g in groups], dtype=float
+    )
+    labels = [" / ".join("-" if g[k] is None else str(g[k]) for k in by) for g in groups]
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.32 * len(groups)), dpi=120)
+    image = ax.imshow(values, cmap="Reds", vmin=0, vmax=1, aspect="auto")
+    for (row, col), value in np.ndenumerate(values):
+        if not np.isnan(value):
+            color = "white" if value > 0.6 else "black"
+            ax.text(col, row, f"{value:.2f}", ha="center", va="center", fontsize=6, color=color)
+    ax.set_xticks(range(values.shape[1]), list(groups[0]["lost"]) if groups else [])
+    ax.set_yticks(range(len(labels)), labels, fontsize=7)
+    ax.set_title("Share of points lost per criterion (valid judgments)", fontsize=10)
+    fig.colorbar(image, ax=ax, fraction=0.03)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def _save(fig: Any, path: Path) -> None:
+    from matplotlib import pyplot as plt
+
+    from moot.core.data.records import atomic_write
+
+    atomic_write(path, lambda f: fig.savefig(f, format="png"), binary=True)
+    plt.close(fig)

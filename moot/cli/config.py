@@ -1,0 +1,91 @@
+"""``--config FILE.yaml``: option values from a file, under the command line.
+
+The keys are the command's flag names (``api-base`` or ``api_base`` for ``--api-base``, ``k`` for
+``-k``); each value is checked and converted exactly as the flag's own parser would, a list for a
+flag that takes several values. The command line is then parsed again with those values as
+defaults, so a flag given there still wins. An unknown key, or a value the flag would refuse, is
+an `InputError` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from moot.core.errors import InputError
+
+_LISTS = ("+", "*")
+
+
+def apply_config(
+    parser: argparse.ArgumentParser, argv: list[str], args: argparse.Namespace
+) -> argparse.Namespace:
+    """Parse `argv` again with the values of ``args.config`` as the command's defaults.
+
+    Raises:
+        InputError: The file cannot be read, is not a mapping, or holds an unknown key or a
+            value its flag refuses.
+    """
+    import yaml
+
+    path = args.config
+    try:
+        values = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise InputError(path, f"cannot read config: {str(exc).splitlines()[0]}") from None
+    if not isinstance(values, dict):
+        raise InputError(path, "expected a mapping of option names to values")
+    command = _command_parser(parser, args.command_fn)
+    flags = {flag: action for action in command._actions for flag in action.option_strings}
+    defaults = {}
+    for key, value in values.items():
+        name = str(key).replace("_", "-")
+        action = flags.get(f"--{name}") or flags.get(f"-{name}")
+        if action is None or action.dest in ("config", "help"):
+            raise InputError(path, f"unknown option {key!r}")
+        defaults[action.dest] = _value(path, key, action, value)
+    command.set_defaults(**defaults)
+    return parser.parse_args(argv)
+
+
+def _value(path: Path, key: object, action: argparse.Action, value: object) -> object:
+    """`value` checked and converted as the flag's own parser would."""
+    if action.nargs == 0:  # an on/off flag
+        if not isinstance(value, bool):
+            raise InputError(path, f"option {key!r}: expected true or false")
+        return value
+    if value is None:
+        if action.default is not None:  # e.g. `rounds:` with nothing after it
+            raise InputError(path, f"option {key!r}: needs a value")
+        return None
+    if action.nargs in _LISTS or isinstance(action, argparse._AppendAction):
+        items = value if isinstance(value, list) else [value]
+        return [_one(path, key, action, item) for item in items]
+    if isinstance(value, list | dict):
+        raise InputError(path, f"option {key!r}: expected one value, got a list or mapping")
+    return _one(path, key, action, value)
+
+
+def _one(path: Path, key: object, action: argparse.Action, value: object) -> object:
+    try:
+        converted = (action.type or str)(str(value))
+    except (ValueError, TypeError, argparse.ArgumentTypeError) as exc:
+        raise InputError(path, f"option {key!r}: {exc}") from None
+    if action.choices is not None and converted not in action.choices:
+        shown = ", ".join(map(str, action.choices))
+        raise InputError(path, f"option {key!r}: {value!r} is not one of {shown}")
+    return converted
+
+
+def _command_parser(parser: argparse.ArgumentParser, fn: Any) -> argparse.ArgumentParser:
+    """The (sub)parser whose command is `fn`, searched through every level of commands."""
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        for sub in action.choices.values():
+            if sub.get_default("command_fn") is fn:
+                return sub
+            try:
+                return _command_parser(sub, fn)
+            except LookupError:
+                continue
+    raise LookupError(fn)

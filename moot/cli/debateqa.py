@@ -1,0 +1,343 @@
+"""DebateQA's commands: `moot answer`, `curate`, `eval pd`, `eval da` (Xu et al., 2024)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import sys
+from pathlib import Path
+
+from moot.cli import options as opt
+from moot.cli import runtime
+from moot.cli.registry import Commands
+from moot.cli.retrieval import retriever_from_args
+
+PROMPT_CHOICES = ("basic", "comprehensive", "detailed")
+PD_VARIANTS = ("paper", "released")
+
+
+def register(commands: Commands) -> None:
+    """Add DebateQA's commands."""
+    answer = commands.add(
+        "answer",
+        run_answer,
+        "answer debatable questions: plain, vanilla RAG or ReAct RAG (DebateQA)",
+        "Answer each question with DebateQA's system prompts, alone (plain), with the top-k "
+        "chunks of an index (rag), or as a ReAct agent that searches up to 3 times (react). One "
+        "record per question in OUT/answers.jsonl; a rerun answers only what is missing.",
+    )
+    answer.add_argument("--questions", type=Path, help="questions file (required)")
+    answer.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
+    opt.required(answer, "questions", "out")
+    answer.add_argument("--mode", choices=("plain", "rag", "react"), default="plain")
+    answer.add_argument(
+        "--prompt", choices=PROMPT_CHOICES, default="basic", help="system prompt (default basic)"
+    )
+    opt.retrieval_options(answer)
+    answer.add_argument("-k", type=opt.positive, default=10, help="chunks for --mode rag (10)")
+    answer.add_argument(
+        "--search-k", type=opt.positive, default=3, help="chunks per ReAct search (3)"
+    )
+    answer.add_argument(
+        "--max-searches",
+        type=opt.positive,
+        default=3,
+        help="ReAct searches, the first on the question (3)",
+    )
+    opt.model_option(answer, what="answering model")
+    opt.max_tokens_option(answer, 1024)
+    opt.call_options(answer)
+    opt.run_options(answer, concurrency=8, unit="questions")
+
+    curate = commands.add(
+        "curate",
+        run_curate,
+        "curate partial answers (points of view + explanations) from documents (DebateQA)",
+        "DebateQA Algorithm 1: for each question, retrieve documents, extract the points of view "
+        "they hold, explain each in at most 300 words from its documents, and drop near-duplicate "
+        "POVs. Writes OUT/partial_answers.jsonl, the file `moot eval pd` reads.",
+    )
+    curate.add_argument("--questions", type=Path, help="questions file (required)")
+    curate.add_argument(
+        "--docs",
+        type=Path,
+        help="a `moot index` folder, or a corpus (indexed into OUT/index with BM25) (required)",
+    )
+    curate.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
+    opt.required(curate, "questions", "docs", "out")
+    curate.add_argument(
+        "--documents", type=opt.positive, default=10, help="documents retrieved per question (10)"
+    )
+    curate.add_argument(
+        "--threshold",
+        type=float,
+        default=0.75,
+        help="POVs more similar than this (cosine) are duplicates (0.75, the paper's)",
+    )
+    curate.add_argument(
+        "--embedder", default=None, help="sentence embedder for duplicates (all-MiniLM-L6-v2)"
+    )
+    opt.model_option(curate, what="curating model")
+    opt.max_tokens_option(curate, 1024)
+    opt.call_options(curate)
+    opt.run_options(curate, concurrency=4, unit="questions")
+
+    pd = commands.add(
+        "pd",
+        run_pd,
+        "DebateQA Perspective Diversity: perplexity of partial answers given the answer",
+        "P.D. = sum over a question's partial answers of their perplexity under a local causal "
+        "LM, conditioned on the answer + 'Please restate.' in the scorer's chat template (lower "
+        "is better). --variant released reproduces DebateQA's released script (mean, no "
+        "instruction, context in the denominator, answers over the window score 1.0). Reruns "
+        "score only what is missing.",
+        group="eval",
+    )
+    pd.add_argument("--answers", type=Path, help="answers (id, answer|generation) (required)")
+    pd.add_argument(
+        "--partial-answers",
+        type=Path,
+        help="questions with partial_answers [{POV, Explanation}] (by id) (required)",
+    )
+    opt.required(pd, "answers", "partial_answers")
+    pd.add_argument(
+        "--scorer",
+        default="gpt2",
+        metavar="HF_MODEL_OR_PATH",
+        help="model folder, cached hub id or local/smollm2 (default gpt2, as the paper; "
+        "nothing is downloaded)",
+    )
+    pd.add_argument("--variant", choices=PD_VARIANTS, default="paper", help="default paper")
+    pd.add_argument(
+        "--batch-size", type=opt.positive, default=8, metavar="N", help="partial answers per pass"
+    )
+    pd.add_argument(
+        "--max-length",
+        type=opt.positive,
+        metavar="TOKENS",
+        help="scoring window (default: the scorer's context length)",
+    )
+    pd.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="output folder (default: ANSWERS_STEM.pd-VARIANT-SCORER next to the answers)",
+    )
+    pd.add_argument("--limit", type=opt.positive, metavar="N", help="only the first N answers")
+    opt.common_options(pd)
+
+    da = commands.add(
+        "da",
+        run_da,
+        "DebateQA Dispute Awareness: share of answers that say the question is debated",
+        "Judge each answer with DebateQA's few-shot 0/1 prompt, reading only the judge's reply. "
+        "Reruns judge only what is missing.",
+        group="eval",
+    )
+    da.add_argument("--answers", type=Path, help="answers (id, answer|generation) (required)")
+    da.add_argument(
+        "--questions", type=Path, help="questions joined by id, for answers without 'question'"
+    )
+    da.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
+    opt.required(da, "answers", "out")
+    opt.model_option(
+        da, "--judge", what="judge model", note="the paper used MiniCPM-2B / Phi-3 mini"
+    )
+    opt.call_options(da)
+    opt.run_options(da, concurrency=16, unit="answers")
+
+
+def run_answer(args: argparse.Namespace) -> int:
+    """`moot answer`."""
+    from moot.core.data.questions import load_questions
+    from moot.core.errors import ConfigError
+    from moot.graphs.debateqa_answer import AnswerContext, answer_questions
+
+    questions = runtime.limited(load_questions(args.questions), args)
+    retriever = None
+    if args.mode != "plain":
+        if not (args.index or args.web):
+            raise ConfigError(f"--mode {args.mode} needs --index DIR (or --web)")
+        retriever = retriever_from_args(args)
+    elif args.index or args.web:
+        raise ConfigError("--mode plain retrieves nothing: drop --index/--web or use rag/react")
+    role = runtime.role_from(args, "answerer")
+    client = runtime.client_for(args, role.spec)
+    ctx = AnswerContext(
+        client=client,
+        role=role,
+        mode=args.mode,
+        prompt=args.prompt,
+        retriever=retriever,
+        k=args.k,
+        search_k=args.search_k,
+        max_searches=args.max_searches,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+    )
+    progress = runtime.progress_for(args, client)
+    run = asyncio.run(
+        answer_questions(questions, args.out, ctx, concurrency=args.concurrency, progress=progress)
+    )
+    summary = run.summary
+    if not args.quiet:
+        print(
+            f"{summary['answered']}/{summary['questions']} answered ({args.mode}, {args.prompt}); "
+            f"mean {summary['mean_answer_words']} words"
+        )
+        print(f"answers {args.out / 'answers.jsonl'}\nsummary {args.out / 'summary.json'}")
+    return runtime.finish(args, run.tallies, client.ledger)
+
+
+def run_curate(args: argparse.Namespace) -> int:
+    """`moot curate`."""
+    from moot.core.data.questions import load_questions
+    from moot.core.errors import ConfigError
+    from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER, Embedder
+    from moot.core.retrieval.index import Index, LocalRetriever, build_index
+    from moot.graphs.debateqa_curate import CurateContext, curate
+
+    if not 0 < args.threshold <= 1:
+        raise ConfigError(f"--threshold must be in (0, 1], got {args.threshold:g}")
+    questions = runtime.limited(load_questions(args.questions), args)
+    if (args.docs / "index.json").is_file():
+        index = Index.load(args.docs)
+    elif (args.out / "index" / "index.json").is_file():
+        index = Index.load(args.out / "index")  # built by an earlier run of this command
+    else:
+        index = build_index(args.docs, args.out / "index")
+    role = runtime.role_from(args, "curator")
+    client = runtime.client_for(args, role.spec)
+    ctx = CurateContext(
+        client=client,
+        role=role,
+        retriever=LocalRetriever(index),
+        embedder=Embedder(args.embedder or DEFAULT_EMBEDDER),
+        documents=args.documents,
+        threshold=args.threshold,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+    )
+    progress = runtime.progress_for(args, client)
+    run = asyncio.run(
+        curate(questions, args.out, ctx, concurrency=args.concurrency, progress=progress)
+    )
+    summary = run.summary
+    if not args.quiet:
+        print(
+            f"{summary['curated']}/{summary['questions']} questions curated: "
+            f"{summary['povs_extracted']} POVs, {summary['duplicates_removed']} duplicates removed"
+        )
+        print(f"partial answers {args.out / 'partial_answers.jsonl'}")
+    if run.unparsed:
+        print(
+            f"moot: {run.unparsed} questions got no readable POV list (see curation.jsonl)",
+            file=sys.stderr,
+        )
+    return runtime.finish(args, run.tallies, client.ledger, failed=bool(run.unparsed))
+
+
+def run_pd(args: argparse.Namespace) -> int:
+    """`moot eval pd`."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never download a scorer at run time
+    from moot.core.data.questions import load_answers, load_partial_answers
+    from moot.core.data.records import package_versions
+    from moot.core.metrics.perspective_diversity import PerspectiveDiversityScorer, scorer_identity
+    from moot.graphs.debateqa_pd import match_answers, score_answers, summarize, write_report
+
+    answers = runtime.limited(load_answers(args.answers), args)
+    partial_sets = load_partial_answers(args.partial_answers)
+    pairs, unused = match_answers(answers, partial_sets, args.answers, args.partial_answers)
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(args.scorer).name or args.scorer)
+    out = args.out or args.answers.with_name(f"{args.answers.stem}.pd-{args.variant}-{slug}")
+    if unused and not args.limit:
+        runtime.note(
+            args,
+            f"note: {len(unused)} partial-answer sets have no answer (first: id {unused[0]})",
+        )
+    claim = {
+        "evaluation": "perspective_diversity",
+        "scorer": scorer_identity(args.scorer),
+        "variant": args.variant,
+        "max_length": args.max_length,
+    }
+
+    def make_scorer() -> PerspectiveDiversityScorer:
+        from transformers.utils import logging
+
+        logging.disable_progress_bar()
+        return PerspectiveDiversityScorer(
+            args.scorer, args.variant, batch_size=args.batch_size, max_length=args.max_length
+        )
+
+    run = asyncio.run(
+        score_answers(pairs, out, make_scorer, claim, progress=runtime.progress_for(args))
+    )
+    summary = summarize(
+        run.records,
+        variant=args.variant,
+        scorer=args.scorer,
+        scorer_identity=claim["scorer"],
+        window=run.window or _previous_window(out),
+        partial_answer_sets_without_answer=len(unused),
+        sources={"answers": str(args.answers), "partial_answers": str(args.partial_answers)},
+        versions=package_versions("moot", "transformers", "torch"),
+    )
+    write_report(summary, out)
+    if not args.quiet:
+        print((out / "summary.md").read_text(encoding="utf-8"))
+        print(f"scores {out / 'scores.jsonl'}")
+    if summary["errors"]:
+        print(
+            f"moot: {summary['errors']} answers could not be scored (a partial answer longer "
+            f"than the window); see 'error' in {out / 'scores.jsonl'}",
+            file=sys.stderr,
+        )
+    return runtime.finish(args, run.tallies, failed=bool(summary["errors"]))
+
+
+def _previous_window(out: Path) -> int | None:
+    """The window an earlier run recorded (this run scored nothing, so built no scorer)."""
+    import json
+
+    previous = out / "summary.json"
+    if previous.exists():
+        return json.loads(previous.read_text(encoding="utf-8")).get("window")
+    return None
+
+
+def run_da(args: argparse.Namespace) -> int:
+    """`moot eval da`."""
+    from moot.core.data.questions import load_answers, load_questions
+    from moot.graphs.debateqa_eval import (
+        evaluate_dispute_awareness,
+        with_questions,
+        write_summary,
+    )
+
+    questions = load_questions(args.questions) if args.questions else []
+    answers = with_questions(load_answers(args.answers), args.answers, questions, args.questions)
+    sources = {"answers": str(args.answers)}
+    if args.questions:
+        sources["questions"] = str(args.questions)
+    role = runtime.role_from(args, "da_judge")
+    client = runtime.client_for(args, role.spec)
+    result = asyncio.run(
+        evaluate_dispute_awareness(
+            runtime.limited(answers, args),
+            args.out,
+            role,
+            client,
+            concurrency=args.concurrency,
+            seed=args.seed,
+            progress=runtime.progress_for(args, client),
+        )
+    )
+    text = write_summary(result, args.out, sources)
+    if not args.quiet:
+        print(text)
+        for name in ("judgments.jsonl", "summary.json"):
+            print(f"{name:<16} {args.out / name}")
+    return runtime.finish(args, result.tallies, client.ledger, nothing_read=result.nothing_read)

@@ -1,0 +1,157 @@
+"""Debatrix's commands: `moot judge`, `moot eval panelbench` (Liang et al., ACL 2024)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from moot.cli import options as opt
+from moot.cli import runtime
+from moot.cli.registry import Commands
+
+FRAMEWORK_NAMES = ("debatrix", "non-iterative", "chronological", "dimensional", "direct")
+
+
+def register(commands: Commands) -> None:
+    """Add Debatrix's commands."""
+    judge = commands.add(
+        "judge",
+        run_judge,
+        "judge debates speech by speech (Debatrix) or with a baseline framework",
+        "Judge each debate per dimension, speech by speech with memory (Debatrix), and combine "
+        "the dimensions in a panel; or use one of the paper's baselines. Debates come from a "
+        "JSON/JSONL file (moot's schema, PanelBench, or a `moot debate` run's debates.jsonl) or "
+        "a DebateArt folder. Writes judgments.jsonl, summary.json and a report per judgment; "
+        "reruns resume.",
+    )
+    judge.add_argument("--debates", help="debates: JSON/JSONL file or DebateArt folder (required)")
+    judge.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
+    opt.required(judge, "debates", "out")
+    judge.add_argument("--framework", choices=FRAMEWORK_NAMES, default="debatrix")
+    judge.add_argument(
+        "--dimensions",
+        type=opt.names,
+        metavar="A,B,...",
+        help="dimensions of split frameworks (default argument,source,language; "
+        "BP: argument,support,clash,language)",
+    )
+    judge.add_argument(
+        "--weights",
+        type=opt.weights,
+        metavar="A=W,...",
+        help="panel weights (default: the paper's)",
+    )
+    judge.add_argument("--repeats", type=opt.positive, default=1, help="judgments per debate")
+    judge.add_argument("--analysis-tokens", type=opt.positive, default=1024, metavar="N")
+    judge.add_argument("--judgment-tokens", type=opt.positive, default=1536, metavar="N")
+    judge.add_argument("--report", choices=("md", "html"), default="md", help="report format")
+    opt.model_option(judge, "--judge", what="judge model", note="the paper used ChatGPT and GPT-4")
+    opt.call_options(judge)
+    opt.constrained_option(judge, "JSON scores and winners")
+    opt.run_options(judge, concurrency=4, unit="debates")
+
+    panelbench = commands.add(
+        "panelbench",
+        run_panelbench,
+        "score `moot judge` outputs against PanelBench gold (DebateArt RMSE, BP accuracy)",
+        "RMSE x 100 of final and dimensional verdicts against DebateArt gold, from debater "
+        "scores and from named winners; BP accuracy, completion and winners' positions. "
+        "Unparsed, incomplete, failed and unjudged items are counted, never imputed.",
+        group="eval",
+    )
+    panelbench.add_argument(
+        "--predictions",
+        type=Path,
+        nargs="+",
+        metavar="DIR",
+        help="`moot judge` output folders, one per framework (required)",
+    )
+    panelbench.add_argument(
+        "--gold", type=Path, help="debates with gold: JSON/JSONL or DebateArt folder (required)"
+    )
+    opt.required(panelbench, "predictions", "gold")
+    panelbench.add_argument(
+        "--out", type=Path, metavar="DIR", help="output folder (default: the first DIR/panelbench)"
+    )
+    panelbench.add_argument(
+        "--tie-margin",
+        type=float,
+        default=3.0,
+        metavar="POINTS",
+        help="source and language scores within this are a tie (default 3, the paper's)",
+    )
+    opt.common_options(panelbench)
+
+
+def run_judge(args: argparse.Namespace) -> int:
+    """`moot judge`."""
+    from moot.agents.debatrix_judges import FRAMEWORKS
+    from moot.core.data.debates import load_debates
+    from moot.graphs.debatrix_run import JudgeSettings, judge_debates
+
+    debates = load_debates(args.debates)
+    skipped = debates.skipped  # `moot debate` records that did not finish
+    debates = runtime.limited(debates, args)
+    role = runtime.role_from(args, "judge")
+    settings = JudgeSettings(
+        role=role,
+        framework=FRAMEWORKS[args.framework],
+        dimensions=args.dimensions,
+        weights=args.weights or {},
+        seed=args.seed,
+        constrained=runtime.constrained(args, role),
+        analysis_tokens=args.analysis_tokens,
+        judgment_tokens=args.judgment_tokens,
+    )
+    settings.plan(debates)  # bad dimensions fail before the judge is contacted
+    client = runtime.client_for(args, role.spec)
+    if skipped:
+        runtime.note(args, f"note: {skipped} debate(s) not judged: their status is not ok")
+    summary = asyncio.run(
+        judge_debates(
+            debates,
+            args.out,
+            settings,
+            client,
+            repeats=args.repeats,
+            concurrency=args.concurrency,
+            report_format=args.report,
+            progress=runtime.progress_for(args, client),
+        )
+    )
+    if not args.quiet:
+        print(
+            f"judged {len(summary.records)}: {summary.count('complete')} complete, "
+            f"{summary.count('incomplete')} incomplete (prompt over the context window), "
+            f"{summary.count('error')} failed; {summary.parse_failures} unparsed scores or winners"
+        )
+        out = args.out
+        print(f"judgments {out / 'judgments.jsonl'}\nsummary   {out / 'summary.json'}")
+        print(f"reports   {out / 'reports'}")
+    for record in summary.records:
+        if record["status"] == "error":
+            print(f"moot: failed {record['debate']}: {record['reason']}", file=sys.stderr)
+    return runtime.finish(args, summary.tallies, client.ledger, nothing_read=summary.nothing_read)
+
+
+def run_panelbench(args: argparse.Namespace) -> int:
+    """`moot eval panelbench`."""
+    from moot.core.errors import ConfigError
+    from moot.core.metrics.panelbench import (
+        TIE_MARGINS,
+        evaluate_panelbench,
+        write_panelbench_report,
+    )
+
+    if not args.tie_margin >= 0:  # also rejects nan
+        raise ConfigError(f"--tie-margin must be 0 or more, got {args.tie_margin:g}")
+    margins = {name: args.tie_margin for name in TIE_MARGINS}
+    summary = evaluate_panelbench(args.predictions, args.gold, margins=margins)
+    out = args.out or args.predictions[0] / "panelbench"
+    write_panelbench_report(summary, out)
+    if not args.quiet:
+        print((out / "summary.md").read_text(encoding="utf-8"))
+        print(f"summary {out / 'summary.json'}\nchart   {out / 'chart.png'}")
+    return 0

@@ -1,0 +1,268 @@
+"""DEBATunE's commands: `moot debate`, `merge-shards`, `generate`, `eval controllability|quality`.
+
+Li et al., ACL 2024.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from moot.cli import options as opt
+from moot.cli import runtime
+from moot.cli.registry import Commands
+
+CHAT_TEMPLATES = ("alpaca", "llama-2", "llama-3", "vicuna", "zephyr")
+
+
+def register(commands: Commands) -> None:
+    """Add DEBATunE's commands."""
+    debate = commands.add(
+        "debate",
+        run_debate,
+        "generate DEBATunE debate data",
+        "Two agents with opposite stances debate each argument for M rounds; the supporting "
+        "agent concludes a statement that becomes an SFT record. Reruns resume; see docs/cli.md.",
+    )
+    debate.add_argument("--topics", help="topics file, datasets folder or hub name (required)")
+    debate.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
+    opt.required(debate, "topics", "out")
+    debate.add_argument("--arguments-per-stance", type=opt.positive, default=3, metavar="K")
+    debate.add_argument("--rounds", type=opt.positive, default=2, metavar="M")
+    debate.add_argument("--turn-tokens", type=opt.positive, default=800, help="budget per turn")
+    debate.add_argument("--conclusion-tokens", type=opt.positive, default=2048)
+    debate.add_argument("--shard", default="0/1", metavar="I/N", help="run shard I of N (0-based)")
+    opt.model_option(debate, what="model of both debaters")
+    opt.call_options(debate, temperature=0.7)
+    opt.debater_options(debate)
+    opt.run_options(debate, concurrency=8, unit="debates")
+
+    merge = commands.add(
+        "merge-shards",
+        run_merge,
+        "join the output folders of `moot debate --shard I/N` runs",
+        "Join the output folders of `moot debate --shard I/N` runs into one dataset.",
+        aliases=("merge",),
+    )
+    merge.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
+    merge.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
+    opt.required(merge, "out")
+    merge.add_argument(
+        "--allow-partial", action="store_true", help="merge even if shards are missing"
+    )
+    opt.common_options(merge)
+
+    generate = commands.add(
+        "generate",
+        run_generate,
+        "answer the DEBATunE test instructions with a model",
+        "Answer each topic's instructions (the paper's inference instruction, one per side and "
+        "argument) and write the model-output format the judges read.",
+    )
+    generate.add_argument(
+        "--dataset", help="topics with arguments per side (debate_test_v1_arg.jsonl shape)"
+    )
+    generate.add_argument("--out", type=Path, metavar="FILE", help="output JSON file")
+    opt.required(generate, "dataset", "out", "model")
+    opt.model_option(
+        generate,
+        what="provider/model, local/smollm2, or a local model / LoRA adapter folder",
+        default=None,
+    )
+    generate.add_argument(
+        "--template",
+        choices=CHAT_TEMPLATES,
+        help="chat template for a local model folder (default: its own)",
+    )
+    opt.max_tokens_option(generate, 2048)
+    opt.call_options(generate)
+    opt.run_options(generate, concurrency=8, unit="instructions")
+
+    for name, run, text in (
+        ("controllability", run_eval, "share of responses judged 100% on their side (CC_P, CC_N)"),
+        ("quality", run_eval, "pairwise quality against a baseline, both orders (W/T/L, score)"),
+    ):
+        sub = commands.add(name, run, text.replace("%", "%%"), text, group="eval")
+        sub.set_defaults(evaluation=name)
+        sub.add_argument("--responses", type=Path, help="responses to judge (required)")
+        sub.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
+        opt.required(sub, "responses", "out")
+        if name == "quality":
+            sub.add_argument("--baseline", type=Path, help="the baseline's responses (required)")
+            opt.required(sub, "baseline")
+            sub.add_argument(
+                "--stride",
+                type=opt.positive,
+                default=1,
+                help="judge every S-th item (3 = the paper's 160-item subset)",
+            )
+            sub.add_argument(
+                "--mask",
+                action="append",
+                default=[],
+                type=opt.non_blank,
+                metavar="NAME",
+                help="replace NAME in both answers with [masked] (repeatable)",
+            )
+        opt.model_option(sub, "--judge", what="judge model", note="the paper used GPT-4")
+        opt.call_options(sub)
+        opt.constrained_option(sub, "JSON")
+        opt.run_options(sub, concurrency=16, unit="responses")
+
+
+def run_debate(args: argparse.Namespace) -> int:
+    """`moot debate`."""
+    from moot.core.data.topics import load_topics
+    from moot.graphs.debatune_run import DebateRunConfig, Shard, check_run_folder, run_debatune
+
+    shard = Shard.parse(args.shard)
+    topics = load_topics(args.topics)
+    role_a = runtime.debater_role(args, "a", "debater_a")
+    role_b = runtime.debater_role(args, "b", "debater_b")
+    config = DebateRunConfig(
+        debater_a=role_a,
+        debater_b=role_b,
+        rounds=args.rounds,
+        arguments_per_stance=args.arguments_per_stance,
+        seed=args.seed,
+        turn_tokens=args.turn_tokens,
+        conclusion_tokens=args.conclusion_tokens,
+    )
+    check_run_folder(args.out, config, shard)
+    client = runtime.client_for(args, role_a.spec, role_b.spec)
+    # warnings only once every check passed: refused input gets its one error line alone
+    if role_a.spec == role_b.spec and role_a.temperature == role_b.temperature:
+        runtime.note(
+            args,
+            f"warning: both debaters use {role_a.spec.name} at temperature "
+            f"{role_a.temperature:g}; set --model-b or --temperature-b for distinct voices",
+        )
+    if opt.DEFAULT_MODEL in (role_a.spec.name, role_b.spec.name):
+        runtime.note(args, runtime.DEMO_NOTE)
+    summary = asyncio.run(
+        run_debatune(
+            topics,
+            args.out,
+            config,
+            client,
+            concurrency=args.concurrency,
+            shard=shard,
+            source=str(args.topics),
+            limit=args.limit,
+            progress=runtime.progress_for(args, client),
+        )
+    )
+    if not args.quiet:
+        out = summary.out_dir
+        print(
+            f"dataset   {out / 'dataset.jsonl'}  ({summary.dataset_records} records; "
+            f"datasets copy in {out / 'dataset'})"
+        )
+        print(f"debates   {out / 'debates.jsonl'}")
+        print(f"manifest  {out / 'manifest.json'}")
+    for failure in summary.failures:
+        print(f"moot: failed {failure['id']}: {failure['error']}", file=sys.stderr)
+    return runtime.finish(args, summary.tallies, client.ledger)
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    """`moot merge-shards` (also `moot merge`)."""
+    from moot.graphs.debatune_merge import merge_runs
+
+    counts = merge_runs(args.dirs, args.out, allow_partial=args.allow_partial)
+    if not args.quiet:
+        print(
+            f"merged {len(args.dirs)} folder(s) into {args.out}: {counts['debates']} debates, "
+            f"{counts['dataset_records']} dataset records, {counts['failures']} failed"
+        )
+    if counts["failures"]:
+        print(
+            f"moot: {counts['failures']} failed in the shards; rerun their `moot debate` "
+            "commands, then merge again",
+            file=sys.stderr,
+        )
+    return 1 if counts["failures"] else 0
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    """`moot generate`."""
+    from moot.core.data.records import check_out_file
+    from moot.core.data.topics import load_topics
+    from moot.core.errors import ConfigError
+    from moot.graphs.debatune_generate import answer_instructions, debate_test_instructions
+    from moot.prompts import template_source
+
+    check_out_file(args.out, [args.dataset])
+    items = debate_test_instructions(load_topics(args.dataset), args.dataset)
+    text = f"hf/{args.model}" if Path(args.model).is_dir() else args.model
+    template = template_source(f"chat_templates/{args.template}.j2") if args.template else None
+    role = runtime.role_from(args, "generator", text, chat_template=template)
+    if template and role.spec.transport != "hf":
+        raise ConfigError("--template applies to local model folders only")
+    client = runtime.client_for(args, role.spec)
+    result = asyncio.run(
+        answer_instructions(
+            runtime.limited(items, args),
+            args.out,
+            role,
+            client,
+            concurrency=args.concurrency,
+            max_tokens=args.max_tokens,
+            seed=args.seed,
+            progress=runtime.progress_for(args, client),
+        )
+    )
+    if not args.quiet and not result.failed:
+        print(f"responses {args.out}")
+    if result.failed:
+        print(f"moot: {args.out} not written: it needs every answer", file=sys.stderr)
+    return runtime.finish(args, result.tallies, client.ledger)
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """`moot eval controllability` and `moot eval quality`."""
+    from moot.core.data.responses import load_responses
+    from moot.graphs.debatune_eval import (
+        align,
+        evaluate_controllability,
+        evaluate_quality,
+        write_report,
+    )
+
+    responses = load_responses(args.responses)
+    sources = {"responses": str(args.responses)}
+    if args.evaluation == "quality":
+        baseline = load_responses(args.baseline)
+        align(responses, baseline, args.baseline)
+        sources["baseline"] = str(args.baseline)
+    role = runtime.role_from(args, f"{args.evaluation}_judge")
+    client = runtime.client_for(args, role.spec)
+    options = {
+        "concurrency": args.concurrency,
+        "seed": args.seed,
+        "constrained": runtime.constrained(args, role),
+        "progress": runtime.progress_for(args, client),
+    }
+    responses = runtime.limited(responses, args)
+    if args.evaluation == "quality":
+        baseline = runtime.limited(baseline, args)
+        run = evaluate_quality(
+            responses,
+            baseline,
+            args.out,
+            role,
+            client,
+            stride=args.stride,
+            mask=args.mask,
+            **options,
+        )
+    else:
+        run = evaluate_controllability(responses, args.out, role, client, **options)
+    result = asyncio.run(run)
+    write_report(result, args.out, sources)
+    if not args.quiet:
+        print((args.out / "summary.md").read_text(encoding="utf-8"))
+        print(f"judgments {args.out / 'judgments.jsonl'}\nchart     {args.out / 'chart.png'}")
+    return runtime.finish(args, result.tallies, client.ledger, nothing_read=result.nothing_read)

@@ -1,0 +1,41 @@
+"""`moot models check`: one round trip to a model, before a long run pays for many."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+
+from moot.cli import options as opt
+from moot.cli import runtime
+from moot.cli.registry import Commands
+
+
+def register(commands: Commands) -> None:
+    """Add `moot models check`."""
+    check = commands.add("check", run_check, "one round trip: latency and tokens", group="models")
+    check.add_argument("spec", metavar="SPEC", help="provider/model, e.g. local/smollm2")
+    opt.call_options(check)
+    check.set_defaults(timeout=60.0, max_retries=0, no_cache=True, cache=None)
+    opt.common_options(check)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """`moot models check SPEC`: the reply's latency and tokens, without the cache or retries."""
+    from moot.core.errors import EndpointError, ModelCallError
+
+    role = runtime.role_from(args, "check", args.spec)
+    client = runtime.client_for(args, role.spec)
+    messages = [{"role": "user", "content": "Reply with one short sentence: are you ready?"}]
+    start = time.perf_counter()
+    try:
+        reply = asyncio.run(client.complete(role, messages, stage="check", max_tokens=32, seed=0))
+    except ModelCallError as exc:
+        raise EndpointError(str(exc)) from None
+    latency = time.perf_counter() - start
+    print(
+        f"{role.spec.name}: ok in {latency * 1000:.0f} ms, {reply.prompt_tokens} prompt + "
+        f"{reply.completion_tokens} completion tokens"
+    )
+    print(f"reply: {reply.text.strip()[:200]}")
+    return 0

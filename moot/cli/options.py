@@ -1,0 +1,219 @@
+"""Every shared flag of the CLI, declared once, in groups commands compose.
+
+A command adds the groups it needs (`model_option`, `call_options`, `run_options`, ...) and its
+own flags. A flag a command cannot run without is declared with `required=True` here, not in
+argparse: it may also come from ``--config``, so it is checked after the config is applied
+(`moot.cli.runtime.check_required`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+DEFAULT_MODEL = "local/smollm2"
+
+
+def positive(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):  # also rejects nan
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def names(text: str) -> tuple[str, ...]:
+    """An argparse type: comma-separated names."""
+    found = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not found:
+        raise argparse.ArgumentTypeError("expected comma-separated names")
+    return found
+
+
+def weights(text: str) -> dict[str, float]:
+    """An argparse type: ``NAME=WEIGHT,...`` with weights of 0 or more."""
+    found = {}
+    for part in text.split(","):
+        name, _, value = part.partition("=")
+        try:
+            weight = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected NAME=WEIGHT, got {part!r}") from None
+        if not name.strip() or not weight >= 0:
+            raise argparse.ArgumentTypeError(f"expected NAME=WEIGHT with WEIGHT >= 0, got {part!r}")
+        found[name.strip()] = weight
+    return found
+
+
+def non_blank(text: str) -> str:
+    """An argparse type: a name that is not blank."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must be a non-blank name")
+    return text
+
+
+def required(parser: argparse.ArgumentParser, *dests: str) -> None:
+    """Mark flags the command needs, on the command line or in ``--config``."""
+    marked = parser.get_default("required_flags") or ()
+    parser.set_defaults(required_flags=(*marked, *dests))
+
+
+def common_options(parser: argparse.ArgumentParser, config: bool = True) -> None:
+    """``--config``, ``--quiet`` and ``--debug``: every command has them.
+
+    Args:
+        parser: The command's parser.
+        config: Add ``--config`` (`moot train sft` has a config file of its own).
+    """
+    group = parser.add_argument_group("output")
+    if config:
+        group.add_argument(
+            "--config", type=Path, metavar="FILE", help="YAML file of option values (keys = flags)"
+        )
+    group.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    group.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
+    )
+
+
+def run_options(parser: argparse.ArgumentParser, concurrency: int, unit: str) -> None:
+    """What every model-calling command shares: concurrency, a limit, the cache, and output.
+
+    Args:
+        parser: The command's parser.
+        concurrency: Its default ``--concurrency``.
+        unit: What one item is, for the help text (``debates``, ``questions``).
+    """
+    group = parser.add_argument_group("run")
+    group.add_argument(
+        "--concurrency",
+        type=positive,
+        default=concurrency,
+        metavar="N",
+        help=f"{unit} in flight at once (default {concurrency})",
+    )
+    group.add_argument(
+        "--limit", type=positive, metavar="N", help=f"only the first N {unit} (default: all)"
+    )
+    group.add_argument(
+        "--cache", type=Path, metavar="FILE", help="request cache file (default $MOOT_CACHE_DIR)"
+    )
+    group.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    common_options(parser)
+
+
+def model_option(
+    parser: argparse.ArgumentParser,
+    flag: str = "--model",
+    *,
+    what: str = "model",
+    default: str | None = DEFAULT_MODEL,
+    note: str = "",
+) -> None:
+    """The model spec of a command's one model role, as ``--model``, ``--judge`` or ``--detector``.
+
+    Its value is always ``args.model``.
+    """
+    shown = f"default {default}" if default else "required"
+    parser.add_argument(
+        flag,
+        dest="model",
+        default=default,
+        metavar="SPEC",
+        help=f"{what} ({shown}{'; ' + note if note else ''})",
+    )
+    if default is None:
+        required(parser, "model")
+
+
+def call_options(parser: argparse.ArgumentParser, temperature: float = 0.0) -> None:
+    """How a command's model is called: endpoint, key, sampling, timeouts, retries, window."""
+    group = parser.add_argument_group("model calls")
+    group.add_argument("--api-base", metavar="URL", help="OpenAI-compatible server of the model")
+    group.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the key")
+    group.add_argument(
+        "--temperature",
+        type=float,
+        default=temperature,
+        help=f"sampling temperature (default {temperature:g})",
+    )
+    group.add_argument("--seed", type=int, default=0, help="base sampling seed (default 0)")
+    group.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="S",
+        help="seconds per request before it is retried (default 120; 600 for local/*)",
+    )
+    group.add_argument(
+        "--max-retries", type=int, default=5, metavar="N", help="retries per call (default 5)"
+    )
+    group.add_argument(
+        "--max-concurrency",
+        type=positive,
+        metavar="N",
+        help="requests in flight per model and endpoint (default 16)",
+    )
+    group.add_argument(
+        "--context-window", type=positive, metavar="TOKENS", help="the model's context window"
+    )
+
+
+def debater_options(parser: argparse.ArgumentParser) -> None:
+    """Per-debater overrides of `moot debate`: ``--model-a``, ``--api-base-b``, ..."""
+    group = parser.add_argument_group("debaters (default: --model, --api-base, --temperature)")
+    for role in ("a", "b"):
+        group.add_argument(f"--model-{role}", metavar="SPEC", help=f"debater {role.upper()}")
+        group.add_argument(f"--api-base-{role}", metavar="URL")
+        group.add_argument(f"--temperature-{role}", type=float, metavar="T")
+
+
+def max_tokens_option(parser: argparse.ArgumentParser, default: int) -> None:
+    """``--max-tokens``: the completion budget per call."""
+    parser.add_argument(
+        "--max-tokens",
+        type=positive,
+        default=default,
+        metavar="N",
+        help=f"completion budget per call (default {default})",
+    )
+
+
+def constrained_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--constrained/--no-constrained``: send a JSON schema as ``response_format``."""
+    parser.add_argument(
+        "--constrained",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"ask for schema-constrained {what} (default: on for local/smollm2)",
+    )
+
+
+def retrieval_options(parser: argparse.ArgumentParser) -> None:
+    """The flags that choose a search tool (`moot retrieve`, `moot answer`)."""
+    group = parser.add_argument_group("retrieval")
+    group.add_argument("--index", type=Path, metavar="DIR", help="index from moot index")
+    group.add_argument("--retriever", choices=("bm25", "dense", "hybrid"), default="bm25")
+    group.add_argument(
+        "--embedder", metavar="MODEL", help="dense/hybrid query embedder (default: the index's)"
+    )
+    group.add_argument("--mmr", type=float, metavar="LAMBDA", help="MMR re-ranking, in [0, 1]")
+    group.add_argument(
+        "--trusted-domains", action="store_true", help="keep .edu .org .gov .info .pro URLs only"
+    )
+    group.add_argument("--web", action="store_true", help="Brave web search instead of --index")
+    group.add_argument("--search-key-env", default="MOOT_SEARCH_API_KEY", metavar="VAR")
+    group.add_argument("--search-api-base", metavar="URL", help="web search API root")

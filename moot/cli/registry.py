@@ -1,0 +1,53 @@
+"""The command tree: each paper's CLI module adds its commands to a `Commands`."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from typing import Any
+
+#: The command groups (``moot eval ...``) and their help.
+GROUPS = {
+    "eval": "judge and score outputs (DEBATunE, PanelBench, DebateQA, BERDS, CompQA)",
+    "report": "aggregate judged outputs into reports",
+    "data": "build SFT datasets: CompQA distillation, mixing",
+    "train": "LoRA SFT (trl + peft), on one process or many",
+    "models": "model utilities",
+}
+
+
+class Commands:
+    """The command tree each paper's CLI module adds its commands to.
+
+    Args:
+        subparsers: The root parser's subcommands.
+    """
+
+    def __init__(self, subparsers: Any) -> None:
+        self._root = subparsers
+        self._groups: dict[str, Any] = {}
+
+    def add(
+        self,
+        name: str,
+        run: Callable[[argparse.Namespace], int],
+        help: str,  # noqa: A002 - argparse's own name for it
+        description: str | None = None,
+        *,
+        group: str | None = None,
+        aliases: Sequence[str] = (),
+    ) -> argparse.ArgumentParser:
+        """Add command `name` (under `group`, e.g. ``eval``) that `run` runs; its parser."""
+        where = self._group(group) if group else self._root
+        parser = where.add_parser(
+            name, help=help, description=description or help, aliases=list(aliases)
+        )
+        parser.set_defaults(command_fn=run)
+        return parser
+
+    def _group(self, name: str) -> Any:
+        if name not in self._groups:
+            parser = self._root.add_parser(name, help=GROUPS[name], description=GROUPS[name])
+            parser.set_defaults(command_fn=lambda _: parser.print_help() or 2)
+            self._groups[name] = parser.add_subparsers(title="commands", metavar="COMMAND")
+        return self._groups[name]

@@ -1,0 +1,148 @@
+"""Retrieval commands shared by DebateQA and BERDS: `moot index` and `moot retrieve`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from moot.cli import options as opt
+from moot.cli import runtime
+from moot.cli.registry import Commands
+
+
+def register(commands: Commands) -> None:
+    """Add `moot index` and `moot retrieve`."""
+    index = commands.add(
+        "index",
+        run_index,
+        "chunk a corpus and build a BM25 (and dense) index",
+        "Chunk documents (JSON/JSONL records or a folder of .txt/.md/.html files) into "
+        "~2000-character chunks and write a bm25s index, and dense vectors with --dense.",
+    )
+    index.add_argument("--docs", type=Path, metavar="PATH", help="corpus file/folder (required)")
+    index.add_argument("--out", type=Path, metavar="DIR", help="index folder (required)")
+    opt.required(index, "docs", "out")
+    index.add_argument("--chunk-chars", type=int, default=2000, metavar="N", help="default 2000")
+    index.add_argument(
+        "--dense",
+        nargs="?",
+        const="",  # the default embedder, resolved in the command (moot --help stays light)
+        metavar="MODEL",
+        help="also store sentence embeddings (no value: the bundled all-MiniLM-L6-v2)",
+    )
+    opt.common_options(index)
+
+    retrieve = commands.add(
+        "retrieve",
+        run_retrieve,
+        "retrieve chunks for questions",
+        "Retrieve chunks for each question from a local index (or the web with --web) and write "
+        "one JSONL record per question. With --query-expansion an LLM lists perspectives "
+        "(BERDS) and the per-perspective results merge round-robin; a question whose expansion "
+        "fails is recorded as failed and the command exits 1.",
+    )
+    retrieve.add_argument("--questions", type=Path, metavar="FILE", help="questions (required)")
+    retrieve.add_argument("--out", type=Path, metavar="FILE", help="output JSONL (required)")
+    opt.required(retrieve, "questions", "out")
+    retrieve.add_argument("-k", type=int, default=10, help="chunks per question (10)")
+    opt.retrieval_options(retrieve)
+    retrieve.add_argument(
+        "--query-expansion", action="store_true", help="BERDS LLM query expansion"
+    )
+    opt.model_option(retrieve, what="query-expansion model", note="BERDS used GPT-4")
+    opt.call_options(retrieve)
+    opt.constrained_option(retrieve, "JSON for the expansion")
+    opt.run_options(retrieve, concurrency=8, unit="questions")
+
+
+def run_index(args: argparse.Namespace) -> int:
+    """`moot index`."""
+    from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER
+    from moot.core.retrieval.index import build_index
+
+    dense = DEFAULT_EMBEDDER if args.dense == "" else args.dense
+    index = build_index(args.docs, args.out, chunk_chars=args.chunk_chars, dense=dense)
+    if not args.quiet:
+        m = index.manifest
+        dense = f", dense vectors ({m['embedder']})" if m["embedder"] else ""
+        print(f"indexed {m['documents']} documents as {m['chunks']} chunks{dense}: {args.out}")
+    return 0
+
+
+def run_retrieve(args: argparse.Namespace) -> int:
+    """`moot retrieve`."""
+    from moot.core.data.questions import load_questions
+    from moot.core.data.records import check_out_file
+    from moot.core.errors import ConfigError
+    from moot.graphs.berds_retrieve import QueryExpansion, retrieve_questions
+
+    if args.k < 1:
+        raise ConfigError(f"-k must be a positive integer, got {args.k}")
+    if args.mmr is not None and not 0 <= args.mmr <= 1:  # also rejects nan
+        raise ConfigError(f"--mmr must be between 0 and 1, got {args.mmr:g}")
+    inputs = [args.questions, args.index] if args.index else [args.questions]
+    check_out_file(args.out, inputs)  # before query expansion pays for calls
+    questions = runtime.limited(load_questions(args.questions), args)
+    retriever = retriever_from_args(args)
+    expansion, client = None, None
+    if args.query_expansion:
+        role = runtime.role_from(args, "query_expander")
+        client = runtime.client_for(args, role.spec)
+        expansion = QueryExpansion(client, role, runtime.constrained(args, role), args.seed)
+    run = asyncio.run(
+        retrieve_questions(
+            questions,
+            retriever,
+            args.out,
+            k=args.k,
+            query_expansion=expansion,
+            concurrency=args.concurrency,
+            progress=runtime.progress_for(args, client),
+        )
+    )
+    if run.short:
+        print(
+            f"warning: {run.short} of {len(questions)} question(s) got fewer than {args.k} chunks",
+            file=sys.stderr,
+        )
+    if not args.quiet:
+        print(f"retrieved up to {args.k} chunks per question with {retriever.name}: {args.out}")
+    return runtime.finish(args, run.tallies, client.ledger if client else None)
+
+
+def retriever_from_args(args: argparse.Namespace) -> Any:
+    """The search tool the `retrieval_options` name, checked before any model call.
+
+    Raises:
+        ConfigError: Neither or both of --index and --web, or flags that do not apply.
+        InputError: A missing or damaged index.
+    """
+    from moot.core.errors import ConfigError
+
+    if args.web == bool(args.index):
+        raise ConfigError("give --index DIR or --web (one of them)")
+    if args.web:
+        if args.mmr is not None or args.embedder or args.retriever != "bm25":
+            raise ConfigError("--web takes no --mmr, --embedder or --retriever")
+        from moot.core.retrieval.websearch import BRAVE_API_BASE, WebSearchRetriever
+
+        return WebSearchRetriever(
+            api_key_env=args.search_key_env,
+            api_base=args.search_api_base or BRAVE_API_BASE,
+            trusted_domains=args.trusted_domains,
+        )
+    from moot.core.retrieval.index import Index, LocalRetriever
+
+    index = Index.load(args.index)
+    if args.embedder and args.retriever == "bm25":
+        raise ConfigError("--embedder applies to --retriever dense or hybrid")
+    return LocalRetriever(
+        index,
+        retriever=args.retriever,
+        mmr=args.mmr,
+        trusted_domains=args.trusted_domains,
+        embedder=args.embedder,
+    )

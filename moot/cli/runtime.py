@@ -1,0 +1,204 @@
+"""What commands share when they run: roles, the model client, progress, the summary, exit codes.
+
+Heavy libraries are imported inside these functions, so ``moot --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+DEMO_NOTE = (
+    "note: local/smollm2 is the embedded 135M demo model: fluent, often off-topic or on the wrong "
+    "side. Use a real model (--model, --judge) for real data."
+)
+
+
+def note(args: argparse.Namespace, text: str) -> None:
+    """A warning or note on stderr, unless ``--quiet``."""
+    if not args.quiet:
+        print(text, file=sys.stderr)
+
+
+def check_required(args: argparse.Namespace) -> None:
+    """Every flag the command needs was given, on the command line or in ``--config``.
+
+    Raises:
+        ConfigError: One is missing (the first, named as a flag).
+    """
+    from moot.core.errors import ConfigError
+
+    for dest in getattr(args, "required_flags", ()):
+        if getattr(args, dest, None) is None:
+            flag = "--" + dest.replace("_", "-")
+            raise ConfigError(f"missing {flag} (on the command line or as `{dest}:` in --config)")
+
+
+def spec_from(args: argparse.Namespace, text: str, **options: Any) -> Any:
+    """A model spec from its text and the command's `call_options`."""
+    from moot.core.llm.spec import parse_spec
+
+    return parse_spec(
+        text,
+        api_base=options.pop("api_base", args.api_base),
+        api_key_env=args.api_key_env,
+        timeout=args.timeout,
+        max_concurrency=args.max_concurrency,
+        context_window=args.context_window,
+        **options,
+    )
+
+
+def role_from(args: argparse.Namespace, name: str, text: str | None = None, **options: Any) -> Any:
+    """The command's one model role (``args.model`` unless `text` is given), noting the demo model.
+
+    Args:
+        args: The parsed command line.
+        name: The role's ledger name (``judge``, ``answerer``).
+        text: The spec text, if not ``args.model``.
+        **options: More `parse_spec` options (``chat_template``).
+    """
+    from moot.core.llm.spec import Role
+
+    spec = spec_from(args, text or args.model, **options)
+    if spec.transport == "embedded":
+        note(args, DEMO_NOTE)
+    return Role(name, spec, args.temperature)
+
+
+def debater_role(args: argparse.Namespace, suffix: str, name: str) -> Any:
+    """Debater A or B of `moot debate`: its own ``--model-X`` etc., else the shared ones.
+
+    A debater with its own ``--model-X`` does not inherit ``--api-base``.
+    """
+    from moot.core.llm.spec import Role
+
+    own_model = getattr(args, f"model_{suffix}")
+    api_base = getattr(args, f"api_base_{suffix}") or (None if own_model else args.api_base)
+    spec = spec_from(args, own_model or args.model, api_base=api_base)
+    temperature = getattr(args, f"temperature_{suffix}")
+    return Role(name, spec, args.temperature if temperature is None else temperature)
+
+
+def client_for(args: argparse.Namespace, *specs: Any) -> Any:
+    """The model layer for a command, with credentials and endpoints checked before any work.
+
+    Raises:
+        ConfigError: ``--max-retries`` below 0, or a missing key.
+        EndpointError: An endpoint that refuses connections.
+    """
+    from moot.core.errors import ConfigError
+    from moot.core.llm.models import ModelClient, RetryPolicy
+
+    if args.max_retries < 0:
+        raise ConfigError("--max-retries must be 0 or more")
+    cache = None
+    if not args.no_cache:
+        from moot.core.llm.cache import RequestCache, default_cache_path
+
+        cache = RequestCache(args.cache or default_cache_path())
+    client = ModelClient(cache=cache, retry=RetryPolicy(attempts=args.max_retries + 1))
+    for spec in specs:
+        client.prepare(spec)
+    return client
+
+
+def constrained(args: argparse.Namespace, role: Any) -> bool:
+    """``--constrained`` as given, else on for the embedded model (it decodes to the schema)."""
+    if args.constrained is None:
+        return role.spec.transport == "embedded"
+    return bool(args.constrained)
+
+
+def progress_for(args: argparse.Namespace, client: Any = None) -> Any:
+    """The command's progress bar (on a terminal, unless ``--quiet``), with `client`'s usage."""
+    from moot.core.runs import Progress
+
+    ledger = client.ledger if client is not None else None
+    return Progress(enabled=not args.quiet and sys.stderr.isatty(), ledger=ledger)
+
+
+def limited(items: Sequence[Any], args: argparse.Namespace) -> list[Any]:
+    """The first ``--limit`` items (all without it)."""
+    return list(items[: args.limit] if args.limit else items)
+
+
+def finish(
+    args: argparse.Namespace,
+    tallies: Sequence[Any],
+    ledger: Any = None,
+    *,
+    nothing_read: bool = False,
+    failed: bool = False,
+) -> int:
+    """Print the run's summary table (unless ``--quiet``) and the failures; the exit code.
+
+    Args:
+        args: The parsed command line.
+        tallies: What each `run_items` of the command did.
+        ledger: The model layer's usage ledger (None: the command called no model server).
+        nothing_read: A judge answered, but not one of its replies could be read.
+        failed: Something else failed that the command has already reported.
+
+    Returns:
+        1 if any item failed, nothing was read, or `failed`; else 0.
+    """
+    if not args.quiet:
+        print()
+        print(summary_table(tallies, ledger))
+    for tally in tallies:
+        if tally.failed:
+            print(
+                f"moot: {tally.failed} of {tally.planned} {tally.unit} failed; rerun the same "
+                "command to retry them",
+                file=sys.stderr,
+            )
+    if nothing_read:
+        print(
+            "moot: not one judge reply could be read (each is recorded with its problem), so "
+            "nothing was measured; check the judge model and its replies in the output",
+            file=sys.stderr,
+        )
+    return 1 if failed or nothing_read or any(t.failed for t in tallies) else 0
+
+
+def summary_table(tallies: Sequence[Any], ledger: Any = None) -> str:
+    """Items planned / done before / done now / failed per stage, then calls, tokens and cost."""
+    from moot.core.tables import render_table
+
+    parts = []
+    if tallies:
+        rows = [("items", "planned", "done before", "done now", "failed", "seconds")]
+        rows += [
+            (t.unit, t.planned, t.skipped, t.done, t.failed, f"{t.seconds:.1f}") for t in tallies
+        ]
+        parts.append(render_table(rows))
+    if ledger is None:
+        return "\n\n".join(parts)
+    if ledger.entries:
+        rows = [("role", "stage", "model", "calls", "cached", "prompt", "completion", "cost $")]
+        rows += [
+            (
+                role,
+                stage,
+                model,
+                u.calls,
+                u.cache_hits,
+                u.prompt_tokens,
+                u.completion_tokens,
+                f"{u.cost_usd:.4f}",
+            )
+            for (role, stage, model), u in sorted(ledger.entries.items())
+        ]
+        parts.append(render_table(rows, left=3))
+    total = ledger.total()
+    cost = f"${total.cost_usd:.4f}"
+    if ledger.unpriced:
+        cost += f" (+ unpriced: {', '.join(sorted(ledger.unpriced))})"
+    parts.append(
+        f"total: {total.calls} calls ({total.cache_hits} cached), "
+        f"{total.prompt_tokens + total.completion_tokens} tokens, cost {cost}"
+    )
+    return "\n\n".join(parts)

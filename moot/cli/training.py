@@ -1,0 +1,153 @@
+"""Training commands: `moot train sft`, `moot train merge`, `moot data mix`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from moot.cli import options as opt
+from moot.cli.registry import Commands
+
+LAUNCHES = ("ddp", "fsdp", "zero3", "zero3-offload")
+
+
+def register(commands: Commands) -> None:
+    """Add the training and dataset-mixing commands."""
+    sft = commands.add(
+        "sft",
+        run_sft,
+        "LoRA SFT with assistant-only loss",
+        "Fine-tune a LoRA adapter with trl's SFTTrainer: a YAML config (over a preset), then "
+        "section.key=value overrides. Resumes from the last checkpoint; a finished run is not "
+        "redone.",
+        group="train",
+    )
+    sft.add_argument(
+        "--config",
+        dest="train_config",
+        type=Path,
+        metavar="FILE",
+        help="the run's YAML config (sections model, data, lora, training; required)",
+    )
+    opt.required(sft, "train_config")
+    sft.add_argument(
+        "overrides", nargs="*", metavar="SECTION.KEY=VALUE", help="e.g. training.epochs=1"
+    )
+    launch = sft.add_argument_group("launch on many processes (accelerate launch)")
+    launch.add_argument("--launch", choices=LAUNCHES, help="distributed strategy")
+    launch.add_argument("--num-processes", type=opt.positive, default=1, metavar="N")
+    launch.add_argument("--num-machines", type=opt.positive, default=1, metavar="M")
+    launch.add_argument("--machine-rank", type=int, default=0, metavar="R")
+    launch.add_argument("--main-process-ip", metavar="IP")
+    launch.add_argument("--main-process-port", type=int, metavar="PORT")
+    opt.common_options(sft, config=False)
+
+    merge = commands.add(
+        "merge",
+        run_merge_adapter,
+        "merge a LoRA adapter into its base model",
+        "Write one Hugging Face model folder (base + adapter merged) that `moot generate`, vLLM "
+        "or any server can load.",
+        group="train",
+    )
+    merge.add_argument("--adapter", type=Path, metavar="DIR", help="the adapter (required)")
+    merge.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
+    opt.required(merge, "adapter", "out")
+    opt.common_options(merge)
+
+    mix = commands.add(
+        "mix",
+        run_mix,
+        "combine SFT datasets: deduplicated, weighted, split train/eval",
+        "Combine SFT datasets (moot debate, distill-compqa or mix outputs, JSON/JSONL, datasets "
+        "folders, cached hub datasets) into one DatasetDict with train and eval splits, "
+        "deduplicated on messages and split by a seeded hash of each row's id.",
+        group="data",
+    )
+    mix.add_argument(
+        "--in", dest="inputs", nargs="+", metavar="SRC", help="datasets to combine (required)"
+    )
+    mix.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
+    opt.required(mix, "inputs", "out")
+    mix.add_argument(
+        "--weights",
+        type=float,
+        nargs="+",
+        metavar="W",
+        help="one per input: 1 = every row, 0.5 = a seeded half, 2 = every row twice",
+    )
+    mix.add_argument(
+        "--eval-fraction",
+        type=float,
+        default=0.05,
+        metavar="F",
+        help="share of rows in the eval split, in [0, 1) (default 0.05; 0 = no eval split)",
+    )
+    mix.add_argument("--seed", type=int, default=0, help="seeds the weight sampling and the split")
+    opt.common_options(mix)
+
+
+def run_sft(args: argparse.Namespace) -> int:
+    """`moot train sft`."""
+    from moot.core.errors import ConfigError
+    from moot.training.sft_config import load_sft_config
+
+    config = load_sft_config(args.train_config, args.overrides)  # checked before any launch
+    launch_only = {
+        "--num-processes": args.num_processes > 1,
+        "--num-machines": args.num_machines > 1,
+        "--machine-rank": args.machine_rank != 0,
+        "--main-process-ip": args.main_process_ip is not None,
+        "--main-process-port": args.main_process_port is not None,
+    }
+    if not args.launch and any(launch_only.values()):
+        given = ", ".join(flag for flag, used in launch_only.items() if used)
+        raise ConfigError(f"{given} need --launch (e.g. --launch ddp)")
+    if args.launch:
+        from moot.training.launch import run_launch
+
+        return run_launch(
+            args.launch,
+            args.train_config,
+            ["--quiet", *args.overrides] if args.quiet else args.overrides,
+            num_processes=args.num_processes,
+            num_machines=args.num_machines,
+            machine_rank=args.machine_rank,
+            main_process_ip=args.main_process_ip,
+            main_process_port=args.main_process_port,
+        )
+    from moot.training.sft_trainer import exit_worker, train_sft
+
+    result = train_sft(config, log=print, progress=not args.quiet)
+    if result.manifest:  # the main process
+        print(f"adapter  {result.adapter_dir}\nmanifest {result.output_dir / 'manifest.json'}")
+    exit_worker()  # a launched worker ends here, with 0
+    return 0
+
+
+def run_merge_adapter(args: argparse.Namespace) -> int:
+    """`moot train merge`."""
+    from moot.training.merge import merge_adapter
+
+    print(f"merged   {merge_adapter(args.adapter, args.out)}")
+    return 0
+
+
+def run_mix(args: argparse.Namespace) -> int:
+    """`moot data mix`."""
+    from moot.training.mixing import mix_datasets
+
+    summary = mix_datasets(
+        args.inputs,
+        args.out,
+        weights=args.weights,
+        eval_fraction=args.eval_fraction,
+        seed=args.seed,
+    )
+    if not args.quiet:
+        print(summary.table())
+    print(
+        f"wrote {args.out}: {summary.train} train and {summary.eval} eval rows; "
+        f"{summary.duplicates} duplicate(s) dropped"
+    )
+    return 0

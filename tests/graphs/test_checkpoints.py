@@ -1,0 +1,81 @@
+"""Running or resuming one checkpointed thread, with the debate graph and the scripted server."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from moot.core import ModelClient, RetryPolicy, Role, parse_spec
+from moot.core.llm.cache import RequestCache
+from moot.core.testing.scripted_server import Fault, ScriptedServer
+from moot.graphs.checkpoints import durability_for, open_checkpoints, run_thread
+from moot.graphs.debatune_debate import DebateContext, build_debate_graph, recursion_limit
+
+JOB = {"id": "d1", "topic": "Zoos", "stance": "Affirmative", "argument": "Zoos protect species."}
+
+
+def context(url: str) -> DebateContext:
+    spec = parse_spec("openai/scripted", api_base=url)
+    client = ModelClient(retry=RetryPolicy(attempts=1))  # no cache: every step checkpointed
+    return DebateContext(client, Role("debater_a", spec, 0.7), Role("debater_b", spec, 1.0), 1)
+
+
+async def debate(folder: Path, ctx: DebateContext, before: dict[str, Any] | None = None) -> tuple:
+    """Run the debate thread; `before` is first saved as a state with nothing left to run."""
+    async with open_checkpoints(folder) as saver:
+        graph = build_debate_graph(saver)
+        if before is not None:
+            config = {"configurable": {"thread_id": JOB["id"]}}
+            await graph.aupdate_state(config, before, as_node="conclude")
+            assert not (await graph.aget_state(config)).next
+        return await run_thread(
+            graph,
+            JOB["id"],
+            {**JOB, "turns": []},
+            context=ctx,
+            steps=recursion_limit(ctx.rounds),
+            durability=durability_for(ctx.client),
+            done=lambda state: bool(state.get("conclusion")),
+        )
+
+
+def test_a_finished_thread_is_used_again_without_a_call(tmp_path):
+    with ScriptedServer() as server:
+        ctx = context(server.url)
+        state, error = asyncio.run(debate(tmp_path, ctx))
+        calls = len(server.requests)
+        again, error_again = asyncio.run(debate(tmp_path, ctx))
+        assert len(server.requests) == calls == 3  # two turns and the conclusion, once
+    assert error is None and error_again is None
+    assert again == state and state["conclusion"] and len(state["turns"]) == 2
+    assert (tmp_path / ".moot" / "checkpoints.sqlite").exists()
+
+
+def test_a_failed_call_returns_the_state_so_far_and_a_rerun_resumes_after_it(tmp_path):
+    with ScriptedServer() as server:
+        server.add_fault(Fault("500", times=1, match="watching a debate"))
+        ctx = context(server.url)
+        state, error = asyncio.run(debate(tmp_path, ctx))
+        assert error is not None and "HTTP 500" in str(error)
+        assert len(state["turns"]) == 2 and not state.get("conclusion")
+        server.clear_log()
+        state, error = asyncio.run(debate(tmp_path, ctx))
+        asked = [r.body["messages"][0]["content"] for r in server.requests]
+    assert error is None and state["conclusion"]
+    assert len(asked) == 1 and "watching a debate" in asked[0]  # only the conclusion again
+
+
+def test_a_checkpoint_with_nothing_to_resume_is_dropped_and_the_thread_starts_afresh(tmp_path):
+    turn = {"speaker": "A", "side": "Affirmative", "round": 0, "text": "LEFT BY A KILL"}
+    left = {**JOB, "turns": [turn]}  # no conclusion, no next step
+    with ScriptedServer() as server:
+        state, error = asyncio.run(debate(tmp_path, context(server.url), before=left))
+        assert len(server.requests) == 3
+    assert error is None and state["conclusion"]
+    assert len(state["turns"]) == 2 and "LEFT BY A KILL" not in str(state["turns"])
+
+
+def test_checkpoints_wait_for_the_end_only_when_the_cache_keeps_the_calls(tmp_path):
+    assert durability_for(ModelClient()) == "async"
+    assert durability_for(ModelClient(cache=RequestCache(tmp_path / "c.sqlite"))) == "exit"
