@@ -25,9 +25,10 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from moot.core.data.records import ResultLog
+from moot.core.data.records import ResultLog, claim_folder
 from moot.core.errors import ModelCallError
 
 Record = dict[str, Any]
@@ -76,6 +77,26 @@ class RunResult:
 
     records: list[Record]
     tally: Tally
+
+
+@dataclass(frozen=True)
+class RunOutput:
+    """What a pipeline returns: its items' records, its summary, and what its runs did.
+
+    Attributes:
+        records: The log's records of the pipeline's items, in item order.
+        summary: What it measured or made (``summary.json`` without its sources).
+        tallies: What each of its `run_items` calls did, in order.
+    """
+
+    records: list[Record]
+    summary: dict[str, Any]
+    tallies: list[Tally] = field(default_factory=list)
+
+    @property
+    def errors(self) -> int:
+        """Items whose record is not ``ok``: a call failed for good (a rerun retries them)."""
+        return sum(1 for r in self.records if r["status"] != "ok")
 
 
 @dataclass
@@ -195,3 +216,38 @@ async def run_items(
     records = log.compact_current_first(ids) if keep_others else log.compact_only(ids)
     tally.seconds = time.perf_counter() - started
     return RunResult(records, tally)
+
+
+#: What a claimed folder holds otherwise, in the refusal of other settings.
+HOLDS = "a run with another model, judge or settings"
+
+
+async def run_claimed(
+    items: Sequence[Record],
+    task: Task,
+    out_dir: Path,
+    claim: dict[str, Any],
+    *,
+    log: str = "judgments.jsonl",
+    unit: str = "judgments",
+    **options: Any,
+) -> RunResult:
+    """`run_items` in a folder claimed for one model and its settings (``.moot/eval.json``).
+
+    The claim comes before any call, so a rerun with other settings is refused instead of
+    mixing or dropping earlier records (evaluations, answering, curation, comparison).
+
+    Args:
+        items: The work (see `run_items`).
+        task: Makes one item's record.
+        out_dir: The output folder.
+        claim: The settings the folder is for.
+        log: The log's file name in `out_dir`.
+        unit: What an item is, plural.
+        **options: More `run_items` options (``concurrency``, ``progress``, ...).
+
+    Raises:
+        ConfigError: `out_dir` is claimed for other settings.
+    """
+    claim_folder(out_dir, "eval", claim, HOLDS)
+    return await run_items(items, task, ResultLog(Path(out_dir) / log), unit=unit, **options)

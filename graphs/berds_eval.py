@@ -5,7 +5,7 @@ detector) has a stable id and goes through `moot.core.runs.run_items` into ``jud
 rerun judges only what is missing, the folder is claimed for one detector and its settings, a call
 that failed for good is an error (exit 1, retried on rerun) and an unparsable reply is a final
 parse failure, counted apart and never scored. Their summaries are written by
-`moot.graphs.debateqa_eval.write_summary`.
+`moot.graphs.judging.write_summary`.
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ from moot.agents.label_judges import (
 )
 from moot.core.data.questions import Question
 from moot.core.data.records import (
-    ResultLog,
-    claim_folder,
     read_input_text,
     read_records,
     stable_id,
@@ -36,8 +34,8 @@ from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics.berds import berds_summary, detector_scores
-from moot.core.runs import Progress, run_items
-from moot.graphs.debatune_eval import HOLDS, EvalResult, judge_identity
+from moot.core.runs import Progress, run_claimed
+from moot.graphs.judging import EvalResult, judge_identity
 
 TSV_COLUMNS = ("question", "id", "document", "perspective", "label")
 DETECTION = (DETECTION_SYSTEM, DETECTION_PROMPT, DETECTION_REPAIR)
@@ -233,10 +231,14 @@ async def evaluate_berds(
         judged = await detect_perspective(client, role, document, perspective, seed=seed)
         return {**item, "status": "ok", "judgment": judged.to_json()}
 
-    claim_folder(out_dir, "eval", {"evaluation": "berds", **identity, "k": k}, HOLDS)
-    log = ResultLog(Path(out_dir) / "judgments.jsonl")
-    run = await run_items(
-        items, task, log, unit="detections", concurrency=concurrency, progress=progress
+    run = await run_claimed(
+        items,
+        task,
+        out_dir,
+        {"evaluation": "berds", **identity, "k": k},
+        unit="detections",
+        concurrency=concurrency,
+        progress=progress,
     )
     records = run.records
     by_id = {r["id"]: r for r in records}
@@ -273,7 +275,7 @@ async def evaluate_berds(
         "errors": sum(1 for r in records if r["status"] != "ok"),
         "ledger": client.ledger.to_json(),
     }
-    return EvalResult(summary, records, [run.tally])
+    return EvalResult(records, summary, [run.tally])
 
 
 async def evaluate_detector(
@@ -309,10 +311,13 @@ async def evaluate_detector(
         judged = await detect_perspective(client, role, *texts[item["id"]], seed=seed)
         return {**item, "status": "ok", "judgment": judged.to_json()}
 
-    claim_folder(out_dir, "eval", {"evaluation": "detector", **identity}, HOLDS)
-    log = ResultLog(Path(out_dir) / "judgments.jsonl")
-    run = await run_items(
-        items, task, log, unit="judgments", concurrency=concurrency, progress=progress
+    run = await run_claimed(
+        items,
+        task,
+        out_dir,
+        {"evaluation": "detector", **identity},
+        concurrency=concurrency,
+        progress=progress,
     )
     records = run.records
     by_id = {r["id"]: r for r in records}
@@ -326,7 +331,7 @@ async def evaluate_detector(
         "errors": sum(1 for _, r in done if r["status"] != "ok"),
         "ledger": client.ledger.to_json(),
     }
-    return EvalResult(summary, records, [run.tally])
+    return EvalResult(records, summary, [run.tally])
 
 
 def _covered(row: Sequence[int | None]) -> bool | None:

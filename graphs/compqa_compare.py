@@ -38,15 +38,14 @@ from moot.agents.compqa_comparers import (
     generate_arguments,
 )
 from moot.core.data.compqa_inputs import ArgumentFile, Arguments, CompQuestion
-from moot.core.data.records import ResultLog, claim_folder, stable_id, write_json
+from moot.core.data.records import stable_id, write_json
 from moot.core.errors import ModelCallError
 from moot.core.llm.ledger import call_usage, record_usage
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics.stats import mean
-from moot.core.runs import Progress, Tally, run_items
+from moot.core.runs import Progress, Tally, run_claimed
 from moot.graphs.debatune_debate import call_seed
-from moot.graphs.debatune_eval import HOLDS
 from moot.prompts import render, template_digest
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -303,10 +302,15 @@ async def compare_questions(
         }
         for q in questions
     ]
-    claim_folder(out_dir, "eval", identity, HOLDS)
-    log = ResultLog(Path(out_dir) / "answers.jsonl")
-    run = await run_items(
-        items, task, log, unit="questions", concurrency=concurrency, progress=progress
+    run = await run_claimed(
+        items,
+        task,
+        out_dir,
+        identity,
+        log="answers.jsonl",
+        unit="questions",
+        concurrency=concurrency,
+        progress=progress,
     )
     records = run.records
     answers = [

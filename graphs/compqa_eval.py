@@ -33,9 +33,7 @@ from moot.core.data.compqa import (
     load_judged,
 )
 from moot.core.data.records import (
-    ResultLog,
     atomic_write,
-    claim_folder,
     stable_id,
     write_json,
     write_jsonl,
@@ -44,9 +42,9 @@ from moot.core.errors import ConfigError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics.compqa_report import group_stats
-from moot.core.runs import Progress, run_items
+from moot.core.runs import Progress, run_claimed
 from moot.core.tables import render_table, show
-from moot.graphs.debatune_eval import HOLDS, EvalResult, judge_identity
+from moot.graphs.judging import EvalResult, judge_identity
 
 
 @dataclass(frozen=True)
@@ -128,10 +126,13 @@ async def evaluate_compqa(
         )
         return {**item, "status": "ok", "judgment": judged.to_json()}
 
-    claim_folder(out_dir, "eval", {"evaluation": "compqa", **identity}, HOLDS)
-    log = ResultLog(Path(out_dir) / "judgments.jsonl")
-    run = await run_items(
-        items, task, log, unit="judgments", concurrency=concurrency, progress=progress
+    run = await run_claimed(
+        items,
+        task,
+        out_dir,
+        {"evaluation": "compqa", **identity},
+        concurrency=concurrency,
+        progress=progress,
     )
     records = run.records
     logged = {r["id"]: r for r in records}
@@ -171,7 +172,7 @@ async def evaluate_compqa(
     write_json(Path(out_dir) / "summary.json", summary)
     markdown = summary_markdown(summary)
     atomic_write(Path(out_dir) / "summary.md", lambda f: f.write(markdown))
-    return EvalResult(summary, records, [run.tally])
+    return EvalResult(records, summary, [run.tally])
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:

@@ -19,7 +19,7 @@ import asyncio
 import operator
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
@@ -34,14 +34,13 @@ from moot.agents.debateqa_answerers import (
     react_messages,
 )
 from moot.core.data.questions import Question
-from moot.core.data.records import ResultLog, claim_folder, write_json
+from moot.core.data.records import write_json
 from moot.core.llm.ledger import call_usage, record_usage
 from moot.core.llm.models import Completion, ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics.stats import mean
-from moot.core.runs import Progress, Tally, run_items
+from moot.core.runs import Progress, RunOutput, run_claimed
 from moot.graphs.debatune_debate import call_seed
-from moot.graphs.debatune_eval import HOLDS
 from moot.prompts import render, template_digest
 
 if TYPE_CHECKING:
@@ -269,26 +268,6 @@ def retriever_identity(retriever: Retriever | None) -> dict[str, Any]:
     return identity
 
 
-@dataclass(frozen=True)
-class AnswerRun:
-    """The records of an answering run (question order), its summary and what it ran.
-
-    Attributes:
-        records: ``answers.jsonl``'s records of the questions, in question order.
-        summary: ``summary.json``.
-        tallies: What its `run_items` call did.
-    """
-
-    records: list[dict[str, Any]]
-    summary: dict[str, Any]
-    tallies: list[Tally] = field(default_factory=list)
-
-    @property
-    def errors(self) -> int:
-        """Questions whose model call failed for good (a rerun asks them again)."""
-        return sum(1 for r in self.records if r["status"] != "ok")
-
-
 async def answer_questions(
     questions: Sequence[Question],
     out_dir: Path,
@@ -296,7 +275,7 @@ async def answer_questions(
     *,
     concurrency: int = 8,
     progress: Progress | None = None,
-) -> AnswerRun:
+) -> RunOutput:
     """Answer every question not yet answered in `out_dir`; write ``summary.json``.
 
     Args:
@@ -335,10 +314,15 @@ async def answer_questions(
     items = [
         {"id": q.id, "question": q.text, "mode": ctx.mode, "prompt": ctx.prompt} for q in questions
     ]
-    claim_folder(out_dir, "eval", identity, HOLDS)
-    log = ResultLog(Path(out_dir) / "answers.jsonl")
-    run = await run_items(
-        items, task, log, unit="questions", concurrency=concurrency, progress=progress
+    run = await run_claimed(
+        items,
+        task,
+        out_dir,
+        identity,
+        log="answers.jsonl",
+        unit="questions",
+        concurrency=concurrency,
+        progress=progress,
     )
     records = run.records
     answered = [r for r in records if r["status"] == "ok"]
@@ -356,13 +340,12 @@ async def answer_questions(
             [sum(1 for e in r["trace"] if e["kind"] == "search") for r in answered], digits=2
         )
     write_json(Path(out_dir) / "summary.json", summary)
-    return AnswerRun(records, summary, [run.tally])
+    return RunOutput(records, summary, [run.tally])
 
 
 __all__ = [
     "MODES",
     "AnswerContext",
-    "AnswerRun",
     "AnswerState",
     "answer_questions",
     "build_answer_graph",

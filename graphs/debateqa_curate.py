@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
@@ -28,13 +28,12 @@ from langgraph.types import Send
 from pydantic import BaseModel, Field
 
 from moot.core.data.questions import Question
-from moot.core.data.records import ResultLog, claim_folder, write_json, write_jsonl
+from moot.core.data.records import write_json, write_jsonl
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.runs import Progress, Tally, run_items
+from moot.core.runs import Progress, RunOutput, run_claimed
 from moot.graphs.debateqa_answer import retriever_identity, search
 from moot.graphs.debatune_debate import call_seed
-from moot.graphs.debatune_eval import HOLDS
 from moot.prompts import render, template_digest
 
 if TYPE_CHECKING:
@@ -211,23 +210,8 @@ def curate_identity(ctx: CurateContext) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class CurateRun:
-    """Per-question curation records (question order), the summary and what ran.
-
-    Attributes:
-        records: ``curation.jsonl``'s records of the questions, in question order.
-        summary: ``summary.json``.
-        tallies: What its `run_items` call did.
-    """
-
-    records: list[dict[str, Any]]
-    summary: dict[str, Any]
-    tallies: list[Tally] = field(default_factory=list)
-
-    @property
-    def errors(self) -> int:
-        """Questions whose model call failed for good (a rerun asks them again)."""
-        return sum(1 for r in self.records if r["status"] != "ok")
+class CurateRun(RunOutput):
+    """``curation.jsonl``'s records of the questions (question order), the summary, the tallies."""
 
     @property
     def unparsed(self) -> int:
@@ -273,10 +257,15 @@ async def curate(
         return record | {"partial_answers": state["partial_answers"]}
 
     items = [{"id": q.id, "question": q.text} for q in questions]
-    claim_folder(out_dir, "eval", identity, HOLDS)
-    log = ResultLog(Path(out_dir) / "curation.jsonl")
-    run = await run_items(
-        items, task, log, unit="questions", concurrency=concurrency, progress=progress
+    run = await run_claimed(
+        items,
+        task,
+        out_dir,
+        identity,
+        log="curation.jsonl",
+        unit="questions",
+        concurrency=concurrency,
+        progress=progress,
     )
     records = run.records
     curated = [r for r in records if r["status"] == "ok" and not r.get("failure")]

@@ -1,10 +1,9 @@
-"""DebateQA Dispute Awareness (D.A.) on the run engine, and the summary of every label judge.
+"""DebateQA Dispute Awareness (D.A.) on the run engine.
 
-Each answer's judgment has a stable id and goes through `moot.core.runs.run_items` into
+Each answer's judgment has a stable id and goes through `moot.core.runs.run_claimed` into
 ``judgments.jsonl``: a rerun judges only what is missing, the folder is claimed for one judge and
 its settings, a call that failed for good is an error (exit 1, retried on rerun) and an
-unparsable reply is a final parse failure, counted apart and never scored. `write_summary` writes
-the summary of D.A. and of the BERDS evaluations (`moot.graphs.berds_eval`).
+unparsable reply is a final parse failure, counted apart and never scored.
 """
 
 from __future__ import annotations
@@ -15,13 +14,12 @@ from typing import Any
 
 from moot.agents.label_judges import DA_PROMPT, DA_REPAIR, judge_dispute_awareness
 from moot.core.data.questions import Answer, Question
-from moot.core.data.records import ResultLog, atomic_write, claim_folder, stable_id, write_json
+from moot.core.data.records import stable_id
 from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.runs import Progress, run_items
-from moot.core.tables import render_table, show
-from moot.graphs.debatune_eval import HOLDS, EvalResult, judge_identity
+from moot.core.runs import Progress, run_claimed
+from moot.graphs.judging import EvalResult, judge_identity
 
 
 def with_questions(
@@ -86,10 +84,13 @@ async def evaluate_dispute_awareness(
         )
         return {**item, "status": "ok", "judgment": judged.to_json()}
 
-    claim_folder(out_dir, "eval", {"evaluation": "da", **identity}, HOLDS)
-    log = ResultLog(Path(out_dir) / "judgments.jsonl")
-    run = await run_items(
-        items, task, log, unit="judgments", concurrency=concurrency, progress=progress
+    run = await run_claimed(
+        items,
+        task,
+        out_dir,
+        {"evaluation": "da", **identity},
+        concurrency=concurrency,
+        progress=progress,
     )
     records = run.records
     judged = [r for r in records if r["status"] == "ok"]
@@ -105,22 +106,4 @@ async def evaluate_dispute_awareness(
         "da": sum(labels) / len(labels) if labels else None,
         "ledger": client.ledger.to_json(),
     }
-    return EvalResult(summary, records, [run.tally])
-
-
-def write_summary(result: EvalResult, out_dir: Path, sources: dict[str, str]) -> str:
-    """Write ``summary.json`` and ``summary.md`` atomically; return the Markdown.
-
-    The table lists every summary value but the ledger and sources (D.A., BERDS, detector).
-    """
-    summary = {**result.summary, "sources": sources}
-    write_json(Path(out_dir) / "summary.json", summary)
-    rows = [
-        (key, show(value, 4))
-        for key, value in summary.items()
-        if key not in ("ledger", "sources", "evaluation")
-    ]
-    table = render_table([("metric", "value"), *rows], markdown=True)
-    text = f"# {summary['evaluation']}\n\n{table}\n"
-    atomic_write(Path(out_dir) / "summary.md", lambda f: f.write(text))
-    return text
+    return EvalResult(records, summary, [run.tally])

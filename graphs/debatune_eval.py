@@ -5,77 +5,24 @@ id (judge, prompts, item), so a rerun judges only what is missing (and the reque
 even those free if asked before). A model call that fails for good is recorded as an error, makes
 the command exit 1, and is judged again on rerun; a reply that cannot be parsed is a final
 parse-failure record, counted apart.
-
-`EvalResult` and `judge_identity` serve every judge evaluation (DebateQA, BERDS, CompQA too).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from moot.agents.debatune_judges import CONTROLLABILITY, QUALITY, judge_pair, run_judge
-from moot.core.data.records import ResultLog, atomic_write, claim_folder, stable_id, write_json
+from moot.core.data.records import atomic_write, stable_id, write_json
 from moot.core.data.responses import Response
 from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics import debatune as metrics
-from moot.core.runs import Progress, Tally, run_items
+from moot.core.runs import Progress, run_claimed
 from moot.core.tables import render_table, show
-from moot.prompts import template_digest
-
-#: What a claimed evaluation or answering folder holds otherwise, for the refusal.
-HOLDS = "a run with another model, judge or settings"
-
-
-def judge_identity(role: Role, templates: Sequence[str], **settings: Any) -> dict[str, Any]:
-    """What makes two judge runs the same: judge, temperature, `settings`, prompt digest.
-
-    Its key order is that of the claim files and summaries: judge, temperature, the settings in
-    the order given, prompts.
-    """
-    return {
-        "judge": role.spec.name,
-        "temperature": role.temperature,
-        **settings,
-        "prompts": template_digest(*templates),
-    }
-
-
-@dataclass(frozen=True)
-class EvalResult:
-    """Summary and per-item records of an evaluation.
-
-    Attributes:
-        summary: What the evaluation measured (``summary.json`` without its sources).
-        records: The judgment log's records of this evaluation's items, in item order.
-        tallies: What its `run_items` call did.
-    """
-
-    summary: dict[str, Any]
-    records: list[dict[str, Any]]
-    tallies: list[Tally] = field(default_factory=list)
-
-    @property
-    def errors(self) -> int:
-        """Items whose judge call failed (rerun to retry)."""
-        return sum(1 for r in self.records if r["status"] != "ok")
-
-    @property
-    def nothing_read(self) -> bool:
-        """The judge answered, but not one of its replies could be read: nothing was measured."""
-        answered = [r for r in self.records if r["status"] == "ok"]
-        return bool(answered) and not any(_read(r) for r in answered)
-
-
-def _read(record: dict[str, Any]) -> bool:
-    """Whether a judged item's reply was read: its judgment, or a pair's outcome."""
-    if "judgment" in record:
-        return bool(record["judgment"]["ok"])
-    return record.get("outcome") is not None
+from moot.graphs.judging import EvalResult, judge_identity
 
 
 async def evaluate_controllability(
@@ -124,10 +71,13 @@ async def evaluate_controllability(
         )
         return {**item, "status": "ok", "judgment": judgment.to_json()}
 
-    claim_folder(out_dir, "eval", {"evaluation": "controllability", **identity}, HOLDS)
-    log = ResultLog(Path(out_dir) / "judgments.jsonl")
-    run = await run_items(
-        items, task, log, unit="judgments", concurrency=concurrency, progress=progress
+    run = await run_claimed(
+        items,
+        task,
+        out_dir,
+        {"evaluation": "controllability", **identity},
+        concurrency=concurrency,
+        progress=progress,
     )
     records = run.records
     judged = [r for r in records if r["status"] == "ok"]
@@ -138,7 +88,7 @@ async def evaluate_controllability(
         "errors": len(records) - len(judged),
         "ledger": client.ledger.to_json(),
     }
-    return EvalResult(summary, records, [run.tally])
+    return EvalResult(records, summary, [run.tally])
 
 
 def align(responses: Sequence[Response], baseline: Sequence[Response], path: Path) -> None:
@@ -219,11 +169,7 @@ async def evaluate_quality(
         return {**item, "status": "ok", **judged.to_json()}
 
     claim = {"evaluation": "quality", **identity, "stride": stride, "mask": list(mask)}
-    claim_folder(out_dir, "eval", claim, HOLDS)
-    log = ResultLog(Path(out_dir) / "judgments.jsonl")
-    run = await run_items(
-        items, task, log, unit="judgments", concurrency=concurrency, progress=progress
-    )
+    run = await run_claimed(items, task, out_dir, claim, concurrency=concurrency, progress=progress)
     records = run.records
     judged = [r for r in records if r["status"] == "ok"]
     summary = {
@@ -236,7 +182,7 @@ async def evaluate_quality(
         "errors": len(records) - len(judged),
         "ledger": client.ledger.to_json(),
     }
-    return EvalResult(summary, records, [run.tally])
+    return EvalResult(records, summary, [run.tally])
 
 
 def write_report(result: EvalResult, out_dir: Path, sources: dict[str, str]) -> None:

@@ -26,13 +26,16 @@ def register(commands: Commands) -> None:
         "--perspectives", type=Path, help="questions with 'perspectives' (by id) (required)"
     )
     berds.add_argument("-k", type=opt.positive, help="cutoff (the paper used 5 and 10; required)")
-    berds.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
-    opt.required(berds, "retrieved", "perspectives", "k", "out")
-    opt.model_option(
-        berds, "--detector", what="perspective detector", note="the paper used GPT-4 / Mistral-7B"
+    opt.out_option(berds)
+    opt.required(berds, "retrieved", "perspectives", "k")
+    opt.model_options(
+        berds,
+        flag="--detector",
+        what="perspective detector",
+        note="the paper used GPT-4 / Mistral-7B",
+        concurrency=16,
+        unit="questions",
     )
-    opt.call_options(berds)
-    opt.run_options(berds, concurrency=16, unit="questions")
 
     detector = commands.add(
         "detector",
@@ -42,18 +45,23 @@ def register(commands: Commands) -> None:
         group="eval",
     )
     detector.add_argument("--pairs", type=Path, help="BERDS pers_det TSV (required)")
-    detector.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
-    opt.required(detector, "pairs", "out")
-    opt.model_option(detector, "--detector", what="the detector under test", default=None)
-    opt.call_options(detector)
-    opt.run_options(detector, concurrency=16, unit="pairs")
+    opt.out_option(detector)
+    opt.required(detector, "pairs")
+    opt.model_options(
+        detector,
+        flag="--detector",
+        what="the detector under test",
+        default=None,
+        concurrency=16,
+        unit="pairs",
+    )
 
 
 def run_berds(args: argparse.Namespace) -> int:
     """`moot eval berds`."""
     from moot.core.data.questions import load_questions
     from moot.graphs.berds_eval import evaluate_berds, join_perspectives, load_retrieved
-    from moot.graphs.debateqa_eval import write_summary
+    from moot.graphs.judging import write_summary
 
     retrieved = runtime.limited(load_retrieved(args.retrieved), args)
     questions = load_questions(args.perspectives)
@@ -79,7 +87,7 @@ def run_berds(args: argparse.Namespace) -> int:
 def run_detector(args: argparse.Namespace) -> int:
     """`moot eval detector`."""
     from moot.graphs.berds_eval import evaluate_detector, load_pairs
-    from moot.graphs.debateqa_eval import write_summary
+    from moot.graphs.judging import write_summary
 
     pairs = runtime.limited(load_pairs(args.pairs), args)
     role = runtime.role_from(args, "perspective_detector")

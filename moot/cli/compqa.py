@@ -39,9 +39,9 @@ def register(commands: Commands) -> None:
         help="JSON/JSONL of {object1, object2, aspect?} or of free-text questions, or .txt "
         "(required)",
     )
-    compare.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
+    opt.out_option(compare)
     compare.add_argument("--scenario", type=int, choices=(1, 2, 3, 4), help="(required)")
-    opt.required(compare, "questions", "out", "scenario")
+    opt.required(compare, "questions", "scenario")
     compare.add_argument(
         "--arguments", type=Path, metavar="FILE", help="per-object argument lists (scenarios 2, 4)"
     )
@@ -55,11 +55,14 @@ def register(commands: Commands) -> None:
         metavar="NAME",
         help="the answers' generator and file name (default: the model's name)",
     )
-    opt.model_option(compare, what="answering model")
-    opt.max_tokens_option(compare, 1024)
-    opt.call_options(compare)
-    opt.constrained_option(compare, "JSON for extraction and arguments")
-    opt.run_options(compare, concurrency=8, unit="questions")
+    opt.model_options(
+        compare,
+        what="answering model",
+        max_tokens=1024,
+        constrained="JSON for extraction and arguments",
+        concurrency=8,
+        unit="questions",
+    )
 
     judge = commands.add(
         "compqa",
@@ -79,8 +82,8 @@ def register(commands: Commands) -> None:
         help="answer files (JSON list or JSONL of {object1, object2, aspect, comparison}), e.g. "
         "`moot compare` output or CompQA raw_summaries/*.json (required)",
     )
-    judge.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
-    opt.required(judge, "answers", "out")
+    opt.out_option(judge)
+    opt.required(judge, "answers")
     judge.add_argument(
         "--shots",
         type=int,
@@ -89,10 +92,15 @@ def register(commands: Commands) -> None:
         help="few-shot examples before the question: the paper's Example 1, or Examples 1-3 "
         "(default 0, as the released script)",
     )
-    opt.model_option(judge, "--judge", what="judge model", note="the paper used GPT-4")
-    opt.call_options(judge)
-    opt.constrained_option(judge, "JSON scores")
-    opt.run_options(judge, concurrency=16, unit="answers")
+    opt.model_options(
+        judge,
+        flag="--judge",
+        what="judge model",
+        note="the paper used GPT-4",
+        constrained="JSON scores",
+        concurrency=16,
+        unit="answers",
+    )
 
     report = commands.add(
         "compqa",
@@ -108,8 +116,8 @@ def register(commands: Commands) -> None:
     report.add_argument(
         "--judged", type=Path, nargs="+", metavar="FILE", help="judged files (required)"
     )
-    report.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
-    opt.required(report, "judged", "out")
+    opt.out_option(report)
+    opt.required(report, "judged")
     report.add_argument(
         "--human",
         type=Path,
@@ -146,8 +154,8 @@ def register(commands: Commands) -> None:
         metavar="FILE",
         help="judged answer files (<generator>_scenario_<N>.json, cam.json, ...) (required)",
     )
-    distill.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
-    opt.required(distill, "judged", "out")
+    opt.out_option(distill)
+    opt.required(distill, "judged")
     distill.add_argument(
         "--min-score",
         type=float,

@@ -29,8 +29,8 @@ def register(commands: Commands) -> None:
         "record per question in OUT/answers.jsonl; a rerun answers only what is missing.",
     )
     answer.add_argument("--questions", type=Path, help="questions file (required)")
-    answer.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
-    opt.required(answer, "questions", "out")
+    opt.out_option(answer)
+    opt.required(answer, "questions")
     answer.add_argument("--mode", choices=("plain", "rag", "react"), default="plain")
     answer.add_argument(
         "--prompt", choices=PROMPT_CHOICES, default="basic", help="system prompt (default basic)"
@@ -46,10 +46,9 @@ def register(commands: Commands) -> None:
         default=3,
         help="ReAct searches, the first on the question (3)",
     )
-    opt.model_option(answer, what="answering model")
-    opt.max_tokens_option(answer, 1024)
-    opt.call_options(answer)
-    opt.run_options(answer, concurrency=8, unit="questions")
+    opt.model_options(
+        answer, what="answering model", max_tokens=1024, concurrency=8, unit="questions"
+    )
 
     curate = commands.add(
         "curate",
@@ -65,8 +64,8 @@ def register(commands: Commands) -> None:
         type=Path,
         help="a `moot index` folder, or a corpus (indexed into OUT/index with BM25) (required)",
     )
-    curate.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
-    opt.required(curate, "questions", "docs", "out")
+    opt.out_option(curate)
+    opt.required(curate, "questions", "docs")
     curate.add_argument(
         "--documents", type=opt.positive, default=10, help="documents retrieved per question (10)"
     )
@@ -79,10 +78,9 @@ def register(commands: Commands) -> None:
     curate.add_argument(
         "--embedder", default=None, help="sentence embedder for duplicates (all-MiniLM-L6-v2)"
     )
-    opt.model_option(curate, what="curating model")
-    opt.max_tokens_option(curate, 1024)
-    opt.call_options(curate)
-    opt.run_options(curate, concurrency=4, unit="questions")
+    opt.model_options(
+        curate, what="curating model", max_tokens=1024, concurrency=4, unit="questions"
+    )
 
     pd = commands.add(
         "pd",
@@ -119,13 +117,8 @@ def register(commands: Commands) -> None:
         metavar="TOKENS",
         help="scoring window (default: the scorer's context length)",
     )
-    pd.add_argument(
-        "--out",
-        type=Path,
-        metavar="DIR",
-        help="output folder (default: ANSWERS_STEM.pd-VARIANT-SCORER next to the answers)",
-    )
-    pd.add_argument("--limit", type=opt.positive, metavar="N", help="only the first N answers")
+    opt.out_option(pd, default="ANSWERS_STEM.pd-VARIANT-SCORER next to the answers")
+    opt.limit_option(pd, "answers")
     opt.common_options(pd)
 
     da = commands.add(
@@ -140,13 +133,16 @@ def register(commands: Commands) -> None:
     da.add_argument(
         "--questions", type=Path, help="questions joined by id, for answers without 'question'"
     )
-    da.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
-    opt.required(da, "answers", "out")
-    opt.model_option(
-        da, "--judge", what="judge model", note="the paper used MiniCPM-2B / Phi-3 mini"
+    opt.out_option(da)
+    opt.required(da, "answers")
+    opt.model_options(
+        da,
+        flag="--judge",
+        what="judge model",
+        note="the paper used MiniCPM-2B / Phi-3 mini",
+        concurrency=16,
+        unit="answers",
     )
-    opt.call_options(da)
-    opt.run_options(da, concurrency=16, unit="answers")
 
 
 def run_answer(args: argparse.Namespace) -> int:
@@ -311,11 +307,8 @@ def _previous_window(out: Path) -> int | None:
 def run_da(args: argparse.Namespace) -> int:
     """`moot eval da`."""
     from moot.core.data.questions import load_answers, load_questions
-    from moot.graphs.debateqa_eval import (
-        evaluate_dispute_awareness,
-        with_questions,
-        write_summary,
-    )
+    from moot.graphs.debateqa_eval import evaluate_dispute_awareness, with_questions
+    from moot.graphs.judging import write_summary
 
     questions = load_questions(args.questions) if args.questions else []
     answers = with_questions(load_answers(args.answers), args.answers, questions, args.questions)

@@ -27,8 +27,8 @@ def register(commands: Commands) -> None:
         "reruns resume.",
     )
     judge.add_argument("--debates", help="debates: JSON/JSONL file or DebateArt folder (required)")
-    judge.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
-    opt.required(judge, "debates", "out")
+    opt.out_option(judge)
+    opt.required(judge, "debates")
     judge.add_argument("--framework", choices=FRAMEWORK_NAMES, default="debatrix")
     judge.add_argument(
         "--dimensions",
@@ -47,10 +47,15 @@ def register(commands: Commands) -> None:
     judge.add_argument("--analysis-tokens", type=opt.positive, default=1024, metavar="N")
     judge.add_argument("--judgment-tokens", type=opt.positive, default=1536, metavar="N")
     judge.add_argument("--report", choices=("md", "html"), default="md", help="report format")
-    opt.model_option(judge, "--judge", what="judge model", note="the paper used ChatGPT and GPT-4")
-    opt.call_options(judge)
-    opt.constrained_option(judge, "JSON scores and winners")
-    opt.run_options(judge, concurrency=4, unit="debates")
+    opt.model_options(
+        judge,
+        flag="--judge",
+        what="judge model",
+        note="the paper used ChatGPT and GPT-4",
+        constrained="JSON scores and winners",
+        concurrency=4,
+        unit="debates",
+    )
 
     panelbench = commands.add(
         "panelbench",
@@ -72,9 +77,7 @@ def register(commands: Commands) -> None:
         "--gold", type=Path, help="debates with gold: JSON/JSONL or DebateArt folder (required)"
     )
     opt.required(panelbench, "predictions", "gold")
-    panelbench.add_argument(
-        "--out", type=Path, metavar="DIR", help="output folder (default: the first DIR/panelbench)"
-    )
+    opt.out_option(panelbench, default="the first DIR/panelbench")
     panelbench.add_argument(
         "--tie-margin",
         type=float,

@@ -27,17 +27,17 @@ def register(commands: Commands) -> None:
         "agent concludes a statement that becomes an SFT record. Reruns resume; see docs/cli.md.",
     )
     debate.add_argument("--topics", help="topics file, datasets folder or hub name (required)")
-    debate.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
-    opt.required(debate, "topics", "out")
+    opt.out_option(debate)
+    opt.required(debate, "topics")
     debate.add_argument("--arguments-per-stance", type=opt.positive, default=3, metavar="K")
     debate.add_argument("--rounds", type=opt.positive, default=2, metavar="M")
     debate.add_argument("--turn-tokens", type=opt.positive, default=800, help="budget per turn")
     debate.add_argument("--conclusion-tokens", type=opt.positive, default=2048)
     debate.add_argument("--shard", default="0/1", metavar="I/N", help="run shard I of N (0-based)")
-    opt.model_option(debate, what="model of both debaters")
-    opt.call_options(debate, temperature=0.7)
+    opt.model_options(
+        debate, what="model of both debaters", temperature=0.7, concurrency=8, unit="debates"
+    )
     opt.debater_options(debate)
-    opt.run_options(debate, concurrency=8, unit="debates")
 
     merge = commands.add(
         "merge-shards",
@@ -47,8 +47,7 @@ def register(commands: Commands) -> None:
         aliases=("merge",),
     )
     merge.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
-    merge.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
-    opt.required(merge, "out")
+    opt.out_option(merge)
     merge.add_argument(
         "--allow-partial", action="store_true", help="merge even if shards are missing"
     )
@@ -64,21 +63,21 @@ def register(commands: Commands) -> None:
     generate.add_argument(
         "--dataset", help="topics with arguments per side (debate_test_v1_arg.jsonl shape)"
     )
-    generate.add_argument("--out", type=Path, metavar="FILE", help="output JSON file")
-    opt.required(generate, "dataset", "out", "model")
-    opt.model_option(
-        generate,
-        what="provider/model, local/smollm2, or a local model / LoRA adapter folder",
-        default=None,
-    )
+    opt.out_option(generate, "output JSON file", "FILE")
+    opt.required(generate, "dataset")
     generate.add_argument(
         "--template",
         choices=CHAT_TEMPLATES,
         help="chat template for a local model folder (default: its own)",
     )
-    opt.max_tokens_option(generate, 2048)
-    opt.call_options(generate)
-    opt.run_options(generate, concurrency=8, unit="instructions")
+    opt.model_options(
+        generate,
+        what="provider/model, local/smollm2, or a local model / LoRA adapter folder",
+        default=None,
+        max_tokens=2048,
+        concurrency=8,
+        unit="instructions",
+    )
 
     for name, run, text in (
         ("controllability", run_eval, "share of responses judged 100% on their side (CC_P, CC_N)"),
@@ -87,8 +86,8 @@ def register(commands: Commands) -> None:
         sub = commands.add(name, run, text.replace("%", "%%"), text, group="eval")
         sub.set_defaults(evaluation=name)
         sub.add_argument("--responses", type=Path, help="responses to judge (required)")
-        sub.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
-        opt.required(sub, "responses", "out")
+        opt.out_option(sub)
+        opt.required(sub, "responses")
         if name == "quality":
             sub.add_argument("--baseline", type=Path, help="the baseline's responses (required)")
             opt.required(sub, "baseline")
@@ -106,10 +105,15 @@ def register(commands: Commands) -> None:
                 metavar="NAME",
                 help="replace NAME in both answers with [masked] (repeatable)",
             )
-        opt.model_option(sub, "--judge", what="judge model", note="the paper used GPT-4")
-        opt.call_options(sub)
-        opt.constrained_option(sub, "JSON")
-        opt.run_options(sub, concurrency=16, unit="responses")
+        opt.model_options(
+            sub,
+            flag="--judge",
+            what="judge model",
+            note="the paper used GPT-4",
+            constrained="JSON",
+            concurrency=16,
+            unit="responses",
+        )
 
 
 def run_debate(args: argparse.Namespace) -> int:

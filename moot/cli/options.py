@@ -72,6 +72,19 @@ def required(parser: argparse.ArgumentParser, *dests: str) -> None:
     parser.set_defaults(required_flags=(*marked, *dests))
 
 
+def out_option(
+    parser: argparse.ArgumentParser,
+    what: str = "output folder",
+    metavar: str = "DIR",
+    default: str | None = None,
+) -> None:
+    """``--out``: where the command writes; required unless `default` says what it defaults to."""
+    shown = f"default: {default}" if default else "required"
+    parser.add_argument("--out", type=Path, metavar=metavar, help=f"{what} ({shown})")
+    if default is None:
+        required(parser, "out")
+
+
 def common_options(parser: argparse.ArgumentParser, config: bool = True) -> None:
     """``--config``, ``--quiet`` and ``--debug``: every command has them.
 
@@ -106,14 +119,55 @@ def run_options(parser: argparse.ArgumentParser, concurrency: int, unit: str) ->
         metavar="N",
         help=f"{unit} in flight at once (default {concurrency})",
     )
-    group.add_argument(
-        "--limit", type=positive, metavar="N", help=f"only the first N {unit} (default: all)"
-    )
+    limit_option(group, unit)
     group.add_argument(
         "--cache", type=Path, metavar="FILE", help="request cache file (default $MOOT_CACHE_DIR)"
     )
     group.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     common_options(parser)
+
+
+def limit_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup, unit: str) -> None:
+    """``--limit N``: only the first N items (a rerun without it does the rest)."""
+    parser.add_argument(
+        "--limit", type=positive, metavar="N", help=f"only the first N {unit} (default: all)"
+    )
+
+
+def model_options(
+    parser: argparse.ArgumentParser,
+    *,
+    what: str,
+    concurrency: int,
+    unit: str,
+    flag: str = "--model",
+    default: str | None = DEFAULT_MODEL,
+    note: str = "",
+    temperature: float = 0.0,
+    max_tokens: int | None = None,
+    constrained: str | None = None,
+) -> None:
+    """Everything a model-calling command shares: its model, how it is called, how it runs.
+
+    Args:
+        parser: The command's parser.
+        what: What the model is, for the help (``judge model``).
+        concurrency: The default ``--concurrency``.
+        unit: What one item is, plural (``debates``), for the help.
+        flag: The model's flag: ``--model``, ``--judge``, ``--detector``.
+        default: The default model (None: required).
+        note: A note for the model's help (``the paper used GPT-4``).
+        temperature: The default ``--temperature``.
+        max_tokens: The default ``--max-tokens``, if the command has one.
+        constrained: What ``--constrained`` asks for, if the command asks for JSON.
+    """
+    model_option(parser, flag, what=what, default=default, note=note)
+    if max_tokens is not None:
+        max_tokens_option(parser, max_tokens)
+    call_options(parser, temperature)
+    if constrained is not None:
+        constrained_option(parser, constrained)
+    run_options(parser, concurrency, unit)
 
 
 def model_option(

@@ -23,8 +23,8 @@ def register(commands: Commands) -> None:
         "~2000-character chunks and write a bm25s index, and dense vectors with --dense.",
     )
     index.add_argument("--docs", type=Path, metavar="PATH", help="corpus file/folder (required)")
-    index.add_argument("--out", type=Path, metavar="DIR", help="index folder (required)")
-    opt.required(index, "docs", "out")
+    opt.out_option(index, "index folder")
+    opt.required(index, "docs")
     index.add_argument("--chunk-chars", type=int, default=2000, metavar="N", help="default 2000")
     index.add_argument(
         "--dense",
@@ -45,17 +45,21 @@ def register(commands: Commands) -> None:
         "fails is recorded as failed and the command exits 1.",
     )
     retrieve.add_argument("--questions", type=Path, metavar="FILE", help="questions (required)")
-    retrieve.add_argument("--out", type=Path, metavar="FILE", help="output JSONL (required)")
-    opt.required(retrieve, "questions", "out")
+    opt.out_option(retrieve, "output JSONL", "FILE")
+    opt.required(retrieve, "questions")
     retrieve.add_argument("-k", type=int, default=10, help="chunks per question (10)")
     opt.retrieval_options(retrieve)
     retrieve.add_argument(
         "--query-expansion", action="store_true", help="BERDS LLM query expansion"
     )
-    opt.model_option(retrieve, what="query-expansion model", note="BERDS used GPT-4")
-    opt.call_options(retrieve)
-    opt.constrained_option(retrieve, "JSON for the expansion")
-    opt.run_options(retrieve, concurrency=8, unit="questions")
+    opt.model_options(
+        retrieve,
+        what="query-expansion model",
+        note="BERDS used GPT-4",
+        constrained="JSON for the expansion",
+        concurrency=8,
+        unit="questions",
+    )
 
 
 def run_index(args: argparse.Namespace) -> int:

@@ -51,8 +51,8 @@ def register(commands: Commands) -> None:
         group="train",
     )
     merge.add_argument("--adapter", type=Path, metavar="DIR", help="the adapter (required)")
-    merge.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
-    opt.required(merge, "adapter", "out")
+    opt.out_option(merge)
+    opt.required(merge, "adapter")
     opt.common_options(merge)
 
     mix = commands.add(
@@ -67,8 +67,8 @@ def register(commands: Commands) -> None:
     mix.add_argument(
         "--in", dest="inputs", nargs="+", metavar="SRC", help="datasets to combine (required)"
     )
-    mix.add_argument("--out", type=Path, metavar="DIR", help="output folder (required)")
-    opt.required(mix, "inputs", "out")
+    opt.out_option(mix)
+    opt.required(mix, "inputs")
     mix.add_argument(
         "--weights",
         type=float,

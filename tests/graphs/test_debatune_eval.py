@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from moot.graphs.debatune_eval import EvalResult
+from moot.graphs.judging import EvalResult
 
 READ = {"status": "ok", "judgment": {"ok": True}}
 UNREAD = {"status": "ok", "judgment": {"ok": False}}
@@ -23,4 +23,4 @@ FAILED = {"status": "error", "error": "HTTP 500"}
     ],
 )
 def test_nothing_read_means_every_answered_item_is_a_parse_failure(records, nothing_read):
-    assert EvalResult({}, records).nothing_read is nothing_read
+    assert EvalResult(records, {}).nothing_read is nothing_read
