@@ -1,7 +1,7 @@
 """CompQA rubric judging throughput (answers/s): `moot eval compqa` at concurrency 1 vs 32.
 
 The scripted server (own process, 50 ms latency) answers every rubric prompt with a valid score
-dict. moot = `evaluate_compqa` (LangGraph `Send` fan-out through `graphs.evaluate._run`, cache
+dict. moot = `evaluate_compqa` (through the run engine, `core/runs.py:run_claimed`, cache
 off, judged files and summary written) on real CompQA answers from
 ``../shared/data/compqa/raw_summaries`` (synthetic answers when that folder is absent).
 Concurrency 1 is also how the paper's released script judges (one request at a time). Prints

@@ -97,7 +97,16 @@ async def measure_latency(
     from moot.core.llm.cache import RequestCache
     from moot.core.llm.models import ModelClient, RetryPolicy
     from moot.core.llm.spec import Role, parse_spec
+    from moot.core.runs import Progress
     from moot.graphs.debatune_run import DebateRunConfig, run_debatune
+
+    class LastDone(Progress):
+        """A progress bar that draws nothing and remembers when the last item finished."""
+
+        last: float = 0.0
+
+        def advance(self, failed: bool) -> None:
+            self.last = time.perf_counter()
 
     payloads: list[dict[str, Any]] = []
 
@@ -120,12 +129,7 @@ async def measure_latency(
     async def moot_run(
         concurrency: int, debates: int, client: Any = None, cache: bool = False
     ) -> tuple[float, float]:
-        last_done = 0.0
-
-        def progress(done: int, total: int) -> None:
-            nonlocal last_done
-            last_done = time.perf_counter()
-
+        stamp = LastDone(enabled=False)  # when the last debate finished: the rest is the tail
         topics = synthetic_topics((debates + 1) // 2)
         with _common.temp_dir("moot-bench-debate-") as out:
             store = RequestCache(Path(out) / "cache" / "requests.sqlite") if cache else None
@@ -137,13 +141,13 @@ async def measure_latency(
                 config(concurrency),
                 client,
                 concurrency=concurrency,
-                on_progress=progress,
+                progress=stamp,
             )
             seconds = time.perf_counter() - start
         calls = client.ledger.total().calls
         if not summary.ok or calls != debates * CALLS_PER_DEBATE:
             raise RuntimeError(f"debate run failed: {summary.failures[:3]} ({calls} calls)")
-        return calls / seconds, start + seconds - last_done
+        return calls / seconds, start + seconds - stamp.last
 
     raw_client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0)
 

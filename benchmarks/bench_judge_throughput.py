@@ -1,7 +1,7 @@
 """Judge throughput (items/s): `moot eval controllability` machinery vs the reference's batches.
 
 The scripted server (own process, 50 ms latency) answers every controllability prompt with
-"100 0". moot = `evaluate_controllability` (LangGraph `Send` fan-out, cache off) at concurrency 1
+"100 0". moot = `evaluate_controllability` (the run engine, cache off) at concurrency 1
 and 32. Reference way = the DEBATunE script's: batches of 3 requests sent with `asyncio.gather`,
 each batch awaited before the next (raw openai SDK). Prints items/s and the ratios last.
 """

@@ -316,6 +316,7 @@ async def evaluate_detector(
         task,
         out_dir,
         {"evaluation": "detector", **identity},
+        unit="pairs",
         concurrency=concurrency,
         progress=progress,
     )

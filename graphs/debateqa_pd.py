@@ -122,6 +122,7 @@ async def score_answers(
         ResultLog(Path(out_dir) / "scores.jsonl"),
         unit="answers",
         finished=lambda record: record.get("input") == keys.get(record["id"]),
+        failed=lambda record: False,  # a window error is final: counted in the summary, not retried
         progress=progress,
     )
     if not claimed:

@@ -36,7 +36,6 @@ from moot.graphs.debatune_debate import (
 from moot.prompts import template_digest
 from moot.training.debatune_data import write_sft_dataset
 
-# deprecated: `merge_runs` lives in `moot.graphs.debatune_merge`; the old CLI imports it from here
 PROMPTS = (
     "debatune/debater_system.j2",
     "debatune/arguments.j2",

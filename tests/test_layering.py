@@ -38,9 +38,9 @@ ALLOWED = {
     "moot.prompts": set(),
 }
 # The rooms of core, bottom first: a room imports only rooms on a lower level. The strictest
-# order today's imports allow, except that metrics stays above runs (its resumable scoring loops
-# belong on the run engine). Nothing in core imports the `moot.core` package itself: that is the
-# lazy façade for users, and would hide which room a module really needs.
+# order today's imports allow, except that metrics stays above runs, so a metric may one day run
+# its work through the engine without a new level. Nothing in core imports the `moot.core`
+# package itself: that is the lazy façade for users, and would hide which room a module needs.
 CORE_LEVELS = {
     "errors": 0,
     "lazy": 0,

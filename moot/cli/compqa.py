@@ -333,10 +333,11 @@ def run_distill(args: argparse.Namespace) -> int:
     if not summary.kept:
         print(f"moot: no answer scored >= {args.min_score:g}; nothing written", file=sys.stderr)
         return 1
-    print(
-        f"wrote {summary.kept} records to {args.out} (dataset.jsonl, dataset/, manifest.json, "
-        f"README.md); {summary.duplicates} duplicate(s) dropped"
-    )
+    if not args.quiet:
+        print(
+            f"wrote {summary.kept} records to {args.out} (dataset.jsonl, dataset/, "
+            f"manifest.json, README.md); {summary.duplicates} duplicate(s) dropped"
+        )
     if summary.invalid_judgments:
         runtime.note(
             args, f"note: {summary.invalid_judgments} invalid or failed judgment(s) skipped"

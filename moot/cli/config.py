@@ -3,15 +3,15 @@
 The keys are the command's flag names (``api-base`` or ``api_base`` for ``--api-base``, ``k`` for
 ``-k``); each value is checked and converted exactly as the flag's own parser would, a list for a
 flag that takes several values. The command line is then parsed again with those values as
-defaults, so a flag given there still wins. An unknown key, or a value the flag would refuse, is
-an `InputError` naming the file and the key.
+defaults, so a flag given there still wins (a repeatable flag, such as ``--mask``, adds to the
+file's list). An unknown key, or a value the flag would refuse, is an `InputError` naming the
+file and the key.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from moot.core.errors import InputError
 
@@ -36,7 +36,7 @@ def apply_config(
         raise InputError(path, f"cannot read config: {str(exc).splitlines()[0]}") from None
     if not isinstance(values, dict):
         raise InputError(path, "expected a mapping of option names to values")
-    command = _command_parser(parser, args.command_fn)
+    command = args.command_parser
     flags = {flag: action for action in command._actions for flag in action.option_strings}
     defaults = {}
     for key, value in values.items():
@@ -44,7 +44,10 @@ def apply_config(
         action = flags.get(f"--{name}") or flags.get(f"-{name}")
         if action is None or action.dest in ("config", "help"):
             raise InputError(path, f"unknown option {key!r}")
-        defaults[action.dest] = _value(path, key, action, value)
+        value = _value(path, key, action, value)
+        if name.startswith("no-") and isinstance(action, argparse.BooleanOptionalAction):
+            value = not value  # `no-constrained: true` is --no-constrained
+        defaults[action.dest] = value
     command.set_defaults(**defaults)
     return parser.parse_args(argv)
 
@@ -59,6 +62,8 @@ def _value(path: Path, key: object, action: argparse.Action, value: object) -> o
         if action.default is not None:  # e.g. `rounds:` with nothing after it
             raise InputError(path, f"option {key!r}: needs a value")
         return None
+    if action.nargs == "?" and isinstance(value, bool):  # `dense: true` is the bare flag
+        return action.const if value else None
     if action.nargs in _LISTS or isinstance(action, argparse._AppendAction):
         items = value if isinstance(value, list) else [value]
         return [_one(path, key, action, item) for item in items]
@@ -76,16 +81,3 @@ def _one(path: Path, key: object, action: argparse.Action, value: object) -> obj
         shown = ", ".join(map(str, action.choices))
         raise InputError(path, f"option {key!r}: {value!r} is not one of {shown}")
     return converted
-
-
-def _command_parser(parser: argparse.ArgumentParser, fn: Any) -> argparse.ArgumentParser:
-    """The (sub)parser whose command is `fn`, searched through every level of commands."""
-    for action in parser._subparsers._group_actions if parser._subparsers else ():
-        for sub in action.choices.values():
-            if sub.get_default("command_fn") is fn:
-                return sub
-            try:
-                return _command_parser(sub, fn)
-            except LookupError:
-                continue
-    raise LookupError(fn)

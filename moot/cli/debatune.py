@@ -143,8 +143,6 @@ def run_debate(args: argparse.Namespace) -> int:
             f"warning: both debaters use {role_a.spec.name} at temperature "
             f"{role_a.temperature:g}; set --model-b or --temperature-b for distinct voices",
         )
-    if opt.DEFAULT_MODEL in (role_a.spec.name, role_b.spec.name):
-        runtime.note(args, runtime.DEMO_NOTE)
     summary = asyncio.run(
         run_debatune(
             topics,

@@ -33,6 +33,8 @@ def run_check(args: argparse.Namespace) -> int:
     except ModelCallError as exc:
         raise EndpointError(str(exc)) from None
     latency = time.perf_counter() - start
+    if args.quiet:
+        return 0
     print(
         f"{role.spec.name}: ok in {latency * 1000:.0f} ms, {reply.prompt_tokens} prompt + "
         f"{reply.completion_tokens} completion tokens"

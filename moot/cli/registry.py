@@ -42,7 +42,7 @@ class Commands:
         parser = where.add_parser(
             name, help=help, description=description or help, aliases=list(aliases)
         )
-        parser.set_defaults(command_fn=run)
+        parser.set_defaults(command_fn=run, command_parser=parser)
         return parser
 
     def _group(self, name: str) -> Any:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -108,9 +107,9 @@ def run_retrieve(args: argparse.Namespace) -> int:
         )
     )
     if run.short:
-        print(
+        runtime.note(
+            args,
             f"warning: {run.short} of {len(questions)} question(s) got fewer than {args.k} chunks",
-            file=sys.stderr,
         )
     if not args.quiet:
         print(f"retrieved up to {args.k} chunks per question with {retriever.name}: {args.out}")

@@ -30,10 +30,17 @@ def check_required(args: argparse.Namespace) -> None:
     """
     from moot.core.errors import ConfigError
 
+    parser = getattr(args, "command_parser", None)  # a group alone (`moot eval`) has none
+    if parser is None:
+        return
+    flags = {a.dest: a.option_strings for a in parser._actions}
     for dest in getattr(args, "required_flags", ()):
         if getattr(args, dest, None) is None:
-            flag = "--" + dest.replace("_", "-")
-            raise ConfigError(f"missing {flag} (on the command line or as `{dest}:` in --config)")
+            flag = max(flags[dest], key=len)  # --detector, --in, -k
+            where = f"as `{flag.lstrip('-')}:` in --config" if "config" in flags else ""
+            raise ConfigError(
+                f"missing {flag}" + (f" (on the command line or {where})" if where else "")
+            )
 
 
 def spec_from(args: argparse.Namespace, text: str, **options: Any) -> Any:
@@ -52,7 +59,7 @@ def spec_from(args: argparse.Namespace, text: str, **options: Any) -> Any:
 
 
 def role_from(args: argparse.Namespace, name: str, text: str | None = None, **options: Any) -> Any:
-    """The command's one model role (``args.model`` unless `text` is given), noting the demo model.
+    """The command's one model role (``args.model`` unless `text` is given).
 
     Args:
         args: The parsed command line.
@@ -62,10 +69,7 @@ def role_from(args: argparse.Namespace, name: str, text: str | None = None, **op
     """
     from moot.core.llm.spec import Role
 
-    spec = spec_from(args, text or args.model, **options)
-    if spec.transport == "embedded":
-        note(args, DEMO_NOTE)
-    return Role(name, spec, args.temperature)
+    return Role(name, spec_from(args, text or args.model, **options), args.temperature)
 
 
 def debater_role(args: argparse.Namespace, suffix: str, name: str) -> Any:
@@ -85,6 +89,9 @@ def debater_role(args: argparse.Namespace, suffix: str, name: str) -> Any:
 def client_for(args: argparse.Namespace, *specs: Any) -> Any:
     """The model layer for a command, with credentials and endpoints checked before any work.
 
+    Once they pass, a note says when a model is the embedded demo model (a refused command
+    prints its one error line alone).
+
     Raises:
         ConfigError: ``--max-retries`` below 0, or a missing key.
         EndpointError: An endpoint that refuses connections.
@@ -102,6 +109,8 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
     client = ModelClient(cache=cache, retry=RetryPolicy(attempts=args.max_retries + 1))
     for spec in specs:
         client.prepare(spec)
+    if any(spec.transport == "embedded" for spec in specs):
+        note(args, DEMO_NOTE)
     return client
 
 

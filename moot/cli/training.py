@@ -118,8 +118,9 @@ def run_sft(args: argparse.Namespace) -> int:
         )
     from moot.training.sft_trainer import exit_worker, train_sft
 
-    result = train_sft(config, log=print, progress=not args.quiet)
-    if result.manifest:  # the main process
+    log = print if not args.quiet else (lambda line: None)  # the stages it reports
+    result = train_sft(config, log=log, progress=not args.quiet)
+    if result.manifest and not args.quiet:  # the main process
         print(f"adapter  {result.adapter_dir}\nmanifest {result.output_dir / 'manifest.json'}")
     exit_worker()  # a launched worker ends here, with 0
     return 0
@@ -129,7 +130,9 @@ def run_merge_adapter(args: argparse.Namespace) -> int:
     """`moot train merge`."""
     from moot.training.merge import merge_adapter
 
-    print(f"merged   {merge_adapter(args.adapter, args.out)}")
+    merged = merge_adapter(args.adapter, args.out)
+    if not args.quiet:
+        print(f"merged   {merged}")
     return 0
 
 
@@ -146,8 +149,9 @@ def run_mix(args: argparse.Namespace) -> int:
     )
     if not args.quiet:
         print(summary.table())
-    print(
-        f"wrote {args.out}: {summary.train} train and {summary.eval} eval rows; "
-        f"{summary.duplicates} duplicate(s) dropped"
-    )
+    if not args.quiet:
+        print(
+            f"wrote {args.out}: {summary.train} train and {summary.eval} eval rows; "
+            f"{summary.duplicates} duplicate(s) dropped"
+        )
     return 0

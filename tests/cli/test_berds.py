@@ -223,7 +223,7 @@ def test_detector_accuracy_and_f1(tmp_path):
     fault = Fault("500", times=1, match=f"{re.escape(doc)}\nStatement: {re.escape(persp)}\n")
     with ScriptedServer(rules=rules, faults=[fault]) as server:
         result = run_moot(*args, *judge_args(server, out, "--detector"))
-        assert result.returncode == 1 and "moot: 1 of 20 judgments failed; rerun" in result.stderr
+        assert result.returncode == 1 and "moot: 1 of 20 pairs failed; rerun" in result.stderr
         assert len(server.requests) == 20 + 1
         assert json.loads((out / "summary.json").read_text())["errors"] == 1
         server.clear_log()

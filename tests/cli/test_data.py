@@ -54,9 +54,9 @@ def test_distill_real_files_then_mix(tmp_path: Path) -> None:
     extra = tmp_path / "extra.jsonl"
     extra.write_text(json.dumps({"prompt": "Hi?", "completion": "Hello."}) + "\n", encoding="utf-8")
     args = ("data", "mix", "--in", out, extra, "--weights", "0.5", "3", "--seed", "1")
-    mixed = run_moot(*args, "--out", tmp_path / "mix", "--quiet", env=ENV)
+    mixed = run_moot(*args, "--out", tmp_path / "mix", env=ENV)
     assert mixed.returncode == 0, mixed.stderr
-    assert mixed.stdout.startswith(f"wrote {tmp_path / 'mix'}: ")
+    assert f"wrote {tmp_path / 'mix'}: " in mixed.stdout
     manifest = json.loads((tmp_path / "mix" / "manifest.json").read_text())
     rows = {i["source"]: i["train"] + i["eval"] for i in manifest["inputs"]}
     assert rows == {str(out): 528, str(extra): 3}

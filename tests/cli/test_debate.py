@@ -1,4 +1,4 @@
-"""`moot debate` and `moot merge` end to end, through real HTTP to the scripted server."""
+"""`moot debate` and `moot merge-shards` end to end, through real HTTP to the scripted server."""
 
 from __future__ import annotations
 

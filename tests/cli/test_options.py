@@ -11,7 +11,7 @@ import pytest
 from moot.cli.main import build_parser, main
 from moot.core.testing.scripted_server import Rule, ScriptedServer
 from tests.cli.helpers import ARGUMENTS_REPLY, read_jsonl, run_moot
-from tests.cli.test_eval import CONTROL_RULES, eval_args, responses_file
+from tests.cli.test_eval import CONTROL_RULES, QUALITY_RULES, eval_args, responses_file
 
 
 def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict:
@@ -170,3 +170,49 @@ def test_merge_is_an_alias_of_merge_shards(tmp_path, capsys):
     missing = Path(tmp_path / "nothing")
     assert main(["merge", str(missing), "--out", str(tmp_path / "out")]) == 2
     assert "not a `moot debate` output folder" in capsys.readouterr().err
+
+
+def test_a_config_file_reaches_the_command_it_was_given_to(tmp_path):
+    """`eval controllability` and `eval quality` share one function; each reads its own keys."""
+    texts = [("affirmative", "AFF-FULL a"), ("negative", "NEG-FULL a")]
+    responses = responses_file(tmp_path / "r.json", texts)
+    with ScriptedServer(rules=QUALITY_RULES) as server:
+        config = tmp_path / "q.yaml"
+        config.write_text(
+            f"responses: {responses}\nbaseline: {responses}\nout: {tmp_path / 'q'}\n"
+            f"judge: openai/judge\napi-base: {server.url}\nmask: [Alice]\n",
+            encoding="utf-8",
+        )
+        result = run_moot("eval", "quality", "--config", config)
+    assert "error" not in result.stderr, result.stderr  # every required flag came from the file
+    claim = json.loads((tmp_path / "q" / ".moot" / "eval.json").read_text())
+    assert claim["evaluation"] == "quality" and claim["mask"] == ["Alice"]
+
+
+def test_negated_and_bare_flags_in_a_config_mean_what_the_flags_mean(tmp_path):
+    parser = build_parser()
+    config = tmp_path / "c.yaml"
+    config.write_text("no-constrained: true\n", encoding="utf-8")
+    argv = ["judge", "--config", str(config)]
+    from moot.cli.config import apply_config
+
+    args = apply_config(parser, argv, parser.parse_args(argv))
+    assert args.constrained is False
+    config.write_text("dense: true\n", encoding="utf-8")
+    argv = ["index", "--config", str(config)]
+    parser = build_parser()
+    assert apply_config(parser, argv, parser.parse_args(argv)).dense == ""  # the bare flag
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["data", "mix", "--out", "o"], "missing --in (on the command line or as `in:` in"),
+        (["eval", "detector", "--pairs", "p", "--out", "o"], "missing --detector (on the"),
+        (["eval", "berds", "--retrieved", "r", "--perspectives", "p", "--out", "o"], "missing -k"),
+        (["train", "sft"], "missing --config\n"),
+    ],
+)
+def test_a_missing_flag_is_named_as_it_is_typed(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err

@@ -16,7 +16,7 @@ ENV = moot_env(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
 
 
 def train(out: Path, *overrides: str, **options):
-    args = ["train", "sft", "--config", EXAMPLE, "--quiet", f"data.train={DATA}"]
+    args = ["train", "sft", "--config", EXAMPLE, f"data.train={DATA}"]
     return run_moot(*args, f"training.output_dir={out}", *overrides, env=ENV, **options)
 
 
@@ -51,7 +51,7 @@ def test_example_trains_merges_and_generates(tmp_path):
 def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     run = tmp_path / "run"
     overrides = ["training.epochs=40", "training.save_steps=20", "training.save_total_limit=1"]
-    args = ["train", "sft", "--config", EXAMPLE, "--quiet", f"data.train={DATA}"]
+    args = ["train", "sft", "--config", EXAMPLE, f"data.train={DATA}"]
     process = popen_moot(*args, f"training.output_dir={run}", *overrides, env=ENV)
     deadline = time.monotonic() + 120
     while not list((run / "checkpoints").glob("checkpoint-*/trainer_state.json")):

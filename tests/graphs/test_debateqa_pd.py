@@ -68,7 +68,7 @@ def test_a_partial_answer_over_the_window_is_a_final_error(gpt2, tmp_path):
     first = score(items, tmp_path, make_scorer, {})
     assert [r["status"] for r in first.records] == ["ok", "error"]
     assert "does not fit the scorer's window of 32 tokens" in first.records[1]["error"]
-    assert (first.tallies[0].done, first.tallies[0].failed) == (1, 1)
+    assert (first.tallies[0].done, first.tallies[0].failed) == (2, 0)  # final, not retried
     again = score(items, tmp_path, make_scorer, {})
     assert again.records == first.records and again.scored == 0 and built == [1]
 

@@ -177,7 +177,7 @@ def test_an_argument_listed_twice_is_one_debate(tmp_path):
 def test_given_arguments_run_no_argument_stage_and_still_write_its_log(tmp_path):
     summary, _ = debate_in(tmp_path, [Topic("Zoos", GIVEN)], TWO_ARGUMENTS)
     assert [t.unit for t in summary.tallies] == ["debates"]
-    assert (tmp_path / "arguments.jsonl").read_text() == ""  # `moot merge` reads it
+    assert (tmp_path / "arguments.jsonl").read_text() == ""  # `moot merge-shards` reads it
 
 
 # --- merge checks every shard before it writes anything ------------------------

@@ -1,0 +1,114 @@
+"""The run engine: skip, run, fail apart, log, bound, compact, tally."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from moot.core.data.records import ResultLog
+from moot.core.errors import ConfigError, ModelCallError
+from moot.core.runs import run_claimed, run_items
+
+
+def items(*ids: str) -> list[dict]:
+    return [{"id": i, "n": n} for n, i in enumerate(ids)]
+
+
+def lines(log: ResultLog) -> list[dict]:
+    return [json.loads(line) for line in log.path.read_text().splitlines()]
+
+
+def run(*args, **kwargs):
+    return asyncio.run(run_items(*args, **kwargs))
+
+
+def test_finished_items_are_skipped_and_the_rest_run_once(tmp_path):
+    log, ran = ResultLog(tmp_path / "log.jsonl"), []
+
+    async def task(item):
+        ran.append(item["id"])
+        return {**item, "status": "ok"}
+
+    first = run(items("a", "b"), task, log, unit="things")
+    second = run(items("a", "b", "c"), task, log, unit="things")
+    assert ran == ["a", "b", "c"]
+    assert (first.tally.planned, first.tally.skipped, first.tally.done) == (2, 0, 2)
+    assert (second.tally.planned, second.tally.skipped, second.tally.done) == (3, 2, 1)
+    assert [r["id"] for r in second.records] == ["a", "b", "c"]
+
+
+def test_a_failed_call_is_a_failure_record_retried_next_time(tmp_path):
+    log, calls = ResultLog(tmp_path / "log.jsonl"), []
+
+    async def task(item):
+        calls.append(item["id"])
+        if item["id"] == "b" and calls.count("b") == 1:
+            raise ModelCallError("scripted: HTTP 500")
+        return {**item, "status": "ok"}
+
+    first = run(items("a", "b", "c"), task, log, unit="things")
+    assert first.tally.failed == 1 and first.tally.done == 2
+    bad = next(r for r in first.records if r["id"] == "b")
+    assert bad == {"id": "b", "n": 1, "status": "error", "error": "scripted: HTTP 500"}
+    second = run(items("a", "b", "c"), task, log, unit="things")
+    assert calls == ["a", "b", "c", "b"] and second.tally.failed == 0
+    assert [r["status"] for r in lines(log)] == ["ok", "ok", "ok"]  # compacted, one per id
+
+
+def test_any_other_error_stops_the_run_as_itself_and_keeps_what_was_logged(tmp_path):
+    log = ResultLog(tmp_path / "log.jsonl")
+
+    async def task(item):
+        if item["id"] == "b":
+            raise ConfigError("authentication failed")
+        return {**item, "status": "ok"}
+
+    with pytest.raises(ConfigError, match="authentication failed"):
+        run(items("a", "b", "c"), task, log, unit="things", concurrency=1)
+    assert [r["id"] for r in lines(log)] == ["a"]
+
+
+def test_an_id_given_twice_is_one_item_and_concurrency_is_a_bound(tmp_path):
+    log, flight, most = ResultLog(tmp_path / "log.jsonl"), [0], [0]
+
+    async def task(item):
+        flight[0] += 1
+        most[0] = max(most[0], flight[0])
+        await asyncio.sleep(0.01)
+        flight[0] -= 1
+        return {**item, "status": "ok"}
+
+    result = run(
+        [*items("a", "b", "c", "d", "e"), {"id": "a", "n": 99}], task, log, unit="things",
+        concurrency=2,
+    )  # fmt: skip
+    assert result.tally.planned == 5 and len(result.records) == 5
+    assert result.records[0]["n"] == 0  # the first of the two
+    assert most[0] == 2
+
+
+def test_compaction_puts_this_runs_items_first_or_keeps_only_them(tmp_path):
+    async def task(item):
+        return {**item, "status": "ok"}
+
+    kept, only = ResultLog(tmp_path / "kept.jsonl"), ResultLog(tmp_path / "only.jsonl")
+    for log, keep in ((kept, True), (only, False)):
+        run(items("a", "b"), task, log, unit="things")
+        run(items("c", "a"), task, log, unit="things", keep_others=keep)
+    assert [r["id"] for r in lines(kept)] == ["c", "a", "b"]
+    assert [r["id"] for r in lines(only)] == ["c", "a"]
+
+
+def test_a_claimed_folder_refuses_other_settings_before_any_work(tmp_path):
+    ran = []
+
+    async def task(item):
+        ran.append(item["id"])
+        return {**item, "status": "ok"}
+
+    asyncio.run(run_claimed(items("a"), task, tmp_path, {"judge": "x"}))
+    with pytest.raises(ConfigError, match="use a new --out"):
+        asyncio.run(run_claimed(items("b"), task, tmp_path, {"judge": "y"}))
+    assert ran == ["a"] and (tmp_path / "judgments.jsonl").exists()
