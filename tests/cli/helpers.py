@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,9 @@ def popen_moot(*args: object, env: dict[str, str] | None = None) -> subprocess.P
         stderr=subprocess.PIPE,
         text=True,
         env=env or moot_env(),
+        # as at a terminal: a suite started in the background (`make test &`) hands its children
+        # an ignored SIGINT, and Python then never turns Ctrl-C into KeyboardInterrupt
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
