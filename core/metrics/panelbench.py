@@ -389,7 +389,13 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                 + ".",
             ]
     if counts["bp"]:
-        header = ["framework", "judge", "accuracy", "accuracy (missing = wrong)", "completion"]
+        header = [
+            "framework",
+            "judge",
+            "accuracy",
+            "accuracy (missing = wrong; paper)",
+            "completion",
+        ]
         header += [*BP_TEAMS, "closing share", "unparsed", "incomplete", "errors", "unjudged"]
         rows = [header]
         for framework in frameworks:
