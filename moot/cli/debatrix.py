@@ -43,6 +43,13 @@ def register(commands: Commands) -> None:
         metavar="A=W,...",
         help="panel weights (default: the paper's)",
     )
+    judge.add_argument(
+        "--scoring",
+        choices=("paper", "released"),
+        default="paper",
+        help="a debater's comment, then a second call for its 1-10 integer score (paper, "
+        "Sec. 5.1), or both in one call (the released code)",
+    )
     judge.add_argument("--repeats", type=opt.positive, default=1, help="judgments per debate")
     judge.add_argument("--analysis-tokens", type=opt.positive, default=1024, metavar="N")
     judge.add_argument("--judgment-tokens", type=opt.positive, default=1536, metavar="N")
@@ -107,6 +114,7 @@ def run_judge(args: argparse.Namespace) -> int:
         constrained=runtime.constrained(args, role),
         analysis_tokens=args.analysis_tokens,
         judgment_tokens=args.judgment_tokens,
+        scoring=args.scoring,
     )
     settings.plan(debates)  # bad dimensions fail before the judge is contacted
     client = runtime.client_for(args, role.spec)

@@ -13,7 +13,7 @@ from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from tests.cli.helpers import popen_moot, read_jsonl, run_moot, write_bp_competition
 from tests.conftest import shared_data
 
-SCORE = Rule(r'"score": <1-10>', '{"comment": "solid", "score": 6}', role="last")
+SCORE = Rule(r'"score": <an integer from 1 to 10>', '{"comment": "solid", "score": 6}', role="last")
 
 
 def real_debates(tmp_path: Path, count: int) -> tuple[Path, list[dict]]:
@@ -214,7 +214,12 @@ def test_judges_and_scores_bp_debates_in_panelbench_released_layout(tmp_path):
     with ScriptedServer(rules=[SCORE, Rule('"winner"', '{"winner": "OG"}')]) as server:
         result = run_moot(*judge_args(server, tmp_path / "bp", tmp_path / "out"))
         analyses = [r for r in server.requests if "Speech 8 by CO" in json.dumps(r.body)]
+        last = [r.body["messages"][-1]["content"] for r in server.requests]
     assert result.returncode == 0, result.stderr
+    # the paper's scoring: each team's comment alone, then its integer score in a second call
+    comments = [p for p in last if p.rstrip().endswith("judgment for CO specifically.")]
+    scores = [p for p in last if "The debater is: CO" in p and "generate a score" in p]
+    assert len(comments) == len(scores) == 2 * 5  # 2 debates x (4 dimensions + the panel)
     judged = read_jsonl(tmp_path / "out" / "judgments.jsonl")
     assert [j["debate"] for j in judged] == ["bp_003", "bp_020"]
     assert set(judged[0]["dimensions"]) == {"argument", "support", "clash", "language"}
