@@ -12,6 +12,7 @@ from moot.cli import runtime
 from moot.cli.registry import Commands
 
 FRAMEWORK_NAMES = ("debatrix", "non-iterative", "chronological", "dimensional", "direct")
+PAPER_WINDOW = 16385  # ChatGPT's, gpt-3.5-turbo-0125 (paper, Sec. 5.1)
 
 
 def register(commands: Commands) -> None:
@@ -63,6 +64,11 @@ def register(commands: Commands) -> None:
         concurrency=4,
         unit="debates",
     )
+    window = next(a for a in judge._actions if a.dest == "context_window")
+    window.help = (
+        f"the judge's context window (default {PAPER_WINDOW}, ChatGPT's in the paper; "
+        "local/*: its server's)"
+    )
 
     panelbench = commands.add(
         "panelbench",
@@ -101,6 +107,8 @@ def run_judge(args: argparse.Namespace) -> int:
     from moot.core.data.debates import load_debates
     from moot.graphs.debatrix_run import JudgeSettings, judge_debates
 
+    if args.context_window is None and not args.model.startswith("local/"):
+        args.context_window = PAPER_WINDOW  # the window Debatrix is built for (Sec. 5.1)
     debates = load_debates(args.debates)
     skipped = debates.skipped  # `moot debate` records that did not finish
     debates = runtime.limited(debates, args)

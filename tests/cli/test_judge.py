@@ -234,3 +234,18 @@ def test_judges_and_scores_bp_debates_in_panelbench_released_layout(tmp_path):
     (framework,) = summary["frameworks"]
     bp = framework["bp"]
     assert (bp["accuracy"], bp["completion"], bp["winners"]["OG"]) == (0.5, 1.0, 2)
+
+
+def test_the_judges_window_defaults_to_the_papers_16385_tokens(tmp_path):
+    path = bad(tmp_path, lambda r: r["speeches"][0].update(content="zoo " * 17000))
+    with ScriptedServer(rules=[SCORE]) as server:
+        default = run_moot(*judge_args(server, path, tmp_path / "out", "--framework", "direct"))
+        sent = len(server.requests)
+        wider = judge_args(server, path, tmp_path / "wide", "--framework", "direct")
+        widened = run_moot(*wider, "--context-window", 32768)
+    assert default.returncode == 0, default.stderr
+    (judgment,) = read_jsonl(tmp_path / "out" / "judgments.jsonl")
+    assert judgment["status"] == "incomplete" and "16385-token window" in judgment["reason"]
+    assert sent == 0  # a prompt that does not fit is never sent
+    (judgment,) = read_jsonl(tmp_path / "wide" / "judgments.jsonl")
+    assert widened.returncode == 0 and judgment["status"] == "complete"
