@@ -333,7 +333,10 @@ def test_real_gold_unjudged_debates_are_counted(tmp_path):
     summary = evaluate_panelbench([predictions(tmp_path / "run", record)], gold)
     baselines = summary["baselines"]
     assert baselines["debates"] == 100
-    assert round(baselines["always_tie"], 2) == 48.48
+    rounded = [round(baselines[f"always_{n}"], 2) for n in ("tie", "con", "pro")]
+    assert rounded == [48.48, 62.85, 75.83]  # the constant baselines, unweighted
+    d2g = summary["gold_statistics"]["d2g"]  # Table 2's D2G, weighted by votes
+    assert [round(d2g[n]["weighted"], 2) for n in d2g] == [23.85, 41.02, 47.20]
     final = summary["frameworks"][0]["debateart"]["score"]["final"]
     assert (final["predicted"], final["unjudged"]) == (1, 99)
     assert final["rmse"] == pytest.approx(100 * abs(1.0 - first.gold["final"]))
