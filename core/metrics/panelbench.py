@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -432,7 +432,21 @@ def _bp(records: list[dict[str, Any]], debates: Sequence[Debate], repeats: int) 
         winner = UNFINISHED.get(record["status"]) or record["final"].get("winner")
         items.append((winner or Missing.PARSE_FAILURE, gold[record["debate"]]))
     unjudged = sum(repeats - judged[debate_id] for debate_id in gold)
-    return {**bp_summary(items, unjudged), "no_gold": len(mine) - len(items)}
+    summary = {**bp_summary(items, unjudged), "no_gold": len(mine) - len(items)}
+    return {**summary, "gold_winners": gold_winners(gold.values(), repeats)}
+
+
+def gold_winners(golds: Iterable[Sequence[str]], repeats: int) -> dict[str, float]:
+    """Table 7's Gold row: how often each team is expected to win over `repeats` runs.
+
+    It is "the expectation number each debater is chosen if we select one of the true winners
+    randomly for each trial" (paper, Table 7): a debate with two winners gives each half a win.
+    """
+    expected = dict.fromkeys(BP_TEAMS, 0.0)
+    for winners in golds:
+        for team in winners:
+            expected[team] += repeats / len(winners)
+    return expected
 
 
 def _ratio(part: int, whole: int) -> float | None:
@@ -551,13 +565,20 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                     *(str(bp[k]) for k in ("parse_failures", "incomplete", "errors", "unjudged")),
                 ]
             )
+            gold = bp["gold_winners"]
+            rows.append(
+                [f"gold (expected, {framework['repeats']} runs)", "", "", "", ""]
+                + [f"{gold[team]:g}" for team in BP_TEAMS]
+                + [_percent((gold["CG"] + gold["CO"]) / (sum(gold.values()) or 1)), *[""] * 4]
+            )
         lines += [
             "",
             "## BP: final winner (any gold winner counts)",
             "",
             "Accuracy over predicted items, and over every debate × repeat with missing ones "
             "counted wrong; completion = complete judgments / (debates × repeats); team columns "
-            "count predicted winners; closing share = CG or CO.",
+            "count predicted winners; closing share = CG or CO; the gold row is Table 7's: the "
+            "expected wins if one true winner is picked at random per run.",
             "",
             render_table(rows, left=2, markdown=True),
         ]

@@ -211,6 +211,9 @@ def test_eval_panelbench_reports_hand_computed_rmse_bp_and_baselines(tmp_path):
     assert (bp["accuracy"], bp["accuracy_all"], bp["completion"]) == (0.5, 0.25, 0.75)
     assert bp["winners"] == {"OG": 0, "OO": 0, "CG": 1, "CO": 1} and bp["closing_share"] == 1.0
     assert (bp["parse_failures"], bp["errors"], bp["unjudged"]) == (1, 1, 0)
+    # Table 7's Gold row over 2 runs: b1 won by CG alone, b2 by OG and OO (half each)
+    assert bp["gold_winners"] == {"OG": 1.0, "OO": 1.0, "CG": 2.0, "CO": 0.0}
+    assert "| gold (expected, 2 runs) |  |  |  |  | 1 | 1 | 2 | 0 | 50.0% |" in result.stdout
 
     assert second["name"] == "direct_run"
     assert second["debateart"]["columns"] == ["final"]  # "general" has no gold

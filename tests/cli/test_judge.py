@@ -234,6 +234,7 @@ def test_judges_and_scores_bp_debates_in_panelbench_released_layout(tmp_path):
     (framework,) = summary["frameworks"]
     bp = framework["bp"]
     assert (bp["accuracy"], bp["completion"], bp["winners"]["OG"]) == (0.5, 1.0, 2)
+    assert bp["gold_winners"] == {"OG": 0.5, "OO": 1.0, "CG": 0.5, "CO": 0.0}  # Table 7's row
 
 
 def test_the_judges_window_defaults_to_the_papers_16385_tokens(tmp_path):
