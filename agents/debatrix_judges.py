@@ -207,7 +207,6 @@ def transcript(debate: Debate, upto: int | None = None) -> list[tuple[str, str]]
     ]
 
 
-
 class Score(BaseModel):
     """A score: an integer from 1 to 10 (paper, Sec. 5.1); 7.5, "7" or 11 fail validation."""
 
