@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model, field_validator
@@ -208,10 +208,15 @@ def transcript(debate: Debate, upto: int | None = None) -> list[tuple[str, str]]
 
 
 class Score(BaseModel):
-    """A comment and a 1-10 score for a speech or a debater."""
+    """A score: an integer from 1 to 10 (paper, Sec. 5.1); 7.5, "7" or 11 fail validation."""
+
+    score: int = Field(ge=1, le=10, strict=True)
+
+
+class CommentedScore(Score):
+    """A debater's comment and score asked in one call (the released code's debater judge)."""
 
     comment: str
-    score: float = Field(ge=1, le=10)
 
 
 def winner_schema(debate: Debate, allow_tie: bool) -> type[BaseModel]:
@@ -242,12 +247,20 @@ def winner_schema(debate: Debate, allow_tie: bool) -> type[BaseModel]:
 class Extractor:
     """Reads scores and winners out of free-text judgments (the paper's verdict extractor).
 
+    The paper (Sec. 5.1) asks "the judges to output comments only and then call the LLM again to
+    generate their corresponding scores (integers from 1 to 10) or winner verdict". A speech's
+    comment is its analysis and a dimension's is its judgment; a debater's comment is asked for
+    on its own (``scoring="paper"``) or, as the released code does, with the score in one
+    call (``scoring="released"``). Either way the score is an integer from 1 to 10 or a parse
+    failure.
+
     Args:
         client: The model layer.
         role: The judge's model.
         seed: Sampling seed for every extraction.
         constrained: Ask the server for schema-constrained JSON.
         max_tokens: Completion budget of one extraction.
+        scoring: ``paper`` or ``released`` (how a debater's comment and score are asked for).
     """
 
     client: ModelClient
@@ -255,6 +268,7 @@ class Extractor:
     seed: int
     constrained: bool
     max_tokens: int = 384
+    scoring: str = "paper"
 
     async def _ask(self, prompt: str, schema: type[BaseModel], stage: str) -> Structured:
         return await self.client.complete_structured(
@@ -268,7 +282,7 @@ class Extractor:
         )
 
     async def speech_score(self, debate: Debate, debater: str, judgment: str) -> Structured:
-        """A comment and score for `debater`'s speech from its analysis."""
+        """The score of `debater`'s speech from its analysis (the speech's comment)."""
         prompt = render(
             "debatrix/score_speech.j2", debate=debate, debater=debater, judgment=judgment
         )
@@ -276,12 +290,35 @@ class Extractor:
 
     async def debater_scores(self, debate: Debate, judgment: str) -> dict[str, Structured]:
         """A comment and score per debater from a debate-level judgment, asked concurrently."""
-        prompts = [
-            render("debatrix/score_debater.j2", debate=debate, debater=d, judgment=judgment)
-            for d in debate.debaters
-        ]
-        results = await asyncio.gather(*(self._ask(p, Score, "debater_score") for p in prompts))
+        ask = self._debater if self.scoring == "paper" else self._debater_released
+        results = await asyncio.gather(*(ask(debate, d, judgment) for d in debate.debaters))
         return dict(zip(debate.debaters, results, strict=True))
+
+    async def _debater(self, debate: Debate, debater: str, judgment: str) -> Structured:
+        """The paper's way: the debater's comment alone, then a second call for its score."""
+        prompt = render(
+            "debatrix/comment_debater.j2", debate=debate, debater=debater, judgment=judgment
+        )
+        comment = await self.client.complete(
+            self.role,
+            [{"role": "user", "content": prompt}],
+            stage="debater_comment",
+            max_tokens=self.max_tokens,
+            seed=self.seed,
+        )
+        prompt = render(
+            "debatrix/score_debater.j2", debate=debate, debater=debater, judgment=comment.text
+        )
+        score = await self._ask(prompt, Score, "debater_score")
+        value = CommentedScore(comment=comment.text, score=score.value.score) if score.ok else None  # type: ignore[union-attr]
+        return replace(score, value=value, completions=(comment, *score.completions))
+
+    async def _debater_released(self, debate: Debate, debater: str, judgment: str) -> Structured:
+        """The released code's way: the comment and the score in one call."""
+        prompt = render(
+            "debatrix/score_debater_released.j2", debate=debate, debater=debater, judgment=judgment
+        )
+        return await self._ask(prompt, CommentedScore, "debater_score")
 
     async def winner(self, debate: Debate, judgment: str, allow_tie: bool) -> Structured:
         """The winner named by a judgment: a debater, or ``tie`` where allowed."""

@@ -74,7 +74,7 @@ def _winner(verdict: dict[str, Any], debate: Debate) -> str:
 def _score(entry: dict[str, Any]) -> tuple[str, str]:
     if "parse_failure" in entry:
         return "unparsed", entry["parse_failure"]["error"]
-    return f"{entry['score']:g}", entry["comment"]
+    return str(entry["score"]), entry.get("comment", "")  # a speech's comment is its analysis
 
 
 def _score_table(verdict: dict[str, Any]) -> Block:

@@ -46,6 +46,8 @@ PROMPTS = (
     "debatrix/compress_system.j2",
     "debatrix/score_speech.j2",
     "debatrix/score_debater.j2",
+    "debatrix/comment_debater.j2",
+    "debatrix/score_debater_released.j2",
     "debatrix/winner.j2",
     "debatrix/dimensions_1v1.yaml",
     "debatrix/dimensions_bp.yaml",
@@ -65,6 +67,8 @@ class JudgeSettings:
         constrained: Ask for schema-constrained JSON when extracting scores and winners.
         analysis_tokens: Completion budget of a speech analysis.
         judgment_tokens: Completion budget of a judgment.
+        scoring: ``paper`` (a debater's comment, then a second call for its score) or
+            ``released`` (both in one call); see `moot.agents.debatrix_judges.Extractor`.
     """
 
     role: Role
@@ -75,6 +79,7 @@ class JudgeSettings:
     constrained: bool = False
     analysis_tokens: int = 1024
     judgment_tokens: int = 1536
+    scoring: str = "paper"
 
     def plan(self, debates: Sequence[Debate]) -> dict[str, tuple[Dimension, ...]]:
         """The dimensions judged per debate format present in `debates`.
@@ -101,6 +106,7 @@ class JudgeSettings:
             "constrained": self.constrained,
             "analysis_tokens": self.analysis_tokens,
             "judgment_tokens": self.judgment_tokens,
+            "scoring": self.scoring,
             "prompts": template_digest(*PROMPTS),
         }
 
@@ -190,7 +196,11 @@ async def judge_debates(
                 framework=settings.framework,
                 dimensions=plans[debate.format],
                 extractor=Extractor(
-                    client, settings.role, settings.seed + repeat, settings.constrained
+                    client,
+                    settings.role,
+                    settings.seed + repeat,
+                    settings.constrained,
+                    scoring=settings.scoring,
                 ),
                 window=client.context_window(settings.role.spec),
                 analysis_tokens=settings.analysis_tokens,

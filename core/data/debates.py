@@ -13,7 +13,8 @@ Accepted by ``moot judge --debates`` (and ``moot eval panelbench --gold``):
   ``info_slide``, ``speech_order``, ``format`` and ``gold`` are optional. ``format`` is ``1v1``
   or ``bp`` (British Parliamentary: teams OG and CG for the motion, OO and CO against); it
   defaults to ``bp`` when the teams are exactly those four. Gold labels are 0 (pro wins), 0.5
-  (tie) and 1 (con wins); a BP debate's gold is ``{"winners": ["CG"]}``.
+  (tie) and 1 (con wins); a BP debate's gold is ``{"winners": ["OG", "CG"]}`` (or ``"OG,CG"``):
+  every winning team (two go through from a semifinal or quarterfinal).
 * The ``debates.jsonl`` written by ``moot debate`` (DEBATunE records, see docs/schemas.md)::
 
       {"id": "32995daf93df4780", "topic": "...", "stance": "Negative", "argument": "...",
@@ -27,8 +28,17 @@ Accepted by ``moot judge --debates`` (and ``moot eval panelbench --gold``):
   speech (it is A's statement after the debate), so it is not judged. A record whose ``status``
   is not ``ok`` is skipped and counted in `Debates.skipped`; if one id has several lines (a run
   that was interrupted before compacting its log), the last one wins, as for ``moot debate``.
-* A DebateArt folder as released with PanelBench: ``motion/*.yml`` and ``speech/*.yml``, with
-  ``gold/final.csv`` and ``gold/dimension.csv`` when present.
+* A PanelBench folder as released (github.com/ljcleo/debatrix, ``PanelBench/data``):
+  ``motion/*.yml`` and ``speech/*.yml`` side by side. DebateArt: motions list
+  ``pro_side``/``con_side`` as ``[{name}]``, speeches ``debater_name``, gold in
+  ``gold/final.csv`` and ``gold/dimension.csv`` (``dart_id``). BP-Competition: motions list
+  ``pro_speakers``/``con_speakers``, speeches ``speaker_name``, teams named like
+  ``Opening_Government_(OG)``, the winning teams in ``gold/gold.csv`` as ``bp_id,label``
+  with labels such as ``OG,CG``.
+
+A debate whose four debaters are the BP teams, by code (``OG``) or by the released long name
+(``Opening_Government_(OG)``), is a BP debate; its teams are named by their codes from then on
+(the paper, Table 4: "Debater names are fixed to OG, OO, CG, and CO").
 
 Every record is checked: speakers must be debaters, speeches non-empty, the speech order must
 match the speeches, ids unique. Problems are `InputError`s naming the file and the record.
@@ -37,6 +47,7 @@ match the speeches, ids unique. Problems are `InputError`s naming the file and t
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +59,7 @@ from moot.core.errors import InputError, json_type
 
 Format = Literal["1v1", "bp"]
 BP_TEAMS = ("OG", "OO", "CG", "CO")  # speaking order of the first four speeches
+_BP_NAME = re.compile(r"(?:.*\()?(OG|OO|CG|CO)\)?")  # "OG" or "Opening_Government_(OG)"
 LABELS = {"pro": 0.0, "tie": 0.5, "con": 1.0}
 
 
@@ -173,6 +185,10 @@ def _debate(path: Path, where: str, record: Any) -> Debate:
     if info_slide is not None and not isinstance(info_slide, str):
         raise fail(f"'info_slide' must be text, got {json_type(info_slide)}")
     pro, con = (_names(record[side], side, fail) for side in ("pro", "con"))
+    teams = _bp_codes(pro + con)
+    if teams:  # BP teams under any of their names: from now on, by their codes
+        record = _renamed(record, teams)
+        pro, con = tuple(teams[n] for n in pro), tuple(teams[n] for n in con)
     if set(pro) & set(con):
         raise fail(f"{sorted(set(pro) & set(con))[0]!r} is on both sides")
     if not isinstance(record["speeches"], list) or not record["speeches"]:
@@ -196,7 +212,6 @@ def _debate(path: Path, where: str, record: Any) -> Debate:
         spoken = [s.speaker for s in speeches]
         if list(order) != spoken:
             raise fail(f"speech_order {list(order)} does not match the speeches' speakers {spoken}")
-    teams = set(pro + con) == set(BP_TEAMS)
     debate_format = record.get("format", "bp" if teams else "1v1")
     if debate_format not in ("1v1", "bp"):
         raise fail(f"unknown format {debate_format!r} (expected '1v1' or 'bp')")
@@ -216,6 +231,42 @@ def _debate(path: Path, where: str, record: Any) -> Debate:
         format=debate_format,
         gold=gold,
     )
+
+
+def _bp_codes(names: tuple[str, ...]) -> dict[str, str] | None:
+    """Each name's team code when the names are the four BP teams, else None."""
+    matches = [_BP_NAME.fullmatch(name.strip()) for name in names]
+    codes = [m.group(1) for m in matches if m]
+    if len(codes) != len(names) or sorted(codes) != sorted(BP_TEAMS):
+        return None
+    return dict(zip(names, codes, strict=True))
+
+
+def _renamed(record: dict[str, Any], teams: dict[str, str]) -> dict[str, Any]:
+    """The record with its speakers, speech order and gold winners named by team code."""
+    speeches = (
+        [
+            {**s, "speaker": teams.get(s["speaker"], s["speaker"])}
+            if isinstance(s, dict) and isinstance(s.get("speaker"), str)
+            else s
+            for s in record["speeches"]
+        ]
+        if isinstance(record["speeches"], list)
+        else record["speeches"]
+    )
+    order = record.get("speech_order")
+    if isinstance(order, list):
+        order = [teams.get(name, name) if isinstance(name, str) else name for name in order]
+    gold = record.get("gold")
+    if isinstance(gold, dict) and "winners" in gold:
+        winners = gold["winners"]
+        if isinstance(winners, str):  # the released gold.csv form, "OG,CG"
+            winners = [w.strip() for w in winners.split(",")]
+        if isinstance(winners, list):
+            long = {name.strip(): code for name, code in teams.items()}
+            winners = [long.get(w, w) if isinstance(w, str) else w for w in winners]
+        gold = {**gold, "winners": winners}
+    return {**record, "speeches": speeches, "speech_order": order, "gold": gold}
 
 
 def _is_debatune(record: Any) -> bool:
@@ -294,11 +345,11 @@ def _check_gold(gold: dict[str, Any], debate_format: str, debaters: tuple, fail:
 
 
 def _debateart_folder(folder: Path) -> list[Debate]:
-    """PanelBench's DebateArt release: motion/, speech/ and gold/ beside each other."""
+    """A PanelBench folder as released: motion/, speech/ and gold/ beside each other."""
     motions = sorted((folder / "motion").glob("*.yml"))
     if not motions:
-        raise InputError(folder, "no motion/*.yml files (expected a DebateArt folder)")
-    gold = _debateart_gold(folder / "gold")
+        raise InputError(folder, "no motion/*.yml files (expected a PanelBench folder)")
+    gold = {**_debateart_gold(folder / "gold"), **_bp_gold(folder / "gold" / "gold.csv")}
     debates = []
     for motion_path in motions:
         speech_path = folder / "speech" / motion_path.name
@@ -311,11 +362,13 @@ def _debateart_folder(folder: Path) -> list[Debate]:
             "id": motion_path.stem,
             "motion": motion.get("motion"),
             "info_slide": motion.get("info_slide"),
-            "pro": [d.get("name") for d in motion.get("pro_side") or [] if isinstance(d, dict)],
-            "con": [d.get("name") for d in motion.get("con_side") or [] if isinstance(d, dict)],
+            **{side: _side(motion, side) for side in ("pro", "con")},
             "speech_order": motion.get("speech_order"),
             "speeches": [
-                {"speaker": s.get("debater_name"), "content": s.get("content")}
+                {
+                    "speaker": s.get("debater_name", s.get("speaker_name")),
+                    "content": s.get("content"),
+                }
                 if isinstance(s, dict)
                 else s
                 for s in speeches
@@ -324,6 +377,14 @@ def _debateart_folder(folder: Path) -> list[Debate]:
         }
         debates.append(_debate(speech_path, "file", record))
     return debates
+
+
+def _side(motion: dict[str, Any], side: str) -> Any:
+    """A side's debaters: DebateArt's ``<side>_side: [{name}]`` or BP's ``<side>_speakers``."""
+    listed = motion.get(f"{side}_side", motion.get(f"{side}_speakers"))
+    if not isinstance(listed, list):
+        return listed
+    return [d.get("name") if isinstance(d, dict) else d for d in listed]
 
 
 def _yaml(path: Path) -> Any:
@@ -339,7 +400,7 @@ def _yaml(path: Path) -> Any:
 
 def _debateart_gold(folder: Path) -> dict[int, dict[str, Any]]:
     gold: dict[int, dict[str, Any]] = {}
-    for row in _csv_rows(folder / "final.csv"):
+    for row in _csv_rows(folder / "final.csv", "dart_id", numeric=True):
         entry = gold.setdefault(int(row["dart_id"]), {})
         entry.update(
             final=float(row["label"]),
@@ -347,10 +408,16 @@ def _debateart_gold(folder: Path) -> dict[int, dict[str, Any]]:
             is_many_round=row.get("is_many_round") == "True",
             is_long=row.get("is_long") == "True",
         )
-    for row in _csv_rows(folder / "dimension.csv"):
+    for row in _csv_rows(folder / "dimension.csv", "dart_id", numeric=True):
         entry = gold.setdefault(int(row["dart_id"]), {})
         entry.setdefault("dimensions", {})[row["dimension"]] = float(row["label"])
     return gold
+
+
+def _bp_gold(path: Path) -> dict[int, dict[str, Any]]:
+    """BP-Competition's ``gold.csv``: ``bp_id,label``, the label the winning teams ("OG,CG")."""
+    rows = _csv_rows(path, "bp_id")
+    return {int(row["bp_id"]): {"winners": row["label"]} for row in rows}
 
 
 def _debateart_gold_for(motion_path: Path, gold: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -363,15 +430,19 @@ def _debateart_gold_for(motion_path: Path, gold: dict[int, dict[str, Any]]) -> d
     return {}
 
 
-def _csv_rows(path: Path) -> Iterable[dict[str, str]]:
+def _csv_rows(path: Path, key: str, numeric: bool = False) -> Iterable[dict[str, str]]:
+    """The rows of a gold CSV, each with an integer `key` and a label (numeric if asked)."""
     if not path.exists():
         return []
     with path.open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
     for number, row in enumerate(rows, start=2):
         try:
-            int(row["dart_id"]), float(row["label"])
-        except (KeyError, TypeError, ValueError):
-            problem = "expected a numeric dart_id and label"
-            raise InputError(path, problem, f"line {number}") from None
+            int(row[key])
+            label = float(row["label"]) if numeric else row["label"].strip()
+        except (KeyError, TypeError, ValueError, AttributeError):
+            label = None
+        if label is None or label == "":
+            problem = f"expected a numeric {key} and a{' numeric' if numeric else ''} label"
+            raise InputError(path, problem, f"line {number}")
     return rows

@@ -2,8 +2,13 @@
 
 DebateArt (1v1): RMSE × 100 between predicted and gold labels (0 pro wins, 0.5 tie, 1 con wins)
 for the final verdict and each dimension, in two modes: ``score`` (the label implied by the
-debaters' 1-10 scores, a tie within a margin) and ``direct`` (the judge's named winner). BP:
-accuracy of the final winner, completion, and which team positions the judge picks.
+debaters' 1-10 scores, a tie within a margin) and ``direct`` (the judge's named winner), each
+computed per run (repeat) and averaged over the runs, as the paper reports "the average
+performance" of 3 runs (Sec. 5.1); the final column also by debate length (Figure 5: fewer or
+at least 8 speeches, fewer or at least 4,000 tokens). The gold itself is described as in
+Table 2: each column's pro/tie/con split and D2G, the RMSE of each dimension's labels against
+the final ones, weighted by the debate's vote count (the paper's figures; unweighted beside).
+BP: accuracy of the final winner, completion, and which team positions the judge picks.
 
 Every (debate, repeat) item is counted: predicted, parse failures (a score or winner could not be
 read), incomplete (over the context window), errors, or unjudged (never judged). Metrics are over
@@ -14,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -22,6 +27,7 @@ from typing import Any
 from moot.core.data.debates import BP_TEAMS, LABELS, Debate, load_debates
 from moot.core.data.records import ResultLog, atomic_write, write_json
 from moot.core.errors import InputError
+from moot.core.llm.tokens import count_tokens
 from moot.core.tables import render_table
 
 MODES = ("score", "direct")
@@ -30,6 +36,10 @@ MODE_TITLES = {"score": "Score comparison", "direct": "Direct prediction"}
 TIE_MARGINS = {"source": 3.0, "language": 3.0}
 STATUSES = ("complete", "incomplete", "error")
 BASELINES = ("tie", "con", "pro")  # constant predictions, in the paper's order
+# Figure 5's buckets (Sec. 6.1: "34 have no fewer than 8 speeches, and 51 contain at least 4,000
+# tokens"; the released gold's is_many_round and is_long flags mark exactly these)
+MANY_SPEECHES, LONG_TOKENS = 8, 4000
+BUCKETS = ("speeches<8", "speeches>=8", "tokens<4000", "tokens>=4000")
 
 
 class Missing(StrEnum):
@@ -65,12 +75,61 @@ def winner_label(debate: Debate, winner: str | None) -> float | None:
     return None if winner is None else debate.label(winner)
 
 
-def rmse(predicted: Sequence[float], gold: Sequence[float]) -> float | None:
-    """Root mean squared error × 100, or None when there is nothing to compare."""
+def rmse(
+    predicted: Sequence[float], gold: Sequence[float], weights: Sequence[float] | None = None
+) -> float | None:
+    """Root mean squared error × 100 (weighted if `weights`), or None when nothing is compared."""
     if not predicted:
         return None
-    squares = [(p - g) ** 2 for p, g in zip(predicted, gold, strict=True)]
-    return 100 * math.sqrt(sum(squares) / len(squares))
+    weights = weights or [1.0] * len(predicted)
+    squares = [w * (p - g) ** 2 for p, g, w in zip(predicted, gold, weights, strict=True)]
+    return 100 * math.sqrt(sum(squares) / sum(weights))
+
+
+def gold_statistics(debates: Sequence[Debate]) -> dict[str, Any] | None:
+    """Table 2 of the paper from the gold labels of 1v1 debates.
+
+    Returns:
+        ``{"debates", "split": {column: {"pro", "tie", "con"}}, "d2g": {dimension: {"weighted",
+        "unweighted", "debates"}}}``, or None without final labels. D2G is the RMSE × 100 of a
+        dimension's labels against the final ones over the debates holding both; ``weighted``
+        weighs each debate by its ``vote_count`` (the paper's 23.85 / 41.02 / 47.20 come out
+        so from the released gold) and is None unless every such debate has votes.
+    """
+    finals = [d for d in debates if d.format == "1v1" and d.gold.get("final") is not None]
+    if not finals:
+        return None
+    names = list(dict.fromkeys(n for d in finals for n in d.gold.get("dimensions") or {}))
+    sides = {label: side for side, label in LABELS.items()}
+    split, d2g = {}, {}
+    for column in ["final", *names]:
+        labelled = [(d, _gold_label(d, column)) for d in finals]
+        labelled = [(d, label) for d, label in labelled if label is not None]
+        counts = Counter(sides[label] for _, label in labelled)
+        split[column] = {side: counts[side] for side in LABELS}
+        if column == "final":
+            continue
+        dims, gold = [label for _, label in labelled], [d.gold["final"] for d, _ in labelled]
+        votes = [d.gold.get("vote_count") or 0 for d, _ in labelled]
+        d2g[column] = {
+            "weighted": rmse(dims, gold, votes) if all(v > 0 for v in votes) else None,
+            "unweighted": rmse(dims, gold),
+            "debates": len(labelled),
+        }
+    return {"debates": len(finals), "split": split, "d2g": d2g}
+
+
+def buckets(debate: Debate) -> tuple[str, str]:
+    """The debate's Figure 5 buckets: by number of speeches and by tokens.
+
+    The gold's ``is_long`` flag wins where present (the paper counted ChatGPT's tokens); else
+    the speeches are counted with the model layer's tokenizer (cl100k_base, ChatGPT's).
+    """
+    many = len(debate.speeches) >= MANY_SPEECHES
+    long = debate.gold.get("is_long")
+    if long is None:
+        long = sum(count_tokens(s.content) for s in debate.speeches) >= LONG_TOKENS
+    return BUCKETS[1] if many else BUCKETS[0], BUCKETS[3] if long else BUCKETS[2]
 
 
 def constant_baselines(gold: Sequence[float]) -> dict[str, Any]:
@@ -82,18 +141,36 @@ def constant_baselines(gold: Sequence[float]) -> dict[str, Any]:
 
 
 def rmse_summary(
-    items: Sequence[tuple[float | Missing, float]], unjudged: int = 0
+    items: Sequence[tuple[float | Missing, float]],
+    unjudged: int = 0,
+    runs: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     """RMSE × 100 over the predicted items, with the count of every other kind of item.
 
     Args:
         items: (predicted label or why it is missing, gold label) per judged item.
         unjudged: Items never judged.
+        runs: The run (repeat) of each item; all one run if not given.
+
+    Returns:
+        ``rmse``: the mean over runs of each run's RMSE (the paper's "average performance" of
+        its runs; a run without a prediction has no RMSE and is left out); ``rmse_runs``: each
+        run's, by run number; ``rmse_pooled``: over all predicted items at once; the counts.
     """
-    predicted = [(p, g) for p, g in items if not isinstance(p, Missing)]
+    runs = runs or [0] * len(items)
+    predicted = [
+        (p, g, r) for (p, g), r in zip(items, runs, strict=True) if not isinstance(p, Missing)
+    ]
     missing = Counter(p for p, _ in items if isinstance(p, Missing))
+    per_run = {}
+    for run in sorted(set(runs)):
+        mine = [(p, g) for p, g, r in predicted if r == run]
+        per_run[str(run)] = rmse([p for p, _ in mine], [g for _, g in mine])
+    measured = [value for value in per_run.values() if value is not None]
     return {
-        "rmse": rmse([p for p, _ in predicted], [g for _, g in predicted]),
+        "rmse": sum(measured) / len(measured) if measured else None,
+        "rmse_runs": per_run,
+        "rmse_pooled": rmse([p for p, _, _ in predicted], [g for _, g, _ in predicted]),
         "predicted": len(predicted),
         **{reason.value: missing[reason] for reason in Missing},
         "unjudged": unjudged,
@@ -200,10 +277,12 @@ def evaluate_panelbench(
     Returns:
         ``{"evaluation", "gold", "debates": {"1v1", "bp"}, "tie_margins": {column: margin},
         "baselines": {"debates", "always_tie", "always_con", "always_pro"} | None,
-        "frameworks": [...]}``; per folder ``{"name", "predictions", "judge", "repeats",
-        "judgments", "complete", "incomplete", "errors", "debateart", "bp"}`` where
-        ``debateart`` is ``{"columns", "score": {column: cell}, "direct": {column: cell}}``, a
-        cell is `rmse_summary` plus ``no_gold`` (judged items without that gold label), and
+        "gold_statistics": gold_statistics(...), "frameworks": [...]}``; per folder ``{"name",
+        "predictions", "judge", "repeats", "judgments", "complete", "incomplete", "errors",
+        "debateart", "bp"}`` where ``debateart`` is ``{"columns", "score": {column: cell},
+        "direct": {column: cell}, "buckets": {mode: {bucket: cell}}}`` (buckets: the final
+        column by `BUCKETS`), a cell is `rmse_summary` plus ``no_gold`` (judged items without
+        that gold label), and
         ``bp`` is `bp_summary` plus ``no_gold``; each is None when the gold has no such debates.
 
     Raises:
@@ -228,6 +307,7 @@ def evaluate_panelbench(
         "debates": {"1v1": len(duels), "bp": len(debates) - len(duels)},
         "tie_margins": {c: margins.get(c, 0.0) for c in ["final", *dimensions]},
         "baselines": constant_baselines(finals) if finals else None,
+        "gold_statistics": gold_statistics(duels),
         "frameworks": frameworks,
     }
 
@@ -271,22 +351,52 @@ def _debateart(
 ) -> dict[str, Any]:
     by_id = {debate.id: debate for debate in debates}
     mine = [r for r in records if r["debate"] in by_id]
-    judged = Counter(r["debate"] for r in mine)
     present = {name for r in mine if r["status"] == "complete" for name in r["dimensions"]}
     columns = ["final", *(name for name in dimensions if name in present)]
     result: dict[str, Any] = {"columns": columns, **{mode: {} for mode in MODES}}
     for column in columns:
         gold = {d.id: label for d in debates if (label := _gold_label(d, column)) is not None}
-        unjudged = sum(repeats - judged[debate_id] for debate_id in gold)
-        labelled = [r for r in mine if r["debate"] in gold]
         for mode in MODES:
-            items = [
-                (_prediction(r, by_id[r["debate"]], column, mode, margins), gold[r["debate"]])
-                for r in labelled
-            ]
-            summary = rmse_summary(items, unjudged)
-            result[mode][column] = {**summary, "no_gold": len(mine) - len(labelled)}
+            result[mode][column] = _cell(mine, by_id, gold, column, mode, margins, repeats)
+    finals = {d.id: d.gold["final"] for d in debates if d.gold.get("final") is not None}
+    where = {d.id: buckets(d) for d in debates if d.id in finals}
+    result["buckets"] = {
+        mode: {
+            bucket: _cell(
+                [r for r in mine if bucket in where.get(r["debate"], ())],
+                by_id,
+                {i: label for i, label in finals.items() if bucket in where[i]},
+                "final",
+                mode,
+                margins,
+                repeats,
+            )
+            for bucket in BUCKETS
+        }
+        for mode in MODES
+    }
     return result
+
+
+def _cell(
+    records: list[dict[str, Any]],
+    by_id: Mapping[str, Debate],
+    gold: Mapping[str, float],
+    column: str,
+    mode: str,
+    margins: Mapping[str, float],
+    repeats: int,
+) -> dict[str, Any]:
+    """`rmse_summary` of one column and mode over `records`, run by run."""
+    judged = Counter(r["debate"] for r in records)
+    unjudged = sum(repeats - judged[debate_id] for debate_id in gold)
+    labelled = [r for r in records if r["debate"] in gold]
+    items = [
+        (_prediction(r, by_id[r["debate"]], column, mode, margins), gold[r["debate"]])
+        for r in labelled
+    ]
+    summary = rmse_summary(items, unjudged, runs=[r["repeat"] for r in labelled])
+    return {**summary, "no_gold": len(records) - len(labelled)}
 
 
 def _gold_label(debate: Debate, column: str) -> float | None:
@@ -322,7 +432,21 @@ def _bp(records: list[dict[str, Any]], debates: Sequence[Debate], repeats: int) 
         winner = UNFINISHED.get(record["status"]) or record["final"].get("winner")
         items.append((winner or Missing.PARSE_FAILURE, gold[record["debate"]]))
     unjudged = sum(repeats - judged[debate_id] for debate_id in gold)
-    return {**bp_summary(items, unjudged), "no_gold": len(mine) - len(items)}
+    summary = {**bp_summary(items, unjudged), "no_gold": len(mine) - len(items)}
+    return {**summary, "gold_winners": gold_winners(gold.values(), repeats)}
+
+
+def gold_winners(golds: Iterable[Sequence[str]], repeats: int) -> dict[str, float]:
+    """Table 7's Gold row: how often each team is expected to win over `repeats` runs.
+
+    It is "the expectation number each debater is chosen if we select one of the true winners
+    randomly for each trial" (paper, Table 7): a debate with two winners gives each half a win.
+    """
+    expected = dict.fromkeys(BP_TEAMS, 0.0)
+    for winners in golds:
+        for team in winners:
+            expected[team] += repeats / len(winners)
+    return expected
 
 
 def _ratio(part: int, whole: int) -> float | None:
@@ -380,6 +504,37 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                     ]
                 )
             lines += ["", f"### {MODE_TITLES[mode]}", "", render_table(rows, left=2, markdown=True)]
+        rows = [["mode", "framework", *BUCKETS]]
+        for mode in MODES:
+            for framework in frameworks:
+                cells = framework["debateart"]["buckets"][mode]
+                rows.append([mode, framework["name"], *(_rmse_cell(cells[b]) for b in BUCKETS)])
+        lines += [
+            "",
+            "### Final verdict by debate length (Figure 5)",
+            "",
+            render_table(rows, left=2, markdown=True),
+        ]
+        stats = summary.get("gold_statistics")
+        if stats:
+            rows = [["column", *LABELS, "D2G (vote-weighted, paper)", "D2G (unweighted)"]]
+            for column, split in stats["split"].items():
+                d2g = stats["d2g"].get(column) or {}
+                rows.append(
+                    [
+                        column,
+                        *(str(n) for n in split.values()),
+                        *(_number(d2g.get(k)) if d2g else "-" for k in ("weighted", "unweighted")),
+                    ]
+                )
+            lines += [
+                "",
+                f"### Gold winners and D2G (Table 2; {stats['debates']} debates)",
+                "",
+                "D2G: RMSE × 100 of each dimension's gold labels against the final ones.",
+                "",
+                render_table(rows, left=1, markdown=True),
+            ]
         baselines = summary["baselines"]
         if baselines:
             lines += [
@@ -389,7 +544,13 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                 + ".",
             ]
     if counts["bp"]:
-        header = ["framework", "judge", "accuracy", "accuracy (missing = wrong)", "completion"]
+        header = [
+            "framework",
+            "judge",
+            "accuracy",
+            "accuracy (missing = wrong; paper)",
+            "completion",
+        ]
         header += [*BP_TEAMS, "closing share", "unparsed", "incomplete", "errors", "unjudged"]
         rows = [header]
         for framework in frameworks:
@@ -404,13 +565,20 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                     *(str(bp[k]) for k in ("parse_failures", "incomplete", "errors", "unjudged")),
                 ]
             )
+            gold = bp["gold_winners"]
+            rows.append(
+                [f"gold (expected, {framework['repeats']} runs)", "", "", "", ""]
+                + [f"{gold[team]:g}" for team in BP_TEAMS]
+                + [_percent((gold["CG"] + gold["CO"]) / (sum(gold.values()) or 1)), *[""] * 4]
+            )
         lines += [
             "",
             "## BP: final winner (any gold winner counts)",
             "",
             "Accuracy over predicted items, and over every debate × repeat with missing ones "
             "counted wrong; completion = complete judgments / (debates × repeats); team columns "
-            "count predicted winners; closing share = CG or CO.",
+            "count predicted winners; closing share = CG or CO; the gold row is Table 7's: the "
+            "expected wins if one true winner is picked at random per run.",
             "",
             render_table(rows, left=2, markdown=True),
         ]

@@ -12,6 +12,7 @@ from moot.cli import runtime
 from moot.cli.registry import Commands
 
 FRAMEWORK_NAMES = ("debatrix", "non-iterative", "chronological", "dimensional", "direct")
+PAPER_WINDOW = 16385  # ChatGPT's, gpt-3.5-turbo-0125 (paper, Sec. 5.1)
 
 
 def register(commands: Commands) -> None:
@@ -43,6 +44,13 @@ def register(commands: Commands) -> None:
         metavar="A=W,...",
         help="panel weights (default: the paper's)",
     )
+    judge.add_argument(
+        "--scoring",
+        choices=("paper", "released"),
+        default="paper",
+        help="a debater's comment, then a second call for its 1-10 integer score (paper, "
+        "Sec. 5.1), or both in one call (the released code)",
+    )
     judge.add_argument("--repeats", type=opt.positive, default=1, help="judgments per debate")
     judge.add_argument("--analysis-tokens", type=opt.positive, default=1024, metavar="N")
     judge.add_argument("--judgment-tokens", type=opt.positive, default=1536, metavar="N")
@@ -55,6 +63,11 @@ def register(commands: Commands) -> None:
         constrained="JSON scores and winners",
         concurrency=4,
         unit="debates",
+    )
+    window = next(a for a in judge._actions if a.dest == "context_window")
+    window.help = (
+        f"the judge's context window (default {PAPER_WINDOW}, ChatGPT's in the paper; "
+        "local/*: its server's)"
     )
 
     panelbench = commands.add(
@@ -94,6 +107,8 @@ def run_judge(args: argparse.Namespace) -> int:
     from moot.core.data.debates import load_debates
     from moot.graphs.debatrix_run import JudgeSettings, judge_debates
 
+    if args.context_window is None and not args.model.startswith("local/"):
+        args.context_window = PAPER_WINDOW  # the window Debatrix is built for (Sec. 5.1)
     debates = load_debates(args.debates)
     skipped = debates.skipped  # `moot debate` records that did not finish
     debates = runtime.limited(debates, args)
@@ -107,6 +122,7 @@ def run_judge(args: argparse.Namespace) -> int:
         constrained=runtime.constrained(args, role),
         analysis_tokens=args.analysis_tokens,
         judgment_tokens=args.judgment_tokens,
+        scoring=args.scoring,
     )
     settings.plan(debates)  # bad dimensions fail before the judge is contacted
     client = runtime.client_for(args, role.spec)

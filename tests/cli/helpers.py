@@ -53,3 +53,37 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 def write_topics(path: Path, topics: list[str]) -> Path:
     path.write_text(json.dumps(topics), encoding="utf-8")
     return path
+
+
+BP_LONG = {
+    "OG": "Opening_Government_(OG)",
+    "OO": "Opening_Opposition_(OO)",
+    "CG": "Closing_Government_(CG)",
+    "CO": "Closing_Opposition_(CO)",
+}
+
+
+def write_bp_competition(folder: Path, gold: dict[int, str]) -> None:
+    """A BP-Competition folder in PanelBench's released layout, one debate per gold row."""
+    order = ["OG", "OO", "OG", "OO", "CG", "CO", "CG", "CO"]  # paper, Appendix B.3
+    for sub in ("motion", "speech", "gold"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    for number in gold:
+        motion = {
+            "motion": f"This House would explore space ({number})",
+            "pro_speakers": [BP_LONG["OG"], BP_LONG["CG"]],
+            "con_speakers": [BP_LONG["OO"], BP_LONG["CO"]],
+            "info_slide": "No information",
+            "speech_order": [BP_LONG[t] for t in order],
+        }
+        speeches = [
+            {"speaker_name": BP_LONG[t], "content": f"Speech {i + 1} by {t}."}
+            for i, t in enumerate(order)
+        ]
+        (folder / "motion" / f"bp_{number:03d}.yml").write_text(json.dumps(motion))
+        (folder / "speech" / f"bp_{number:03d}.yml").write_text(json.dumps(speeches))
+    rows = [
+        f'{number},"{label}"' if "," in label else f"{number},{label}"
+        for number, label in gold.items()
+    ]
+    (folder / "gold" / "gold.csv").write_text("bp_id,label\n" + "\n".join(rows) + "\n")

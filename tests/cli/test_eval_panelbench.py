@@ -170,31 +170,50 @@ def test_eval_panelbench_reports_hand_computed_rmse_bp_and_baselines(tmp_path):
     assert (first["name"], first["repeats"], first["judgments"]) == ("debatrix", 2, 9)
     art = first["debateart"]
     assert art["columns"] == ["final", "argument", "source", "language"]
+    # squares of d1 run 0, d1 run 1, d2 run 0 (None: unparsed); RMSE per run, then averaged
     expected = {
         "score": {
-            "final": (rms(0, 1, 0), 0),
-            "argument": (rms(0.25, 1, 1), 0),
-            "source": (rms(0, 0), 1),  # 8 vs 6 is within the margin of 3: a tie
-            "language": (rms(0, 0.25, 0), 0),
+            "final": (0, 1, 0),
+            "argument": (0.25, 1, 1),
+            "source": (0, None, 0),  # 8 vs 6 is within the margin of 3: a tie
+            "language": (0, 0.25, 0),
         },
         "direct": {
-            "final": (rms(0, 1, 0), 0),
-            "argument": (rms(0, 1, 1), 0),
-            "source": (rms(0, 0.25, 0), 0),
-            "language": (rms(0, 0), 1),
+            "final": (0, 1, 0),
+            "argument": (0, 1, 1),
+            "source": (0, 0.25, 0),
+            "language": (0, None, 0),
         },
     }
     for mode, columns in expected.items():
-        for column, (value, unparsed) in columns.items():
+        for column, (first_run, second_run, other) in columns.items():
             cell = art[mode][column]
-            assert cell["rmse"] == pytest.approx(value), (mode, column)
+            runs = [rms(first_run, other), *([] if second_run is None else [rms(second_run)])]
+            assert cell["rmse"] == pytest.approx(sum(runs) / len(runs)), (mode, column)
+            later = None if second_run is None else runs[1]
+            assert cell["rmse_runs"] == {"0": pytest.approx(runs[0]), "1": later}
+            pooled = [sq for sq in (first_run, second_run, other) if sq is not None]
+            assert cell["rmse_pooled"] == pytest.approx(rms(*pooled))
+            unparsed = int(second_run is None)
             assert cell["predicted"] == 3 - unparsed and cell["parse_failures"] == unparsed
             assert (cell["incomplete"], cell["errors"], cell["unjudged"]) == (1, 1, 1)
+
+    # every debate has 2 speeches and few tokens: Figure 5's short buckets hold them all
+    short, many = art["buckets"]["direct"]["speeches<8"], art["buckets"]["direct"]["speeches>=8"]
+    assert short["rmse"] == art["direct"]["final"]["rmse"] and short["predicted"] == 3
+    assert many["rmse"] is None and many["predicted"] == 0
+    assert art["buckets"]["score"]["tokens<4000"]["rmse"] == art["score"]["final"]["rmse"]
+    d2g = summary["gold_statistics"]["d2g"]["argument"]
+    assert d2g["unweighted"] == pytest.approx(rms(0, 0, 0.25)) and d2g["weighted"] is None
+    assert "| argument | 2 | 0 | 1 | n/a | 28.87 |" in result.stdout
 
     bp = first["bp"]
     assert (bp["accuracy"], bp["accuracy_all"], bp["completion"]) == (0.5, 0.25, 0.75)
     assert bp["winners"] == {"OG": 0, "OO": 0, "CG": 1, "CO": 1} and bp["closing_share"] == 1.0
     assert (bp["parse_failures"], bp["errors"], bp["unjudged"]) == (1, 1, 0)
+    # Table 7's Gold row over 2 runs: b1 won by CG alone, b2 by OG and OO (half each)
+    assert bp["gold_winners"] == {"OG": 1.0, "OO": 1.0, "CG": 2.0, "CO": 0.0}
+    assert "| gold (expected, 2 runs) |  |  |  |  | 1 | 1 | 2 | 0 | 50.0% |" in result.stdout
 
     assert second["name"] == "direct_run"
     assert second["debateart"]["columns"] == ["final"]  # "general" has no gold

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
-from tests.cli.helpers import popen_moot, read_jsonl, run_moot
+from tests.cli.helpers import popen_moot, read_jsonl, run_moot, write_bp_competition
 from tests.conftest import shared_data
 
-SCORE = Rule(r'"score": <1-10>', '{"comment": "solid", "score": 6}', role="last")
+SCORE = Rule(r'"score": <an integer from 1 to 10>', '{"comment": "solid", "score": 6}', role="last")
 
 
 def real_debates(tmp_path: Path, count: int) -> tuple[Path, list[dict]]:
@@ -206,3 +206,47 @@ def test_judges_the_debates_moot_debate_made(tmp_path):
     assert any("Negative argument: Zoos save species." in text for text in asked)  # info slide
     assert not any(ok["conclusion"] in text for text in asked)  # not a speech
     assert not any("Cages cause stress" in text for text in asked)  # the failed debate
+
+
+def test_judges_and_scores_bp_debates_in_panelbench_released_layout(tmp_path):
+    write_bp_competition(tmp_path / "bp", {3: "OG,CG", 20: "OO"})
+    # every verdict names OG: right for bp_003 (OG or CG win), wrong for bp_020 (OO won)
+    with ScriptedServer(rules=[SCORE, Rule('"winner"', '{"winner": "OG"}')]) as server:
+        result = run_moot(*judge_args(server, tmp_path / "bp", tmp_path / "out"))
+        analyses = [r for r in server.requests if "Speech 8 by CO" in json.dumps(r.body)]
+        last = [r.body["messages"][-1]["content"] for r in server.requests]
+    assert result.returncode == 0, result.stderr
+    # the paper's scoring: each team's comment alone, then its integer score in a second call
+    comments = [p for p in last if p.rstrip().endswith("judgment for CO specifically.")]
+    scores = [p for p in last if "The debater is: CO" in p and "generate a score" in p]
+    assert len(comments) == len(scores) == 2 * 5  # 2 debates x (4 dimensions + the panel)
+    judged = read_jsonl(tmp_path / "out" / "judgments.jsonl")
+    assert [j["debate"] for j in judged] == ["bp_003", "bp_020"]
+    assert set(judged[0]["dimensions"]) == {"argument", "support", "clash", "language"}
+    assert [j["final"]["winner"] for j in judged] == ["OG", "OG"]
+    assert analyses  # the judge saw the teams by their codes
+    scored = run_moot(
+        "eval", "panelbench", "--predictions", tmp_path / "out", "--gold", tmp_path / "bp"
+    )
+    assert scored.returncode == 0, scored.stderr
+    summary = json.loads((tmp_path / "out" / "panelbench" / "summary.json").read_text())
+    assert summary["debates"] == {"1v1": 0, "bp": 2}
+    (framework,) = summary["frameworks"]
+    bp = framework["bp"]
+    assert (bp["accuracy"], bp["completion"], bp["winners"]["OG"]) == (0.5, 1.0, 2)
+    assert bp["gold_winners"] == {"OG": 0.5, "OO": 1.0, "CG": 0.5, "CO": 0.0}  # Table 7's row
+
+
+def test_the_judges_window_defaults_to_the_papers_16385_tokens(tmp_path):
+    path = bad(tmp_path, lambda r: r["speeches"][0].update(content="zoo " * 17000))
+    with ScriptedServer(rules=[SCORE]) as server:
+        default = run_moot(*judge_args(server, path, tmp_path / "out", "--framework", "direct"))
+        sent = len(server.requests)
+        wider = judge_args(server, path, tmp_path / "wide", "--framework", "direct")
+        widened = run_moot(*wider, "--context-window", 32768)
+    assert default.returncode == 0, default.stderr
+    (judgment,) = read_jsonl(tmp_path / "out" / "judgments.jsonl")
+    assert judgment["status"] == "incomplete" and "16385-token window" in judgment["reason"]
+    assert sent == 0  # a prompt that does not fit is never sent
+    (judgment,) = read_jsonl(tmp_path / "wide" / "judgments.jsonl")
+    assert widened.returncode == 0 and judgment["status"] == "complete"

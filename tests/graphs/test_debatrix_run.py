@@ -30,7 +30,8 @@ def analysis_text(tokens: int) -> str:
 
 def rules(winner: str, analysis: str = "ANALYSIS of this speech.") -> list[Rule]:
     return [
-        Rule(r'"score": <1-10>', SCORE, role="last"),
+        Rule(r'"score": <an integer from 1 to 10>', SCORE, role="last"),
+        Rule(r"specifically\.\s*$", "clear case", role="last"),  # a debater's comment
         Rule(r'"winner"', json.dumps({"winner": winner}), role="last"),
         Rule(r"gives Speech", analysis, role="system"),
         Rule(r"Condense the analyses", "SUMMARY of earlier analyses.", role="system"),
@@ -72,10 +73,10 @@ def test_debatrix_analyses_each_speech_with_the_earlier_analyses_per_dimension(t
     assert set(record["dimensions"]) == {"argument", "source", "language"}
     for verdict in record["dimensions"].values():
         assert [s["index"] for s in verdict["speeches"]] == [0, 1, 2, 3]
-        assert all(s["score"] == 7 and s["comment"] == "clear case" for s in verdict["speeches"])
+        assert all(s["score"] == 7 and "comment" not in s for s in verdict["speeches"])
         assert verdict["debaters"] == {
-            "Alice": {"comment": "clear case", "score": 7.0},
-            "Bob": {"comment": "clear case", "score": 7.0},
+            "Alice": {"comment": "clear case", "score": 7},
+            "Bob": {"comment": "clear case", "score": 7},
         }
         assert verdict["winner"] == "Bob"
     assert record["final"]["winner"] == "Bob"
@@ -283,3 +284,42 @@ def test_the_tally_counts_what_ran(tmp_path):
         ("judgments", 2, 1, 1, 0)
     ]
     assert (summary.planned, summary.already_done) == (2, 1)
+
+
+def test_scores_are_asked_for_after_the_comments_as_the_paper_does(tmp_path):
+    with ScriptedServer(rules=rules("Bob")) as server:
+        run(server.url, [debate(speeches=2)], tmp_path, "direct")
+        prompts = [r.body["messages"][-1]["content"] for r in server.requests]
+    comments = [i for i, p in enumerate(prompts) if p.rstrip().endswith("specifically.")]
+    scores = [i for i, p in enumerate(prompts) if "generate a score for" in p]
+    assert len(comments) == 2  # one comment call per debater, with no score asked for
+    assert all('"score"' not in prompts[i] for i in comments)
+    # each debater's score call reads that debater's comment: a second call, after the first
+    for name in ("Alice", "Bob"):
+        (comment,) = [i for i in comments if f"judgment for {name} specifically" in prompts[i]]
+        (score,) = [i for i in scores if f"The debater is: {name}" in prompts[i]]
+        assert comment < score and "clear case" in prompts[score]
+    assert len(scores) == 2  # `direct` analyses no speech: the debaters' scores only
+
+
+@pytest.mark.parametrize("reply", ['{"score": 7.5}', '{"score": 11}', '{"score": "seven"}'])
+def test_a_score_that_is_not_an_integer_from_1_to_10_is_a_parse_failure(reply, tmp_path):
+    bad = [Rule(r'"score": <an integer from 1 to 10>', reply, role="last"), *rules("Bob")[1:]]
+    with ScriptedServer(rules=bad) as server:
+        summary = run(server.url, [debate(speeches=2)], tmp_path, "chronological")
+    (record,) = summary.records
+    (general,) = record["dimensions"].values()
+    for entry in [*general["speeches"], *general["debaters"].values()]:
+        assert "score" not in entry and entry["parse_failure"]["raw"]  # never substituted
+    assert summary.parse_failures == 4  # two speeches, two debaters; the winner was read
+
+
+def test_the_released_scoring_asks_comment_and_score_in_one_call(tmp_path):
+    with ScriptedServer(rules=rules("Bob")) as server:
+        summary = run(server.url, [debate(speeches=2)], tmp_path, "direct", scoring="released")
+        prompts = [r.body["messages"][-1]["content"] for r in server.requests]
+    (record,) = summary.records
+    assert record["final"]["debaters"]["Bob"] == {"comment": "clear case", "score": 7}
+    assert not any(p.rstrip().endswith("specifically.") for p in prompts)
+    both = [p for p in prompts if "specifically, and generate a score" in p]
+    assert len(both) == 2 and all('"comment": "..."' in p for p in both)

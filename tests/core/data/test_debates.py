@@ -8,6 +8,7 @@ import pytest
 
 from moot.core.data.debates import load_debates
 from moot.core.errors import InputError
+from tests.cli.helpers import BP_LONG, write_bp_competition
 from tests.conftest import shared_data
 
 
@@ -248,3 +249,35 @@ def test_invalid_moot_debate_records_name_the_record(tmp_path, changes, message)
     with pytest.raises(InputError, match=message) as caught:
         load_debates(path)
     assert str(caught.value).startswith(f"{path}, line 1 (debate '32995daf93df4780'): ")
+
+
+def test_a_bp_competition_folder_in_the_released_layout_is_read_as_bp(tmp_path):
+    write_bp_competition(tmp_path, {3: "OG,CG", 20: "OO"})
+    first, second = load_debates(tmp_path)
+    assert (first.id, first.format, second.id) == ("bp_003", "bp", "bp_020")
+    assert first.pro == ("OG", "CG") and first.con == ("OO", "CO")
+    assert [s.speaker for s in first.speeches] == ["OG", "OO", "OG", "OO", "CG", "CO", "CG", "CO"]
+    assert first.gold == {"winners": ["OG", "CG"]} and second.gold == {"winners": ["OO"]}
+
+
+def test_a_normalised_bp_record_with_the_released_team_names_is_bp(tmp_path):
+    speeches = [{"speaker": BP_LONG[t], "content": f"{t} speaks."} for t in BP_LONG]
+    path = tmp_path / "bp.json"
+    pro, con = [BP_LONG["OG"], BP_LONG["CG"]], [BP_LONG["OO"], BP_LONG["CO"]]
+    gold = {"winners": f"{BP_LONG['OO']},CO"}
+    path.write_text(json.dumps(record(pro=pro, con=con, speeches=speeches, gold=gold)))
+    (debate,) = load_debates(path)
+    assert debate.format == "bp" and debate.debaters == ("OG", "CG", "OO", "CO")
+    assert debate.gold["winners"] == ["OO", "CO"]
+
+
+def test_a_bp_gold_row_without_a_label_names_the_line(tmp_path):
+    write_bp_competition(tmp_path, {3: "OG"})
+    (tmp_path / "gold" / "gold.csv").write_text("bp_id,label\n3,\n")
+    with pytest.raises(
+        InputError, match=r"gold\.csv, line 2: expected a numeric bp_id and a label"
+    ):
+        load_debates(tmp_path)
+    (tmp_path / "gold" / "gold.csv").write_text("bp_id,label\n3,XX\n")
+    with pytest.raises(InputError, match=r"gold winners must be teams"):
+        load_debates(tmp_path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,10 @@ from moot.core.errors import InputError
 from moot.core.metrics.panelbench import (
     Missing,
     bp_summary,
+    buckets,
     constant_baselines,
     evaluate_panelbench,
+    gold_statistics,
     rmse,
     rmse_summary,
     score_label,
@@ -25,8 +28,9 @@ from tests.conftest import shared_data
 FAILED = {"parse_failure": {"parse_failure": True, "raw": "?", "error": "none", "repaired": True}}
 
 
-def debate(pro=("A",), con=("B",)) -> Debate:
-    return Debate("d1", "Zoos should close", tuple(pro), tuple(con), (Speech(pro[0], "Yes."),))
+def debate(pro=("A",), con=("B",), gold=None) -> Debate:
+    speeches = (Speech(pro[0], "Yes."),)
+    return Debate("d1", "Zoos should close", tuple(pro), tuple(con), speeches, gold=gold or {})
 
 
 def scores(**values) -> dict:
@@ -75,7 +79,8 @@ def test_rmse_summary_counts_missing_items_and_leaves_them_out():
     ]
     summary = rmse_summary(items, unjudged=2)
     assert summary["rmse"] == pytest.approx(100 * math.sqrt((0 + 1 + 0.25) / 3))
-    assert {k: v for k, v in summary.items() if k != "rmse"} == {
+    assert summary["rmse_pooled"] == summary["rmse"]  # one run
+    assert {k: v for k, v in summary.items() if not k.startswith("rmse")} == {
         "predicted": 3,
         "parse_failures": 1,
         "incomplete": 1,
@@ -84,6 +89,61 @@ def test_rmse_summary_counts_missing_items_and_leaves_them_out():
     }
     assert rmse_summary([(Missing.PARSE_FAILURE, 0.0)])["rmse"] is None
     assert rmse([], []) is None
+
+
+def test_rmse_is_computed_per_run_then_averaged_as_the_paper_reports():
+    items = [(0.0, 0.0), (1.0, 0.0), (0.5, 0.0), (Missing.PARSE_FAILURE, 1.0), (0.0, 1.0)]
+    summary = rmse_summary(items, runs=[0, 0, 1, 1, 2])
+    run0, run1, run2 = 100 * math.sqrt(1 / 2), 50.0, 100.0
+    assert summary["rmse_runs"] == pytest.approx({"0": run0, "1": run1, "2": run2})
+    assert summary["rmse"] == pytest.approx((run0 + run1 + run2) / 3)  # 73.57, not pooled
+    assert summary["rmse_pooled"] == pytest.approx(100 * math.sqrt(2.25 / 4))  # 75.00
+    only_failed = rmse_summary([(0.0, 0.0), (Missing.ERROR, 1.0)], runs=[0, 1])
+    assert only_failed["rmse_runs"] == {"0": 0.0, "1": None} and only_failed["rmse"] == 0.0
+
+
+def test_gold_statistics_by_hand_weight_each_debate_by_its_votes():
+    debates = [
+        debate(gold={"final": 0.0, "dimensions": {"argument": 0.0}, "vote_count": 3}),
+        debate(gold={"final": 1.0, "dimensions": {"argument": 0.5}, "vote_count": 1}),
+    ]
+    stats = gold_statistics(debates)
+    assert stats["split"] == {
+        "final": {"pro": 1, "tie": 0, "con": 1},
+        "argument": {"pro": 1, "tie": 1, "con": 0},
+    }
+    d2g = stats["d2g"]["argument"]
+    assert d2g["unweighted"] == pytest.approx(100 * math.sqrt(0.25 / 2))  # 35.36
+    assert d2g["weighted"] == pytest.approx(100 * math.sqrt(0.25 / 4))  # 25.00
+    unvoted = [debate(gold={"final": 0.0, "dimensions": {"argument": 1.0}})]
+    assert gold_statistics(unvoted)["d2g"]["argument"]["weighted"] is None
+    assert gold_statistics([debate()]) is None
+
+
+@pytest.mark.parametrize("source", ["debateart.jsonl", "DebateArt"])
+def test_table_2_from_the_released_gold(source):
+    stats = gold_statistics(load_debates(shared_data("panelbench", source)))
+    d2g = stats["d2g"]
+    weighted = [round(d2g[n]["weighted"], 2) for n in ("argument", "source", "language")]
+    unweighted = [round(d2g[n]["unweighted"], 2) for n in ("argument", "source", "language")]
+    assert weighted == [23.85, 41.02, 47.20]  # the paper's D2G column
+    assert unweighted == [20.62, 41.53, 44.72]
+    split = {column: tuple(counts.values()) for column, counts in stats["split"].items()}
+    assert split == {
+        "final": (38, 6, 56),  # Table 2 prints 37 / 7 / 56: one debate differs (documented)
+        "argument": (33, 11, 56),
+        "source": (14, 67, 19),
+        "language": (9, 66, 25),
+    }
+
+
+def test_figure_5_buckets_of_the_released_gold_match_the_paper_counts():
+    debates = load_debates(shared_data("panelbench", "debateart.jsonl"))
+    counts = Counter(bucket for d in debates for bucket in buckets(d))
+    assert (counts["speeches>=8"], counts["tokens>=4000"]) == (34, 51)  # Sec. 6.1
+    assert all((buckets(d)[0] == "speeches>=8") == d.gold["is_many_round"] for d in debates)
+    short = Debate("x", "m", ("A",), ("B",), (Speech("A", "word " * 10),) * 8)
+    assert buckets(short) == ("speeches>=8", "tokens<4000")  # counted when there is no flag
 
 
 def test_constant_baselines_by_hand():
@@ -273,7 +333,10 @@ def test_real_gold_unjudged_debates_are_counted(tmp_path):
     summary = evaluate_panelbench([predictions(tmp_path / "run", record)], gold)
     baselines = summary["baselines"]
     assert baselines["debates"] == 100
-    assert round(baselines["always_tie"], 2) == 48.48
+    rounded = [round(baselines[f"always_{n}"], 2) for n in ("tie", "con", "pro")]
+    assert rounded == [48.48, 62.85, 75.83]  # the constant baselines, unweighted
+    d2g = summary["gold_statistics"]["d2g"]  # Table 2's D2G, weighted by votes
+    assert [round(d2g[n]["weighted"], 2) for n in d2g] == [23.85, 41.02, 47.20]
     final = summary["frameworks"][0]["debateart"]["score"]["final"]
     assert (final["predicted"], final["unjudged"]) == (1, 99)
     assert final["rmse"] == pytest.approx(100 * abs(1.0 - first.gold["final"]))
