@@ -26,9 +26,11 @@ def register(commands: Commands) -> None:
         run_compare,
         "answer comparative questions in CompQA's four prompting scenarios",
         "Answer each comparative question (object1, object2, aspect; or free text, whose objects "
-        "the model extracts) in one of CompQA's prompting scenarios: 1 'Compare A and B', 2 with "
-        "an argument list, 3 an analyst's 300-word structured comparison with a one-word best "
-        "option, 4 as 3 with numbered arguments cited [n]. Writes "
+        "the model extracts) in one of CompQA's prompting scenarios, the paper's Figure 4 "
+        "verbatim (objects and arguments filled; the figure has no aspect slot): 1 'Compare A "
+        "and B', 2 a helpful assistant with an argument list, 3 an analyst's 300-word "
+        "comparison with a one-word best option, 4 as 3 over the numbered arguments, cited in "
+        "square brackets, 15 arguments, missing ones created and tagged [generated]. Writes "
         "OUT/<generator>_scenario_<N>.json (the file `moot eval compqa` reads); a rerun "
         "answers only what is missing.",
     )

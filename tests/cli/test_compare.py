@@ -29,7 +29,7 @@ def compare(server, *args):
 
 def test_scenario_3_writes_the_answer_file_and_reruns_free(tmp_path):
     path, out = questions(tmp_path, 3), tmp_path / "out"
-    with ScriptedServer(rules=[Rule("Best Option:", ANSWER)]) as server:
+    with ScriptedServer(rules=[Rule("the best option", ANSWER)]) as server:
         result = compare(server, "--questions", path, "--out", out, "--scenario", 3, "--no-cache")
         assert result.returncode == 0, result.stderr
         assert len(server.requests) == 3
