@@ -60,6 +60,9 @@ def register(commands: Commands) -> None:
     opt.model_options(
         compare,
         what="answering model",
+        # CompQA Section 3: "We use the standard configuration and parameters for generation"
+        # (no temperature or top-p is stated): none is sent, the model's own defaults apply
+        temperature=None,
         max_tokens=1024,
         constrained="JSON for extraction and arguments",
         concurrency=8,
