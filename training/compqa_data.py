@@ -6,10 +6,10 @@ rubric criteria (C1-C8 and C13-C15 one point, C9-C12 two) and ``score`` their su
 ``<generator>_scenario_<N>.json`` holds generator's answers in prompting scenario N; any other file
 name is a generator without scenarios (``cam.json``, ``human.json``).
 
-Files are read with `moot.core.data.compqa.load_judged`, so the score is checked, not trusted: a
-``score`` that differs from its valid ``score_dict``'s sum is an error; an invalid judgment (a
-``score_dict`` that breaks the rubric, or moot's own ``invalid``/``error`` records) is skipped
-and counted; a ``score`` without any ``score_dict`` is kept unchecked and counted.
+Files are read with `moot.core.data.compqa.load_judged`, so the score is checked, not trusted: an
+invalid judgment (a ``score_dict`` that breaks the rubric, a ``score`` outside 0-19 or not the
+sum of its ``score_dict``, or moot's own ``invalid``/``error`` records) is skipped and counted;
+a ``score`` without any ``score_dict`` is kept unchecked and counted.
 """
 
 from __future__ import annotations
