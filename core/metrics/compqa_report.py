@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.compqa import CATEGORIES, MAXIMA, Judged, category_sums
+from moot.core.data.compqa import CATEGORIES, MAXIMA, Comparison, Judged, category_sums
 from moot.core.errors import ConfigError
 from moot.core.metrics.compqa_human import SHOWN, HumanTable, agreement_report
 from moot.core.metrics.stats import mean, stdev
@@ -158,7 +158,37 @@ def build_report(
         ],
         "files": [file_summary(p, items) for p, items in judged_files.items()],
         "agreement": agreement_report(judged, tables) if tables else None,
+        "human_means": [human_means(t) for t in tables],
     }
+
+
+def human_means(table: HumanTable) -> dict[str, Any]:
+    """Each rater's mean total by generator and scenario, and by generator (Table 3's Human*).
+
+    A row's generator and scenario are its ``model`` and ``scenario`` columns, else its
+    ``filename``'s; a row's total is the sum of its 15 criteria (none when one is missing). The
+    convention is the judges' (`STD`): CompQA's human_evaluation_367.tsv gives Tables 3 and 5's
+    human columns this way.
+    """
+    raters = {}
+    for name in table.raters:
+        judged = [
+            Judged(
+                Comparison(row.object1, row.object2, None, row.text, *row.source, table.path,
+                           f"line {row.line}", {}),
+                None,
+                row.total(name),
+                None,
+                "ok",
+            )
+            for row in table.rows
+            if row.source is not None and row.total(name) is not None
+        ]  # fmt: skip
+        raters[name] = {
+            "generator_scenario": aggregate(judged),
+            "generator": aggregate(judged, ["generator"]),
+        }
+    return {"file": str(table.path), "raters": raters}
 
 
 def report_markdown(report: dict[str, Any], full: bool = True) -> str:
@@ -198,6 +228,14 @@ def report_markdown(report: dict[str, Any], full: bool = True) -> str:
     lines += _files_markdown(report["files"])
     if report["agreement"]:
         lines += _agreement_markdown(report["agreement"], full)
+    for table in report["human_means"]:
+        for rater, means in table["raters"].items():
+            rows = [["generator", "scenario", "n", "mean ± std"]]
+            for group in means["generator"] + means["generator_scenario"]:
+                cells = [_key(group["generator"]), _key(group.get("scenario", "all"))]
+                rows.append([*cells, str(group["n_total"]), _mean_std(group)])
+            title = f"## Human means: {rater} (sum of the row's criteria)"
+            lines += [title, "", render_table(rows, left=2, markdown=True), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -243,12 +281,13 @@ def _agreement_markdown(agreement: dict[str, Any], full: bool) -> list[str]:
             counts = ", ".join(f"{r} {c}" for r, c in wrong.items())
             lines.append(f"- {name}: recorded totals that differ from the criteria sum: {counts}")
     lines += ["", "### Totals", ""]
-    rows = [["a", "b", "n", "Pearson r", "Spearman ρ", "α (interval)"]]
+    rows = [["a", "b", "n", "Pearson r", "Spearman ρ", "α (interval)", "separately: ρ", "α"]]
     for pair in agreement["pairs"]:
-        total = pair["total"]
+        total, pooled = pair["total"], pair["separately"]
         rows.append(
             [pair["a"], pair["b"], str(total["n"])]
             + [_fixed(total[k], 3, "undefined") for k in ("pearson", "spearman", "alpha")]
+            + [_fixed(pooled[k], 3, "undefined") for k in ("spearman", "alpha")]
         )
     lines += [render_table(rows, left=2, markdown=True), ""]
     if full:

@@ -137,10 +137,16 @@ def register(commands: Commands) -> None:
         metavar="KEYS",
         help="grouping keys, any of generator,scenario (default generator,scenario)",
     )
-    report.add_argument(
+    out_of_range = report.add_mutually_exclusive_group()
+    out_of_range.add_argument(
         "--drop-out-of-range",
         action="store_true",
         help="drop (and list) human criterion values outside their range instead of failing",
+    )
+    out_of_range.add_argument(
+        "--keep-out-of-range",
+        action="store_true",
+        help="keep (and list) them in the row's total, as the paper's human columns count them",
     )
     opt.common_options(report)
 
@@ -312,7 +318,10 @@ def run_report(args: argparse.Namespace) -> int:
         if twice:
             raise ConfigError(f"{flag}: {', '.join(sorted(twice))} given twice")
     judged_files = {path: load_judged(path) for path in args.judged}
-    tables = [read_human_table(path, args.drop_out_of_range) for path in args.human]
+    tables = [
+        read_human_table(path, args.drop_out_of_range, args.keep_out_of_range)
+        for path in args.human
+    ]
     report = build_report(judged_files, tables, by)
     write_json(args.out / "report.json", report)
     markdown = report_markdown(report)
