@@ -70,8 +70,8 @@ def _pairs(text: str) -> list[tuple[float, float]]:
     return list(zip(numbers[::2], numbers[1::2], strict=True))
 
 
-def _table_5(judge: str) -> dict[tuple[str, int | None], tuple[float, float]]:
-    pairs = _pairs(TABLE_5[judge])
+def _table_5(text: str) -> dict[tuple[str, int | None], tuple[float, float]]:
+    pairs = _pairs(text)
     cells = {(g, s): pairs[i * 4 + s - 1] for i, g in enumerate(ROWS) for s in (1, 2, 3, 4)}
     singles = [("human", None), ("yahoo", None), ("cam", None)]
     return cells | dict(zip(singles, pairs[24:], strict=True))
@@ -92,7 +92,7 @@ def test_table_5_cells_reproduce(judge: str, tmp_path: Path) -> None:
     judged = _judged(judge, tmp_path)
     assert len(judged) == 2158  # the paper's count (Section 3, footnote 3)
     groups = {(g["generator"], g["scenario"]): g for g in aggregate(judged)}
-    printed = _table_5(judge)
+    printed = _table_5(TABLE_5[judge])
     assert set(groups) == set(printed)
     for cell, (mean, std) in printed.items():
         got = groups[cell]
@@ -157,9 +157,7 @@ def test_human_columns_of_tables_3_and_5_reproduce() -> None:
     assert len(table.dropped) == 3 and all(d.endswith("(kept)") for d in table.dropped)
     (means,) = human_means(table)["raters"].values()
     cells = {(g["generator"], g["scenario"]): g for g in means["generator_scenario"]}
-    pairs = _pairs(HUMAN_TABLE_5)
-    printed = {(g, s): pairs[i * 4 + s - 1] for i, g in enumerate(ROWS) for s in (1, 2, 3, 4)}
-    printed |= dict(zip([("human", None), ("yahoo", None), ("cam", None)], pairs[24:], strict=True))
+    printed = _table_5(HUMAN_TABLE_5)
     assert sum(g["n_total"] for g in cells.values()) == 367  # the paper's 367 answers
     for cell, (mean, std) in printed.items():
         assert cells[cell]["mean"] == pytest.approx(mean, abs=0.01), cell
