@@ -16,7 +16,7 @@ without naming the judge. moot's rule (every answer judged >= 18, a valid judgme
 question-answer pair once) keeps 1,056 from the released GPT-4 judge's files (1,058 score >= 18:
 one invalid judgment, one repeated answer), 1,092 from GPT-3.5's and 1,490 from Perplexity's.
 No rule tried on the released files gives 1,244 (docs/faithfulness.md lists the counts); the
-judge the paper's appendix prefers, Llama-3-70B, has no judged files in the released snapshot.
+judge the paper's appendix prefers, Llama-3-70B, has no judged files in the snapshot here.
 """
 
 from __future__ import annotations
