@@ -30,8 +30,9 @@ from moot.prompts import render
 
 #: Scenarios whose prompt lists arguments.
 ARGUMENT_SCENARIOS: tuple[int, ...] = (2, 4)
-#: Arguments `generate_arguments` asks for, per object (CAM gave up to 10; answers cite ~8).
-ARGUMENTS_PER_OBJECT = 5
+#: Arguments `generate_arguments` asks for, per object: CAM's maximum (Section 2.2, "a maximum of
+#: 10 arguments for each object").
+ARGUMENTS_PER_OBJECT = 10
 #: Completion budget of an extraction (three short strings).
 EXTRACT_TOKENS = 256
 #: Every template a comparing run may send (their digest pins a run).

@@ -114,7 +114,7 @@ def test_schemas_reject_what_is_not_a_reading():
     with pytest.raises(ValidationError, match="no arguments"):
         GeneratedArguments.model_validate({"object1": [], "object2": []})
     with pytest.raises(ValidationError):
-        GeneratedArguments.model_validate({"object1": ["a"] * 6, "object2": []})
+        GeneratedArguments.model_validate({"object1": ["a"] * 11, "object2": []})
 
 
 def run_call(server, call, *args, **kwargs):
@@ -151,4 +151,4 @@ def test_argument_generation_reads_per_object_lists():
         body = server.requests[0].body
         assert body["seed"] == 3
         assert "tea and coffee with respect to health" in body["messages"][0]["content"]
-        assert "at most 5 arguments" in body["messages"][0]["content"]
+        assert "at most 10 arguments" in body["messages"][0]["content"]
