@@ -1,11 +1,14 @@
 """The comparer of CompQA (Nikishina et al., 2025, arXiv:2502.14476): four prompting scenarios.
 
-    1  "Compare A and B"                          (prompts/compqa/scenario_1.j2)
-    2  1 with a numbered list of arguments         (scenario_2.j2)
-    3  an analyst's ~300-word structured answer:   (scenario_3.j2)
-       Summary, Main Aspects of Comparison, Best Option (one word)
-    4  3 built on numbered arguments, cited [n],   (scenario_4.j2)
-       other statements [generated], Used Arguments
+The prompts are the paper's Figure 4, verbatim; their slots are the two objects (A, B) and, in
+scenarios 2 and 4, the argument list (ARGS, numbered 1..N). The figure has no aspect slot.
+
+    1  "Compare A and B" (no role)                               (prompts/compqa/scenario_1.j2)
+    2  a helpful assistant, "using following arguments: ARGS"    (scenario_2.j2)
+    3  an analyst's 300-word comparison: summary, bullet-point    (scenario_3.j2)
+       aspects, the best option (1 word)
+    4  3 over ARGS: cite argument numbers in square brackets,     (scenario_4.j2)
+       15 arguments, create some if needed ([generated]), numbered list of used arguments
 
 Two helper calls feed it: `extract_objects` splits a free-text question into its two objects
 and aspect, and `generate_arguments` asks for per-object arguments when no file gives them.
@@ -27,8 +30,9 @@ from moot.prompts import render
 
 #: Scenarios whose prompt lists arguments.
 ARGUMENT_SCENARIOS: tuple[int, ...] = (2, 4)
-#: Arguments `generate_arguments` asks for, per object (CAM gave up to 10; answers cite ~8).
-ARGUMENTS_PER_OBJECT = 5
+#: Arguments `generate_arguments` asks for, per object: CAM's maximum (Section 2.2, "a maximum of
+#: 10 arguments for each object").
+ARGUMENTS_PER_OBJECT = 10
 #: Completion budget of an extraction (three short strings).
 EXTRACT_TOKENS = 256
 #: Every template a comparing run may send (their digest pins a run).
@@ -81,10 +85,11 @@ def comparison_messages(
     scenario: int,
     object1: str,
     object2: str,
-    aspect: str | None,
     arguments: Sequence[str] = (),
 ) -> Messages:
     """The request of `scenario` (1-4); `arguments` (numbered 1..N) are for scenarios 2 and 4.
+
+    Figure 4's slots only: the two objects and the arguments (no aspect).
 
     Raises:
         ValueError: An unknown scenario, or arguments missing (2, 4) or given (1, 3).
@@ -99,7 +104,6 @@ def comparison_messages(
         f"compqa/scenario_{scenario}.j2",
         object1=object1,
         object2=object2,
-        aspect=aspect or "",
         arguments=list(arguments),
     )
     return [{"role": "user", "content": prompt}]
@@ -111,14 +115,13 @@ async def compare(
     scenario: int,
     object1: str,
     object2: str,
-    aspect: str | None,
     arguments: Sequence[str] = (),
     *,
     max_tokens: int = 1024,
     seed: int = 0,
 ) -> Completion:
     """Ask `role` for the comparison of `scenario` (see `comparison_messages`)."""
-    messages = comparison_messages(scenario, object1, object2, aspect, arguments)
+    messages = comparison_messages(scenario, object1, object2, arguments)
     return await client.complete(
         role, messages, stage=f"scenario_{scenario}", max_tokens=max_tokens, seed=seed
     )

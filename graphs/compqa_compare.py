@@ -187,7 +187,6 @@ async def _answer(state: CompareState, runtime: Runtime[CompareContext]) -> Comp
         ctx.scenario,
         state["object1"],
         state["object2"],
-        state.get("aspect"),
         numbered,
         max_tokens=ctx.max_tokens,
         seed=call_seed(ctx.seed, state["id"], 2),

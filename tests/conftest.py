@@ -43,3 +43,35 @@ def shared_data(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"needs ../shared/data ({path} not found)")
     return path
+
+
+MIRRORS = Path("/work/.mirror")
+
+
+def released_files(tmp: Path, repo: str, folder: str) -> Path:
+    """The files under `folder` of a paper's released repository, written below `tmp`.
+
+    They are read from the local bare mirror of the repository (``/work/.mirror/<owner>+<name>``),
+    never downloaded; the test is skipped when the mirror or the folder is absent.
+    """
+    import subprocess
+
+    git_dir = MIRRORS / repo.replace("/", "+") / "repo"
+    if not git_dir.is_dir():
+        pytest.skip(f"needs the mirror of {repo} ({git_dir} not found)")
+    git = ["git", f"--git-dir={git_dir}"]
+    listed = subprocess.run(
+        [*git, "ls-tree", "-r", "--name-only", "HEAD", folder],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    if not listed:
+        pytest.skip(f"{repo} has no {folder}")
+    for name in listed:
+        path = tmp / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(
+            subprocess.run([*git, "show", f"HEAD:{name}"], capture_output=True, check=True).stdout
+        )
+    return tmp / folder

@@ -6,10 +6,17 @@ rubric criteria (C1-C8 and C13-C15 one point, C9-C12 two) and ``score`` their su
 ``<generator>_scenario_<N>.json`` holds generator's answers in prompting scenario N; any other file
 name is a generator without scenarios (``cam.json``, ``human.json``).
 
-Files are read with `moot.core.data.compqa.load_judged`, so the score is checked, not trusted: a
-``score`` that differs from its valid ``score_dict``'s sum is an error; an invalid judgment (a
-``score_dict`` that breaks the rubric, or moot's own ``invalid``/``error`` records) is skipped
-and counted; a ``score`` without any ``score_dict`` is kept unchecked and counted.
+Files are read with `moot.core.data.compqa.load_judged`, so the score is checked, not trusted: an
+invalid judgment (a ``score_dict`` that breaks the rubric, a ``score`` outside 0-19 or not the
+sum of its ``score_dict``, or moot's own ``invalid``/``error`` records) is skipped and counted;
+a ``score`` without any ``score_dict`` is kept unchecked and counted.
+
+The paper (Section 4) compiles "the answers from the models gaining >= 18 points", 1,244 pairs,
+without naming the judge. moot's rule (every answer judged >= 18, a valid judgment, each
+question-answer pair once) keeps 1,056 from the released GPT-4 judge's files (1,058 score >= 18:
+one invalid judgment, one repeated answer), 1,092 from GPT-3.5's and 1,490 from Perplexity's.
+No rule tried on the released files gives 1,244 (docs/faithfulness.md lists the counts); the
+judge the paper's appendix prefers, Llama-3-70B, has no judged files in the snapshot here.
 """
 
 from __future__ import annotations

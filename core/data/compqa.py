@@ -7,8 +7,9 @@ comparative answer on 15 criteria: C1-C8 and C13-C15 are worth 0-1 point, C9-C12
 (C11-C15, 7).
 
 A judgment is valid only when it gives every criterion 1-15, no other key, and a whole number
-of points within each criterion's range; anything else is a `RubricError` naming the problem,
-and an invalid judgment is counted, never summed.
+of points within each criterion's range; anything else is a `RubricError` naming the problem.
+An invalid judgment is counted and shown; in files judged elsewhere its criteria still make its
+total when all fifteen are numbers (the paper's tables count those, see `load_judged`).
 
 Answer files are JSON lists or JSONL of ``{object1, object2, aspect, comparison}`` (the shape of
 CompQA's ``raw_summaries/*.json``); judged files add ``score_dict`` and ``score``
@@ -299,16 +300,21 @@ def load_comparisons(path: Path) -> list[Comparison]:
 def load_judged(path: Path) -> list[Judged]:
     """Read judged answers: moot's own (with ``status``) or files judged elsewhere.
 
-    A ``score_dict`` that breaks the rubric makes the judgment ``invalid`` (counted by the
-    report, skipped by distillation); a recorded ``score`` stays its total, so that files judged
-    elsewhere keep their published figures. A record with a ``score`` and no ``score_dict`` is
-    ``ok`` but unchecked (`Judged.valid` is False). A recorded ``score`` that disagrees with a
-    valid ``score_dict`` is an error: the record contradicts itself.
+    A judgment that breaks the rubric is ``invalid``, named and counted, and never makes the
+    file unreadable: a ``score_dict`` with criteria missing, renamed or out of range, points as
+    words, a ``score`` outside 0-19 or not a number, a ``score`` that is not the sum of a valid
+    ``score_dict``, or neither field. A record with a ``score`` and no ``score_dict`` is ``ok``
+    but unchecked (`Judged.valid` is False).
+
+    The total of a judgment is the sum of its criteria, as the paper computes it (Section 2.1:
+    the judge's own total "is usually not the same as the actual sum"): for an invalid one, the
+    sum of C1-C15 when all fifteen are given as whole numbers, whatever their range (extra keys
+    ignored), else None. That is the rule under which CompQA's published means reproduce
+    (docs/faithfulness.md); a recorded ``score`` alone is the total only when no ``score_dict``
+    is given.
 
     Raises:
-        InputError: What `load_comparisons` rejects, a ``score`` that is not a number in 0-19
-            or not the sum of a valid ``score_dict``, an ``ok`` record with neither, or an
-            unknown ``status``.
+        InputError: What `load_comparisons` rejects, or an unknown ``status``.
     """
     judged = []
     for answer in load_comparisons(path):
@@ -316,27 +322,61 @@ def load_judged(path: Path) -> list[Judged]:
         status = record.get("status", "ok")
         if status not in ("ok", "invalid", "error"):
             raise InputError(path, f"unknown status {status!r}", where)
-        total = record.get("score")
-        if total is not None:
-            total = _total(path, where, total)
-        scores, problem = None, record.get("problem")
-        if status == "ok" and record.get("score_dict") is not None:
-            try:
-                scores = read_score_dict(record["score_dict"])
-            except RubricError as exc:
-                status, problem = "invalid", f"score_dict: {exc}"
-        if scores is not None:
-            found = sum(scores.values())
-            if total is not None and total != found:
-                problem_text = f"'score' {total:g} is not the sum of 'score_dict' ({found})"
-                raise InputError(path, problem_text, where)
-            total = float(found)
-        elif status == "ok" and total is None:
-            raise InputError(path, "no 'score' and no 'score_dict'", where)
-        if status != "ok":
+        scores, total, problem = None, None, record.get("problem")
+        if status == "ok":
+            scores, total, problem = _judgment(record.get("score_dict"), record.get("score"))
+            status = "ok" if problem is None else "invalid"
+        else:
             problem = problem or status
         judged.append(Judged(answer, scores, total, problem, status))
     return judged
+
+
+def _judgment(value: Any, recorded: Any) -> tuple[dict[int, int] | None, float | None, str | None]:
+    """(valid scores, total, problem) of a judgment judged elsewhere (see `load_judged`)."""
+    given = None if recorded is None else _points(recorded)
+    if recorded is not None and (given is None or not 0 <= given <= MAX_SCORE):
+        bad = f"'score' {recorded!r} is not a whole number in 0-{MAX_SCORE}"
+    else:
+        bad = None
+    if value is None:
+        if recorded is None:
+            return None, None, "no 'score' and no 'score_dict'"
+        return None, None if bad else float(given), bad  # type: ignore[arg-type]
+    try:
+        scores = read_score_dict(value)
+    except RubricError as exc:
+        found = criteria_sum(value)
+        if bad is None and found is not None and given is not None and given != found:
+            bad = f"'score' {recorded!r} is not the sum of its criteria ({found})"
+        problems = "; ".join(filter(None, [f"score_dict: {exc}", bad]))
+        return None, None if found is None else float(found), problems
+    found = sum(scores.values())
+    if bad is None and given is not None and given != found:
+        bad = f"'score' {recorded!r} is not the sum of 'score_dict' ({found})"
+    return (None if bad else scores), float(found), bad
+
+
+def criteria_sum(value: Any) -> int | None:
+    """The sum of C1-C15 of a score dict that names all fifteen as whole numbers, else None.
+
+    Points out of range and extra keys do not matter here: this is the total of a judgment
+    that breaks the rubric only in its ranges (or adds keys), as the paper's tables count it.
+    """
+    pairs: Iterable[tuple[Any, Any]]
+    if isinstance(value, Mapping):
+        pairs = value.items()
+    elif isinstance(value, str):
+        found = _dicts(value)
+        pairs = found[0] if len(found) == 1 else _SCORE_LINE.findall(_unmark(value))
+    else:
+        return None
+    points: dict[int, int] = {}
+    for key, raw in pairs:
+        number, amount = _criterion(key), _points(raw)
+        if number in MAXIMA and amount is not None and points.setdefault(number, amount) != amount:
+            return None  # one criterion given twice, differently
+    return sum(points.values()) if len(points) == len(MAXIMA) else None
 
 
 def _criterion(key: Any) -> int | None:
@@ -427,11 +467,3 @@ def _scenario(path: Path, where: str, value: Any) -> int:
     if not text.isdigit() or int(text) not in SCENARIOS:
         raise InputError(path, f"unknown scenario {value!r} (expected 1, 2, 3 or 4)", where)
     return int(text)
-
-
-def _total(path: Path, where: str, value: Any) -> float:
-    if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
-        raise InputError(path, f"'score' is not a number ({value!r})", where)
-    if not 0 <= value <= MAX_SCORE:
-        raise InputError(path, f"'score' {value:g} is outside 0-{MAX_SCORE}", where)
-    return float(value)

@@ -74,10 +74,12 @@ class LocalModel:
             prompt = "\n".join(turns) + "\nassistant:"
         inputs = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
         budget = int(params.get("max_tokens") or 512)
-        temperature = float(params.get("temperature") or 0.0)
-        options: dict[str, Any] = {"max_new_tokens": budget, "do_sample": temperature > 0}
-        if temperature > 0:
-            options["temperature"] = temperature
+        options: dict[str, Any] = {"max_new_tokens": budget}
+        if "temperature" in params:  # else the model's generation_config decides
+            temperature = float(params["temperature"] or 0.0)
+            options["do_sample"] = temperature > 0
+            if temperature > 0:
+                options["temperature"] = temperature
         pad = (
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         )

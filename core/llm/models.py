@@ -182,8 +182,13 @@ class ModelClient:
                     f"{window}-token context window"
                 )
             max_tokens = min(max_tokens or window - used, window - used)
-        params: dict[str, Any] = {"temperature": role.temperature}
-        for name, value in (("max_tokens", max_tokens), ("seed", seed), ("stop", stop)):
+        params: dict[str, Any] = {}
+        for name, value in (
+            ("temperature", role.temperature),  # None: the model's own default
+            ("max_tokens", max_tokens),
+            ("seed", seed),
+            ("stop", stop),
+        ):
             if value is not None:
                 params[name] = value
         if response_format is not None:

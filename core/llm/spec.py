@@ -101,12 +101,13 @@ class Role:
     Args:
         name: The role's name, used in the token and cost ledger.
         spec: The model the role talks to.
-        temperature: Sampling temperature for this role's calls.
+        temperature: Sampling temperature for this role's calls; None sends none, so the
+            model's own default applies (CompQA's "standard configuration", Section 3).
     """
 
     name: str
     spec: ModelSpec
-    temperature: float = 0.0
+    temperature: float | None = 0.0
 
     def describe(self) -> dict[str, object]:
         """A JSON-safe description for manifests."""

@@ -4,8 +4,8 @@ Human annotation tables (TSV, or CSV by suffix) come in CompQA's three layouts: 
 columns, ``C1``-``C15`` columns (half points where annotators were averaged), or cells holding
 ``{rater: points}`` dicts (several raters per row). Each row is matched to a judged answer by
 `moot.core.data.compqa.Comparison.key`; see `match_table`. Agreement between the judge and every
-rater, and between raters, is Pearson, Spearman and Krippendorff's alpha (interval) on totals
-and per criterion.
+rater, and between raters, is Pearson, Spearman and Krippendorff's alpha (interval) on totals,
+per criterion, and on all criteria pooled (the paper's "separately").
 """
 
 from __future__ import annotations
@@ -99,7 +99,9 @@ class HumanTable:
     dropped: tuple[str, ...] = ()
 
 
-def read_human_table(path: Path, drop_out_of_range: bool = False) -> HumanTable:
+def read_human_table(
+    path: Path, drop_out_of_range: bool = False, keep_out_of_range: bool = False
+) -> HumanTable:
     """Read a human annotation table (tab-separated; comma-separated when named ``*.csv``).
 
     Args:
@@ -108,6 +110,8 @@ def read_human_table(path: Path, drop_out_of_range: bool = False) -> HumanTable:
             and ``score``/``sum``.
         drop_out_of_range: Drop (and list) criterion values outside their range instead of
             failing; CompQA's own tables hold a few (C2 = 2, C13 = 2).
+        keep_out_of_range: Keep (and list, marked "kept") such values in the row's total, as
+            the paper's human columns count them (Tables 3 and 5 reproduce only so).
 
     Raises:
         InputError: Missing columns, a row with the wrong number of fields, a value that is not
@@ -134,7 +138,8 @@ def read_human_table(path: Path, drop_out_of_range: bool = False) -> HumanTable:
             cells = [record[c].strip() for c in columns]
             if multi is None and any(cells):
                 multi = next(c for c in cells if c).startswith("{")
-            row = _row(path, line, record, cells, bool(multi), drop_out_of_range, dropped)
+            keep = "keep" if keep_out_of_range else "drop" if drop_out_of_range else ""
+            row = _row(path, line, record, cells, bool(multi), keep, dropped)
             if row is None:
                 blank += 1
             else:
@@ -166,10 +171,10 @@ def _row(
     record: dict[str, str],
     cells: list[str],
     multi: bool,
-    drop: bool,
+    out_of_range: str,
     dropped: list[str],
 ) -> HumanRow | None:
-    """The row's ratings, or None when it holds none."""
+    """The row's ratings, or None when it holds none (`out_of_range`: "", drop or keep)."""
     where = f"line {line}"
 
     def rater(name: str) -> str:
@@ -185,14 +190,15 @@ def _row(
                 continue
             label = f"C{number} = {points:g}" + (f" ({name})" if multi else "")
             if not 0 <= points <= MAXIMA[number]:
-                if not drop:
+                if not out_of_range:
                     problem = (
                         f"{label} is outside 0-{MAXIMA[number]} "
-                        "(--drop-out-of-range skips such cells)"
+                        "(--drop-out-of-range skips such cells, --keep-out-of-range keeps them)"
                     )
                     raise InputError(path, problem, where)
-                dropped.append(f"{where}: {label}")
-                continue
+                dropped.append(f"{where}: {label}" + (" (kept)" if out_of_range == "keep" else ""))
+                if out_of_range == "drop":
+                    continue
             ratings[rater(name)][number] = points
     if not ratings:
         return None
@@ -381,13 +387,21 @@ def rater_ratings(judged: Sequence[Judged], matchings: Sequence[Matching]) -> di
 
 
 def agreement(a: Ratings, b: Ratings) -> dict[str, Any]:
-    """Pearson, Spearman and Krippendorff's alpha (interval) on totals and per criterion."""
+    """Pearson, Spearman and Krippendorff's alpha (interval) on totals and per criterion.
+
+    ``separately`` is the paper's pooled variant (Table 2, "all scores concatenated for all
+    answers"; Section 3's "0.71 for all scores"): every criterion of every shared answer as one
+    pair, the coefficients over all of them; ``total`` is its "final score".
+    """
     shared = sorted(set(a) & set(b))
     totals = [(a[i][1], b[i][1]) for i in shared]
     result = {"n": len(shared), "total": _coefficients(totals), "criteria": {}}
+    pooled: list[tuple[float | None, float | None]] = []
     for n in MAXIMA:
         pairs = [(a[i][0].get(n), b[i][0].get(n)) for i in shared]
         result["criteria"][f"C{n}"] = _coefficients(pairs)
+        pooled += pairs
+    result["separately"] = _coefficients(pooled)
     return result
 
 

@@ -1,10 +1,9 @@
 """The CompQA report: mean rubric scores of judged answers and agreement with human annotators.
 
 Judged files (moot's own or CompQA's ``evaluated_summaries``) are read with
-`moot.core.data.compqa.load_judged`. Means of the total use each judgment's total as it gives it:
-files judged elsewhere keep their recorded ``score`` even when their criteria break the rubric
-(this is how CompQA's published means reproduce), while moot's own invalid or failed judgments
-have no total and are in no mean. Category and criterion means cover valid judgments only.
+`moot.core.data.compqa.load_judged`; `TOTAL_NOTE` says which totals are in the means and `STD`
+what ± is (the paper's convention: Table 3's ± is the mean of its Table 5 cells' standard
+deviations). Category and criterion means cover valid judgments only.
 
 Agreement with human annotation tables is `moot.core.metrics.compqa_human`'s.
 """
@@ -16,20 +15,27 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.compqa import CATEGORIES, MAXIMA, Judged, category_sums
+from moot.core.data.compqa import CATEGORIES, MAXIMA, Comparison, Judged, category_sums
 from moot.core.errors import ConfigError
 from moot.core.metrics.compqa_human import SHOWN, HumanTable, agreement_report
 from moot.core.metrics.stats import mean, stdev
 from moot.core.tables import render_table
 
 BY_KEYS = ("generator", "scenario")
-STD = "sample standard deviation (n - 1)"
+STD = (
+    "the paper's convention (Tables 3 and 5): a (generator, scenario) cell is its mean ± sample "
+    "standard deviation (n - 1); a group of several cells is the mean of its cells' means ± the "
+    "mean of their standard deviations (pooled_mean and pooled_std are the plain statistics of "
+    "all its totals)"
+)
 TOTAL_NOTE = (
-    "Means of the total use each judgment's total as read: files judged elsewhere keep their "
-    "recorded `score` even when their criteria break the rubric (that is how CompQA's published "
-    "means reproduce); moot's own invalid or failed judgments have no total and are in no mean. "
-    "A total recorded without criteria ('unchecked') counts in the total only; category and "
-    "criterion means cover valid judgments only. ± is the " + STD + "."
+    "A judgment's total is the sum of its criteria, as the paper computes it (Section 2.1). An "
+    "invalid judgment (criteria missing, renamed or out of range, points as words, a total "
+    "outside 0-19) is counted and listed; when all fifteen criteria are numbers, their sum "
+    "still counts in the means of files judged elsewhere (the rule under which CompQA's "
+    "published means reproduce: 'invalid, total kept'); moot's own invalid or failed judgments "
+    "have no total and are in no mean. A total recorded without criteria ('unchecked') counts "
+    "in the total only; category and criterion means cover valid judgments only. ± is " + STD + "."
 )
 _LISTED = (("unmatched", "unmatched_rows"), ("ambiguous", "ambiguous_rows"))
 _LISTED += (("duplicates", "duplicate_rows"),)
@@ -39,16 +45,24 @@ _LISTED += (("duplicates", "duplicate_rows"),)
 
 
 def group_stats(judged: Sequence[Judged]) -> dict[str, Any]:
-    """Counts, mean ± sample std of the total, and category / criterion means of `judged`."""
+    """Counts, mean ± std of the total (see `STD`), and category / criterion means of `judged`."""
     totals = [j.total for j in judged if j.total is not None]
+    cells: dict[tuple[Any, ...], list[float]] = defaultdict(list)
+    for j in judged:
+        if j.total is not None:
+            cells[(j.answer.generator, j.answer.scenario)].append(j.total)
+    spreads = [s for s in map(stdev, cells.values()) if s is not None]
     valid = [j.scores for j in judged if j.scores is not None]
     criteria = {n: mean([s[n] for s in valid]) for n in MAXIMA}
     sums = [category_sums(s) for s in valid]
     return {
         "n": len(judged),
         "n_total": len(totals),
-        "mean": mean(totals),
-        "std": stdev(totals),
+        "cells": len(cells),
+        "mean": mean([mean(v) for v in cells.values()]),  # type: ignore[misc]
+        "std": mean(spreads),
+        "pooled_mean": mean(totals),
+        "pooled_std": stdev(totals),
         "n_valid": len(valid),
         "invalid": sum(j.status == "invalid" for j in judged),
         "errors": sum(j.status == "error" for j in judged),
@@ -89,8 +103,8 @@ def check_by(by: Sequence[str]) -> tuple[str, ...]:
 def file_summary(path: Path, judged: Sequence[Judged]) -> dict[str, Any]:
     """A judged file's counts, with its first few invalid or failed records and why.
 
-    ``unchecked`` counts records with a recorded total but no criteria; ``recorded_total_kept``
-    counts invalid records (judged elsewhere) whose recorded total is still in the means.
+    ``unchecked`` counts records with a recorded total but no criteria; ``invalid_total_kept``
+    counts invalid records (judged elsewhere) whose criteria sum is still in the means.
     """
     bad = [j for j in judged if j.status != "ok"]
     return {
@@ -101,7 +115,7 @@ def file_summary(path: Path, judged: Sequence[Judged]) -> dict[str, Any]:
         "invalid": sum(j.status == "invalid" for j in bad),
         "errors": sum(j.status == "error" for j in bad),
         "unchecked": sum(j.status == "ok" and not j.valid for j in judged),
-        "recorded_total_kept": sum(j.total is not None for j in bad),
+        "invalid_total_kept": sum(j.total is not None for j in bad),
         "problems": [
             {"where": j.answer.where, "status": j.status, "problem": j.problem} for j in bad[:SHOWN]
         ],
@@ -144,7 +158,37 @@ def build_report(
         ],
         "files": [file_summary(p, items) for p, items in judged_files.items()],
         "agreement": agreement_report(judged, tables) if tables else None,
+        "human_means": [human_means(t) for t in tables],
     }
+
+
+def human_means(table: HumanTable) -> dict[str, Any]:
+    """Each rater's mean total by generator and scenario, and by generator (Table 3's Human*).
+
+    A row's generator and scenario are its ``model`` and ``scenario`` columns, else its
+    ``filename``'s; a row's total is the sum of its 15 criteria (none when one is missing). The
+    convention is the judges' (`STD`): CompQA's human_evaluation_367.tsv gives Tables 3 and 5's
+    human columns this way.
+    """
+    raters = {}
+    for name in table.raters:
+        judged = [
+            Judged(
+                Comparison(row.object1, row.object2, None, row.text, *row.source, table.path,
+                           f"line {row.line}", {}),
+                None,
+                row.total(name),
+                None,
+                "ok",
+            )
+            for row in table.rows
+            if row.source is not None and row.total(name) is not None
+        ]  # fmt: skip
+        raters[name] = {
+            "generator_scenario": aggregate(judged),
+            "generator": aggregate(judged, ["generator"]),
+        }
+    return {"file": str(table.path), "raters": raters}
 
 
 def report_markdown(report: dict[str, Any], full: bool = True) -> str:
@@ -184,11 +228,19 @@ def report_markdown(report: dict[str, Any], full: bool = True) -> str:
     lines += _files_markdown(report["files"])
     if report["agreement"]:
         lines += _agreement_markdown(report["agreement"], full)
+    for table in report["human_means"]:
+        for rater, means in table["raters"].items():
+            rows = [["generator", "scenario", "n", "mean ± std"]]
+            for group in means["generator"] + means["generator_scenario"]:
+                cells = [_key(group["generator"]), _key(group.get("scenario", "all"))]
+                rows.append([*cells, str(group["n_total"]), _mean_std(group)])
+            title = f"## Human means: {rater} (sum of the row's criteria)"
+            lines += [title, "", render_table(rows, left=2, markdown=True), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
 def _files_markdown(files: list[dict[str, Any]]) -> list[str]:
-    keys = ("n", "invalid", "errors", "unchecked", "recorded_total_kept")
+    keys = ("n", "invalid", "errors", "unchecked", "invalid_total_kept")
     rows = [["file", "n", "invalid", "errors", "unchecked", "invalid, total kept"]]
     rows += [[Path(f["file"]).name, *(str(f[k]) for k in keys)] for f in files]
     lines = ["## Judged files", "", render_table(rows, left=1, markdown=True), ""]
@@ -229,12 +281,13 @@ def _agreement_markdown(agreement: dict[str, Any], full: bool) -> list[str]:
             counts = ", ".join(f"{r} {c}" for r, c in wrong.items())
             lines.append(f"- {name}: recorded totals that differ from the criteria sum: {counts}")
     lines += ["", "### Totals", ""]
-    rows = [["a", "b", "n", "Pearson r", "Spearman ρ", "α (interval)"]]
+    rows = [["a", "b", "n", "Pearson r", "Spearman ρ", "α (interval)", "separately: ρ", "α"]]
     for pair in agreement["pairs"]:
-        total = pair["total"]
+        total, pooled = pair["total"], pair["separately"]
         rows.append(
             [pair["a"], pair["b"], str(total["n"])]
             + [_fixed(total[k], 3, "undefined") for k in ("pearson", "spearman", "alpha")]
+            + [_fixed(pooled[k], 3, "undefined") for k in ("spearman", "alpha")]
         )
     lines += [render_table(rows, left=2, markdown=True), ""]
     if full:

@@ -26,9 +26,11 @@ def register(commands: Commands) -> None:
         run_compare,
         "answer comparative questions in CompQA's four prompting scenarios",
         "Answer each comparative question (object1, object2, aspect; or free text, whose objects "
-        "the model extracts) in one of CompQA's prompting scenarios: 1 'Compare A and B', 2 with "
-        "an argument list, 3 an analyst's 300-word structured comparison with a one-word best "
-        "option, 4 as 3 with numbered arguments cited [n]. Writes "
+        "the model extracts) in one of CompQA's prompting scenarios, the paper's Figure 4 "
+        "verbatim (objects and arguments filled; the figure has no aspect slot): 1 'Compare A "
+        "and B', 2 a helpful assistant with an argument list, 3 an analyst's 300-word "
+        "comparison with a one-word best option, 4 as 3 over the numbered arguments, cited in "
+        "square brackets, 15 arguments, missing ones created and tagged [generated]. Writes "
         "OUT/<generator>_scenario_<N>.json (the file `moot eval compqa` reads); a rerun "
         "answers only what is missing.",
     )
@@ -58,6 +60,9 @@ def register(commands: Commands) -> None:
     opt.model_options(
         compare,
         what="answering model",
+        # CompQA Section 3: "We use the standard configuration and parameters for generation"
+        # (no temperature or top-p is stated): none is sent, the model's own defaults apply
+        temperature=None,
         max_tokens=1024,
         constrained="JSON for extraction and arguments",
         concurrency=8,
@@ -132,10 +137,16 @@ def register(commands: Commands) -> None:
         metavar="KEYS",
         help="grouping keys, any of generator,scenario (default generator,scenario)",
     )
-    report.add_argument(
+    out_of_range = report.add_mutually_exclusive_group()
+    out_of_range.add_argument(
         "--drop-out-of-range",
         action="store_true",
         help="drop (and list) human criterion values outside their range instead of failing",
+    )
+    out_of_range.add_argument(
+        "--keep-out-of-range",
+        action="store_true",
+        help="keep (and list) them in the row's total, as the paper's human columns count them",
     )
     opt.common_options(report)
 
@@ -307,7 +318,10 @@ def run_report(args: argparse.Namespace) -> int:
         if twice:
             raise ConfigError(f"{flag}: {', '.join(sorted(twice))} given twice")
     judged_files = {path: load_judged(path) for path in args.judged}
-    tables = [read_human_table(path, args.drop_out_of_range) for path in args.human]
+    tables = [
+        read_human_table(path, args.drop_out_of_range, args.keep_out_of_range)
+        for path in args.human
+    ]
     report = build_report(judged_files, tables, by)
     write_json(args.out / "report.json", report)
     markdown = report_markdown(report)

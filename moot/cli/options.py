@@ -143,7 +143,7 @@ def model_options(
     flag: str = "--model",
     default: str | None = DEFAULT_MODEL,
     note: str = "",
-    temperature: float = 0.0,
+    temperature: float | None = 0.0,
     max_tokens: int | None = None,
     constrained: str | None = None,
 ) -> None:
@@ -157,7 +157,7 @@ def model_options(
         flag: The model's flag: ``--model``, ``--judge``, ``--detector``.
         default: The default model (None: required).
         note: A note for the model's help (``the paper used GPT-4``).
-        temperature: The default ``--temperature``.
+        temperature: The default ``--temperature``; None sends none (the model's own default).
         max_tokens: The default ``--max-tokens``, if the command has one.
         constrained: What ``--constrained`` asks for, if the command asks for JSON.
     """
@@ -194,16 +194,20 @@ def model_option(
         required(parser, "model")
 
 
-def call_options(parser: argparse.ArgumentParser, temperature: float = 0.0) -> None:
-    """How a command's model is called: endpoint, key, sampling, timeouts, retries, window."""
+def call_options(parser: argparse.ArgumentParser, temperature: float | None = 0.0) -> None:
+    """How a command's model is called: endpoint, key, sampling, timeouts, retries, window.
+
+    A `temperature` of None sends none, so the model's own default applies.
+    """
     group = parser.add_argument_group("model calls")
     group.add_argument("--api-base", metavar="URL", help="OpenAI-compatible server of the model")
     group.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the key")
+    shown = "none sent: the model's own" if temperature is None else f"{temperature:g}"
     group.add_argument(
         "--temperature",
         type=float,
         default=temperature,
-        help=f"sampling temperature (default {temperature:g})",
+        help=f"sampling temperature (default {shown})",
     )
     group.add_argument("--seed", type=int, default=0, help="base sampling seed (default 0)")
     group.add_argument(

@@ -19,50 +19,67 @@ from moot.agents.compqa_comparers import (
 from moot.core import ModelClient, RetryPolicy, Role, parse_spec
 from moot.core.testing.scripted_server import Rule, ScriptedServer
 from moot.prompts import template_source
+from tests.conftest import shared_data
 
 ARGS = ["Baseball players throw faster.", "Baseball is on TV.", "Softball is harder."]
 
 
-def prompt(scenario, aspect=None, arguments=()):
-    messages = comparison_messages(scenario, "baseball", "softball", aspect, arguments)
+def prompt(scenario, arguments=()):
+    messages = comparison_messages(scenario, "baseball", "softball", arguments)
     assert [m["role"] for m in messages] == ["user"]
     return messages[0]["content"]
 
 
-def test_scenario_1_is_the_bare_request():
-    assert prompt(1) == "Compare baseball and softball."
-    assert prompt(1, "most played sport") == (
-        "Compare baseball and softball with respect to most played sport."
-    )
+NUMBERED = "1. Baseball players throw faster.\n2. Baseball is on TV.\n3. Softball is harder."
+# Figure 4 of the paper, its words in order with the slots filled (layout: one part per line)
+FIGURE_4 = {
+    1: "Compare baseball and softball",
+    2: "You are a helpful assistant.\nCompare baseball and softball using following arguments:\n"
+    + NUMBERED,
+    3: "You are an analyst.\nwrite a 300-word comparison of baseball and softball.\n"
+    "Task: compare and choose the better of the two.\nRequirements:\n- be concise\n"
+    "- think of the most relevant arguments only.\nNeeded structure:\n- summary (100 words)\n"
+    "- bullet-point list of main aspects of comparison (200 words or more)\n"
+    "- the best option (1 word)",
+    4: "You are an analyst.\nwrite a 300-word comparison of baseball and softball.\n"
+    "Task: compare and choose the better of the two.\nRequirements:\n- be concise\n"
+    "- analyse the list of arguments below\n- pick relevant ones\n"
+    "- rephrase in your own words\n"
+    "- cite used argument numbers in square brackets right after the usage\n"
+    "- the summary needs to have 15 arguments, create some if needed (add a [generated] tag)\n"
+    "Needed structure:\n- summary (100 words)\n"
+    "- bullet-point list of main aspects of comparison (200 words or more)\n"
+    "- the best option (1 word)\n- numbered list of used arguments\nArgument list:\n" + NUMBERED,
+}
 
 
-def test_scenario_2_numbers_the_arguments():
-    text = prompt(2, None, ARGS)
-    assert text.startswith("Compare baseball and softball, using the following arguments:")
-    assert text.endswith(
-        "1. Baseball players throw faster.\n2. Baseball is on TV.\n3. Softball is harder."
-    )
+@pytest.mark.parametrize("scenario", [1, 2, 3, 4])
+def test_scenarios_are_figure_4_verbatim(scenario):
+    text = prompt(scenario, ARGS if scenario in (2, 4) else ())
+    assert text == FIGURE_4[scenario]
+    # the paper: scenario 1 assigns no role, the other three do
+    assert text.startswith("You are ") == (scenario != 1)
 
 
-def test_scenario_3_asks_for_the_analysts_three_parts():
-    text = prompt(3, "price")
-    assert "analyst" in text and "about 300 words" in text and "with respect to price" in text
-    parts = ["Summary:", "Main Aspects of Comparison:", "Best Option:"]
-    assert [text.index(p) for p in parts] == sorted(text.index(p) for p in parts)
-    assert "bullet-point list" in text and "one word (baseball or softball)" in text
-    assert "[generated]" not in text and "Used Arguments" not in text
-
-
-def test_scenario_4_adds_numbered_citations_generated_tags_and_used_arguments():
-    text = prompt(4, None, ARGS)
-    assert (
-        "1. Baseball players throw faster.\n2. Baseball is on TV.\n3. Softball is harder." in text
-    )
-    parts = ["Summary:", "Main Aspects of Comparison:", "Best Option:", "Used Arguments:"]
-    assert [text.index(p) for p in parts] == sorted(text.index(p) for p in parts)
-    assert text.index("Softball is harder.") < text.index("Summary:")
-    assert "square brackets, e.g. [2]" in text and "[generated]" in text
-    assert "about 300 words" in text and "one word" in text
+def test_the_paper_figure_words_match_the_templates():
+    """Each template's words are the figure's, as the paper text prints them (slots filled)."""
+    paper = shared_data("..", "papers", "compqa.txt").read_text(encoding="utf-8")
+    rows = {
+        line[:3]: line[3:].strip()
+        for line in paper.splitlines()
+        if line[:3] in ("1st", "2nd", "3rd", "4th")
+    }
+    filled = {
+        n: rows[key]
+        .replace("<u>", "")
+        .replace("</u>", "")
+        .replace("{A}", "baseball")
+        .replace("{B}", "softball")
+        .replace("{ARGS}", NUMBERED)
+        for n, key in ((1, "1st"), (2, "2nd"), (3, "3rd"), (4, "4th"))
+    }
+    for n, text in filled.items():
+        assert " ".join(FIGURE_4[n].split()) == " ".join(text.split()), n
 
 
 def test_arguments_belong_to_scenarios_2_and_4_only():
@@ -71,18 +88,19 @@ def test_arguments_belong_to_scenarios_2_and_4_only():
             prompt(scenario)
     for scenario in (1, 3):
         with pytest.raises(ValueError, match="takes no arguments"):
-            prompt(scenario, None, ARGS)
+            prompt(scenario, ARGS)
     with pytest.raises(ValueError, match="unknown scenario"):
         prompt(5)
 
 
-def test_every_template_cites_the_paper_and_scenarios_say_they_are_reconstructed():
+def test_every_template_cites_the_paper_and_scenarios_cite_figure_4():
     for name in TEMPLATES:
         header = template_source(name).split("#}")[0]
         if name.startswith("compqa/"):
             assert "arXiv:2502.14476" in header, name
         if "scenario" in name:
-            assert "Nikishina et al., 2025" in header and "RECONSTRUCTED" in header, name
+            assert "Nikishina et al., 2025" in header and "Figure 4" in header, name
+            assert "RECONSTRUCTED" not in header, name
 
 
 def test_schemas_reject_what_is_not_a_reading():
@@ -96,7 +114,7 @@ def test_schemas_reject_what_is_not_a_reading():
     with pytest.raises(ValidationError, match="no arguments"):
         GeneratedArguments.model_validate({"object1": [], "object2": []})
     with pytest.raises(ValidationError):
-        GeneratedArguments.model_validate({"object1": ["a"] * 6, "object2": []})
+        GeneratedArguments.model_validate({"object1": ["a"] * 11, "object2": []})
 
 
 def run_call(server, call, *args, **kwargs):
@@ -133,4 +151,4 @@ def test_argument_generation_reads_per_object_lists():
         body = server.requests[0].body
         assert body["seed"] == 3
         assert "tea and coffee with respect to health" in body["messages"][0]["content"]
-        assert "at most 5 arguments" in body["messages"][0]["content"]
+        assert "at most 10 arguments" in body["messages"][0]["content"]

@@ -29,7 +29,7 @@ def compare(server, *args):
 
 def test_scenario_3_writes_the_answer_file_and_reruns_free(tmp_path):
     path, out = questions(tmp_path, 3), tmp_path / "out"
-    with ScriptedServer(rules=[Rule("Best Option:", ANSWER)]) as server:
+    with ScriptedServer(rules=[Rule("the best option", ANSWER)]) as server:
         result = compare(server, "--questions", path, "--out", out, "--scenario", 3, "--no-cache")
         assert result.returncode == 0, result.stderr
         assert len(server.requests) == 3
@@ -41,9 +41,27 @@ def test_scenario_3_writes_the_answer_file_and_reruns_free(tmp_path):
             ("ASP", 3, ANSWER),
         ]
         assert answers[2].record["aspect"] == ""  # none, as in CompQA's files
+        # the paper's "standard configuration and parameters" (Section 3): no sampling settings
+        assert all("temperature" not in r.body and "top_p" not in r.body for r in server.requests)
         server.clear_log()
         again = compare(server, "--questions", path, "--out", out, "--scenario", 3, "--no-cache")
         assert again.returncode == 0 and server.requests == []
+        hot = compare(
+            server,
+            "--questions",
+            path,
+            "--out",
+            tmp_path / "hot",
+            "--scenario",
+            3,
+            "--temperature",
+            0.5,
+            "--no-cache",
+            "--limit",
+            1,
+        )
+        assert hot.returncode == 0, hot.stderr
+        assert [r.body["temperature"] for r in server.requests] == [0.5]
 
 
 def test_questions_without_arguments_are_reported_and_exit_1(tmp_path):

@@ -42,7 +42,7 @@ def test_compare_judge_report_distill_and_rerun_free(tmp_path):
     rules = [
         Rule("name the two objects", EXTRACTED),
         Rule("Comparative answer", SCORES),
-        Rule("Best Option", ANSWER),
+        Rule("the best option", ANSWER),
     ]
     with ScriptedServer(rules=rules) as server:
         model = ["--api-base", server.url, "--max-retries", 0, "--no-cache"]

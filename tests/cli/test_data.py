@@ -73,10 +73,15 @@ def test_distill_nothing_kept_exits_1(tmp_path: Path) -> None:
 
 
 def test_bad_judged_record_is_one_line(tmp_path: Path) -> None:
-    bad = judged(tmp_path / "gpt4_scenario_1.json", [19, "high"])
-    result = run_moot("data", "distill-compqa", "--judged", bad, "--out", tmp_path / "o", env=ENV)
-    assert_clean_failure(result, str(bad), "index 1", "'score' is not a number")
-    assert not (tmp_path / "o").exists()
+    # a malformed judgment (a score as words) is skipped and counted, not a bad file
+    odd = judged(tmp_path / "gpt4_scenario_1.json", [19, "high"])
+    result = run_moot("data", "distill-compqa", "--judged", odd, "--out", tmp_path / "o", env=ENV)
+    assert result.returncode == 0 and "1 invalid or failed judgment(s) skipped" in result.stderr
+    bad = tmp_path / "gpt4_scenario_2.json"
+    bad.write_text(json.dumps([{**json.loads(odd.read_text())[0], "object2": ""}]))
+    result = run_moot("data", "distill-compqa", "--judged", bad, "--out", tmp_path / "p", env=ENV)
+    assert_clean_failure(result, str(bad), "index 0", "missing or empty 'object2'")
+    assert not (tmp_path / "p").exists()
 
 
 def test_uncached_hub_name_exits_2(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from tests.cli.helpers import run_moot
-from tests.conftest import shared_data
+from tests.conftest import released_files, shared_data
 from tests.core.metrics.test_compqa_report import REFERENCE
 
 FULL = {str(n): 2 if 9 <= n <= 12 else 1 for n in range(1, 16)}
@@ -33,8 +33,8 @@ def test_reproduces_reference_means_and_writes_outputs(tmp_path: Path) -> None:
     means = {g["generator"]: g["mean"] for g in report["groups"]}
     digits = {name: len(str(value).split(".")[1]) for name, value in REFERENCE.items()}
     assert {name: round(means[name], digits[name]) for name in REFERENCE} == REFERENCE
-    assert report["std"].startswith("sample") and report["agreement"] is None
-    assert "| gpt4 | 600 | 17.7650 ± 1.14 |" in result.stdout
+    assert report["std"].startswith("the paper's convention") and report["agreement"] is None
+    assert "| gpt4 | 600 | 17.7650 ± 1.06 |" in result.stdout  # Table 3: 17.77 ± 1.06
     assert "perplexity_scenario_2.json, index 39: invalid: " in result.stdout  # the invalid record
     assert len(report["generator_scenario"]) == 27
     for name in ("chart.png", "heatmap.png"):
@@ -82,3 +82,19 @@ def test_malformed_judged_file_exits_2(tmp_path: Path) -> None:
     result = run_moot("report", "compqa", "--judged", path, "--out", tmp_path / "out")
     assert result.returncode == 2
     assert result.stderr.strip() == f"moot: error: {path}, index 0: missing or empty 'object2'"
+
+
+def test_other_judges_files_are_read_and_their_invalid_judgments_shown(tmp_path: Path) -> None:
+    judge = released_files(
+        tmp_path, "lilaspourpre/cqa-evaluation-framework", "data/evaluated_summaries/gpt-3.5"
+    )
+    files = sorted((judge / "fewshot").glob("*.json"))
+    result = run_moot("report", "compqa", "--judged", *files, "--out", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    assert report["overall"]["invalid"] == 65 and report["overall"]["n"] == 2158
+    kept = sum(f["invalid_total_kept"] for f in report["files"])
+    assert kept == 15  # all fifteen criteria given, some out of range: summed, as in the paper
+    assert "gpt3-5_scenario_2.json, index 95: invalid: score_dict: C1 = 2 is outside 0-1" in (
+        result.stdout
+    )

@@ -25,7 +25,7 @@ ANSWER = "Summary: close call [1] [generated].\nBest Option: {n}"
 RULES = [
     Rule("Read this comparative question", json.dumps(EXTRACTED), role="last"),
     Rule("List arguments", json.dumps(GENERATED), role="last"),
-    Rule("Compare ", ANSWER, role="last"),
+    Rule("(Compare|comparison of) ", ANSWER, role="last"),
 ]
 
 
@@ -56,10 +56,15 @@ def test_scenario_4_extracts_generates_answers_and_resumes_without_calls(tmp_pat
         sent = contents(server)
         assert sum(s.startswith("Read this comparative question") for s in sent) == 1
         assert sum(s.startswith("List arguments") for s in sent) == 3
-        answers_asked = [s for s in sent if "Used Arguments:" in s]
+        answers_asked = [s for s in sent if "numbered list of used arguments" in s]
         assert len(answers_asked) == 3 and len(server.requests) == 7
-        assert all("1. One holds.\n2. Two holds.\n3. Three holds." in s for s in answers_asked)
-        assert any("Compare Nike and Adidas with respect to comfort" in s for s in answers_asked)
+        assert all(
+            s.endswith("Argument list:\n1. One holds.\n2. Two holds.\n3. Three holds.")
+            for s in answers_asked
+        )
+        # Figure 4 has no aspect slot: the extracted objects are sent, the aspect is not
+        assert any("comparison of Nike and Adidas." in s for s in answers_asked)
+        assert not any("comfort" in s for s in answers_asked)
 
         assert result.path == tmp_path / "out" / "scripted_scenario_4.json"
         summary = json.loads((tmp_path / "out" / "summary.json").read_text())
@@ -108,10 +113,10 @@ def test_file_arguments_and_questions_without_them(tmp_path):
         assert [r["status"] for r in result.records] == ["ok", "no_arguments", "no_arguments"]
         assert result.count("no_arguments") == 2 and result.summary["no_arguments"] == 2
         # never answered as scenario 1: the only answer request is the one with arguments
-        answered = [s for s in contents(server) if s.startswith("Compare ")]
+        answered = [s for s in contents(server) if s.startswith("You are a helpful assistant.")]
         assert answered == [
-            "Compare baseball and softball with respect to most played sport, using the "
-            "following arguments:\n1. Baseball is everywhere.\n2. Softball grows."
+            "You are a helpful assistant.\nCompare baseball and softball using following "
+            "arguments:\n1. Baseball is everywhere.\n2. Softball grows."
         ]
         free = result.records[2]
         assert free["extracted"]["object1"] == "Nike" and "comparison" not in free

@@ -96,7 +96,7 @@ def _judged(tmp: Path) -> dict[Path, list]:
                 "object2": "pc",
                 "comparison": "Mac or PC.",
                 "score_dict": {str(n): p for n, p in _points(C5=2).items()},
-                "score": 12,  # its criteria are invalid; the recorded total still counts
+                "score": 12,  # invalid criteria; their sum (20), as the paper counts, is the total
             },
             {"object1": "vim", "object2": "emacs", "comparison": "Vim.", "score": 17},
         ],
@@ -165,9 +165,9 @@ def test_aggregate_means_std_categories_and_counts(tmp_path: Path) -> None:
     )
     assert gpt4["criteria"]["C9"] == pytest.approx(5 / 3)
     assert gpt4["lost"]["C9"] == pytest.approx(1 - (5 / 3) / 2)
-    # judged elsewhere: the invalid record's recorded total counts, its criteria do not
+    # judged elsewhere: the invalid record's criteria sum (20, not its recorded 12) counts
     assert (cam["n_total"], cam["n_valid"], cam["invalid"]) == (3, 1, 1)
-    assert cam["mean"] == pytest.approx((14 + 12 + 17) / 3)  # unchecked 17: total only
+    assert cam["mean"] == pytest.approx((14 + 20 + 17) / 3)  # unchecked 17: total only
     assert cam["criteria"]["C5"] == 1.0
     assert mixtral["std"] == pytest.approx(statistics.stdev([16, 18]))
 
@@ -176,6 +176,16 @@ def test_aggregate_by_one_key_and_undefined_std(tmp_path: Path) -> None:
     judged = _all(_judged(tmp_path))
     by_scenario = aggregate(judged, ["scenario"])
     assert [g["scenario"] for g in by_scenario] == [1, 2, None]
+    # several cells: the mean of the cells' means ± the mean of their stds (the paper's Table 3)
+    (everyone,) = aggregate(judged, ["generator"][:0] or ["generator"])[:1]
+    overall = build_report(_judged(tmp_path))["overall"]
+    cells = [(19, 17, 18), (16, 18), (14, 20, 17)]
+    assert overall["cells"] == 3
+    assert overall["mean"] == pytest.approx(statistics.mean(map(statistics.mean, cells)))
+    assert overall["std"] == pytest.approx(statistics.mean(map(statistics.stdev, cells)))
+    assert overall["pooled_mean"] == pytest.approx(statistics.mean(sum(cells, ())))
+    assert overall["pooled_std"] == pytest.approx(statistics.stdev(sum(cells, ())))
+    assert everyone["generator"] == "cam"
     one = aggregate([j for j in judged if j.answer.object1 == "cats"], ["generator"])
     assert one[0]["mean"] == 19.0 and one[0]["std"] is None
 
@@ -194,7 +204,7 @@ def test_file_summary_names_invalid_records(tmp_path: Path) -> None:
         {"where": "index 3", "status": "invalid", "problem": "missing C15"},
         {"where": "index 4", "status": "error", "problem": "HTTP 500"},
     ]
-    assert (cam["recorded_total_kept"], cam["unchecked"]) == (1, 1)
+    assert (cam["invalid_total_kept"], cam["unchecked"]) == (1, 1)
     assert "C5 = 2 is outside 0-1" in cam["problems"][0]["problem"]
 
 
@@ -341,7 +351,7 @@ def test_build_report_and_markdown(tmp_path: Path) -> None:
     markdown = report_markdown(report)
     assert "| gpt4 | 3 | 18.0000 ± 1.00 |" in markdown
     assert "index 3: invalid: missing C15" in markdown
-    assert "recorded `score`" in markdown and "sample standard deviation" in markdown
+    assert "sum of its criteria" in markdown and "sample standard deviation" in markdown
     assert "| judge | hum | 3 |" in markdown and "undef." in markdown
     assert "Per criterion" not in report_markdown(report, full=False)
 
