@@ -45,20 +45,23 @@ def shared_data(*parts: str) -> Path:
     return path
 
 
-MIRRORS = Path("/work/.mirror")
+#: Bare git mirrors of the papers' repositories, ``<owner>+<name>/repo`` (where our machines keep
+#: them); for released files that ../shared/data does not hold.
+MIRRORS = Path(os.environ.get("MOOT_RELEASE_MIRRORS", "/work/.mirror"))
 
 
 def released_files(tmp: Path, repo: str, folder: str) -> Path:
     """The files under `folder` of a paper's released repository, written below `tmp`.
 
-    They are read from the local bare mirror of the repository (``/work/.mirror/<owner>+<name>``),
-    never downloaded; the test is skipped when the mirror or the folder is absent.
+    They are read from a local bare mirror of the repository
+    (``$MOOT_RELEASE_MIRRORS/<owner>+<name>/repo``, by default under ``/work/.mirror``), never
+    downloaded; the test is skipped when the mirror or the folder is absent.
     """
     import subprocess
 
     git_dir = MIRRORS / repo.replace("/", "+") / "repo"
     if not git_dir.is_dir():
-        pytest.skip(f"needs the mirror of {repo} ({git_dir} not found)")
+        pytest.skip(f"needs a mirror of {repo} ({git_dir} not found; set MOOT_RELEASE_MIRRORS)")
     git = ["git", f"--git-dir={git_dir}"]
     listed = subprocess.run(
         [*git, "ls-tree", "-r", "--name-only", "HEAD", folder],
