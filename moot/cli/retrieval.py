@@ -49,6 +49,13 @@ def register(commands: Commands) -> None:
     retrieve.add_argument("-k", type=int, default=10, help="chunks per question (10)")
     opt.retrieval_options(retrieve)
     retrieve.add_argument(
+        "--mmr-norm",
+        choices=("dataset", "question"),
+        default="dataset",
+        help="MMR divides scores by the maximum over all questions (dataset: BERDS App. B.6) "
+        "or per question (question: the released reranking.py)",
+    )
+    retrieve.add_argument(
         "--query-expansion", action="store_true", help="BERDS LLM query expansion"
     )
     opt.model_options(
@@ -102,6 +109,7 @@ def run_retrieve(args: argparse.Namespace) -> int:
             args.out,
             k=args.k,
             query_expansion=expansion,
+            mmr_norm=args.mmr_norm,
             concurrency=args.concurrency,
             progress=runtime.progress_for(args, client),
         )
