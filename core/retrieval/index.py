@@ -216,7 +216,7 @@ class Index:
 
     def _dense_search(self, query: str, k: int, embedder: Any) -> list[Hit]:
         assert self.vectors is not None
-        scores = self.vectors @ embedder.encode([query])[0]
+        scores = self.vectors @ embedder.encode_queries([query])[0]
         order = np.argsort(-scores, kind="stable")[:k]
         return [Hit(self.chunks[int(i)], float(scores[i])) for i in order]
 

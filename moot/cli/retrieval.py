@@ -30,7 +30,9 @@ def register(commands: Commands) -> None:
         nargs="?",
         const="",  # the default embedder, resolved in the command (moot --help stays light)
         metavar="MODEL",
-        help="also store sentence embeddings (no value: the bundled all-MiniLM-L6-v2)",
+        help="also store embeddings (no value: the bundled all-MiniLM-L6-v2; a sentence-"
+        "transformers model, or dpr:PASSAGE,QUESTION, contriever:M, cls:M, mean:M for any "
+        "Hugging Face encoder)",
     )
     opt.common_options(index)
 
