@@ -353,3 +353,21 @@ def test_moot_records_without_perspectives_need_the_perspectives_file(tmp_path):
     retrieved, _, _ = berds_fixture(tmp_path)
     with pytest.raises(InputError, match="arguana_generated/750: no perspectives and no --persp"):
         join_perspectives(load_retrieved(retrieved), retrieved, None, None, 2)
+
+
+def test_the_one_shot_detector_prompt_is_its_own_run(tmp_path):
+    pairs, rows = detector_subset(tmp_path, 3)
+    out = tmp_path / "out"
+    args = ["eval", "detector", "--pairs", pairs]
+    with ScriptedServer(rules=[Rule(pattern="Statement:", reply="No")]) as server:
+        result = run_moot(*args, "--detector-prompt", "one-shot",
+                          *judge_args(server, out, "--detector"))  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        roles = [[m["role"] for m in r.body["messages"]] for r in server.requests]
+        assert roles == [["system", "user", "assistant", "user"]] * 3
+        assert server.requests[0].body["messages"][2]["content"] == "No"
+        server.clear_log()
+        other = run_moot(*args, *judge_args(server, out, "--detector"))  # zero-shot: another run
+        assert other.returncode == 2 and server.requests == []
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["detector_prompt"] == "one-shot" and summary["pairs"] == 3
