@@ -366,6 +366,9 @@ class LocalRetriever:
         trusted_domains: Keep only chunks whose URL is trusted (`is_trusted`).
         embedder: The `Embedder` (or embedder name) for dense and hybrid queries; it must be
             the index's (default: load the index's).
+        mmr_embedder: The `Embedder` (or name) whose cosines are MMR's Sim2, encoding each
+            candidate's text then title (BERDS: ``cls:WhereIsAI/UAE-Large-V1``, App. B.6);
+            default: the index's vectors, else the default embedder.
 
     Example:
         >>> retriever = LocalRetriever(Index.load(Path("idx")), retriever="bm25")  # doctest: +SKIP
@@ -379,6 +382,7 @@ class LocalRetriever:
         mmr: float | None = None,
         trusted_domains: bool = False,
         embedder: Any | None = None,
+        mmr_embedder: Any | None = None,
     ) -> None:
         if retriever not in RETRIEVERS:
             raise ConfigError(f"unknown retriever {retriever!r}; use one of {RETRIEVERS}")
@@ -395,6 +399,11 @@ class LocalRetriever:
                 embedder = Embedder(embedder or index.embedder)
             index.check_embedder(embedder)
         self.embedder = embedder
+        if isinstance(mmr_embedder, str):
+            from moot.core.retrieval.embeddings import Embedder
+
+            mmr_embedder = Embedder(mmr_embedder)
+        self.mmr_embedder = mmr_embedder
 
     def search(self, query: str, k: int) -> list[Hit]:
         """The best `k` chunks for `query` (fewer when filters or the index leave fewer)."""
@@ -414,7 +423,11 @@ class LocalRetriever:
         """The best `k` of `candidates`' hits: MMR (`mmr`, normalised by `max_score`) or as is."""
         if self.lam is None:
             return hits[:k]
-        vectors = self.index.vectors_of(hits)
+        if self.mmr_embedder is not None:  # as gen_doc_similarity.py: text, a space, title
+            texts = [" ".join(filter(None, (h.chunk.text, h.chunk.title))) for h in hits]
+            vectors = self.mmr_embedder.encode(texts)
+        else:
+            vectors = self.index.vectors_of(hits)
         if vectors is None:
             vectors = _default_embedder().encode([hit.chunk.text for hit in hits])
         return mmr(hits, vectors, self.lam, k, max_score)

@@ -51,6 +51,12 @@ def register(commands: Commands) -> None:
     retrieve.add_argument("-k", type=int, default=10, help="chunks per question (10)")
     opt.retrieval_options(retrieve)
     retrieve.add_argument(
+        "--mmr-embedder",
+        metavar="MODEL",
+        help="MMR's document similarity model (BERDS: cls:WhereIsAI/UAE-Large-V1; default: "
+        "the index's vectors, else all-MiniLM-L6-v2)",
+    )
+    retrieve.add_argument(
         "--mmr-norm",
         choices=("dataset", "question"),
         default="dataset",
@@ -95,6 +101,8 @@ def run_retrieve(args: argparse.Namespace) -> int:
         raise ConfigError(f"-k must be a positive integer, got {args.k}")
     if args.mmr is not None and not 0 <= args.mmr <= 1:  # also rejects nan
         raise ConfigError(f"--mmr must be between 0 and 1, got {args.mmr:g}")
+    if args.mmr_embedder and args.mmr is None:
+        raise ConfigError("--mmr-embedder applies to --mmr")
     inputs = [args.questions, args.index] if args.index else [args.questions]
     check_out_file(args.out, inputs)  # before query expansion pays for calls
     questions = runtime.limited(load_questions(args.questions), args)
@@ -158,4 +166,5 @@ def retriever_from_args(args: argparse.Namespace) -> Any:
         mmr=args.mmr,
         trusted_domains=args.trusted_domains,
         embedder=args.embedder,
+        mmr_embedder=getattr(args, "mmr_embedder", None),
     )

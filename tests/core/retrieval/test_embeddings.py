@@ -120,3 +120,25 @@ def test_a_dpr_index_ranks_passages_by_inner_product_with_the_question_vector(tm
 def test_a_missing_encoder_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="cannot load the encoder"):
         Embedder(f"contriever:{tmp_path / 'nothing'}")
+
+
+def test_mmr_measures_document_similarity_with_its_own_embedder(tmp_path):
+    from moot.core.retrieval.index import mmr
+
+    folder = tiny_bert(tmp_path / "bert")
+    docs = tmp_path / "docs.jsonl"
+    texts = ["compulsory voting raises turnout", "voting free choice", "turnout falls", "free"]
+    docs.write_text(
+        "".join(
+            json.dumps({"id": f"d{i}", "text": t, "title": "voting"}) + "\n"
+            for i, t in enumerate(texts)
+        )  # fmt: skip
+    )
+    index = build_index(docs, tmp_path / "idx")
+    retriever = LocalRetriever(index, mmr=0.5, mmr_embedder=f"cls:{folder}")
+    hits = retriever.candidates("voting turnout free", 3)
+    vectors = Embedder(f"cls:{folder}").encode([f"{h.chunk.text} voting" for h in hits])
+    expected = mmr(hits, vectors, 0.5, 3)
+    found = retriever.search("voting turnout free", 3)
+    assert [h.chunk.id for h in found] == [h.chunk.id for h in expected]
+    assert [h.score for h in found] == pytest.approx([h.score for h in expected])
