@@ -134,7 +134,9 @@ def _load_sentence_transformer(name: str):  # noqa: ANN202 - imported lazily (8 
     try:
         return SentenceTransformer(source, device="cpu" if not _cuda() else None)
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot load the embedder {name!r} ({_where(name)}): {exc}") from None
+        raise ConfigError(
+            f"cannot load the embedder {name!r} ({_where(name)}): {_line(exc)}"
+        ) from None
 
 
 @functools.cache
@@ -154,7 +156,9 @@ def _load_encoder(name: str) -> tuple[Any, Any]:
         model = model_class.from_pretrained(name)
         tokenizer = transformers.AutoTokenizer.from_pretrained(name)
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot load the encoder {name!r} ({_where(name)}): {exc}") from None
+        raise ConfigError(
+            f"cannot load the encoder {name!r} ({_where(name)}): {_line(exc)}"
+        ) from None
     model.eval()
     if _cuda():
         model.to("cuda")
@@ -165,6 +169,10 @@ def _quiet_transformers() -> None:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # "Loading weights" bars would bypass --quiet
+
+
+def _line(exc: Exception) -> str:
+    return " ".join(str(exc).split())  # Hugging Face messages span lines; errors are one line
 
 
 def _where(name: str) -> str:
