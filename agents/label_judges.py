@@ -20,9 +20,27 @@ from moot.prompts import render
 
 DA_PROMPT = "debateqa/dispute_awareness.j2"
 DA_REPAIR = "debateqa/dispute_awareness_repair.j2"
-DETECTION_SYSTEM = "debateqa/perspective_detection_system.j2"
-DETECTION_PROMPT = "debateqa/perspective_detection.j2"
-DETECTION_REPAIR = "debateqa/perspective_detection_repair.j2"
+DETECTION_SYSTEM = "berds/perspective_detection_system.j2"
+DETECTION_PROMPT = "berds/perspective_detection.j2"
+DETECTION_REPAIR = "berds/perspective_detection_repair.j2"
+DETECTION_EXAMPLE = (
+    "berds/perspective_detection_example.j2",
+    "berds/perspective_detection_example_answer.j2",
+)
+DETECTION_SYSTEM_RELEASED_1SHOT = "berds/perspective_detection_system_released_1shot.j2"
+#: The detector's prompts (BERDS Table 15): zero-shot (every model of Table 7), one-shot (the
+#: paper's GPT-4 one-shot, the labeller of the fine-tuning data), and the released one-shot file,
+#: whose system turn adds a sentence.
+DETECTION_PROMPTS: dict[str, tuple[str, ...]] = {
+    "zero-shot": (DETECTION_SYSTEM, DETECTION_PROMPT, DETECTION_REPAIR),
+    "one-shot": (DETECTION_SYSTEM, *DETECTION_EXAMPLE, DETECTION_PROMPT, DETECTION_REPAIR),
+    "one-shot-released": (
+        DETECTION_SYSTEM_RELEASED_1SHOT,
+        *DETECTION_EXAMPLE,
+        DETECTION_PROMPT,
+        DETECTION_REPAIR,
+    ),
+}
 MAX_TOKENS = 32  # both prompts ask for one token; room for "Response: 1" and a short clause
 
 _PREFIX = re.compile(
@@ -114,11 +132,17 @@ async def judge_dispute_awareness(
 
 
 async def detect_perspective(
-    client: ModelClient, role: Role, document: str, perspective: str, *, seed: int = 0
+    client: ModelClient,
+    role: Role,
+    document: str,
+    perspective: str,
+    *,
+    seed: int = 0,
+    prompt: str = "zero-shot",
 ) -> LabelJudgment:
     """BERDS perspective detection: does `document` support `perspective`? (1 Yes, 0 No).
 
-    The paper's prompt shows only the document and the statement, not the question.
+    The paper's prompt (Table 15) shows only the document and the statement, not the question.
 
     Args:
         client: The model layer.
@@ -126,14 +150,15 @@ async def detect_perspective(
         document: A retrieved document (BERDS appends its title after its text).
         perspective: One gold perspective (a statement).
         seed: Sampling seed.
+        prompt: A key of `DETECTION_PROMPTS`: ``zero-shot`` (default), ``one-shot`` (the
+            paper's example turn pair before the question) or ``one-shot-released``.
     """
-    messages = [
-        {"role": "system", "content": render(DETECTION_SYSTEM)},
-        {
-            "role": "user",
-            "content": render(DETECTION_PROMPT, document=document, perspective=perspective),
-        },
-    ]
+    system, *example = DETECTION_PROMPTS[prompt][:-2]
+    messages = [{"role": "system", "content": render(system)}]
+    for turn, template in zip(("user", "assistant"), example, strict=False):
+        messages.append({"role": turn, "content": render(template)})
+    user = render(DETECTION_PROMPT, document=document, perspective=perspective)
+    messages.append({"role": "user", "content": user})
     return await _label_call(
         client, role, messages, "perspective_detection", parse_yes_no, DETECTION_REPAIR, seed
     )

@@ -17,13 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.agents.label_judges import (
-    DETECTION_PROMPT,
-    DETECTION_REPAIR,
-    DETECTION_SYSTEM,
-    detect_perspective,
-)
-from moot.core.data.questions import Question
+from moot.agents.label_judges import DETECTION_PROMPTS, detect_perspective
+from moot.core.data.questions import Question, question_id, read_perspectives
 from moot.core.data.records import (
     read_input_text,
     read_records,
@@ -38,17 +33,17 @@ from moot.core.runs import Progress, run_claimed
 from moot.graphs.judging import EvalResult, judge_identity
 
 TSV_COLUMNS = ("question", "id", "document", "perspective", "label")
-DETECTION = (DETECTION_SYSTEM, DETECTION_PROMPT, DETECTION_REPAIR)
 
 
 @dataclass(frozen=True)
 class Retrieved:
-    """One question's ranked retrieval output (a record of ``moot retrieve``)."""
+    """One question's ranked retrieval output (moot's or BERDS' layout, see `load_retrieved`)."""
 
     id: str
     question: str
     documents: tuple[str, ...]  # chunk text, then a space and the title if any (as BERDS)
     chunk_ids: tuple[str, ...]
+    perspectives: tuple[str, ...] | None = None  # BERDS' layout carries its gold perspectives
 
 
 @dataclass(frozen=True)
@@ -74,73 +69,110 @@ class DetectorPair:
 
 
 def load_retrieved(path: Path) -> list[Retrieved]:
-    """Read ``moot retrieve`` output: ``{"id", "question", "chunks": [{"text", "title"?, ...}]}``.
+    """Read retrieval output in either layout, record by record.
+
+    * moot's (``moot retrieve``): ``{"id", "question", "status", "chunks": [{"id", "text",
+      "title"?, ...}]}``; its ``perspectives`` (query expansions, not gold) are ignored.
+    * BERDS' (the input of the released ``Eval/eval.py``, timchen0618/berds README):
+      ``{"question"?, "perspectives": [...], "ctxs": [{"text", "title"?, "id"?, "score"?,
+      ...}]}``, any other fields kept out of the way (``dataset``/``id`` of the released data
+      name the question as `load_questions` does; without an id, the question text's hash,
+      else the record's place). A document is ``text + " " + title`` when the ``title`` key is
+      present, as ``Eval/eval.py`` builds it.
 
     Raises:
-        InputError: A record without id, one whose retrieval failed (``status`` other than
-            ``ok``), a chunk lacking text, or a repeated id.
+        InputError: A record in neither layout, a moot record without id or whose retrieval
+            failed, a document lacking text, bad perspectives, or a repeated id.
     """
     records, seen = [], set()
     for where, record in read_records(path):
-        if not isinstance(record, dict) or record.get("id") in (None, ""):
-            raise InputError(path, "expected an object with an 'id'", where)
-        if record.get("status", "ok") != "ok":
-            problem = f"retrieval {record['status']} for this question; rerun moot retrieve"
-            raise InputError(path, problem, f"id {record['id']}")
-        chunks = record.get("chunks")
-        if not isinstance(chunks, list):
-            raise InputError(path, "'chunks' must be a list", where)
-        documents, ids = [], []
-        for rank, chunk in enumerate(chunks):
-            text = chunk.get("text") if isinstance(chunk, dict) else None
-            if not isinstance(text, str) or not text.strip():
-                raise InputError(path, f"chunk {rank} has no text", where)
-            title = chunk.get("title")
-            documents.append(f"{text} {title}" if isinstance(title, str) and title else text)
-            ids.append(str(chunk.get("id", rank)))
-        qid = str(record["id"])
-        if qid in seen:
-            raise InputError(path, "repeated id", f"id {qid}")
-        seen.add(qid)
-        records.append(
-            Retrieved(qid, str(record.get("question", "")), tuple(documents), tuple(ids))
-        )
+        if not isinstance(record, dict) or (("chunks" in record) == ("ctxs" in record)):
+            raise InputError(
+                path,
+                "expected moot retrieve output (an object with 'chunks') or BERDS retrieval "
+                "output (an object with 'ctxs')",
+                where,
+            )
+        read = _moot_retrieved if "chunks" in record else _berds_retrieved
+        item = read(path, where, record)
+        if item.id in seen:
+            raise InputError(path, "repeated id", f"id {item.id}")
+        seen.add(item.id)
+        records.append(item)
     if not records:
         raise InputError(path, "no records")
     return records
 
 
+def _moot_retrieved(path: Path, where: str, record: dict[str, Any]) -> Retrieved:
+    if record.get("id") in (None, ""):
+        raise InputError(path, "expected an object with an 'id'", where)
+    if record.get("status", "ok") != "ok":
+        problem = f"retrieval {record['status']} for this question; rerun moot retrieve"
+        raise InputError(path, problem, f"id {record['id']}")
+    documents, ids = _documents(path, where, record, "chunks", lambda title: bool(title))
+    return Retrieved(str(record["id"]), str(record.get("question", "")), documents, ids)
+
+
+def _berds_retrieved(path: Path, where: str, record: dict[str, Any]) -> Retrieved:
+    question = record.get("question")
+    question = question if isinstance(question, str) else ""
+    default = stable_id("question", question) if question.strip() else where
+    perspectives = read_perspectives(path, where, record)
+    documents, ids = _documents(path, where, record, "ctxs", lambda title: title is not None)
+    return Retrieved(question_id(record, default), question, documents, ids, perspectives or None)
+
+
+def _documents(
+    path: Path, where: str, record: dict[str, Any], field: str, titled: Any
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The ranked documents of `field` and their ids; `titled(title)` says when to append it."""
+    docs = record[field]
+    if not isinstance(docs, list):
+        raise InputError(path, f"'{field}' must be a list", where)
+    documents, ids = [], []
+    for rank, doc in enumerate(docs):
+        text = doc.get("text") if isinstance(doc, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(path, f"{field[:-1]} {rank} has no text", where)
+        title = doc.get("title")
+        if title is not None and not isinstance(title, str):
+            raise InputError(path, f"{field[:-1]} {rank}: 'title' must be a string", where)
+        documents.append(f"{text} {title}" if titled(title) else text)
+        ids.append(str(doc.get("id", rank)))
+    return tuple(documents), tuple(ids)
+
+
 def join_perspectives(
     retrieved: Sequence[Retrieved],
     retrieved_path: Path,
-    questions: Sequence[Question],
-    questions_path: Path,
+    questions: Sequence[Question] | None,
+    questions_path: Path | None,
     k: int,
 ) -> list[BerdsInstance]:
-    """Pair each retrieved question with its gold perspectives (by id), checking k.
+    """Pair each retrieved question with its gold perspectives, checking k.
+
+    A record's own perspectives (BERDS' layout) are used as they are; the others are joined by
+    id with `questions`.
 
     Raises:
-        InputError: A retrieved id with no perspectives, or fewer than k retrieved chunks.
+        InputError: A retrieved question with no perspectives, or fewer than k documents.
     """
-    by_id = {q.id: q for q in questions}
+    by_id = {q.id: q for q in questions or ()}
     instances = []
     for item in retrieved:
-        question = by_id.get(item.id)
-        if question is None or not question.perspectives:
-            raise InputError(
-                retrieved_path, f"no perspectives in {questions_path}", f"id {item.id}"
-            )
+        perspectives, text = item.perspectives, item.question
+        if perspectives is None:
+            question = by_id.get(item.id)
+            if question is None or not question.perspectives:
+                where = f"in {questions_path}" if questions_path else "and no --perspectives"
+                raise InputError(retrieved_path, f"no perspectives {where}", f"id {item.id}")
+            perspectives, text = question.perspectives, question.text
         if len(item.documents) < k:
-            problem = f"{len(item.documents)} chunks retrieved, fewer than -k {k}"
+            problem = f"{len(item.documents)} documents retrieved, fewer than -k {k}"
             raise InputError(retrieved_path, problem, f"id {item.id}")
         instances.append(
-            BerdsInstance(
-                item.id,
-                question.text,
-                item.documents[:k],
-                item.chunk_ids[:k],
-                question.perspectives,
-            )
+            BerdsInstance(item.id, text, item.documents[:k], item.chunk_ids[:k], perspectives)
         )
     return instances
 
@@ -183,6 +215,7 @@ async def evaluate_berds(
     k: int,
     concurrency: int = 16,
     seed: int = 0,
+    prompt: str = "zero-shot",
     progress: Progress | None = None,
 ) -> EvalResult:
     """BERDS MRecall@k and Precision@k, judging each (top-k document, perspective) pair.
@@ -198,12 +231,13 @@ async def evaluate_berds(
         k: The cutoff; every instance holds at least k documents.
         concurrency: Detections in flight.
         seed: Sampling seed.
+        prompt: The detector prompt, a key of `DETECTION_PROMPTS` (BERDS Table 15).
         progress: The command's progress bar.
 
     Raises:
         ConfigError: `out_dir` holds a run with other settings.
     """
-    identity = judge_identity(role, DETECTION, seed=seed)
+    identity = judge_identity(role, DETECTION_PROMPTS[prompt], seed=seed)
     texts: dict[str, tuple[str, str]] = {}
     grid: dict[str, list[list[str]]] = {}  # question id -> [perspective][rank] -> item id
     items = []
@@ -228,7 +262,9 @@ async def evaluate_berds(
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         document, perspective = texts[item["id"]]
-        judged = await detect_perspective(client, role, document, perspective, seed=seed)
+        judged = await detect_perspective(
+            client, role, document, perspective, seed=seed, prompt=prompt
+        )
         return {**item, "status": "ok", "judgment": judged.to_json()}
 
     run = await run_claimed(
@@ -265,6 +301,7 @@ async def evaluate_berds(
     summary = {
         "evaluation": "berds",
         **identity,
+        "detector_prompt": prompt,
         **scores,
         "questions": len(instances),
         "incomplete": len(instances) - len(complete),
@@ -286,6 +323,7 @@ async def evaluate_detector(
     *,
     concurrency: int = 16,
     seed: int = 0,
+    prompt: str = "zero-shot",
     progress: Progress | None = None,
 ) -> EvalResult:
     """Score a perspective detector on labelled pairs: accuracy and F1 (positive = Yes).
@@ -297,18 +335,21 @@ async def evaluate_detector(
         client: The model layer.
         concurrency: Pairs judged at once.
         seed: Sampling seed.
+        prompt: The detector prompt, a key of `DETECTION_PROMPTS` (BERDS Table 15).
         progress: The command's progress bar.
 
     Raises:
         ConfigError: `out_dir` holds a run with other settings.
     """
-    identity = judge_identity(role, DETECTION, seed=seed)
+    identity = judge_identity(role, DETECTION_PROMPTS[prompt], seed=seed)
     ids = [stable_id("detector", identity, p.document, p.perspective) for p in pairs]
     texts = {i: (p.document, p.perspective) for i, p in zip(ids, pairs, strict=True)}
     items = [{"id": i, "pair_id": p.id, "label": p.label} for i, p in zip(ids, pairs, strict=True)]
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
-        judged = await detect_perspective(client, role, *texts[item["id"]], seed=seed)
+        judged = await detect_perspective(
+            client, role, *texts[item["id"]], seed=seed, prompt=prompt
+        )
         return {**item, "status": "ok", "judgment": judged.to_json()}
 
     run = await run_claimed(
@@ -327,6 +368,7 @@ async def evaluate_detector(
     summary = {
         "evaluation": "detector",
         **identity,
+        "detector_prompt": prompt,
         **scores,
         "pairs": len(pairs),
         "errors": sum(1 for _, r in done if r["status"] != "ok"),

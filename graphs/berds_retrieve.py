@@ -88,6 +88,7 @@ async def retrieve_questions(
     *,
     k: int = 10,
     query_expansion: QueryExpansion | None = None,
+    mmr_norm: str = "dataset",
     concurrency: int = 8,
     progress: Progress | None = None,
 ) -> RetrieveRun:
@@ -99,6 +100,10 @@ async def retrieve_questions(
         out: The output JSONL file (written atomically, every question, failures included).
         k: Chunks per question.
         query_expansion: The expansion model, or None to search each question as it is.
+        mmr_norm: With an MMR retriever and no query expansion, what divides the retrieval
+            scores: the maximum over every question's candidates (``dataset``, BERDS Appendix
+            B.6) or each question's own (``question``, the released reranking.py). Expanded
+            searches are normalised per query.
         concurrency: Expansions in flight.
         progress: The command's progress bar (over the expansions).
 
@@ -115,6 +120,11 @@ async def retrieve_questions(
 
     def search() -> list[dict[str, Any]]:  # indexes are not reentrant: one search at a time
         records = []
+        pools, max_score = {}, None
+        if query_expansion is None and getattr(retriever, "lam", None) is not None:
+            pools = {q.id: retriever.candidates(q.text, k) for q in questions}  # type: ignore[attr-defined]
+            if mmr_norm == "dataset":
+                max_score = max((h.score for p in pools.values() for h in p), default=None)
         for question in questions:
             record: dict[str, Any] = {
                 "id": question.id,
@@ -122,10 +132,13 @@ async def retrieve_questions(
                 "retriever": retriever.name,
                 "k": k,
                 "mmr": getattr(retriever, "lam", None),
+                "mmr_norm": mmr_norm if pools else None,
                 "query_expansion": query_expansion is not None,
                 "trusted_domains": getattr(retriever, "trusted_domains", False),
             }
-            if query_expansion is None:
+            if pools:
+                hits = retriever.rerank(pools[question.id], k, max_score)  # type: ignore[attr-defined]
+            elif query_expansion is None:
                 hits = retriever.search(question.text, k)
             else:
                 found = expansions[question.id]

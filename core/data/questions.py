@@ -75,18 +75,35 @@ def load_questions(path: Path) -> list[Question]:
         if not isinstance(record, dict):
             raise InputError(path, "expected a question string or an object", where)
         text = _text(path, where, record, "question")
-        qid = str(record.get("id") or stable_id("question", text))
-        if record.get("dataset"):  # BERDS numbers questions per source dataset
-            qid = f"{record['dataset']}/{qid}"
-        perspectives = record.get("perspectives")
-        if perspectives is not None:
-            if not isinstance(perspectives, list) or not all(
-                isinstance(p, str) and p.strip() for p in perspectives
-            ):
-                raise InputError(path, "'perspectives' must be a list of non-empty strings", where)
-            perspectives = tuple(perspectives)
-        questions.append(Question(qid, text, perspectives))
+        qid = question_id(record, stable_id("question", text))
+        questions.append(Question(qid, text, read_perspectives(path, where, record)))
     return _unique(path, questions)
+
+
+def question_id(record: dict[str, Any], default: str) -> str:
+    """A question record's id: its ``id`` (else `default`), after its BERDS ``dataset``, if any.
+
+    BERDS numbers questions per source dataset, so ``{"dataset": "kialo", "id": "774"}`` is
+    ``kialo/774``.
+    """
+    qid = str(record["id"]) if record.get("id") not in (None, "") else default
+    return f"{record['dataset']}/{qid}" if record.get("dataset") else qid
+
+
+def read_perspectives(path: Path, where: str, record: dict[str, Any]) -> tuple[str, ...] | None:
+    """A record's gold ``perspectives`` (BERDS), or None when it has none.
+
+    Raises:
+        InputError: ``perspectives`` is not a list of non-empty strings.
+    """
+    perspectives = record.get("perspectives")
+    if perspectives is None:
+        return None
+    if not isinstance(perspectives, list) or not all(
+        isinstance(p, str) and p.strip() for p in perspectives
+    ):
+        raise InputError(path, "'perspectives' must be a list of non-empty strings", where)
+    return tuple(perspectives)
 
 
 def load_answers(path: Path) -> list[Answer]:

@@ -10,7 +10,10 @@ An index is a folder written atomically by `build_index`:
 
 Hybrid retrieval is reciprocal-rank fusion of the BM25 and dense rankings, score
 ``sum 1 / (RRF_K + rank)`` with ranks from 1 and ``RRF_K = 60`` (Cormack et al., 2009).
-MMR follows BERDS eq. 1. The trusted-domain filter is DebateQA's (Table 8).
+MMR follows BERDS (Section 5, eq. 1, Appendix B.6): the top ``MMR_CANDIDATES`` (|R| = 100)
+candidates are re-ranked with their retrieval scores divided by a maximum score (the whole
+dataset's in `moot retrieve`, the paper's; the question's own, the released reranking.py's) and
+the cosine similarity of their vectors. The trusted-domain filter is DebateQA's (Table 8).
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ from moot.core.errors import ConfigError, InputError
 
 FORMAT_VERSION = 1
 RRF_K = 60
-MMR_POOL = 4  # MMR re-ranks this many times k candidates
+MMR_CANDIDATES = 100  # |R| of BERDS eq. 1: MMR re-ranks the top 100 candidates
+#: The lambda values BERDS searched on its dev split (footnote 5, Appendix B.6).
+MMR_LAMBDAS = (0.5, 0.75, 0.9, 0.95, 0.99)
 TRUSTED_SUFFIXES = (".edu", ".org", ".gov", ".info", ".pro")
 RetrieverName = Literal["bm25", "dense", "hybrid"]
 RETRIEVERS: tuple[str, ...] = ("bm25", "dense", "hybrid")
@@ -163,7 +168,7 @@ class Index:
             return self._dense_search(query, k, embedder)
         if retriever != "hybrid":
             raise ConfigError(f"unknown retriever {retriever!r}; use one of {RETRIEVERS}")
-        pool = min(len(self.chunks), max(MMR_POOL * k, 100))
+        pool = min(len(self.chunks), max(4 * k, 100))
         fused: dict[str, float] = {}
         for ranking in (self._bm25_search(query, pool), self._dense_search(query, pool, embedder)):
             for rank, hit in enumerate(ranking, start=1):
@@ -211,7 +216,7 @@ class Index:
 
     def _dense_search(self, query: str, k: int, embedder: Any) -> list[Hit]:
         assert self.vectors is not None
-        scores = self.vectors @ embedder.encode([query])[0]
+        scores = self.vectors @ embedder.encode_queries([query])[0]
         order = np.argsort(-scores, kind="stable")[:k]
         return [Hit(self.chunks[int(i)], float(scores[i])) for i in order]
 
@@ -292,36 +297,48 @@ def corpus_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def mmr(hits: Sequence[Hit], chunk_vecs: np.ndarray, lam: float, k: int) -> list[Hit]:
+def mmr(
+    hits: Sequence[Hit],
+    chunk_vecs: np.ndarray,
+    lam: float,
+    k: int,
+    max_score: float | None = None,
+) -> list[Hit]:
     """Maximal marginal relevance re-ranking, BERDS eq. 1.
 
-    The first (top) hit is always kept; then, repeatedly, the candidate maximising
-    ``lam * norm_score - (1 - lam) * max cosine similarity to the selected`` is added, where
-    ``norm_score`` is the retrieval score min-max normalised over the candidates (all 1 when
-    they tie). Each returned hit carries its MMR score (the first keeps its normalised score).
+    Repeatedly adds the candidate maximising ``lam * score / max_score - (1 - lam) * max
+    cosine similarity to those already selected`` (nothing selected: no penalty, so the top hit
+    comes first). Each returned hit carries its MMR value.
 
     Args:
-        hits: Candidates, best first (a pool larger than `k`, e.g. 4k).
-        chunk_vecs: Unit vectors of the candidates, row i for ``hits[i]``.
+        hits: The candidates R, best first (BERDS: the top `MMR_CANDIDATES`).
+        chunk_vecs: Their vectors, row i for ``hits[i]`` (normalised here: cosine similarity).
         lam: Weight of relevance against diversity, in [0, 1].
         k: How many to return.
+        max_score: The score that normalises Sim1 to at most 1: the dataset's maximum (the
+            paper) or None for the candidates' own maximum (the released reranking.py). A
+            maximum of 0 or less leaves the scores as they are.
     """
     if not hits or k < 1:
         return []
     scores = np.array([hit.score for hit in hits], dtype=np.float64)
-    span = scores.max() - scores.min()
-    norm = (scores - scores.min()) / span if span > 0 else np.ones_like(scores)
-    sims = np.asarray(chunk_vecs, dtype=np.float64) @ np.asarray(chunk_vecs, dtype=np.float64).T
-    chosen, values = [0], [float(norm[0])]
-    max_sim = sims[0].copy()
-    remaining = list(range(1, len(hits)))
+    top = float(scores.max()) if max_score is None else max_score
+    relevance = scores / top if top > 0 else scores
+    vecs = np.asarray(chunk_vecs, dtype=np.float64)
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    vecs = vecs / np.where(norms > 0, norms, 1.0)
+    sims = vecs @ vecs.T
+    chosen: list[int] = []
+    values: list[float] = []
+    max_sim = np.zeros(len(hits))
+    remaining = list(range(len(hits)))
     while remaining and len(chosen) < k:
-        mmr_scores = [lam * norm[i] - (1 - lam) * max_sim[i] for i in remaining]
+        mmr_scores = [lam * relevance[i] - (1 - lam) * max_sim[i] for i in remaining]
         best = int(np.argmax(mmr_scores))  # ties: the better-ranked candidate
         index = remaining.pop(best)
         chosen.append(index)
         values.append(float(mmr_scores[best]))
-        max_sim = np.maximum(max_sim, sims[index])
+        max_sim = sims[index] if len(chosen) == 1 else np.maximum(max_sim, sims[index])
     return [Hit(hits[i].chunk, v) for i, v in zip(chosen, values, strict=True)]
 
 
@@ -342,11 +359,16 @@ class LocalRetriever:
     Args:
         index: The loaded index.
         retriever: ``bm25``, ``dense`` or ``hybrid``.
-        mmr: The MMR lambda in [0, 1], or None for no re-ranking. MMR uses the index's dense
-            vectors, or encodes the candidates with the default embedder on a BM25-only index.
+        mmr: The MMR lambda in [0, 1], or None for no re-ranking (BERDS Table 8 lists the
+            values it tuned: 0.75 to 0.99). MMR re-ranks the top `MMR_CANDIDATES` with the
+            index's dense vectors, or encodes them with the default embedder on a BM25-only
+            index; `search` normalises by the question's maximum score, `rerank` by any.
         trusted_domains: Keep only chunks whose URL is trusted (`is_trusted`).
         embedder: The `Embedder` (or embedder name) for dense and hybrid queries; it must be
             the index's (default: load the index's).
+        mmr_embedder: The `Embedder` (or name) whose cosines are MMR's Sim2, encoding each
+            candidate's text then title (BERDS: ``cls:WhereIsAI/UAE-Large-V1``, App. B.6);
+            default: the index's vectors, else the default embedder.
 
     Example:
         >>> retriever = LocalRetriever(Index.load(Path("idx")), retriever="bm25")  # doctest: +SKIP
@@ -360,6 +382,7 @@ class LocalRetriever:
         mmr: float | None = None,
         trusted_domains: bool = False,
         embedder: Any | None = None,
+        mmr_embedder: Any | None = None,
     ) -> None:
         if retriever not in RETRIEVERS:
             raise ConfigError(f"unknown retriever {retriever!r}; use one of {RETRIEVERS}")
@@ -376,24 +399,38 @@ class LocalRetriever:
                 embedder = Embedder(embedder or index.embedder)
             index.check_embedder(embedder)
         self.embedder = embedder
+        if isinstance(mmr_embedder, str):
+            from moot.core.retrieval.embeddings import Embedder
+
+            mmr_embedder = Embedder(mmr_embedder)
+        self.mmr_embedder = mmr_embedder
 
     def search(self, query: str, k: int) -> list[Hit]:
         """The best `k` chunks for `query` (fewer when filters or the index leave fewer)."""
-        pool = k
-        if self.trusted_domains:
-            pool = len(self.index)  # filter the whole ranking, then keep the best
-        elif self.lam is not None:
-            pool = MMR_POOL * k
-        hits = self.index.search(query, pool, self.retriever, self.embedder)
-        if self.trusted_domains:
+        return self.rerank(self.candidates(query, k), k)
+
+    def candidates(self, query: str, k: int) -> list[Hit]:
+        """What `search` ranks: the top `k`, or the top `MMR_CANDIDATES` (at least k) for MMR."""
+        pool = k if self.lam is None else max(k, MMR_CANDIDATES)
+        if self.trusted_domains:  # filter the whole ranking, then keep the best
+            hits = self.index.search(query, len(self.index), self.retriever, self.embedder)
             hits = [hit for hit in hits if is_trusted(hit.chunk.url)]
+        else:
+            hits = self.index.search(query, pool, self.retriever, self.embedder)
+        return hits[:pool]
+
+    def rerank(self, hits: list[Hit], k: int, max_score: float | None = None) -> list[Hit]:
+        """The best `k` of `candidates`' hits: MMR (`mmr`, normalised by `max_score`) or as is."""
         if self.lam is None:
             return hits[:k]
-        hits = hits[: MMR_POOL * k]
-        vectors = self.index.vectors_of(hits)
+        if self.mmr_embedder is not None:  # as gen_doc_similarity.py: text, a space, title
+            texts = [" ".join(filter(None, (h.chunk.text, h.chunk.title))) for h in hits]
+            vectors = self.mmr_embedder.encode(texts)
+        else:
+            vectors = self.index.vectors_of(hits)
         if vectors is None:
             vectors = _default_embedder().encode([hit.chunk.text for hit in hits])
-        return mmr(hits, vectors, self.lam, k)
+        return mmr(hits, vectors, self.lam, k, max_score)
 
 
 def _default_embedder() -> Any:

@@ -21,13 +21,20 @@ def register(commands: Commands) -> None:
         "Yes/No prompt), then score MRecall@k and Precision@k per question.",
         group="eval",
     )
-    berds.add_argument("--retrieved", type=Path, help="`moot retrieve` output (required)")
     berds.add_argument(
-        "--perspectives", type=Path, help="questions with 'perspectives' (by id) (required)"
+        "--retrieved",
+        type=Path,
+        help="`moot retrieve` output, or BERDS' released layout ({perspectives, ctxs}) (required)",
+    )
+    berds.add_argument(
+        "--perspectives",
+        type=Path,
+        help="questions with 'perspectives', joined by id (for records without their own)",
     )
     berds.add_argument("-k", type=opt.positive, help="cutoff (the paper used 5 and 10; required)")
+    _prompt_option(berds)
     opt.out_option(berds)
-    opt.required(berds, "retrieved", "perspectives", "k")
+    opt.required(berds, "retrieved", "k")
     opt.model_options(
         berds,
         flag="--detector",
@@ -45,6 +52,7 @@ def register(commands: Commands) -> None:
         group="eval",
     )
     detector.add_argument("--pairs", type=Path, help="BERDS pers_det TSV (required)")
+    _prompt_option(detector)
     opt.out_option(detector)
     opt.required(detector, "pairs")
     opt.model_options(
@@ -57,6 +65,16 @@ def register(commands: Commands) -> None:
     )
 
 
+def _prompt_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--detector-prompt",
+        choices=("zero-shot", "one-shot", "one-shot-released"),
+        default="zero-shot",
+        help="BERDS Table 15 prompt: zero-shot (default), one-shot (the paper's GPT-4 one-shot), "
+        "one-shot-released (the released file's system turn)",
+    )
+
+
 def run_berds(args: argparse.Namespace) -> int:
     """`moot eval berds`."""
     from moot.core.data.questions import load_questions
@@ -64,7 +82,7 @@ def run_berds(args: argparse.Namespace) -> int:
     from moot.graphs.judging import write_summary
 
     retrieved = runtime.limited(load_retrieved(args.retrieved), args)
-    questions = load_questions(args.perspectives)
+    questions = load_questions(args.perspectives) if args.perspectives else None
     instances = join_perspectives(retrieved, args.retrieved, questions, args.perspectives, args.k)
     role = runtime.role_from(args, "perspective_detector")
     client = runtime.client_for(args, role.spec)
@@ -77,10 +95,13 @@ def run_berds(args: argparse.Namespace) -> int:
             k=args.k,
             concurrency=args.concurrency,
             seed=args.seed,
+            prompt=args.detector_prompt,
             progress=runtime.progress_for(args, client),
         )
     )
-    sources = {"retrieved": str(args.retrieved), "perspectives": str(args.perspectives)}
+    sources = {"retrieved": str(args.retrieved)}
+    if args.perspectives:
+        sources["perspectives"] = str(args.perspectives)
     return _report(args, result, write_summary(result, args.out, sources), client, "scores.jsonl")
 
 
@@ -100,6 +121,7 @@ def run_detector(args: argparse.Namespace) -> int:
             client,
             concurrency=args.concurrency,
             seed=args.seed,
+            prompt=args.detector_prompt,
             progress=runtime.progress_for(args, client),
         )
     )

@@ -30,7 +30,9 @@ def register(commands: Commands) -> None:
         nargs="?",
         const="",  # the default embedder, resolved in the command (moot --help stays light)
         metavar="MODEL",
-        help="also store sentence embeddings (no value: the bundled all-MiniLM-L6-v2)",
+        help="also store embeddings (no value: the bundled all-MiniLM-L6-v2; a sentence-"
+        "transformers model, or dpr:PASSAGE,QUESTION, contriever:M, cls:M, mean:M for any "
+        "Hugging Face encoder)",
     )
     opt.common_options(index)
 
@@ -48,6 +50,19 @@ def register(commands: Commands) -> None:
     opt.required(retrieve, "questions")
     retrieve.add_argument("-k", type=int, default=10, help="chunks per question (10)")
     opt.retrieval_options(retrieve)
+    retrieve.add_argument(
+        "--mmr-embedder",
+        metavar="MODEL",
+        help="MMR's document similarity model (BERDS: cls:WhereIsAI/UAE-Large-V1; default: "
+        "the index's vectors, else all-MiniLM-L6-v2)",
+    )
+    retrieve.add_argument(
+        "--mmr-norm",
+        choices=("dataset", "question"),
+        default="dataset",
+        help="MMR divides scores by the maximum over all questions (dataset: BERDS App. B.6) "
+        "or per question (question: the released reranking.py)",
+    )
     retrieve.add_argument(
         "--query-expansion", action="store_true", help="BERDS LLM query expansion"
     )
@@ -86,6 +101,8 @@ def run_retrieve(args: argparse.Namespace) -> int:
         raise ConfigError(f"-k must be a positive integer, got {args.k}")
     if args.mmr is not None and not 0 <= args.mmr <= 1:  # also rejects nan
         raise ConfigError(f"--mmr must be between 0 and 1, got {args.mmr:g}")
+    if args.mmr_embedder and args.mmr is None:
+        raise ConfigError("--mmr-embedder applies to --mmr")
     inputs = [args.questions, args.index] if args.index else [args.questions]
     check_out_file(args.out, inputs)  # before query expansion pays for calls
     questions = runtime.limited(load_questions(args.questions), args)
@@ -102,6 +119,7 @@ def run_retrieve(args: argparse.Namespace) -> int:
             args.out,
             k=args.k,
             query_expansion=expansion,
+            mmr_norm=args.mmr_norm,
             concurrency=args.concurrency,
             progress=runtime.progress_for(args, client),
         )
@@ -148,4 +166,5 @@ def retriever_from_args(args: argparse.Namespace) -> Any:
         mmr=args.mmr,
         trusted_domains=args.trusted_domains,
         embedder=args.embedder,
+        mmr_embedder=getattr(args, "mmr_embedder", None),
     )

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 
 from moot.agents.label_judges import (
+    DETECTION_EXAMPLE,
+    DETECTION_PROMPT,
+    DETECTION_PROMPTS,
+    DETECTION_SYSTEM,
     detect_perspective,
     judge_dispute_awareness,
     parse_dispute_label,
@@ -15,6 +20,8 @@ from moot.agents.label_judges import (
 from moot.core import ModelClient, Role, parse_spec
 from moot.core.llm.structured import OutputParseError
 from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.prompts import render
+from tests.conftest import SHARED_DATA
 
 
 @pytest.mark.parametrize(
@@ -122,3 +129,44 @@ def test_detection_prompt_repair_round_then_explicit_failure():
     record = failed.to_json()
     assert record["label"] is None and record["parse_failure"]["raw"] == "Perhaps."
     assert record["replies"] == ["Perhaps.", "Perhaps."]
+
+
+def _flat(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def test_detection_prompts_are_the_papers_table_15_word_for_word():
+    paper = SHARED_DATA.parent / "papers" / "berds.txt"
+    if not paper.exists():
+        pytest.skip(f"needs {paper}")
+    printed = _flat(paper.read_text(encoding="utf-8"))  # the PDF text lost its spaces
+    table_15 = printed[printed.index("Prompt<|im_start|>system") : printed.index("Table15:")]
+    # the table's row label "One-Shot Example" is interleaved with the example's first line
+    table_15 = table_15.replace("One-ShotEx-", "").replace("userampleDocument", "userDocument")
+    system = render(DETECTION_SYSTEM)
+    user = render(DETECTION_PROMPT, document="[Document]", perspective="[Statement]")
+    example, answer = (render(name) for name in DETECTION_EXAMPLE)
+    shown = f"<|im_start|>system{system}<|im_end|>[Optional1-shotexample]<|im_start|>user{user}"
+    assert _flat(shown) in table_15
+    assert _flat(f"<|im_start|>user{example}<|im_end|><|im_start|>assistant{answer}") in table_15
+    released = render(DETECTION_PROMPTS["one-shot-released"][0])
+    assert _flat(released) not in table_15 and released.startswith(system)  # one more sentence
+
+
+def test_one_shot_detection_sends_the_example_turns_before_the_document():
+    with ScriptedServer(rules=[Rule(pattern="Statement: A claim.", reply="No")]) as s:
+        for prompt in ("one-shot", "one-shot-released"):
+            judged = asyncio.run(
+                detect_perspective(ModelClient(), role(s), "Doc.", "A claim.", prompt=prompt)
+            )
+            assert judged.ok and judged.label == 0
+        one_shot, released = (r.body["messages"] for r in s.requests)
+    assert [m["role"] for m in one_shot] == ["system", "user", "assistant", "user"]
+    assert one_shot[0]["content"] == render(DETECTION_SYSTEM)
+    assert one_shot[1]["content"].startswith("Document for Example 1: Why Prop. 19")
+    assert one_shot[1]["content"].endswith("Answer for Example 1:")
+    assert one_shot[2]["content"] == "No"
+    assert one_shot[3]["content"].startswith("Document: Doc.\nStatement: A claim.\n")
+    assert released[1:] == one_shot[1:] and released[0]["content"].endswith(
+        "You should output the answer that best follows an instruction and an input pair."
+    )

@@ -168,7 +168,7 @@ def test_berds_k_larger_than_the_retrieved_list_exits_2_with_one_line(tmp_path):
         )  # fmt: skip
         assert server.requests == []
     assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
-    assert f"{retrieved}, id arguana_generated/751: 2 chunks retrieved, fewer than -k 3" in (
+    assert f"{retrieved}, id arguana_generated/751: 2 documents retrieved, fewer than -k 3" in (
         result.stderr
     )
     assert not out.exists()
@@ -270,3 +270,104 @@ def test_detector_bad_label_exits_2_with_one_line(tmp_path):
     assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
     assert f"{pairs}, line 4: label must be 0 or 1, got 'yes'" in result.stderr
     assert not out.exists()
+
+
+def test_berds_reads_the_released_layout_without_conversion(tmp_path):
+    """BERDS' eval input: the released question records with `ctxs` added (berds README)."""
+    _, questions = perspective_sets(2)
+    ranked = [["SUPPORTS-FIRST", "SUPPORTS-SECOND"], ["IRRELEVANT", "SUPPORTS-FIRST"]]
+    records = [
+        {
+            **q,
+            "ctxs": [
+                {"id": str(10 * i + r), "title": "T", "text": f"{t} text.", "score": 9.5 - r}
+                for r, t in enumerate(ranked[i])
+            ],
+        }
+        for i, q in enumerate(questions)
+    ]
+    # the README's minimal record: perspectives and ctxs only, a title-less document
+    records.append(
+        {"perspectives": ["P-ALONE."], "ctxs": [{"text": "SUPPORTS-ALONE"}, {"text": "x"}]}
+    )
+    retrieved = write_jsonl(tmp_path / "berds_output.jsonl", records)
+    rules = [detection_rule("SUPPORTS-ALONE", "P-ALONE.", "Yes")]
+    for q in questions:
+        first, second = q["perspectives"]
+        rules += [
+            detection_rule("SUPPORTS-FIRST", first, "Yes"),
+            detection_rule("SUPPORTS-SECOND", second, "Yes"),
+        ]
+    rules.append(Rule(pattern="Statement:", reply="No"))
+    out = tmp_path / "out"
+    with ScriptedServer(rules=rules) as server:
+        result = run_moot("eval", "berds", "--retrieved", retrieved, "-k", 2,
+                          *judge_args(server, out, "--detector"))  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        users = [r.body["messages"][1]["content"] for r in server.requests]
+    assert len(users) == 2 * 2 * 2 + 2
+    assert any(u.startswith("Document: SUPPORTS-FIRST text. T\nStatement:") for u in users)
+    assert any(u.startswith("Document: SUPPORTS-ALONE\nStatement: P-ALONE.") for u in users)
+    scores = read_jsonl(out / "scores.jsonl")
+    ids = [f"{q['dataset']}/{q['id']}" for q in questions]
+    assert [s["id"] for s in scores] == [*ids, "line 3"]
+    assert [s["mrecall"] for s in scores] == [1, 0, 1]
+    assert [s["precision"] for s in scores] == [1.0, 0.5, 0.5]
+    judged = read_jsonl(out / "judgments.jsonl")
+    assert {r["chunk_id"] for r in judged} == {"0", "1", "10", "11"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["mrecall"] == pytest.approx(2 / 3) and summary["detector_prompt"] == "zero-shot"
+
+
+def test_a_released_record_with_an_empty_title_keeps_the_released_space(tmp_path):
+    record = {"perspectives": ["P"], "ctxs": [{"text": "Body.", "title": ""}]}
+    (item,) = load_retrieved(write_jsonl(tmp_path / "r.jsonl", [record]))
+    assert item.documents == ("Body. ",)  # Eval/eval.py: doc['text'] + ' ' + doc['title']
+
+
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        ({"id": "q", "question": "Q?"}, "expected moot retrieve output (an object with 'chunks')"),
+        (
+            {"id": "q", "chunks": [], "ctxs": []},
+            "or BERDS retrieval output (an object with 'ctxs')",
+        ),
+        ({"perspectives": ["P"], "ctxs": [{"title": "T"}]}, "line 1: ctx 0 has no text"),
+        ({"perspectives": "P", "ctxs": [{"text": "x"}]}, "'perspectives' must be a list"),
+    ],
+)
+def test_records_in_neither_layout_exit_2_with_one_line(tmp_path, record, problem):
+    retrieved = write_jsonl(tmp_path / "retrieved.jsonl", [record])
+    out = tmp_path / "out"
+    with ScriptedServer() as server:
+        result = run_moot("eval", "berds", "--retrieved", retrieved, "-k", 1,
+                          *judge_args(server, out, "--detector"))  # fmt: skip
+        assert server.requests == []
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
+    assert f"{retrieved}, line 1" in result.stderr and problem in result.stderr
+    assert not out.exists()
+
+
+def test_moot_records_without_perspectives_need_the_perspectives_file(tmp_path):
+    retrieved, _, _ = berds_fixture(tmp_path)
+    with pytest.raises(InputError, match="arguana_generated/750: no perspectives and no --persp"):
+        join_perspectives(load_retrieved(retrieved), retrieved, None, None, 2)
+
+
+def test_the_one_shot_detector_prompt_is_its_own_run(tmp_path):
+    pairs, rows = detector_subset(tmp_path, 3)
+    out = tmp_path / "out"
+    args = ["eval", "detector", "--pairs", pairs]
+    with ScriptedServer(rules=[Rule(pattern="Statement:", reply="No")]) as server:
+        result = run_moot(*args, "--detector-prompt", "one-shot",
+                          *judge_args(server, out, "--detector"))  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        roles = [[m["role"] for m in r.body["messages"]] for r in server.requests]
+        assert roles == [["system", "user", "assistant", "user"]] * 3
+        assert server.requests[0].body["messages"][2]["content"] == "No"
+        server.clear_log()
+        other = run_moot(*args, *judge_args(server, out, "--detector"))  # zero-shot: another run
+        assert other.returncode == 2 and server.requests == []
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["detector_prompt"] == "one-shot" and summary["pairs"] == 3

@@ -119,6 +119,8 @@ def test_query_expansion_merges_round_robin_and_records_failures(index, tmp_path
         (["-k", "0"], "-k must be a positive integer"),
         (["--mmr", "1.5"], "--mmr must be between 0 and 1"),
         (["--mmr", "nan"], "--mmr must be between 0 and 1"),
+        (["--mmr-embedder", "cls:x"], "--mmr-embedder applies to --mmr"),
+        (["--mmr", "0.9", "--mmr-embedder", "cls:nowhere"], "cannot load the encoder 'nowhere'"),
         (["--retriever", "dense"], "has no dense vectors; rebuild it with moot index --dense"),
         (["--index", "MISSING"], "no index here"),
         (["--web"], "give --index DIR or --web (one of them)"),
@@ -214,3 +216,22 @@ def test_web_search_through_the_cli_keeps_the_key_out_of_outputs(tmp_path):
         "https://agency.gov/report",
     ]
     assert KEY not in out.read_text() + result.stdout + result.stderr
+
+
+def test_retrieve_with_mmr_records_its_normalisation(index, tmp_path):
+    questions = write_jsonl(
+        tmp_path / "q.jsonl",
+        [{"id": "q1", "question": "compulsory voting turnout"}, {"id": "q2", "question": "free"}],
+    )
+    values = {}
+    for norm in ("dataset", "question"):
+        out = tmp_path / f"{norm}.jsonl"
+        result = run_moot("retrieve", "--questions", questions, "--index", index, "--out", out,
+                          "-k", 2, "--mmr", 0.9, "--mmr-norm", norm)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        records = read_jsonl(out)
+        assert {(r["mmr"], r["mmr_norm"]) for r in records} == {(0.9, norm)}
+        values[norm] = [r["chunks"][0]["score"] for r in records]
+    # the first pick is lambda * score / max: per question that is lambda itself
+    assert values["question"] == pytest.approx([0.9, 0.9])
+    assert values["dataset"][0] == pytest.approx(0.9) and values["dataset"][1] < 0.9

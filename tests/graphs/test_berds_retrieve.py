@@ -66,7 +66,8 @@ def test_expansions_are_paid_once_and_failures_recorded_then_retried(retriever, 
         assert [r["id"] for r in records] == ["ok", "broken", "garbled", "ok-again"]
         ok, broken, garbled, again = records
         assert list(ok) == [
-            "id", "question", "retriever", "k", "mmr", "query_expansion", "trusted_domains",
+            "id", "question", "retriever", "k", "mmr", "mmr_norm", "query_expansion",
+            "trusted_domains",
             "perspectives", "status", "chunks",
         ]  # fmt: skip
         assert ok["perspectives"] == ["raises turnout", "free choice"]
@@ -98,3 +99,20 @@ def test_without_query_expansion_nothing_is_logged(retriever, tmp_path):
     assert "perspectives" not in record and len(record["chunks"]) == 3
     assert (run.tallies, run.failed, run.short) == ([], 0, 1)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["retrieved.jsonl"]
+
+
+def test_mmr_divides_by_the_datasets_maximum_score_by_default(retriever, tmp_path):
+    mmr = LocalRetriever(retriever.index, mmr=0.9)
+    questions = [Question("strong", "compulsory voting raises turnout"), Question("weak", "free")]
+    best = {q.id: mmr.candidates(q.text, 2)[0].score for q in questions}
+    top = max(best.values())
+    assert best["weak"] < top
+    for norm, divisor in (("dataset", {"strong": top, "weak": top}), ("question", best)):
+        out = tmp_path / f"{norm}.jsonl"
+        asyncio.run(retrieve_questions(questions, mmr, out, k=2, mmr_norm=norm))
+        records = read_jsonl(out)
+        # nothing selected yet: the first pick's MMR value is lambda * score / divisor
+        for record in records:
+            qid = record["id"]
+            assert record["mmr_norm"] == norm
+            assert record["chunks"][0]["score"] == pytest.approx(0.9 * best[qid] / divisor[qid])

@@ -13,6 +13,8 @@ from moot.core.errors import ConfigError, InputError
 from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER
 from moot.core.retrieval.index import (
     FORMAT_VERSION,
+    MMR_CANDIDATES,
+    MMR_LAMBDAS,
     RRF_K,
     Hit,
     Index,
@@ -126,18 +128,43 @@ def test_dense_search_on_a_bm25_index_asks_for_a_rebuild(tmp_path):
 
 def test_mmr_matches_hand_computed_values():
     chunks = [Chunk(f"c{i}#0", f"c{i}", f"text {i}") for i in range(3)]
-    hits = [Hit(c, s) for c, s in zip(chunks, (10.0, 8.0, 6.0), strict=True)]  # norm 1, .5, 0
+    hits = [Hit(c, s) for c, s in zip(chunks, (10.0, 8.0, 6.0), strict=True)]  # / max: 1 .8 .6
     vectors = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]])  # sims: 0-1 .6, 0-2 0, 1-2 .8
-    # lam .7: c1 = .7*.5 - .3*.6 = .17 beats c2 = 0 - 0 = 0; then c2 = 0 - .3*.8 = -.24
-    result = mmr(hits, vectors, 0.7, 3)
+    # lam .9: c0 = .9; c1 = .72 - .1*.6 = .66 beats c2 = .54 - 0; then c2 = .54 - .1*.8 = .46
+    result = mmr(hits, vectors, 0.9, 3)
     assert ids(result) == ["c0#0", "c1#0", "c2#0"]
-    assert [h.score for h in result] == pytest.approx([1.0, 0.17, -0.24])
-    # lam .3: c1 = .3*.5 - .7*.6 = -.27 loses to c2 = 0; then c1 = .15 - .7*.8 = -.41
-    result = mmr(hits, vectors, 0.3, 3)
+    assert [h.score for h in result] == pytest.approx([0.9, 0.66, 0.46])
+    # lam .7: c1 = .56 - .3*.6 = .38 loses to c2 = .42; then c1 = .56 - .3*.8 = .32
+    result = mmr(hits, vectors, 0.7, 3)
     assert ids(result) == ["c0#0", "c2#0", "c1#0"]
-    assert [h.score for h in result] == pytest.approx([1.0, 0.0, -0.41])
-    assert ids(mmr(hits, vectors, 0.0, 1)) == ["c0#0"]  # the top document is always kept
+    assert [h.score for h in result] == pytest.approx([0.7, 0.42, 0.32])
+    # the dataset's maximum (20) instead of the question's: relevance .5 .4 .3
+    # lam .7: c0 = .35; c1 = .28 - .18 = .10 loses to c2 = .21; then c1 = .28 - .24 = .04
+    result = mmr(hits, vectors, 0.7, 3, max_score=20.0)
+    assert ids(result) == ["c0#0", "c2#0", "c1#0"]
+    assert [h.score for h in result] == pytest.approx([0.35, 0.21, 0.04])
+    # lam .9: c1 = .36 - .06 = .30 beats c2 = .27; then c2 = .27 - .08 = .19
+    assert [h.score for h in mmr(hits, vectors, 0.9, 3, 20.0)] == pytest.approx([0.45, 0.3, 0.19])
+    # Sim2 is a cosine: vectors of any length give the same order
+    assert ids(mmr(hits, 3 * vectors, 0.7, 3)) == ["c0#0", "c2#0", "c1#0"]
+    assert ids(mmr(hits, vectors, 0.0, 1)) == ["c0#0"]  # nothing selected: no penalty
     assert ids(mmr(hits, vectors, 1.0, 3)) == ["c0#0", "c1#0", "c2#0"]  # pure relevance
+
+
+def test_mmr_reranks_the_top_100_candidates(tmp_path):
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(
+        "".join(
+            json.dumps({"id": f"d{i}", "text": f"vote number {i} here"}) + "\n" for i in range(130)
+        )  # fmt: skip
+    )
+    index = build_index(docs, tmp_path / "idx")
+    assert MMR_CANDIDATES == 100 and MMR_LAMBDAS == (0.5, 0.75, 0.9, 0.95, 0.99)
+    assert len(LocalRetriever(index).candidates("vote", 5)) == 5
+    retriever = LocalRetriever(index, mmr=0.9)
+    assert len(retriever.candidates("vote", 5)) == 100
+    assert len(retriever.candidates("vote", 120)) == 120  # never fewer than k
+    assert len(retriever.search("vote", 5)) == 5
 
 
 def test_mmr_with_tied_scores_uses_similarity_only():
