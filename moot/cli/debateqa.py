@@ -25,13 +25,17 @@ def register(commands: Commands) -> None:
         run_answer,
         "answer debatable questions: plain, vanilla RAG or ReAct RAG (DebateQA)",
         "Answer each question with DebateQA's system prompts, alone (plain), with the top-k "
-        "chunks of an index (rag), or as a ReAct agent that searches up to 3 times (react). One "
-        "record per question in OUT/answers.jsonl; a rerun answers only what is missing.",
+        "chunks of an index (rag), or after a ReAct agent (--agent-model) searched up to 3 times "
+        "and picked at most 9 chunks, which the answering model is given as in rag (react, the "
+        "paper's); react-single is one model that searches and answers itself. One record per "
+        "question in OUT/answers.jsonl; a rerun answers only what is missing.",
     )
     answer.add_argument("--questions", type=Path, help="questions file (required)")
     opt.out_option(answer)
     opt.required(answer, "questions")
-    answer.add_argument("--mode", choices=("plain", "rag", "react"), default="plain")
+    answer.add_argument(
+        "--mode", choices=("plain", "rag", "react", "react-single"), default="plain"
+    )
     answer.add_argument(
         "--prompt", choices=PROMPT_CHOICES, default="basic", help="system prompt (default basic)"
     )
@@ -49,6 +53,7 @@ def register(commands: Commands) -> None:
     opt.model_options(
         answer, what="answering model", max_tokens=1024, concurrency=8, unit="questions"
     )
+    opt.agent_options(answer, note=" of --mode react (the paper used Claude 3.5 Sonnet)")
 
     curate = commands.add(
         "curate",
@@ -159,8 +164,15 @@ def run_answer(args: argparse.Namespace) -> int:
         retriever = retriever_from_args(args)
     elif args.index or args.web:
         raise ConfigError("--mode plain retrieves nothing: drop --index/--web or use rag/react")
+    given = [
+        f for f in ("model", "api_base", "temperature") if getattr(args, f"{f}_agent") is not None
+    ]
+    if given and args.mode != "react":
+        flag = "--agent-" + given[0].replace("_", "-")
+        raise ConfigError(f"{flag} is for --mode react (its separate search agent)")
     role = runtime.role_from(args, "answerer")
-    client = runtime.client_for(args, role.spec)
+    agent = runtime.debater_role(args, "agent", "react_agent") if args.mode == "react" else None
+    client = runtime.client_for(args, role.spec, *([agent.spec] if agent else []))
     ctx = AnswerContext(
         client=client,
         role=role,
@@ -172,6 +184,7 @@ def run_answer(args: argparse.Namespace) -> int:
         max_searches=args.max_searches,
         max_tokens=args.max_tokens,
         seed=args.seed,
+        agent=agent,
     )
     progress = runtime.progress_for(args, client)
     run = asyncio.run(
