@@ -89,7 +89,8 @@ def test_eval_pd_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     run = run_moot("eval", "pd", "--answers", answers, "--partial-answers", partials)
     assert run.returncode == 2
     assert run.stderr.strip().splitlines() == [
-        f"moot: error: {partials}, line 1, partial answer 0: partial answer without a POV"
+        f"moot: error: {partials}, line 1, partial answer 0: partial answer without a "
+        "point_of_view (or POV)"
     ]
 
     partials.write_text(json.dumps({"id": "a", "question": "Q?", "partial_answers": POVS}) + "\n")
