@@ -15,7 +15,7 @@ from moot.cli.registry import Commands
 from moot.cli.retrieval import retriever_from_args
 
 PROMPT_CHOICES = ("basic", "comprehensive", "detailed")
-PD_VARIANTS = ("paper", "released")
+PD_VARIANTS = ("mean", "sum", "released")
 
 
 def register(commands: Commands) -> None:
@@ -91,9 +91,10 @@ def register(commands: Commands) -> None:
         "pd",
         run_pd,
         "DebateQA Perspective Diversity: perplexity of partial answers given the answer",
-        "P.D. = sum over a question's partial answers of their perplexity under a local causal "
-        "LM, conditioned on the answer + 'Please restate.' in the scorer's chat template (lower "
-        "is better). --variant released reproduces DebateQA's released script (mean, no "
+        "P.D. = the mean over a question's partial answers of their perplexity under a local "
+        "causal LM, conditioned on the answer + 'Please restate.' in the scorer's chat template "
+        "(lower is better; the scale of the paper's tables). --variant sum is Equation 1 "
+        "literally (the sum); --variant released reproduces DebateQA's released script (mean, no "
         "instruction, context in the denominator, answers over the window score 1.0). Reruns "
         "score only what is missing.",
         group="eval",
@@ -112,7 +113,12 @@ def register(commands: Commands) -> None:
         help="model folder, cached hub id or local/smollm2 (default gpt2, as the paper; "
         "nothing is downloaded)",
     )
-    pd.add_argument("--variant", choices=PD_VARIANTS, default="paper", help="default paper")
+    pd.add_argument(
+        "--variant",
+        choices=PD_VARIANTS,
+        default="mean",
+        help="mean (default: the paper's tables), sum (Equation 1 as printed) or released",
+    )
     pd.add_argument(
         "--batch-size", type=opt.positive, default=8, metavar="N", help="partial answers per pass"
     )
