@@ -96,8 +96,8 @@ class PerspectiveDiversityScorer:
         batch_size: Partial answers per forward pass.
         max_length: Window in tokens (default: the model's context length).
         reuse_prefix: Encode each answer once and reuse its KV cache (not ``released``);
-            False scores
-            every (answer, partial answer) pair as a full sequence (the baseline; same numbers).
+            False scores every (answer, partial answer) pair as a full sequence (the baseline;
+            same numbers).
 
     Raises:
         ConfigError: Unknown variant, a model that cannot be loaded offline, or a bad window.
