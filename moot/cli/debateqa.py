@@ -155,6 +155,54 @@ def register(commands: Commands) -> None:
         unit="answers",
     )
 
+    report = commands.add(
+        "debateqa",
+        run_report,
+        "DebateQA: P.D. and D.A. of several models and their combined score (Equation 4)",
+        "One row per model: its mean P.D. (a `moot eval pd` folder) and D.A. (a `moot eval da` "
+        "folder), and mu_w = k Z(1/P.D.) + (1-k) Z(D.A.), z-normalised across the models, with "
+        "its rank, for each k (default Figure 3's). --min-povs keeps only questions with at "
+        "least N partial answers (the paper's filter, 3). Writes report.json and report.md.",
+        group="report",
+    )
+    report.add_argument("--pd", type=Path, nargs="+", metavar="DIR", help="eval pd folders")
+    report.add_argument(
+        "--da", type=Path, nargs="+", metavar="DIR", help="eval da folders, in --pd's order"
+    )
+    opt.out_option(report)
+    opt.required(report, "pd", "da")
+    report.add_argument(
+        "--names", type=opt.names, metavar="A,B", help="model names (default: the --pd folders')"
+    )
+    report.add_argument(
+        "--k",
+        type=_weights,
+        default=(0.0, 0.25, 0.5, 0.75, 1.0),
+        metavar="K,K",
+        help="weights of 1/P.D., each in [0, 1] (default Figure 3's 0,0.25,0.5,0.75,1)",
+    )
+    report.add_argument(
+        "--min-povs",
+        type=opt.positive,
+        metavar="N",
+        help="only questions with at least N partial answers in --partial-answers (paper: 3)",
+    )
+    report.add_argument(
+        "--partial-answers", type=Path, metavar="FILE", help="the partial answers, for --min-povs"
+    )
+    opt.common_options(report)
+
+
+def _weights(text: str) -> tuple[float, ...]:
+    """An argparse type: comma-separated weights k in [0, 1]."""
+    try:
+        found = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers K,K,..., got {text!r}") from None
+    if not all(0 <= k <= 1 for k in found):
+        raise argparse.ArgumentTypeError(f"each k must be in [0, 1], got {text!r}")
+    return found
+
 
 def run_answer(args: argparse.Namespace) -> int:
     """`moot answer`."""
@@ -353,3 +401,63 @@ def run_da(args: argparse.Namespace) -> int:
         for name in ("judgments.jsonl", "summary.json"):
             print(f"{name:<16} {args.out / name}")
     return runtime.finish(args, result.tallies, client.ledger, nothing_read=result.nothing_read)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """`moot report debateqa`."""
+    from moot.core.data.questions import load_partial_answers
+    from moot.core.data.records import ResultLog, atomic_write, write_json
+    from moot.core.errors import ConfigError
+    from moot.core.metrics.debateqa_combined import combined, keep_ids, model_scores
+    from moot.core.tables import render_table, show
+
+    if len(args.pd) != len(args.da):
+        raise ConfigError(f"{len(args.pd)} --pd folders but {len(args.da)} --da folders")
+    names = args.names or tuple(folder.name for folder in args.pd)
+    if len(names) != len(args.pd) or len(set(names)) != len(names):
+        raise ConfigError(f"--names needs {len(args.pd)} different names, one per --pd folder")
+    if (args.min_povs is None) != (args.partial_answers is None):
+        raise ConfigError("--min-povs and --partial-answers go together")
+    keep = None
+    if args.min_povs:
+        keep = keep_ids(load_partial_answers(args.partial_answers), args.min_povs)
+    logs = []
+    for pd_dir, da_dir in zip(args.pd, args.da, strict=True):
+        pair = (pd_dir / "scores.jsonl", da_dir / "judgments.jsonl")
+        for log in pair:
+            if not log.is_file():
+                raise ConfigError(f"{log}: no such file (is it a moot eval pd/da folder?)")
+        logs.append(pair)
+    try:
+        models = [
+            model_scores(name, ResultLog(pd).load().values(), ResultLog(da).load().values(), keep)
+            for name, (pd, da) in zip(names, logs, strict=True)
+        ]
+        scores = {k: combined(models, k) for k in args.k}
+    except ValueError as exc:  # nothing left to score, or no spread to z-normalise by
+        raise ConfigError(str(exc)) from None
+    rows = []
+    for index, model in enumerate(models):
+        row = {"model": model.name, "pd": model.pd, "pd_answers": model.pd_count}
+        row |= {"da": model.da, "da_answers": model.da_count, "mu_w": {}}
+        for k, values in scores.items():
+            rank = 1 + sum(1 for v in values if v > values[index])
+            row["mu_w"][f"{k:g}"] = {"score": values[index], "rank": rank}
+        rows.append(row)
+    report = {"report": "debateqa", "k": list(args.k), "min_povs": args.min_povs, "models": rows}
+    write_json(args.out / "report.json", report)
+    header = ("model", "P.D.", "n", "D.A.", "n", *(f"mu_w k={k:g} (rank)" for k in args.k))
+    table = [header] + [
+        (
+            r["model"], show(r["pd"], 3), r["pd_answers"], show(r["da"], 3), r["da_answers"],
+            *(f"{show(m['score'], 3)} ({m['rank']})" for m in r["mu_w"].values()),
+        )
+        for r in rows
+    ]  # fmt: skip
+    kept = f", questions with at least {args.min_povs} partial answers" if keep is not None else ""
+    text = f"# DebateQA: P.D., D.A. and Equation 4{kept}\n\n{render_table(table, markdown=True)}\n"
+    atomic_write(args.out / "report.md", lambda f: f.write(text))
+    if not args.quiet:
+        print(text, end="")
+        print(f"wrote report.json and report.md to {args.out}")
+    return 0
