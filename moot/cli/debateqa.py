@@ -150,7 +150,7 @@ def register(commands: Commands) -> None:
         da,
         flag="--judge",
         what="judge model",
-        note="the paper used MiniCPM-2B / Phi-3 mini",
+        note="the paper used Phi-3 medium 128k and Qwen2 1.5B",
         concurrency=16,
         unit="answers",
     )

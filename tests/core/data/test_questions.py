@@ -51,3 +51,13 @@ def test_a_partial_answer_without_a_point_of_view_is_refused_naming_it(tmp_path)
     bad.write_text(json.dumps({**RELEASED, "partial_answers": partials}) + "\n")
     with pytest.raises(InputError, match=r"line 1, partial answer 1: partial answer without a"):
         load_partial_answers(bad)
+
+
+def test_the_released_demo_answers_cover_the_1000_test_questions():
+    # §3 and the README: DebateQA-test has 1,000 questions; the released demo answers
+    # (scripts/input_file_demo.jsonl) answer each once, by id 1..1000
+    from moot.core.data.questions import load_answers
+    from tests.conftest import shared_data
+
+    answers = load_answers(shared_data("debateqa", "demo_answers.jsonl"))
+    assert sorted(int(a.id) for a in answers) == list(range(1, 1001))
