@@ -10,7 +10,8 @@ One reader per kind, each accepting a JSON list or JSONL of records (see docs/sc
 * partial answers: records with ``id``, ``question`` and ``partial_answers``, a list of
   ``{"point_of_view": ..., "explanation": ...}`` (DebateQA's released ``dataset/test.jsonl`` and
   ``dev.jsonl``, as ``scripts/eval_PD.py`` reads them), ``{"POV": ..., "Explan": ...}`` (the
-  paper's names, Table 1) or ``{"POV": ..., "Explanation": ...}`` (what ``moot curate`` writes).
+  paper's names, Table 1) or ``{"POV": ..., "Explanation": ...}`` (earlier ``moot curate``
+  output; it now writes the released layout).
 
 Every problem is an `InputError` naming the file and the record.
 """

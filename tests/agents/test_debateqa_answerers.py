@@ -69,3 +69,19 @@ def test_react_transcript_alternates_replies_and_observations():
     assert "Question: Q?" in messages[1]["content"] and "OBS1" in messages[1]["content"]
     assert "3 searches in total" in messages[0]["content"]
     assert messages[3]["content"] == "OBS2"
+
+
+@pytest.mark.parametrize(
+    ("reply", "povs"),
+    [
+        ("Point-of-View 1: It helps. [Document [1], [3]]", [("It helps.", [1, 3])]),
+        ("**Point-of-View 2:** No. (Documents 2 and 4)\n", [("No.", [2, 4])]),
+        ("Point-of-View [3]: Maybe, by 2030.", [("Maybe, by 2030.", [])]),  # no document list
+        ("Point-of-View 1:\nSome say yes.", []),  # content not on its line: not a POV
+        ("Here are the views: yes, no.", []),
+    ],
+)
+def test_p_pov_replies(reply, povs):
+    from moot.graphs.debateqa_curate import parse_povs
+
+    assert parse_povs(reply) == povs

@@ -206,17 +206,15 @@ def test_questions_without_text_and_a_reused_folder_exit_2(corpus, tmp_path):
 
 
 def test_curate_extracts_explains_and_drops_near_duplicate_povs(corpus, tmp_path):
-    povs = {
-        "povs": [
-            {"pov": "Universal basic income reduces poverty.", "documents": [1, 2]},
-            {"pov": "Universal basic income reduces poverty a lot.", "documents": [3]},
-            {"pov": "Zoos protect endangered species.", "documents": [99]},
-        ]
-    }
+    povs = (  # the reply format Table 9's p_POV asks for
+        "Point-of-View 1: Universal basic income reduces poverty. [Document [1], [2]]\n"
+        "Point-of-View 2: Universal basic income reduces poverty a lot. [Document 3]\n"
+        "**Point-of-View 3:** Zoos protect endangered species. [Document [99]]\n"
+    )
     long_explanation = " ".join(["reason"] * 320)
     rules = [
-        Rule(pattern="Reply with JSON only", reply=json.dumps(povs)),
-        Rule(pattern="explain this point of view", reply=long_explanation),
+        Rule(pattern="Task: Generate Points-of-View", reply=povs),
+        Rule(pattern="Task: Provide an Answer to a Question that Reflects", reply=long_explanation),
     ]
     out = tmp_path / "curated"
     with ScriptedServer(rules=rules) as server:
@@ -230,11 +228,11 @@ def test_curate_extracts_explains_and_drops_near_duplicate_povs(corpus, tmp_path
     partials = read_jsonl(out / "partial_answers.jsonl")
     assert len(partials) == 3
     for item in partials:
-        assert [p["POV"] for p in item["partial_answers"]] == [
+        assert [p["point_of_view"] for p in item["partial_answers"]] == [
             "Universal basic income reduces poverty.",
             "Zoos protect endangered species.",
         ]
-        explanation = item["partial_answers"][0]["Explanation"]
+        explanation = item["partial_answers"][0]["explanation"]
         assert len(explanation.split()) == 300
         assert len(item["partial_answers"][0]["documents"]) == 2
         assert len(item["partial_answers"][1]["documents"]) == 5  # no valid number: all five
