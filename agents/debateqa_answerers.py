@@ -1,7 +1,8 @@
 """Answering debatable questions (DebateQA): plain, vanilla RAG and ReAct RAG prompts.
 
 The prompts are in ``prompts/debateqa/``: three system prompts (``basic``, ``comprehensive``,
-``detailed``), the RAG user prompt, and the ReAct system prompt and observation turns. ReAct
+``detailed``; the paper's Table 18), the RAG system and user prompts (Table 17), and the ReAct
+system prompt and observation turns. ReAct
 replies are read with `parse_react_step`: a ``Search:`` line asks for documents, a
 ``Final Answer:`` ends the loop, and a reply with neither is the final answer (as a tool-calling
 agent ends on a message without a tool call).
@@ -42,15 +43,19 @@ def plain_messages(question: str, prompt: str) -> Messages:
 
 
 def rag_messages(question: str, hits: Sequence[dict[str, Any]], prompt: str) -> Messages:
-    """The request of vanilla RAG: the system prompt, then the chunks and the question.
+    """The request of RAG (vanilla and ReAct): DebateQA Table 17's system and user turns.
+
+    With ``basic`` the system turn is Table 17's; with ``comprehensive`` or ``detailed`` it is
+    that Table 18 prompt (the paper is silent on RAG with them).
 
     Args:
         question: The question.
         hits: Retrieved chunks as JSON records (``text``, ``title`` ...), best first.
         prompt: ``basic``, ``comprehensive`` or ``detailed``.
     """
+    system = render("debateqa/rag_system.j2") if prompt == "basic" else system_prompt(prompt)
     return [
-        {"role": "system", "content": system_prompt(prompt)},
+        {"role": "system", "content": system},
         {"role": "user", "content": render("debateqa/rag.j2", question=question, chunks=hits)},
     ]
 

@@ -73,7 +73,7 @@ def main() -> int:
     count = 2 if args.quick else args.answers
     items, source = inputs(count, args.partials, args.partial_words)
     shapes = dict(list(SHAPES.items())[:1]) if args.quick else SHAPES
-    print("bench_pd: P.D. throughput, prefix reuse vs per-pair scoring (paper variant, CPU fp32)")
+    print("bench_pd: P.D. throughput, prefix reuse vs per-pair scoring (mean variant, CPU fp32)")
     print(f"machine: {_common.machine_note()}")
     print(
         f"{len(items)} answers x {args.partials} partial answers ({args.partial_words} words) "

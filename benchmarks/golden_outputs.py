@@ -217,23 +217,20 @@ def da_rules(fx: dict) -> list[Rule]:
 
 
 REACT = [
+    Rule("## Question:", "It is debated; the documents show both sides.", role="last"),
     Rule("no searches left", "Thought: done.\nFinal Answer: It is debated.", role="last"),
     Rule("search 1 of 3", "Thought: other side?\nSearch: costs of it", role="last"),
     Rule("search 2 of 3", "Thought: evidence.\nSearch: trials", role="last"),
     Rule("search 3 of 3", "Thought: more!\nSearch: anything", role="last"),
 ]
-POVS = j(
-    {
-        "povs": [
-            {"pov": "It protects the people concerned.", "documents": [1, 2]},
-            {"pov": "It protects the people concerned a lot.", "documents": [3]},
-            {"pov": "It harms the economy.", "documents": [99]},
-        ]
-    }
+POVS = (  # the reply format of DebateQA's p_POV (Table 9)
+    "Point-of-View 1: It protects the people concerned. [Document [1], [2]]\n"
+    "Point-of-View 2: It protects the people concerned a lot. [Document [3]]\n"
+    "Point-of-View 3: It harms the economy. [Document [99]]"
 )
 CURATE = [
-    Rule("Reply with JSON only", POVS),
-    Rule("explain this point of view", "The documents give reasons and evidence for it."),
+    Rule("Task: Generate Points-of-View", POVS),
+    Rule("Task: Provide an Answer", "The documents give reasons and evidence for it."),
 ]
 EXPANSION = [
     Rule("Question: Would banning", j({"perspectives": ["it protects children", "it harms"]})),

@@ -1,16 +1,24 @@
 """Answering debatable questions as LangGraph state machines: plain, vanilla RAG, ReAct RAG.
 
-    plain:  START → answer → END
-    rag:    START → retrieve → answer → END                          (top-k chunks, default 10)
-    react:  START → search → agent ─┬→ END                            (Final Answer)
-                        ↑           ├→ search → agent ...             (Search: <query>)
-                        └───────────┘→ final → END                    (a search past the last)
+    plain:        START → answer → END
+    rag:          START → retrieve → answer → END                    (top-k chunks, default 10)
+    react:        START → search → agent ─┬→ answer → END            (Final Answer, or no searches
+                              ↑           │                           left: the answerer answers)
+                              └───────────┘  (Search: <query>)
+    react-single: START → search → agent ─┬→ END                      (Final Answer)
+                              ↑           ├→ search → agent ...       (Search: <query>)
+                              └───────────┘→ final → END              (a search past the last)
 
 ReAct runs at most ``max_searches`` retrievals (3) of ``search_k`` chunks (3), the first on the
 question itself, the agent choosing the others; its trace (thoughts, queries, chunk ids, replies)
-is saved with the answer. Questions go through the run engine (`moot.core.runs.run_items`): each
-finished question is appended to ``answers.jsonl`` at once, so a rerun answers only what is
-missing, and the folder is claimed for one model and set of settings.
+is saved with the answer. ``react`` is the paper's (DebateQA §5.4.1 and §F.1): a separate agent
+model (Claude 3.5 Sonnet there) searches, and the evaluated model answers from the at most
+3 × 3 = 9 distinct chunks it gathered with the RAG prompt of Table 17; the agent's own final
+answer is kept in the trace only. ``react-single`` is one model that searches and answers in
+the ReAct transcript (moot's variant; the paper does not run it). Questions go through the run
+engine (`moot.core.runs.run_items`): each finished question is appended to ``answers.jsonl`` at
+once, so a rerun answers only what is missing, and the folder is claimed for one model and set
+of settings.
 """
 
 from __future__ import annotations
@@ -47,7 +55,9 @@ if TYPE_CHECKING:
     from moot.core.retrieval.index import Retriever
 
 #: The ``--mode`` choices.
-MODES: tuple[str, ...] = ("plain", "rag", "react")
+MODES: tuple[str, ...] = ("plain", "rag", "react", "react-single")
+#: The modes whose agent searches in a ReAct loop.
+REACT_MODES: tuple[str, ...] = ("react", "react-single")
 
 
 class AnswerState(TypedDict, total=False):
@@ -68,8 +78,8 @@ class AnswerContext:
 
     Args:
         client: The model layer.
-        role: The answering model.
-        mode: ``plain``, ``rag`` or ``react``.
+        role: The answering model (the evaluated one).
+        mode: ``plain``, ``rag``, ``react`` or ``react-single``.
         prompt: System prompt: ``basic``, ``comprehensive`` or ``detailed``.
         retriever: The search tool (a local index or web search); needed by rag and react.
         k: Chunks given to vanilla RAG.
@@ -77,6 +87,7 @@ class AnswerContext:
         max_searches: ReAct retrievals, the first on the question.
         max_tokens: Completion budget per call.
         seed: Base sampling seed.
+        agent: The ReAct agent of ``react`` (default: `role`); ``react-single`` uses `role`.
     """
 
     client: ModelClient
@@ -89,6 +100,12 @@ class AnswerContext:
     max_searches: int = 3
     max_tokens: int = 1024
     seed: int = 0
+    agent: Role | None = None
+
+    @property
+    def agent_role(self) -> Role:
+        """Who runs the ReAct loop: `agent` in ``react``, else the answering model."""
+        return self.agent if self.mode == "react" and self.agent else self.role
 
 
 def build_answer_graph(mode: str) -> Any:
@@ -104,12 +121,15 @@ def build_answer_graph(mode: str) -> Any:
     else:
         graph.add_node("search", _search)
         graph.add_node("agent", _agent)
-        graph.add_node("final", _final)
         graph.add_edge(START, "search")
         graph.add_edge("search", "agent")
-        graph.add_conditional_edges("agent", _after_agent, ["search", "final", END])
-        graph.add_edge("final", END)
-    if mode != "react":
+        if mode == "react":
+            graph.add_conditional_edges("agent", _after_agent, ["search", "answer"])
+        else:
+            graph.add_node("final", _final)
+            graph.add_conditional_edges("agent", _after_agent, ["search", "final", END])
+            graph.add_edge("final", END)
+    if mode != "react-single":
         graph.add_edge("answer", END)
     return graph.compile()
 
@@ -143,11 +163,11 @@ async def search(retriever: Retriever | None, query: str, k: int) -> list[dict[s
 
 
 async def _call(
-    ctx: AnswerContext, state: AnswerState, messages: list, stage: str
+    ctx: AnswerContext, state: AnswerState, messages: list, stage: str, role: Role | None = None
 ) -> tuple[Completion, dict[str, Any]]:
     step = len(state.get("calls", []))
     reply = await ctx.client.complete(
-        ctx.role,
+        role or ctx.role,
         messages,
         stage=stage,
         max_tokens=ctx.max_tokens,
@@ -163,7 +183,7 @@ async def _retrieve(state: AnswerState, runtime: Runtime[AnswerContext]) -> Answ
 
 async def _answer(state: AnswerState, runtime: Runtime[AnswerContext]) -> AnswerState:
     ctx = runtime.context
-    if ctx.mode == "rag":
+    if ctx.mode in ("rag", "react"):  # react: the agent's chunks, Table 17 (§5.4.1)
         messages = rag_messages(state["question"], state.get("chunks", []), ctx.prompt)
     else:
         messages = plain_messages(state["question"], ctx.prompt)
@@ -192,13 +212,16 @@ async def _agent(state: AnswerState, runtime: Runtime[AnswerContext]) -> AnswerS
     messages = react_messages(
         state["question"], state["trace"], ctx.prompt, ctx.max_searches, ctx.search_k
     )
-    reply, usage = await _call(ctx, state, messages, "react")
+    stage = "react:agent" if ctx.mode == "react" else "react"
+    reply, usage = await _call(ctx, state, messages, stage, ctx.agent_role)
     step = parse_react_step(reply.text)
     event = {"kind": "step", "thought": step.thought, "reply": reply.text}
     update: AnswerState = {"trace": [event], "calls": [usage]}
     if step.query is not None:
         event["query"] = step.query
         update["pending"] = step.query
+    elif ctx.mode == "react":
+        event["answer"] = step.answer or ""  # the agent's own answer: kept, not the result
     else:
         update["answer"] = step.answer or ""
     return update
@@ -206,11 +229,14 @@ async def _agent(state: AnswerState, runtime: Runtime[AnswerContext]) -> AnswerS
 
 def _after_agent(
     state: AnswerState, runtime: Runtime[AnswerContext]
-) -> Literal["search", "final", "__end__"]:
+) -> Literal["search", "answer", "final", "__end__"]:
+    done = "answer" if runtime.context.mode == "react" else END
     if state["trace"][-1].get("query") is None:
-        return END
+        return done
     searches = sum(1 for event in state["trace"] if event["kind"] == "search")
-    return "search" if searches < runtime.context.max_searches else "final"
+    if searches < runtime.context.max_searches:
+        return "search"
+    return "answer" if runtime.context.mode == "react" else "final"
 
 
 async def _final(state: AnswerState, runtime: Runtime[AnswerContext]) -> AnswerState:
@@ -227,7 +253,7 @@ async def _final(state: AnswerState, runtime: Runtime[AnswerContext]) -> AnswerS
 
 def run_identity(ctx: AnswerContext) -> dict[str, Any]:
     """What makes two answering runs the same: model, mode, prompts, retrieval, budgets."""
-    names = ["answer_basic", "answer_comprehensive", "answer_detailed", "rag"]
+    names = ["answer_basic", "answer_comprehensive", "answer_detailed", "rag_system", "rag"]
     names += ["react_system", "react_question", "react_observation", "react_final"]
     identity: dict[str, Any] = {
         "run": "answer",
@@ -241,12 +267,15 @@ def run_identity(ctx: AnswerContext) -> dict[str, Any]:
     }
     if ctx.mode == "rag":
         identity |= {**retriever_identity(ctx.retriever), "k": ctx.k}
-    elif ctx.mode == "react":
+    elif ctx.mode in REACT_MODES:
         identity |= {
             **retriever_identity(ctx.retriever),
             "search_k": ctx.search_k,
             "max_searches": ctx.max_searches,
         }
+    if ctx.mode == "react":
+        agent = ctx.agent_role
+        identity |= {"agent_model": agent.spec.name, "agent_temperature": agent.temperature}
     return identity
 
 
@@ -293,7 +322,7 @@ async def answer_questions(
     """
     identity = run_identity(ctx)
     graph = build_answer_graph(ctx.mode)
-    limit = 4 + 3 * ctx.max_searches
+    limit = 5 + 3 * ctx.max_searches
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         state = await graph.ainvoke(
@@ -303,7 +332,7 @@ async def answer_questions(
         )
         record = {**item, "status": "ok", "answer": state["answer"]}
         record["chunks"] = state.get("chunks", [])
-        if ctx.mode == "react":
+        if ctx.mode in REACT_MODES:
             # observations are the chunks again, as text: the ids in each search event suffice
             record["trace"] = [
                 {k: v for k, v in event.items() if k != "observation"} for event in state["trace"]
@@ -335,7 +364,7 @@ async def answer_questions(
         "mean_answer_words": mean([len(r["answer"].split()) for r in answered], digits=2),
         "ledger": ctx.client.ledger.to_json(),
     }
-    if ctx.mode == "react":
+    if ctx.mode in REACT_MODES:
         summary["mean_searches"] = mean(
             [sum(1 for e in r["trace"] if e["kind"] == "search") for r in answered], digits=2
         )
@@ -345,6 +374,7 @@ async def answer_questions(
 
 __all__ = [
     "MODES",
+    "REACT_MODES",
     "AnswerContext",
     "AnswerState",
     "answer_questions",

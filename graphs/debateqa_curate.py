@@ -4,18 +4,21 @@
                               └→ END   (no POV could be read: a parse failure)
 
 ``retrieve`` takes the question's top documents from the corpus; ``extract`` asks the model for
-the points of view (POVs) they hold, each with the numbers of its supporting documents;
-``explain`` expands each POV into an explanation of at most 300 words from its documents (a longer
+the points of view (POVs) they hold, each with the numbers of its supporting documents (the
+paper's prompt p_POV, Table 9, read with `parse_povs`); ``explain`` expands each POV into an
+explanation of at most 300 words from its documents (p_Explan, Table 9; a longer
 reply is cut at 300 words and flagged); ``dedup`` drops a POV whose embedding's cosine similarity to
 an earlier kept POV is above the threshold (0.75, as the paper). Questions go through the run
 engine (`moot.core.runs.run_items`) into ``curation.jsonl``; ``partial_answers.jsonl`` (the
-DebateQA shape `moot eval pd` reads) is written atomically from the curated questions.
+layout of DebateQA's released test set, ``point_of_view`` / ``explanation``, which `moot eval pd`
+reads) is written atomically from the curated questions.
 """
 
 from __future__ import annotations
 
 import asyncio
 import operator
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +28,6 @@ import numpy as np
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
-from pydantic import BaseModel, Field
 
 from moot.core.data.questions import Question
 from moot.core.data.records import write_json, write_jsonl
@@ -44,17 +46,31 @@ if TYPE_CHECKING:
 MAX_EXPLANATION_WORDS = 300
 
 
-class PointOfView(BaseModel):
-    """One extracted POV and the 1-based numbers of the documents that support it."""
+_POV_LINE = re.compile(
+    r"^[^\w\n]*point[- ]of[- ]view[ \t]*\[?\d+\]?[^\w\n]*?:[* \t]*(.*)$", re.I | re.M
+)
+_DOCUMENTS = re.compile(r"[\[(]\s*(?:documents?|docs?)\b", re.I)
 
-    pov: str = Field(min_length=1)
-    documents: list[int] = Field(default_factory=list)
 
+def parse_povs(text: str) -> list[tuple[str, list[int]]]:
+    """The POVs of a reply to p_POV: ``Point-of-View N: content [Document [n], ...]`` lines.
 
-class PointsOfView(BaseModel):
-    """The extraction step's reply."""
+    Each POV comes with the numbers in its ``[Document ...]`` (or ``(Document ...)``) tail, in
+    order of appearance; a line without content is skipped.
 
-    povs: list[PointOfView]
+    Example:
+        >>> parse_povs("Point-of-View 1: It helps. [Document [1], [3]]")
+        [('It helps.', [1, 3])]
+    """
+    povs = []
+    for match in _POV_LINE.finditer(text):
+        line = match.group(1)
+        tail = _DOCUMENTS.search(line)
+        content = (line[: tail.start()] if tail else line).strip(" *_-")
+        numbers = [int(n) for n in re.findall(r"\d+", line[tail.start() :])] if tail else []
+        if content:
+            povs.append((content, numbers))
+    return povs
 
 
 class CurateState(TypedDict, total=False):
@@ -119,23 +135,21 @@ async def _extract(state: CurateState, runtime: Runtime[CurateContext]) -> Curat
     prompt = render(
         "debateqa/curate_extract.j2", question=state["question"], chunks=state["chunks"]
     )
-    result = await ctx.client.complete_structured(
+    reply = await ctx.client.complete(
         ctx.role,
         [{"role": "user", "content": prompt}],
-        PointsOfView,
         stage="curate:extract",
         max_tokens=ctx.max_tokens,
         seed=call_seed(ctx.seed, state["id"], 0),
     )
-    if not result.ok:
-        return {"failure": result.failure.to_json()}  # type: ignore[union-attr]
     count = len(state["chunks"])
-    povs = []
-    for item in result.value.povs:  # type: ignore[union-attr]
-        documents = sorted({d for d in item.documents if 1 <= d <= count})
-        povs.append({"pov": item.pov.strip(), "documents": documents})
-    if not povs:
-        return {"failure": {"error": "the model listed no points of view", "raw": result.text}}
+    povs = [
+        {"pov": pov, "documents": sorted({d for d in numbers if 1 <= d <= count})}
+        for pov, numbers in parse_povs(reply.text)
+    ]
+    if not povs:  # a final parse failure of this question, never an empty list
+        error = "no 'Point-of-View N: ...' line in the reply"
+        return {"failure": {"parse_failure": True, "error": error, "raw": reply.text}}
     return {"povs": povs}
 
 
@@ -276,7 +290,11 @@ async def curate(
                 "id": r["id"],
                 "question": r["question"],
                 "partial_answers": [
-                    {"POV": p["pov"], "Explanation": p["explanation"], "documents": p["chunk_ids"]}
+                    {
+                        "point_of_view": p["pov"],
+                        "explanation": p["explanation"],
+                        "documents": p["chunk_ids"],
+                    }
                     for p in r["partial_answers"]
                     if "duplicate_of" not in p
                 ],

@@ -63,7 +63,7 @@ async def evaluate_dispute_awareness(
     Args:
         answers: Answers with their question text (see `with_questions`).
         out_dir: Output folder (``judgments.jsonl``; claimed for this judge and settings).
-        role: The judge (the paper used MiniCPM-2B and Phi-3 mini).
+        role: The judge (the paper used Phi-3 medium 128k and Qwen2 1.5B, §5.1).
         client: The model layer.
         concurrency: Answers judged at once.
         seed: Sampling seed.

@@ -150,7 +150,7 @@ def summarize(records: Sequence[dict[str, Any]], **about: Any) -> dict[str, Any]
 def write_report(summary: dict[str, Any], out_dir: Path) -> None:
     """``summary.json`` and a one-table ``summary.md`` in `out_dir`."""
     write_json(Path(out_dir) / "summary.json", summary)
-    combine = "sum" if summary["variant"] == "paper" else "mean"
+    combine = "sum" if summary["variant"] == "sum" else "mean"
     numbers = [show(summary[key], 4, "g") for key in ("mean", "median", "min", "max")]
     table = render_table(
         [

@@ -8,7 +8,10 @@ One reader per kind, each accepting a JSON list or JSONL of records (see docs/sc
 * answers: records with ``id`` and ``answer`` (``moot answer``) or ``generation`` (DebateQA's
   released model outputs), optionally ``question``;
 * partial answers: records with ``id``, ``question`` and ``partial_answers``, a list of
-  ``{"POV": ..., "Explanation": ...}`` (DebateQA's test set; ``moot curate`` writes the same).
+  ``{"point_of_view": ..., "explanation": ...}`` (DebateQA's released ``dataset/test.jsonl`` and
+  ``dev.jsonl``, as ``scripts/eval_PD.py`` reads them), ``{"POV": ..., "Explan": ...}`` (the
+  paper's names, Table 1) or ``{"POV": ..., "Explanation": ...}`` (earlier ``moot curate``
+  output; it now writes the released layout).
 
 Every problem is an `InputError` naming the file and the record.
 """
@@ -122,8 +125,13 @@ def load_answers(path: Path) -> list[Answer]:
     return _unique(path, answers)
 
 
+#: The keys a partial answer's point of view and explanation may have (module docstring).
+POV_KEYS = ("point_of_view", "POV", "pov")
+EXPLANATION_KEYS = ("explanation", "Explanation", "Explan")
+
+
 def load_partial_answers(path: Path) -> list[PartialAnswers]:
-    """Read questions with partial answers (``POV`` / ``Explanation``; lower-case keys too).
+    """Read questions with partial answers (keys: `POV_KEYS`, `EXPLANATION_KEYS`).
 
     Raises:
         InputError: A record without id, question or partial answers, or a partial answer
@@ -140,13 +148,13 @@ def load_partial_answers(path: Path) -> list[PartialAnswers]:
         for index, partial in enumerate(partials):
             at = f"{where}, partial answer {index}"
             if not isinstance(partial, dict):
-                raise InputError(path, "expected an object with 'POV' and 'Explanation'", at)
-            pov = partial.get("POV", partial.get("pov"))
+                raise InputError(path, "expected an object with 'point_of_view' (or 'POV')", at)
+            pov = next((partial[k] for k in POV_KEYS if k in partial), None)
             if not isinstance(pov, str) or not pov.strip():
-                raise InputError(path, "partial answer without a POV", at)
-            explanation = partial.get("Explanation", partial.get("explanation", ""))
+                raise InputError(path, "partial answer without a point_of_view (or POV)", at)
+            explanation = next((partial[k] for k in EXPLANATION_KEYS if k in partial), "")
             if not isinstance(explanation, str):
-                raise InputError(path, "'Explanation' must be a string", at)
+                raise InputError(path, "its explanation must be a string", at)
             parsed.append(PartialAnswer(pov.strip(), explanation.strip()))
         items.append(PartialAnswers(str(record["id"]), question, tuple(parsed)))
     return _unique(path, items)

@@ -1,7 +1,15 @@
 """DebateQA Perspective Diversity (P.D., lower is better) with a local causal LM.
 
-``paper`` (default), DebateQA (Xu et al. 2024, arXiv:2408.01419):
-P.D. = sum_i PPL(PA_i | c(A)), where c(A) is the scorer's chat template applied to one user turn,
+Three variants (DebateQA, Xu et al. 2024, arXiv:2408.01419):
+
+* ``mean`` (default): each PPL_i = PPL(PA_i | c(A)) as the paper's Equations 1 and 2 define it,
+  and P.D. = their MEAN over the question's partial answers. This is the scale of the paper's
+  tables (Table 2: GPT-4o 3.07 with about 3.7 partial answers a question, each PPL >= 1, so
+  not a sum) and the aggregation of the released script.
+* ``sum``: Equation 1 literally, P.D. = sum_i PPL_i (``mean`` times the number of partial answers).
+* ``released``: the released script's computation (below).
+
+In ``mean`` and ``sum``, c(A) is the scorer's chat template applied to one user turn,
 ``answer + " Please restate."`` (``prompts/debateqa/perspective_diversity.j2``), with the
 assistant-turn opener; PA_i = POV + " " + explanation follows as the assistant's reply and only
 its tokens are scored. A tokenizer without a chat template (GPT-2) gets the plain format
@@ -38,7 +46,7 @@ from moot.core.data.questions import PartialAnswer
 from moot.core.errors import ConfigError, MootError
 from moot.prompts import render
 
-VARIANTS = ("paper", "released")
+VARIANTS = ("mean", "sum", "released")
 DEFAULT_SCORER = "gpt2"
 EMBEDDED = "local/smollm2"
 PLAIN_FORMAT = "user: {turn}\nassistant:"
@@ -55,13 +63,13 @@ class PDResult:
     """The P.D. of one answer against its partial answers.
 
     Attributes:
-        pd: Sum (``paper``) or mean (``released``) of `perplexities`; lower is better.
+        pd: Mean (``mean``, ``released``) or sum (``sum``) of `perplexities`; lower is better.
         perplexities: One perplexity per partial answer, in input order.
         partial_tokens: Tokens of each partial answer.
         scored_tokens: Tokens of each partial answer actually scored (fewer only in
             ``released``, which cuts at the window; 0 gives its perplexity of 1.0).
         context_tokens: Tokens of the (possibly truncated) context before the partial answer.
-        dropped_answer_tokens: Answer tokens dropped from the start to fit (``paper``).
+        dropped_answer_tokens: Answer tokens dropped from the start to fit (``mean``, ``sum``).
         truncated: Whether anything was cut to fit the window.
     """
 
@@ -84,11 +92,12 @@ class PerspectiveDiversityScorer:
     Args:
         model: A local model folder, a Hugging Face id already in the local cache (nothing is
             downloaded), or ``local/smollm2`` (the embedded GGUF, converted once and cached).
-        variant: ``paper`` (default) or ``released`` (see the module docstring).
+        variant: ``mean`` (default), ``sum`` or ``released`` (see the module docstring).
         batch_size: Partial answers per forward pass.
         max_length: Window in tokens (default: the model's context length).
-        reuse_prefix: Encode each answer once and reuse its KV cache (``paper``); False scores
-            every (answer, partial answer) pair as a full sequence (the baseline; same numbers).
+        reuse_prefix: Encode each answer once and reuse its KV cache (not ``released``);
+            False scores every (answer, partial answer) pair as a full sequence (the baseline;
+            same numbers).
 
     Raises:
         ConfigError: Unknown variant, a model that cannot be loaded offline, or a bad window.
@@ -101,7 +110,7 @@ class PerspectiveDiversityScorer:
     def __init__(
         self,
         model: str = DEFAULT_SCORER,
-        variant: str = "paper",
+        variant: str = "mean",
         batch_size: int = 8,
         max_length: int | None = None,
         reuse_prefix: bool = True,
@@ -134,7 +143,7 @@ class PerspectiveDiversityScorer:
         """The P.D. of `answer` against `partials` (strings or `PartialAnswer`).
 
         Raises:
-            PartialTooLongError: A partial answer does not fit the window (``paper``).
+            PartialTooLongError: A partial answer does not fit the window (not ``released``).
         """
         if not partials:
             raise ValueError("P.D. needs at least one partial answer")
@@ -150,7 +159,7 @@ class PerspectiveDiversityScorer:
         for answer, partials in items:
             yield self.score(answer, partials)
 
-    # -- paper -------------------------------------------------------------------------------
+    # -- mean, sum (the paper's PPL) -----------------------------------------------------------
 
     def _paper(self, answer: str, partials: list[str]) -> PDResult:
         tokenizer = self.tokenizer
@@ -176,7 +185,8 @@ class PerspectiveDiversityScorer:
             prefix, dropped = self._drop_answer_start(text, answer, special, excess, targets)
         ppl = (self._reuse if self.reuse_prefix else self._pairs)(prefix, targets)
         sizes = tuple(map(len, targets))
-        return PDResult(math.fsum(ppl), tuple(ppl), sizes, sizes, len(prefix), dropped, dropped > 0)
+        pd = math.fsum(ppl) if self.variant == "sum" else math.fsum(ppl) / len(ppl)
+        return PDResult(pd, tuple(ppl), sizes, sizes, len(prefix), dropped, dropped > 0)
 
     def _drop_answer_start(
         self, text: str, answer: str, special: bool, excess: int, targets: list[list[int]]

@@ -15,7 +15,7 @@ from moot.cli.registry import Commands
 from moot.cli.retrieval import retriever_from_args
 
 PROMPT_CHOICES = ("basic", "comprehensive", "detailed")
-PD_VARIANTS = ("paper", "released")
+PD_VARIANTS = ("mean", "sum", "released")
 
 
 def register(commands: Commands) -> None:
@@ -25,13 +25,17 @@ def register(commands: Commands) -> None:
         run_answer,
         "answer debatable questions: plain, vanilla RAG or ReAct RAG (DebateQA)",
         "Answer each question with DebateQA's system prompts, alone (plain), with the top-k "
-        "chunks of an index (rag), or as a ReAct agent that searches up to 3 times (react). One "
-        "record per question in OUT/answers.jsonl; a rerun answers only what is missing.",
+        "chunks of an index (rag), or after a ReAct agent (--agent-model) searched up to 3 times "
+        "and picked at most 9 chunks, which the answering model is given as in rag (react, the "
+        "paper's); react-single is one model that searches and answers itself. One record per "
+        "question in OUT/answers.jsonl; a rerun answers only what is missing.",
     )
     answer.add_argument("--questions", type=Path, help="questions file (required)")
     opt.out_option(answer)
     opt.required(answer, "questions")
-    answer.add_argument("--mode", choices=("plain", "rag", "react"), default="plain")
+    answer.add_argument(
+        "--mode", choices=("plain", "rag", "react", "react-single"), default="plain"
+    )
     answer.add_argument(
         "--prompt", choices=PROMPT_CHOICES, default="basic", help="system prompt (default basic)"
     )
@@ -49,6 +53,7 @@ def register(commands: Commands) -> None:
     opt.model_options(
         answer, what="answering model", max_tokens=1024, concurrency=8, unit="questions"
     )
+    opt.agent_options(answer, note=" of --mode react (the paper used Claude 3.5 Sonnet)")
 
     curate = commands.add(
         "curate",
@@ -86,9 +91,10 @@ def register(commands: Commands) -> None:
         "pd",
         run_pd,
         "DebateQA Perspective Diversity: perplexity of partial answers given the answer",
-        "P.D. = sum over a question's partial answers of their perplexity under a local causal "
-        "LM, conditioned on the answer + 'Please restate.' in the scorer's chat template (lower "
-        "is better). --variant released reproduces DebateQA's released script (mean, no "
+        "P.D. = the mean over a question's partial answers of their perplexity under a local "
+        "causal LM, conditioned on the answer + 'Please restate.' in the scorer's chat template "
+        "(lower is better; the scale of the paper's tables). --variant sum is Equation 1 "
+        "literally (the sum); --variant released reproduces DebateQA's released script (mean, no "
         "instruction, context in the denominator, answers over the window score 1.0). Reruns "
         "score only what is missing.",
         group="eval",
@@ -107,7 +113,12 @@ def register(commands: Commands) -> None:
         help="model folder, cached hub id or local/smollm2 (default gpt2, as the paper; "
         "nothing is downloaded)",
     )
-    pd.add_argument("--variant", choices=PD_VARIANTS, default="paper", help="default paper")
+    pd.add_argument(
+        "--variant",
+        choices=PD_VARIANTS,
+        default="mean",
+        help="mean (default: the paper's tables), sum (Equation 1 as printed) or released",
+    )
     pd.add_argument(
         "--batch-size", type=opt.positive, default=8, metavar="N", help="partial answers per pass"
     )
@@ -139,10 +150,58 @@ def register(commands: Commands) -> None:
         da,
         flag="--judge",
         what="judge model",
-        note="the paper used MiniCPM-2B / Phi-3 mini",
+        note="the paper used Phi-3 medium 128k and Qwen2 1.5B",
         concurrency=16,
         unit="answers",
     )
+
+    report = commands.add(
+        "debateqa",
+        run_report,
+        "DebateQA: P.D. and D.A. of several models and their combined score (Equation 4)",
+        "One row per model: its mean P.D. (a `moot eval pd` folder) and D.A. (a `moot eval da` "
+        "folder), and mu_w = k Z(1/P.D.) + (1-k) Z(D.A.), z-normalised across the models, with "
+        "its rank, for each k (default Figure 3's). --min-povs keeps only questions with at "
+        "least N partial answers (the paper's filter, 3). Writes report.json and report.md.",
+        group="report",
+    )
+    report.add_argument("--pd", type=Path, nargs="+", metavar="DIR", help="eval pd folders")
+    report.add_argument(
+        "--da", type=Path, nargs="+", metavar="DIR", help="eval da folders, in --pd's order"
+    )
+    opt.out_option(report)
+    opt.required(report, "pd", "da")
+    report.add_argument(
+        "--names", type=opt.names, metavar="A,B", help="model names (default: the --pd folders')"
+    )
+    report.add_argument(
+        "--k",
+        type=_weights,
+        default=(0.0, 0.25, 0.5, 0.75, 1.0),
+        metavar="K,K",
+        help="weights of 1/P.D., each in [0, 1] (default Figure 3's 0,0.25,0.5,0.75,1)",
+    )
+    report.add_argument(
+        "--min-povs",
+        type=opt.positive,
+        metavar="N",
+        help="only questions with at least N partial answers in --partial-answers (paper: 3)",
+    )
+    report.add_argument(
+        "--partial-answers", type=Path, metavar="FILE", help="the partial answers, for --min-povs"
+    )
+    opt.common_options(report)
+
+
+def _weights(text: str) -> tuple[float, ...]:
+    """An argparse type: comma-separated weights k in [0, 1]."""
+    try:
+        found = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers K,K,..., got {text!r}") from None
+    if not all(0 <= k <= 1 for k in found):
+        raise argparse.ArgumentTypeError(f"each k must be in [0, 1], got {text!r}")
+    return found
 
 
 def run_answer(args: argparse.Namespace) -> int:
@@ -159,8 +218,15 @@ def run_answer(args: argparse.Namespace) -> int:
         retriever = retriever_from_args(args)
     elif args.index or args.web:
         raise ConfigError("--mode plain retrieves nothing: drop --index/--web or use rag/react")
+    given = [
+        f for f in ("model", "api_base", "temperature") if getattr(args, f"{f}_agent") is not None
+    ]
+    if given and args.mode != "react":
+        flag = "--agent-" + given[0].replace("_", "-")
+        raise ConfigError(f"{flag} is for --mode react (its separate search agent)")
     role = runtime.role_from(args, "answerer")
-    client = runtime.client_for(args, role.spec)
+    agent = runtime.debater_role(args, "agent", "react_agent") if args.mode == "react" else None
+    client = runtime.client_for(args, role.spec, *([agent.spec] if agent else []))
     ctx = AnswerContext(
         client=client,
         role=role,
@@ -172,6 +238,7 @@ def run_answer(args: argparse.Namespace) -> int:
         max_searches=args.max_searches,
         max_tokens=args.max_tokens,
         seed=args.seed,
+        agent=agent,
     )
     progress = runtime.progress_for(args, client)
     run = asyncio.run(
@@ -334,3 +401,63 @@ def run_da(args: argparse.Namespace) -> int:
         for name in ("judgments.jsonl", "summary.json"):
             print(f"{name:<16} {args.out / name}")
     return runtime.finish(args, result.tallies, client.ledger, nothing_read=result.nothing_read)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """`moot report debateqa`."""
+    from moot.core.data.questions import load_partial_answers
+    from moot.core.data.records import ResultLog, atomic_write, write_json
+    from moot.core.errors import ConfigError
+    from moot.core.metrics.debateqa_combined import combined, keep_ids, model_scores
+    from moot.core.tables import render_table, show
+
+    if len(args.pd) != len(args.da):
+        raise ConfigError(f"{len(args.pd)} --pd folders but {len(args.da)} --da folders")
+    names = args.names or tuple(folder.name for folder in args.pd)
+    if len(names) != len(args.pd) or len(set(names)) != len(names):
+        raise ConfigError(f"--names needs {len(args.pd)} different names, one per --pd folder")
+    if (args.min_povs is None) != (args.partial_answers is None):
+        raise ConfigError("--min-povs and --partial-answers go together")
+    keep = None
+    if args.min_povs:
+        keep = keep_ids(load_partial_answers(args.partial_answers), args.min_povs)
+    logs = []
+    for pd_dir, da_dir in zip(args.pd, args.da, strict=True):
+        pair = (pd_dir / "scores.jsonl", da_dir / "judgments.jsonl")
+        for log in pair:
+            if not log.is_file():
+                raise ConfigError(f"{log}: no such file (is it a moot eval pd/da folder?)")
+        logs.append(pair)
+    try:
+        models = [
+            model_scores(name, ResultLog(pd).load().values(), ResultLog(da).load().values(), keep)
+            for name, (pd, da) in zip(names, logs, strict=True)
+        ]
+        scores = {k: combined(models, k) for k in args.k}
+    except ValueError as exc:  # nothing left to score, or no spread to z-normalise by
+        raise ConfigError(str(exc)) from None
+    rows = []
+    for index, model in enumerate(models):
+        row = {"model": model.name, "pd": model.pd, "pd_answers": model.pd_count}
+        row |= {"da": model.da, "da_answers": model.da_count, "mu_w": {}}
+        for k, values in scores.items():
+            rank = 1 + sum(1 for v in values if v > values[index])
+            row["mu_w"][f"{k:g}"] = {"score": values[index], "rank": rank}
+        rows.append(row)
+    report = {"report": "debateqa", "k": list(args.k), "min_povs": args.min_povs, "models": rows}
+    write_json(args.out / "report.json", report)
+    header = ("model", "P.D.", "n", "D.A.", "n", *(f"mu_w k={k:g} (rank)" for k in args.k))
+    table = [header] + [
+        (
+            r["model"], show(r["pd"], 3), r["pd_answers"], show(r["da"], 3), r["da_answers"],
+            *(f"{show(m['score'], 3)} ({m['rank']})" for m in r["mu_w"].values()),
+        )
+        for r in rows
+    ]  # fmt: skip
+    kept = f", questions with at least {args.min_povs} partial answers" if keep is not None else ""
+    text = f"# DebateQA: P.D., D.A. and Equation 4{kept}\n\n{render_table(table, markdown=True)}\n"
+    atomic_write(args.out / "report.md", lambda f: f.write(text))
+    if not args.quiet:
+        print(text, end="")
+        print(f"wrote report.json and report.md to {args.out}")
+    return 0

@@ -239,6 +239,19 @@ def debater_options(parser: argparse.ArgumentParser) -> None:
         group.add_argument(f"--temperature-{role}", type=float, metavar="T")
 
 
+def agent_options(parser: argparse.ArgumentParser, note: str = "") -> None:
+    """``--agent-model``, ``--agent-api-base``, ``--agent-temperature``: a second model role.
+
+    Read with `moot.cli.runtime.debater_role` and the suffix ``agent`` (like the debaters').
+    """
+    group = parser.add_argument_group("agent (default: --model, --api-base, --temperature)")
+    group.add_argument(
+        "--agent-model", dest="model_agent", metavar="SPEC", help=f"agent model{note}"
+    )
+    group.add_argument("--agent-api-base", dest="api_base_agent", metavar="URL")
+    group.add_argument("--agent-temperature", dest="temperature_agent", type=float, metavar="T")
+
+
 def max_tokens_option(parser: argparse.ArgumentParser, default: int) -> None:
     """``--max-tokens``: the completion budget per call."""
     parser.add_argument(

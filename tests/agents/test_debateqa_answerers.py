@@ -38,11 +38,24 @@ def test_the_three_system_prompts_differ_and_the_question_is_the_user_turn():
     assert plain_messages("Is UBI good?", "basic")[1] == {"role": "user", "content": "Is UBI good?"}
 
 
-def test_rag_numbers_the_chunks_before_the_question():
+def test_the_prompts_are_the_papers_tables_16_to_18():
+    assert plain_messages("Q?", "basic")[0]["content"] == (
+        "Your task is to provide an answer to the question."  # Tables 16 and 18
+    )
+    detailed = plain_messages("Q?", "detailed")[0]["content"]
+    assert detailed.startswith("You need to answer a debatable question. Your task is to provide")
+    assert detailed.endswith(
+        "Offer your own informed opinion, clearly stating why you favor a particular viewpoint "
+        "while acknowledging the validity of other perspectives."
+    )
     hits = [{"text": "First doc.", "title": "T1"}, {"text": "Second doc.", "title": None}]
-    user = rag_messages("Is UBI good?", hits, "detailed")[1]["content"]
-    assert user.index("Document [1] (T1):\nFirst doc.") < user.index("Document [2]:\nSecond doc.")
-    assert user.rstrip().endswith("Question: Is UBI good?")
+    system, user = (m["content"] for m in rag_messages("Is UBI good?", hits, "basic"))
+    assert system == (
+        "Your task is to provide an answer to the question. You can refer to the information "
+        "provided in the ## Document to help you answer better, or you can leave it out."
+    )  # Table 17
+    assert user == "## Document:\nFirst doc.\n\nSecond doc.\n\n## Question: Is UBI good?"
+    assert rag_messages("Q?", hits, "detailed")[0]["content"] == detailed
 
 
 def test_react_transcript_alternates_replies_and_observations():
@@ -56,3 +69,19 @@ def test_react_transcript_alternates_replies_and_observations():
     assert "Question: Q?" in messages[1]["content"] and "OBS1" in messages[1]["content"]
     assert "3 searches in total" in messages[0]["content"]
     assert messages[3]["content"] == "OBS2"
+
+
+@pytest.mark.parametrize(
+    ("reply", "povs"),
+    [
+        ("Point-of-View 1: It helps. [Document [1], [3]]", [("It helps.", [1, 3])]),
+        ("**Point-of-View 2:** No. (Documents 2 and 4)\n", [("No.", [2, 4])]),
+        ("Point-of-View [3]: Maybe, by 2030.", [("Maybe, by 2030.", [])]),  # no document list
+        ("Point-of-View 1:\nSome say yes.", []),  # content not on its line: not a POV
+        ("Here are the views: yes, no.", []),
+    ],
+)
+def test_p_pov_replies(reply, povs):
+    from moot.graphs.debateqa_curate import parse_povs
+
+    assert parse_povs(reply) == povs

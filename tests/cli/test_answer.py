@@ -49,10 +49,10 @@ def answer(server, corpus, out, *extra):
     )
 
 
-def test_react_searches_three_times_then_answers_and_resumes(corpus, tmp_path):
+def test_react_single_searches_three_times_then_answers_and_resumes(corpus, tmp_path):
     out = tmp_path / "react"
     with ScriptedServer(rules=REACT_RULES) as server:
-        result = answer(server, corpus, out, "--mode", "react", "--index", corpus["index"])
+        result = answer(server, corpus, out, "--mode", "react-single", "--index", corpus["index"])
         assert result.returncode == 0, result.stderr
         assert len(server.requests) == 3 * 4  # per question: 3 agent replies + the final
         records = read_jsonl(out / "answers.jsonl")
@@ -70,9 +70,63 @@ def test_react_searches_three_times_then_answers_and_resumes(corpus, tmp_path):
         summary = json.loads((out / "summary.json").read_text())
         assert summary["answered"] == 3 and summary["mean_searches"] == 3
         server.clear_log()
-        again = answer(server, corpus, out, "--mode", "react", "--index", corpus["index"])
+        again = answer(server, corpus, out, "--mode", "react-single", "--index", corpus["index"])
         assert again.returncode == 0 and server.requests == []
         assert read_jsonl(out / "answers.jsonl") == records
+
+
+def table_17(record):
+    """The user turn of the paper's RAG prompt (Table 17) for a record's chunks."""
+    documents = "".join(chunk["text"] + "\n\n" for chunk in record["chunks"])
+    return f"## Document:\n{documents}## Question: {record['question']}"
+
+
+ANSWERER = "It is debated; both sides have evidence."
+# the answerer's request is Table 17's prompt; the agent's the ReAct transcript
+PAPER_REACT_RULES = [Rule(pattern="## Question:", role="last", reply=ANSWERER), *REACT_RULES]
+
+
+def test_react_agent_picks_at_most_9_chunks_for_the_answering_model_and_resumes(corpus, tmp_path):
+    from moot.core.testing.scripted_server import Fault
+
+    out = tmp_path / "react"
+    agent = ("--agent-model", "openai/agent", "--agent-api-base")
+    with ScriptedServer(rules=PAPER_REACT_RULES) as server:
+        # the first answerer call fails for good: the question is retried by the rerun
+        server.add_fault(Fault(kind="500", times=1, match="## Question:"))
+        args = ("--mode", "react", "--index", corpus["index"], *agent, server.url)
+        first = answer(server, corpus, out, *args)
+        assert first.returncode == 1, first.stderr
+        by_model = [(r.body["model"], r.body["messages"]) for r in server.requests]
+        agents = [m for name, m in by_model if name == "agent"]
+        answerers = [m for name, m in by_model if name == "scripted"]
+        assert len(agents) == 3 * 3 and len(answerers) == 3  # 3 agent steps, 1 answer each
+        assert all("Thought" in m[0]["content"] for m in agents)  # the ReAct system prompt
+        for messages in answerers:
+            assert messages[0]["content"].startswith("Your task is to provide an answer")
+            assert "## Document" in messages[0]["content"]  # Table 17's system turn
+            user = messages[1]["content"]
+            assert user.startswith("## Document:\n") and "Thought" not in user
+        records = read_jsonl(out / "answers.jsonl")
+        assert [r["status"] for r in records].count("error") == 1
+        server.clear_log()
+        second = answer(server, corpus, out, *args)
+        assert second.returncode == 0, second.stderr
+        # the agent's replies come from the cache: only the failed answer is asked again
+        assert [r.body["model"] for r in server.requests] == ["scripted"]
+        records = read_jsonl(out / "answers.jsonl")
+    for record in records:
+        assert record["status"] == "ok" and record["answer"] == ANSWERER
+        ids = [c["id"] for c in record["chunks"]]
+        assert 3 < len(ids) == len(set(ids)) <= 9
+        user = next(
+            m[1]["content"] for _, m in by_model if m[1]["content"].endswith(record["question"])
+        )
+        assert user == table_17(record)  # every picked chunk, no other
+        steps = [e for e in record["trace"] if e["kind"] == "step"]
+        assert len(steps) == 3 and steps[-1]["query"] == "anything"  # past the last: answerer
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["agent_model"] == "openai/agent" and summary["model"] == "openai/scripted"
 
 
 def test_rag_gives_the_top_10_chunks_and_plain_none(corpus, tmp_path):
@@ -85,14 +139,14 @@ def test_rag_gives_the_top_10_chunks_and_plain_none(corpus, tmp_path):
         assert scores == sorted(scores, reverse=True)
         users = [r.body["messages"][1]["content"] for r in server.requests]
         user = next(u for u in users if u.endswith(corpus["berds"][0]["question"]))
-        assert "Document [10]" in user and "Document [11]" not in user
+        assert user == table_17(record)
         server.clear_log()
         plain = answer(server, corpus, tmp_path / "plain", "--prompt", "detailed")
         assert plain.returncode == 0, plain.stderr
         record = read_jsonl(tmp_path / "plain" / "answers.jsonl")[0]
         assert record["chunks"] == [] and "trace" not in record
         system = server.requests[0].body["messages"][0]["content"]
-        assert "debatable" in system  # the detailed prompt
+        assert "Offer your own informed opinion" in system  # the detailed prompt, Table 18
 
 
 def test_failed_calls_are_retried_on_rerun_and_exit_1(corpus, tmp_path):
@@ -122,6 +176,7 @@ def test_failed_calls_are_retried_on_rerun_and_exit_1(corpus, tmp_path):
         (["--mode", "rag", "--index", "NOPE"], "NOPE"),
         (["--mode", "rag", "--index", "IDX", "--retriever", "dense"], "dense"),
         (["--mode", "rag", "--index", "IDX", "--mmr", "1.5"], "--mmr must be between 0 and 1"),
+        (["--mode", "rag", "--index", "IDX", "--agent-model", "x/y"], "--agent-model is for"),
     ],
 )
 def test_bad_options_exit_2_before_any_call(corpus, tmp_path, extra, message):
@@ -151,17 +206,15 @@ def test_questions_without_text_and_a_reused_folder_exit_2(corpus, tmp_path):
 
 
 def test_curate_extracts_explains_and_drops_near_duplicate_povs(corpus, tmp_path):
-    povs = {
-        "povs": [
-            {"pov": "Universal basic income reduces poverty.", "documents": [1, 2]},
-            {"pov": "Universal basic income reduces poverty a lot.", "documents": [3]},
-            {"pov": "Zoos protect endangered species.", "documents": [99]},
-        ]
-    }
+    povs = (  # the reply format Table 9's p_POV asks for
+        "Point-of-View 1: Universal basic income reduces poverty. [Document [1], [2]]\n"
+        "Point-of-View 2: Universal basic income reduces poverty a lot. [Document 3]\n"
+        "**Point-of-View 3:** Zoos protect endangered species. [Document [99]]\n"
+    )
     long_explanation = " ".join(["reason"] * 320)
     rules = [
-        Rule(pattern="Reply with JSON only", reply=json.dumps(povs)),
-        Rule(pattern="explain this point of view", reply=long_explanation),
+        Rule(pattern="Task: Generate Points-of-View", reply=povs),
+        Rule(pattern="Task: Provide an Answer to a Question that Reflects", reply=long_explanation),
     ]
     out = tmp_path / "curated"
     with ScriptedServer(rules=rules) as server:
@@ -175,11 +228,11 @@ def test_curate_extracts_explains_and_drops_near_duplicate_povs(corpus, tmp_path
     partials = read_jsonl(out / "partial_answers.jsonl")
     assert len(partials) == 3
     for item in partials:
-        assert [p["POV"] for p in item["partial_answers"]] == [
+        assert [p["point_of_view"] for p in item["partial_answers"]] == [
             "Universal basic income reduces poverty.",
             "Zoos protect endangered species.",
         ]
-        explanation = item["partial_answers"][0]["Explanation"]
+        explanation = item["partial_answers"][0]["explanation"]
         assert len(explanation.split()) == 300
         assert len(item["partial_answers"][0]["documents"]) == 2
         assert len(item["partial_answers"][1]["documents"]) == 5  # no valid number: all five

@@ -62,7 +62,7 @@ def test_eval_pd_end_to_end_and_resume(gpt2: Path, tmp_path: Path) -> None:
     assert summary["median"] == pytest.approx(statistics.median(r.pd for r in library), rel=1e-6)
     assert (summary["count"], summary["errors"], summary["window"]) == (3, 1, 64)
     assert summary["truncated"] == 3  # the demo answers are far longer than 64 tokens
-    assert summary["variant"] == "paper" and summary["versions"]["transformers"]
+    assert summary["variant"] == "mean" and summary["versions"]["transformers"]
     assert "| 3 |" in (out / "summary.md").read_text(encoding="utf-8")
 
     again = run_moot(*args)
@@ -89,7 +89,8 @@ def test_eval_pd_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     run = run_moot("eval", "pd", "--answers", answers, "--partial-answers", partials)
     assert run.returncode == 2
     assert run.stderr.strip().splitlines() == [
-        f"moot: error: {partials}, line 1, partial answer 0: partial answer without a POV"
+        f"moot: error: {partials}, line 1, partial answer 0: partial answer without a "
+        "point_of_view (or POV)"
     ]
 
     partials.write_text(json.dumps({"id": "a", "question": "Q?", "partial_answers": POVS}) + "\n")

@@ -107,12 +107,12 @@ def test_report(tmp_path):
         {"id": "b", "status": "ok", "pd": 30000.5},
         {"id": "c", "status": "error", "error": "too long"},
     ]
-    summary = summarize(records, variant="paper", scorer="gpt2", window=1024)
+    summary = summarize(records, variant="mean", scorer="gpt2", window=1024)
     assert (summary["count"], summary["truncated"], summary["errors"]) == (2, 1, 1)
     assert summary["median"] == pytest.approx((12.345678 + 30000.5) / 2)
     write_report(summary, tmp_path)
     assert (tmp_path / "summary.md").read_text(encoding="utf-8") == (
-        "# Perspective Diversity (paper: sum of perplexities, lower is better)\n\n"
+        "# Perspective Diversity (mean: mean of perplexities, lower is better)\n\n"
         "scorer `gpt2`, window 1024 tokens\n\n"
         "| answers | mean P.D. | median | min | max | truncated | errors |\n"
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"

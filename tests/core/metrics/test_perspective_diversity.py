@@ -70,7 +70,7 @@ def test_paper_plain_format_matches_hand_computation(gpt2: Path) -> None:
     expected = [_hand_ppl(model, prefix, tok(" " + p.text)["input_ids"]) for p in PARTIALS]
     result = PerspectiveDiversityScorer(str(gpt2)).score(ANSWER, PARTIALS)
     assert result.perplexities == pytest.approx(expected, rel=1e-5)
-    assert result.pd == pytest.approx(sum(expected), rel=1e-5)  # P.D. is the sum
+    assert result.pd == pytest.approx(sum(expected) / 3, rel=1e-5)  # the default is the mean
     assert len(set(round(p) for p in expected)) == 3  # the partial answers score differently
     assert not result.truncated and result.context_tokens == len(prefix)
 
@@ -83,10 +83,16 @@ def test_paper_chat_template_matches_hand_computation(chat_gpt2: Path) -> None:
     assert result.perplexities == pytest.approx(expected, rel=1e-5)
 
 
-def test_pd_is_the_sum_over_partial_answers(gpt2: Path) -> None:
-    scorer = PerspectiveDiversityScorer(str(gpt2))
-    alone = [scorer.score(ANSWER, [p]).pd for p in PARTIALS]
-    assert scorer.score(ANSWER, PARTIALS).pd == pytest.approx(sum(alone), rel=1e-5)
+def test_sum_is_equation_1_and_the_default_mean_is_it_over_the_partial_answers(gpt2: Path) -> None:
+    mean = PerspectiveDiversityScorer(str(gpt2)).score(ANSWER, PARTIALS)
+    summed = PerspectiveDiversityScorer(str(gpt2), variant="sum")
+    equation_1 = summed.score(ANSWER, PARTIALS)
+    assert equation_1.perplexities == mean.perplexities  # the same PPL_i, exactly
+    assert equation_1.pd == math.fsum(mean.perplexities)
+    assert mean.pd == math.fsum(mean.perplexities) / len(PARTIALS)
+    assert equation_1.pd == pytest.approx(len(PARTIALS) * mean.pd, rel=1e-15)
+    alone = [summed.score(ANSWER, [p]).pd for p in PARTIALS]  # one partial answer: mean = sum
+    assert equation_1.pd == pytest.approx(sum(alone), rel=1e-5)
 
 
 @pytest.mark.parametrize("batch_size", [1, 2, 8])
@@ -153,6 +159,6 @@ def test_bad_options_are_config_errors(gpt2: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="neither a model folder nor in the local"):
         PerspectiveDiversityScorer("no-such-org/no-such-model")
     with pytest.raises(ConfigError, match="unknown P.D. variant"):
-        PerspectiveDiversityScorer(str(gpt2), variant="mean")
+        PerspectiveDiversityScorer(str(gpt2), variant="paper")
     with pytest.raises(ConfigError, match="max length 4096"):
         PerspectiveDiversityScorer(str(gpt2), max_length=4096)
