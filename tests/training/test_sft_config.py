@@ -19,7 +19,8 @@ def test_presets_carry_the_papers_recipes_and_the_file_and_overrides_win(tmp_pat
     assert config.training.epochs == 1.0 and config.training.effective_batch_size == 128
     llama = load_sft_config(None, ["preset=debatune-llama2", *REQUIRED])
     assert (llama.training.learning_rate, llama.data.max_length) == (2e-5, 2048)
-    assert llama.training.warmup_ratio == 0.03 and llama.model.chat_template == "llama-2"
+    assert llama.training.warmup_ratio == 0.03
+    assert llama.model.chat_template == "vicuna"  # the released DEBATunE outputs' format
     assert llama.training.method == config.training.method == "full"  # DEBATunE, Appendix B
     compqa = load_sft_config(None, ["preset=compqa-distill", *REQUIRED]).training
     assert (compqa.learning_rate, compqa.effective_batch_size, compqa.weight_decay) == (
