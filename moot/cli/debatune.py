@@ -78,6 +78,14 @@ def register(commands: Commands) -> None:
         concurrency=8,
         unit="instructions",
     )
+    generate.add_argument(
+        "--max-length",
+        type=opt.positive,
+        metavar="N",
+        help="instead of --max-tokens: a budget that counts the prompt's tokens too, as the "
+        "reference's generate(max_length=2048); local model folders only",
+    )
+    generate.set_defaults(max_tokens=None)  # 2048 unless --max-length: the two exclude each other
 
     for name, run, text in (
         ("controllability", run_eval, "share of responses judged 100% on their side (CC_P, CC_N)"),
@@ -203,6 +211,14 @@ def run_generate(args: argparse.Namespace) -> int:
     role = runtime.role_from(args, "generator", text, chat_template=template)
     if template and role.spec.transport != "hf":
         raise ConfigError("--template applies to local model folders only")
+    if args.max_length is not None and args.max_tokens is not None:
+        raise ConfigError("--max-length and --max-tokens exclude each other: give one")
+    if args.max_length is not None and role.spec.transport != "hf":
+        raise ConfigError(
+            "--max-length applies to local model folders only (their tokenizer counts the "
+            "prompt); use --max-tokens"
+        )
+    max_tokens = None if args.max_length is not None else args.max_tokens or 2048
     client = runtime.client_for(args, role.spec)
     result = asyncio.run(
         answer_instructions(
@@ -211,7 +227,8 @@ def run_generate(args: argparse.Namespace) -> int:
             role,
             client,
             concurrency=args.concurrency,
-            max_tokens=args.max_tokens,
+            max_tokens=max_tokens,
+            max_length=args.max_length,
             seed=args.seed,
             progress=runtime.progress_for(args, client),
         )
