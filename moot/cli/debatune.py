@@ -30,7 +30,14 @@ def register(commands: Commands) -> None:
     opt.out_option(debate)
     opt.required(debate, "topics")
     debate.add_argument("--arguments-per-stance", type=opt.positive, default=3, metavar="K")
-    debate.add_argument("--rounds", type=opt.positive, default=2, metavar="M")
+    debate.add_argument(
+        "--rounds",
+        type=opt.non_negative,
+        default=2,
+        metavar="M",
+        help="debate rounds (default 2, the paper's); 0: no debate, debater A's opening "
+        "statement is the record (the paper's 'Topic Data without Debate' ablation)",
+    )
     debate.add_argument("--turn-tokens", type=opt.positive, default=800, help="budget per turn")
     debate.add_argument("--conclusion-tokens", type=opt.positive, default=2048)
     debate.add_argument("--shard", default="0/1", metavar="I/N", help="run shard I of N (0-based)")
@@ -145,7 +152,7 @@ def run_debate(args: argparse.Namespace) -> int:
     check_run_folder(args.out, config, shard)
     client = runtime.client_for(args, role_a.spec, role_b.spec)
     # warnings only once every check passed: refused input gets its one error line alone
-    if role_a.spec == role_b.spec and role_a.temperature == role_b.temperature:
+    if args.rounds and role_a.spec == role_b.spec and role_a.temperature == role_b.temperature:
         runtime.note(
             args,
             f"warning: both debaters use {role_a.spec.name} at temperature "
