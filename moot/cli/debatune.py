@@ -64,7 +64,7 @@ def register(commands: Commands) -> None:
         "generate",
         run_generate,
         "answer the DEBATunE test instructions with a model",
-        "Answer each topic's instructions (the paper's inference instruction, one per side and "
+        "Answer each topic's instructions (the reference's inference instruction, one per side and "
         "argument) and write the model-output format the judges read.",
     )
     generate.add_argument(
