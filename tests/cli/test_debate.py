@@ -231,7 +231,7 @@ def test_config_file_can_supply_the_required_options(server, tmp_path):
 @pytest.mark.parametrize(
     ("line", "needle"),
     [
-        ("rounds: 0", "option 'rounds': must be a positive integer"),
+        ("rounds: -1", "option 'rounds': must be an integer of 0 or more"),
         ("rounds: two", "option 'rounds'"),
         ("no_cache: maybe", "option 'no_cache': expected true or false"),
     ],
