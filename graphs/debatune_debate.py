@@ -1,13 +1,17 @@
 """One DEBATunE debate as a LangGraph state machine.
 
-    START → debater_a → debater_b ─┬→ debater_a (next round)
-                                   └→ conclude → END   (after `rounds` rounds)
+    START ─┬→ debater_a → debater_b ─┬→ debater_a (next round)
+           │                         └→ conclude → END   (after `rounds` rounds)
+           └→ statement → END                            (`rounds` 0: no debate)
 
 Agent A holds the stance and the argument, agent B the opposite stance. A opens with explanations
 and evidence, B raises critical questions and counter-evidence, each later turn answers the
 opponent's questions and counters; after the last round A concludes a detailed statement from the
-whole transcript. Each debate runs on its own checkpointer thread (its stable id), so an interrupted
-debate resumes at its last finished turn.
+whole transcript. With 0 rounds there is no debate (the paper's "Topic Data without Debate"
+ablation, Section 5.2, Table 2): A's statement is its opening turn, written from the topic, stance
+and argument alone (Eq. 1, s_{1,1}), with the reference's opening prompt. Each debate runs on its
+own checkpointer thread (its stable id), so an interrupted debate resumes at its last finished
+turn.
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ class DebateContext:
         client: The model layer.
         debater_a: Holds the stance and concludes.
         debater_b: Takes the opposite stance.
-        rounds: Debate rounds (one A turn and one B turn each).
+        rounds: Debate rounds (one A turn and one B turn each); 0: no debate, A's opening
+            statement is the conclusion.
         seed: Base sampling seed; each call's seed derives from it and the debate id.
         turn_tokens: Completion budget per turn.
         conclusion_tokens: Completion budget for the conclusion.
@@ -84,7 +89,9 @@ def build_debate_graph(checkpointer: Any = None) -> Any:
     graph.add_node("debater_a", _debater_a)
     graph.add_node("debater_b", _debater_b)
     graph.add_node("conclude", _conclude)
-    graph.add_edge(START, "debater_a")
+    graph.add_node("statement", _statement)
+    graph.add_conditional_edges(START, _first, ["debater_a", "statement"])
+    graph.add_edge("statement", END)
     graph.add_edge("debater_a", "debater_b")
     graph.add_conditional_edges("debater_b", _after_round, ["debater_a", "conclude"])
     graph.add_edge("conclude", END)
@@ -120,6 +127,18 @@ async def _speak(speaker: str, state: DebateState, ctx: DebateContext) -> Debate
     side = state["stance"] if speaker == "A" else opposite(state["stance"])
     turn = {"speaker": speaker, "side": side, "round": len(history) // 2, "text": text}
     return {"turns": [turn]}
+
+
+def _first(
+    state: DebateState, runtime: Runtime[DebateContext]
+) -> Literal["debater_a", "statement"]:
+    return "debater_a" if runtime.context.rounds else "statement"
+
+
+async def _statement(state: DebateState, runtime: Runtime[DebateContext]) -> DebateState:
+    """No debate: A's opening turn, from the topic, stance and argument alone, is the statement."""
+    turn = await _speak("A", state, runtime.context)
+    return {"conclusion": turn["turns"][0]["text"]}
 
 
 def _after_round(

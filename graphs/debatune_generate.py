@@ -84,7 +84,8 @@ async def answer_instructions(
     client: ModelClient,
     *,
     concurrency: int = 8,
-    max_tokens: int = 2048,
+    max_tokens: int | None = 2048,
+    max_length: int | None = None,
     seed: int = 0,
     progress: Progress | None = None,
 ) -> GenerateResult:
@@ -99,7 +100,9 @@ async def answer_instructions(
         role: The model answering.
         client: The model layer.
         concurrency: Requests in flight at once.
-        max_tokens: Completion budget per answer.
+        max_tokens: Completion budget per answer (new tokens).
+        max_length: Instead of `max_tokens`, the budget with the prompt's tokens counted, as the
+            reference's ``generate(max_length=2048)`` (local models only).
         seed: Sampling seed of every request.
         progress: The command's progress bar.
 
@@ -114,12 +117,19 @@ async def answer_instructions(
         "max_tokens": max_tokens,
         "seed": seed,
     }
+    if max_length is not None:  # only then, so earlier runs' ids stay as they were
+        identity["max_length"] = max_length
     items = [{**item, "id": stable_id("generate", identity, item["instruction"])} for item in items]
 
     async def answer(item: dict[str, Any]) -> dict[str, Any]:
         messages = [{"role": "user", "content": item["instruction"]}]
         reply = await client.complete(
-            role, messages, stage="generate", max_tokens=max_tokens, seed=seed
+            role,
+            messages,
+            stage="generate",
+            max_tokens=max_tokens,
+            max_length=max_length,
+            seed=seed,
         )
         return {**item, "status": "ok", "raw_output": reply.text, "response": reply.text.strip()}
 

@@ -1,4 +1,4 @@
-"""Training: SFT data builders, LoRA SFT (trl + peft), adapter merging and launches.
+"""Training: SFT data builders, SFT (full or LoRA, trl + peft), adapter merging and launches.
 
 Public names are imported from their modules on first use (`moot.core.lazy`).
 """

@@ -1,9 +1,12 @@
 """DEBATunE SFT records from finished debates.
 
-Each successful debate becomes one record: the user turn is one of eleven paraphrases of the paper's
-instruction (chosen by a seeded hash of the debate id, so reruns and shards agree), the assistant
-turn is the supporting agent's conclusion. Records carry both a ``messages`` column (chat SFT with
-assistant-only loss) and ``prompt``/``completion`` columns (completion-only loss).
+Each successful debate becomes one record: the user turn is one of the eleven instruction
+paraphrases the reference builds its SFT records with (``prompts/debatune/instructions.yaml``, from
+its ``code_debate/make_dataset_train.py``), the side lower-cased as there; the reference draws one
+with an unseeded ``random.choice``, moot by a seeded hash of the debate id, so reruns and shards
+agree. The assistant turn is the supporting agent's conclusion. Records carry both a ``messages``
+column (chat SFT with assistant-only loss) and ``prompt``/``completion`` columns (completion-only
+loss).
 """
 
 from __future__ import annotations
@@ -20,12 +23,12 @@ INSTRUCTIONS_FILE = "debatune/instructions.yaml"
 
 
 def instruction_templates() -> list[str]:
-    """The instruction paraphrases; the first is the paper's inference instruction."""
+    """The reference's eleven SFT paraphrases; the first is also its inference instruction."""
     return list(load_yaml(INSTRUCTIONS_FILE))
 
 
 def instruction(topic: str, stance: str, argument: str, variant: int = 0) -> str:
-    """The DEBATunE instruction for a topic, stance and argument (variant 0 = the paper's)."""
+    """The DEBATunE instruction for a topic, stance and argument (variant 0: inference's)."""
     template = instruction_templates()[variant]
     return template.format(side=stance.lower(), topic=topic, argument=argument)
 

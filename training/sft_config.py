@@ -1,4 +1,4 @@
-"""The configuration of a LoRA SFT run: a YAML file over a preset, with ``key=value`` overrides.
+"""The configuration of an SFT run (full or LoRA): a YAML file over a preset, with overrides.
 
 Layers, later ones winning: the field defaults, the preset the file names (``preset:``), the file,
 then command-line overrides such as ``training.learning_rate=1e-5``. Every key and value is
@@ -21,7 +21,13 @@ import yaml
 
 from moot.core.errors import ConfigError
 
-PRESETS = ("debatune-llama2", "debatune-vicuna", "compqa-distill")
+PRESETS = (
+    "debatune-llama2",
+    "debatune-vicuna",
+    "debatune-llama2-lora",
+    "debatune-vicuna-lora",
+    "compqa-distill",
+)
 
 
 @dataclass(frozen=True)
@@ -68,7 +74,7 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class LoraSettings:
-    """The LoRA adapter (peft ``LoraConfig``).
+    """The LoRA adapter (peft ``LoraConfig``); used only with ``training.method: lora``.
 
     Args:
         r: Rank.
@@ -91,7 +97,9 @@ class TrainingSettings:
     """The optimisation (trl ``SFTConfig``).
 
     Args:
-        output_dir: Run folder: checkpoints, the adapter, the manifest.
+        output_dir: Run folder: checkpoints, the trained weights, the manifest.
+        method: ``lora`` (train a LoRA adapter, written to ``adapter/``) or ``full`` (train every
+            weight, written as a whole model to ``model/``).
         epochs: Passes over the training data.
         max_steps: Stop after this many optimizer steps (-1: run all epochs).
         learning_rate: Peak learning rate.
@@ -113,6 +121,7 @@ class TrainingSettings:
     """
 
     output_dir: str = ""
+    method: Literal["lora", "full"] = "lora"
     epochs: float = 3.0
     max_steps: int = -1
     learning_rate: float = 2e-5
@@ -133,7 +142,7 @@ class TrainingSettings:
 
 @dataclass(frozen=True)
 class SFTRunConfig:
-    """A whole LoRA SFT run. See docs/cli.md (``moot train sft``) for the YAML form.
+    """A whole SFT run. See docs/cli.md (``moot train sft``) for the YAML form.
 
     Example:
         >>> config = load_sft_config(None, ["data.train=d.jsonl", "training.output_dir=runs/x",
@@ -363,6 +372,10 @@ def _check(config: SFTRunConfig, where: str) -> None:
             raise ConfigError(f"{where}: {key} must be in [0, 1), got {value}")
     if training.max_steps == 0 or training.max_steps < -1:
         raise ConfigError(f"{where}: training.max_steps must be -1 (all epochs) or more than 0")
+    if training.method == "full" and lora.qlora is True:
+        raise ConfigError(
+            f"{where}: lora.qlora needs training.method lora (a 4-bit base is frozen)"
+        )
     if model.chat_template is not None:
         from moot.training.chat_templates import chat_family
 

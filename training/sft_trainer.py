@@ -1,8 +1,9 @@
-"""LoRA SFT with trl's ``SFTTrainer`` and peft: assistant-only loss, resumable, one process or many.
+"""SFT with trl's ``SFTTrainer``, full or LoRA (peft): assistant-only loss, resumable, distributed.
 
-A run folder holds ``checkpoints/`` (the trainer's, for resuming), ``adapter/`` (the LoRA adapter
-and the tokenizer with its chat template: what ``moot generate --model`` and ``moot train merge``
-take), ``base/`` for a base built from ``model.init``, ``manifest.json`` written last, and
+A run folder holds ``checkpoints/`` (the trainer's, for resuming), the trained weights with the
+tokenizer and its chat template (``adapter/``, the LoRA adapter, which ``moot generate --model``
+and ``moot train merge`` take; or ``model/``, a whole model, with ``training.method: full``),
+``base/`` for a base built from ``model.init``, ``manifest.json`` written last, and
 ``.moot/train.json`` claiming the folder for one configuration. Under ``accelerate launch`` every
 process runs this same code; only the main process writes outside ``checkpoints/``.
 """
@@ -37,16 +38,23 @@ class SFTResult:
         manifest: The run manifest (``manifest.json``); empty on processes other than the
             main one of a multi-process run.
         already_done: The folder held this run finished: nothing was trained.
+        method: ``lora`` or ``full`` (``training.method``).
     """
 
     output_dir: Path
     manifest: dict[str, Any]
     already_done: bool = False
+    method: str = "lora"
 
     @property
-    def adapter_dir(self) -> Path:
-        """The trained LoRA adapter, with its tokenizer."""
-        return self.output_dir / "adapter"
+    def model_dir(self) -> Path:
+        """The trained weights with their tokenizer: ``adapter/`` (LoRA) or ``model/`` (full)."""
+        return self.output_dir / _weights_folder(self.method)
+
+
+def _weights_folder(method: str) -> str:
+    """The run folder's subfolder for the trained weights of `method`."""
+    return "adapter" if method == "lora" else "model"
 
 
 def train_sft(
@@ -55,7 +63,7 @@ def train_sft(
     log: Callable[[str], None] = lambda line: None,
     progress: bool = True,
 ) -> SFTResult:
-    """Train (or resume, or find finished) the LoRA SFT run `config` describes.
+    """Train (or resume, or find finished) the SFT run `config` describes (full or LoRA).
 
     Args:
         config: The run's configuration.
@@ -78,6 +86,8 @@ def train_sft(
         logging.set_verbosity_error()
         logging.disable_progress_bar()
     out = Path(config.training.output_dir)
+    method = config.training.method
+    weights = out / _weights_folder(method)
     eval_source = _eval_source(config)
     data = {
         "train": _digest(_load(config.data.train, "train")),
@@ -88,8 +98,8 @@ def train_sft(
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         if manifest.get("identity") == identity:
-            log(f"already trained: {out / 'adapter'}")
-            return SFTResult(out, manifest, already_done=True)
+            log(f"already trained: {weights}")
+            return SFTResult(out, manifest, already_done=True, method=method)
 
     started = time.perf_counter()
     prepared = build_trainer(config, log=log, progress=progress)
@@ -103,15 +113,16 @@ def train_sft(
         metrics["eval_loss"] = trainer.evaluate()["eval_loss"]
     if trainer.is_fsdp_enabled:  # a sharded state dict would make save_model write nothing
         trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
-    trainer.save_model(str(out / "adapter"))  # every process joins; the main one writes
+    trainer.save_model(str(weights))  # every process joins; the main one writes
     if not args.should_save:
         trainer.accelerator.wait_for_everyone()  # return once the main process has the manifest
-        return SFTResult(out, {}, already_done=False)
-    trainer.processing_class.save_pretrained(out / "adapter")
+        return SFTResult(out, {}, already_done=False, method=method)
+    trainer.processing_class.save_pretrained(weights)
     state = trainer.state
     manifest = {
         "identity": identity,
         "status": "complete",
+        "method": method,
         "config": config.to_dict(),
         "base": prepared.base,
         "data": {"train": prepared.train_report, "eval": prepared.eval_report},
@@ -134,7 +145,7 @@ def train_sft(
         f"process(es): train loss {metrics['train_loss']:.4f}"
         + (f", eval loss {metrics['eval_loss']:.4f}" if "eval_loss" in metrics else "")
     )
-    return SFTResult(out, manifest)
+    return SFTResult(out, manifest, method=method)
 
 
 def exit_worker() -> None:
@@ -213,23 +224,15 @@ def build_trainer(
     if eval_rows is not None:
         eval_rows, eval_report = _fit_lengths(eval_rows, tokenizer, config, str(eval_source))
         log(_length_line("eval", eval_report, config))
-    from peft import LoraConfig
     from trl import SFTTrainer
 
-    lora = config.lora
     trainer = SFTTrainer(
         model=_model(base, config),
         args=args,
         train_dataset=train_rows,
         eval_dataset=eval_rows,
         processing_class=tokenizer,
-        peft_config=LoraConfig(
-            r=lora.r,
-            lora_alpha=lora.alpha,
-            lora_dropout=lora.dropout,
-            target_modules=lora.target_modules,
-            task_type="CAUSAL_LM",
-        ),
+        peft_config=_lora_config(config),
     )
     if not progress:
         from transformers.trainer_callback import PrinterCallback
@@ -385,13 +388,29 @@ def _model(base: str, config: SFTRunConfig) -> Any:
         options["dtype"] = getattr(torch, config.model.dtype)
     if config.model.attn_implementation:
         options["attn_implementation"] = config.model.attn_implementation
-    quantization = _quantization(config.lora.qlora)
+    quantization = _quantization(config.lora.qlora) if config.training.method == "lora" else None
     if quantization is not None:
         options["quantization_config"] = quantization
     try:
         return AutoModelForCausalLM.from_pretrained(base, **options)
     except (OSError, ValueError) as exc:
         raise ConfigError(_unloadable(base, exc)) from None
+
+
+def _lora_config(config: SFTRunConfig) -> Any:
+    """The ``LoraConfig`` of a LoRA run; None trains every weight (``method: full``)."""
+    if config.training.method == "full":
+        return None
+    from peft import LoraConfig
+
+    lora = config.lora
+    return LoraConfig(
+        r=lora.r,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        target_modules=lora.target_modules,
+        task_type="CAUSAL_LM",
+    )
 
 
 def _quantization(qlora: bool | str) -> Any:

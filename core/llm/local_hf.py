@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from moot.core.errors import ConfigError
+from moot.core.errors import ConfigError, ContextWindowExceeded
 
 WEIGHT_FILES = (
     "model.safetensors",
@@ -46,6 +46,7 @@ class LocalModel:
         import transformers
 
         self._lock = threading.Lock()
+        self.path = path
         try:
             if (Path(path) / "adapter_config.json").exists():
                 from peft import AutoPeftModelForCausalLM
@@ -74,6 +75,14 @@ class LocalModel:
             prompt = "\n".join(turns) + "\nassistant:"
         inputs = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
         budget = int(params.get("max_tokens") or 512)
+        used = int(inputs["input_ids"].shape[1])
+        if params.get("max_length"):  # transformers' max_length: the prompt's tokens count too
+            total = int(params["max_length"])
+            if used >= total:
+                raise ContextWindowExceeded(
+                    f"hf/{self.path}: the prompt's {used} tokens fill max_length {total}"
+                )
+            budget = total - used if "max_tokens" not in params else min(budget, total - used)
         options: dict[str, Any] = {"max_new_tokens": budget}
         if "temperature" in params:  # else the model's generation_config decides
             temperature = float(params["temperature"] or 0.0)
@@ -89,4 +98,4 @@ class LocalModel:
         new = output[0, inputs["input_ids"].shape[1] :]
         text = tokenizer.decode(new, skip_special_tokens=True)
         finish = "length" if len(new) >= budget else "stop"
-        return text, finish, int(inputs["input_ids"].shape[1]), int(len(new))
+        return text, finish, used, int(len(new))

@@ -151,6 +151,7 @@ class ModelClient:
         seed: int | None = None,
         response_format: dict[str, Any] | None = None,
         stop: list[str] | None = None,
+        max_length: int | None = None,
     ) -> Completion:
         """Send one chat request for `role` and return the reply.
 
@@ -159,6 +160,9 @@ class ModelClient:
             messages: OpenAI-format chat messages.
             stage: Ledger label for this step (``opening``, ``conclusion`` ...).
             max_tokens: Completion budget; clamped to what the context window leaves.
+            max_length: Instead of `max_tokens`, a budget counting the prompt's tokens too, as
+                transformers' ``generate(max_length=...)``; local (``hf/``) models only, whose
+                tokenizer counts the prompt exactly.
             seed: Sampling seed, part of the cache key.
             response_format: OpenAI ``response_format`` (JSON schema for structured output).
             stop: Stop sequences.
@@ -168,6 +172,8 @@ class ModelClient:
             ModelCallError: The call failed for good (non-retryable, or retries exhausted).
         """
         spec = role.spec
+        if max_length is not None and (max_tokens is not None or spec.transport != "hf"):
+            raise ConfigError(f"{spec.name}: max_length is for local models, without max_tokens")
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._loop, self._limits = loop, {}
@@ -186,6 +192,7 @@ class ModelClient:
         for name, value in (
             ("temperature", role.temperature),  # None: the model's own default
             ("max_tokens", max_tokens),
+            ("max_length", max_length),
             ("seed", seed),
             ("stop", stop),
         ):

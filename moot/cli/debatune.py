@@ -30,7 +30,14 @@ def register(commands: Commands) -> None:
     opt.out_option(debate)
     opt.required(debate, "topics")
     debate.add_argument("--arguments-per-stance", type=opt.positive, default=3, metavar="K")
-    debate.add_argument("--rounds", type=opt.positive, default=2, metavar="M")
+    debate.add_argument(
+        "--rounds",
+        type=opt.non_negative,
+        default=2,
+        metavar="M",
+        help="debate rounds (default 2, the paper's); 0: no debate, debater A's opening "
+        "statement is the record (the paper's 'Topic Data without Debate' ablation)",
+    )
     debate.add_argument("--turn-tokens", type=opt.positive, default=800, help="budget per turn")
     debate.add_argument("--conclusion-tokens", type=opt.positive, default=2048)
     debate.add_argument("--shard", default="0/1", metavar="I/N", help="run shard I of N (0-based)")
@@ -57,7 +64,7 @@ def register(commands: Commands) -> None:
         "generate",
         run_generate,
         "answer the DEBATunE test instructions with a model",
-        "Answer each topic's instructions (the paper's inference instruction, one per side and "
+        "Answer each topic's instructions (the reference's inference instruction, one per side and "
         "argument) and write the model-output format the judges read.",
     )
     generate.add_argument(
@@ -78,6 +85,14 @@ def register(commands: Commands) -> None:
         concurrency=8,
         unit="instructions",
     )
+    generate.add_argument(
+        "--max-length",
+        type=opt.positive,
+        metavar="N",
+        help="instead of --max-tokens: a budget that counts the prompt's tokens too, as the "
+        "reference's generate(max_length=2048); local model folders only",
+    )
+    generate.set_defaults(max_tokens=None)  # 2048 unless --max-length: the two exclude each other
 
     for name, run, text in (
         ("controllability", run_eval, "share of responses judged 100% on their side (CC_P, CC_N)"),
@@ -137,7 +152,7 @@ def run_debate(args: argparse.Namespace) -> int:
     check_run_folder(args.out, config, shard)
     client = runtime.client_for(args, role_a.spec, role_b.spec)
     # warnings only once every check passed: refused input gets its one error line alone
-    if role_a.spec == role_b.spec and role_a.temperature == role_b.temperature:
+    if args.rounds and role_a.spec == role_b.spec and role_a.temperature == role_b.temperature:
         runtime.note(
             args,
             f"warning: both debaters use {role_a.spec.name} at temperature "
@@ -203,6 +218,14 @@ def run_generate(args: argparse.Namespace) -> int:
     role = runtime.role_from(args, "generator", text, chat_template=template)
     if template and role.spec.transport != "hf":
         raise ConfigError("--template applies to local model folders only")
+    if args.max_length is not None and args.max_tokens is not None:
+        raise ConfigError("--max-length and --max-tokens exclude each other: give one")
+    if args.max_length is not None and role.spec.transport != "hf":
+        raise ConfigError(
+            "--max-length applies to local model folders only (their tokenizer counts the "
+            "prompt); use --max-tokens"
+        )
+    max_tokens = None if args.max_length is not None else args.max_tokens or 2048
     client = runtime.client_for(args, role.spec)
     result = asyncio.run(
         answer_instructions(
@@ -211,7 +234,8 @@ def run_generate(args: argparse.Namespace) -> int:
             role,
             client,
             concurrency=args.concurrency,
-            max_tokens=args.max_tokens,
+            max_tokens=max_tokens,
+            max_length=args.max_length,
             seed=args.seed,
             progress=runtime.progress_for(args, client),
         )

@@ -16,12 +16,21 @@ DEFAULT_MODEL = "local/smollm2"
 
 def positive(text: str) -> int:
     """An argparse type: an integer of at least 1."""
+    return _at_least(text, 1, "a positive integer")
+
+
+def non_negative(text: str) -> int:
+    """An argparse type: an integer of at least 0."""
+    return _at_least(text, 0, "an integer of 0 or more")
+
+
+def _at_least(text: str, low: int, what: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text}")
     return value
 
 

@@ -11,7 +11,7 @@ GROUPS = {
     "eval": "judge and score outputs (DEBATunE, PanelBench, DebateQA, BERDS, CompQA)",
     "report": "aggregate judged outputs into reports",
     "data": "build SFT datasets: CompQA distillation, mixing",
-    "train": "LoRA SFT (trl + peft), on one process or many",
+    "train": "SFT, full or LoRA (trl + peft), on one process or many",
     "models": "model utilities",
 }
 

@@ -16,10 +16,10 @@ def register(commands: Commands) -> None:
     sft = commands.add(
         "sft",
         run_sft,
-        "LoRA SFT with assistant-only loss",
-        "Fine-tune a LoRA adapter with trl's SFTTrainer: a YAML config (over a preset), then "
-        "section.key=value overrides. Resumes from the last checkpoint; a finished run is not "
-        "redone.",
+        "SFT (full or LoRA) with assistant-only loss",
+        "Fine-tune every weight or a LoRA adapter (training.method) with trl's SFTTrainer: a "
+        "YAML config (over a preset), then section.key=value overrides. Resumes from the last "
+        "checkpoint; a finished run is not redone.",
         group="train",
     )
     sft.add_argument(
@@ -121,7 +121,8 @@ def run_sft(args: argparse.Namespace) -> int:
     log = print if not args.quiet else (lambda line: None)  # the stages it reports
     result = train_sft(config, log=log, progress=not args.quiet)
     if result.manifest and not args.quiet:  # the main process
-        print(f"adapter  {result.adapter_dir}\nmanifest {result.output_dir / 'manifest.json'}")
+        kind = "adapter " if result.method == "lora" else "model   "
+        print(f"{kind} {result.model_dir}\nmanifest {result.output_dir / 'manifest.json'}")
     exit_worker()  # a launched worker ends here, with 0
     return 0
 

@@ -231,7 +231,7 @@ def test_config_file_can_supply_the_required_options(server, tmp_path):
 @pytest.mark.parametrize(
     ("line", "needle"),
     [
-        ("rounds: 0", "option 'rounds': must be a positive integer"),
+        ("rounds: -1", "option 'rounds': must be an integer of 0 or more"),
         ("rounds: two", "option 'rounds'"),
         ("no_cache: maybe", "option 'no_cache': expected true or false"),
     ],
@@ -403,3 +403,36 @@ def test_merge_of_a_corrupt_shard_is_one_error_line_and_writes_nothing(server, t
     error = capsys.readouterr().err
     assert code == 2 and error.startswith(f"moot: error: {log}, line 1: invalid JSON")
     assert error.count("\n") == 1 and not (tmp_path / "m").exists()
+
+
+def test_rounds_0_writes_the_statement_without_a_debate(server, tmp_path):
+    # the paper's "Topic Data without Debate" ablation (Section 5.2, Table 2)
+    server.add_rule(Rule(pattern="proposed by you", reply="Statement {n}."))
+    topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
+    out = tmp_path / "out"
+    result = run_moot(*debate_args(server, topics, out, "--rounds", 0))
+    assert result.returncode == 0, result.stderr
+    assert "warning: both debaters" not in result.stderr  # debater B never speaks
+    debates = read_jsonl(out / "debates.jsonl")
+    assert len(debates) == 4 and all(d["rounds"] == 0 for d in debates)
+    assert all(d["status"] == "ok" and d["transcript"] == [] for d in debates)
+    assert sorted(d["conclusion"] for d in debates) == [f"Statement {n}." for n in range(4)]
+    bodies = [r.body for r in server.requests if r.path.endswith("/chat/completions")]
+    statements = bodies[2:]  # after the two argument lists: one call per record, no conclusion
+    assert len(statements) == 4
+    for debate in debates:
+        (system, user), *_ = (
+            b["messages"] for b in statements if debate["argument"] in b["messages"][1]["content"]
+        )
+        assert system["content"] == (
+            f'You are attending a debate on the topic of "{TOPICS[0]}". You are '
+            f"{debate['stance']} to this topic and your opponent is "
+            f"{'Negative' if debate['stance'] == 'Affirmative' else 'Affirmative'} to this topic."
+        )
+        opening = "You are currently debating for one specific argument proposed by you"
+        assert user["content"].startswith(f'{opening}: "{debate["argument"]}".')
+        assert "Opponent:" not in user["content"] and user["content"].endswith("AI:")
+    dataset = read_jsonl(out / "dataset.jsonl")
+    assert [r["completion"] for r in dataset] == [d["conclusion"] for d in debates]
+    again = run_moot(*debate_args(server, topics, tmp_path / "neg", "--rounds", -1))
+    assert again.returncode == 2 and "must be an integer of 0 or more" in again.stderr

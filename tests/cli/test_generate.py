@@ -182,3 +182,34 @@ def test_template_is_only_for_local_models(tmp_path, scripted):
         tmp_path / "r.json",
     )
     assert result.returncode == 2 and "--template applies to local model folders" in result.stderr
+
+
+def test_max_length_counts_the_prompt_as_the_references_generate(tmp_path, scripted):
+    from moot.core.errors import ContextWindowExceeded
+    from moot.core.llm.local_hf import LocalModel
+    from moot.prompts import template_source
+
+    model = tiny_model(tmp_path / "tiny")
+    local = LocalModel(str(model), template_source("chat_templates/vicuna.j2"))
+    topics = dataset(tmp_path)
+    first = debate_test_instructions(load_topics(topics), str(topics))[0]["instruction"]
+    messages = [{"role": "user", "content": first}]
+    prompt = local.generate(messages, {"max_tokens": 1})[2]
+    total = prompt + 3  # generate(max_length=total) in the reference: 3 new tokens at most
+    by_length = local.generate(messages, {"max_length": total})
+    assert by_length == local.generate(messages, {"max_tokens": 3})
+    assert by_length[2] == prompt and by_length[3] <= 3
+    with pytest.raises(ContextWindowExceeded, match=f"fill max_length {prompt}"):
+        local.generate(messages, {"max_length": prompt})
+    out = tmp_path / "responses.json"
+    args = ["generate", "--dataset", topics, "--template", "vicuna", "--out", out]
+    result = run_moot(*args, "--model", model, "--max-length", total)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(out.read_text())[0]["raw_output"] == by_length[0]
+    both = run_moot(*args, "--model", model, "--max-length", total, "--max-tokens", 3)
+    assert (
+        both.returncode == 2 and "--max-length and --max-tokens exclude each other" in both.stderr
+    )
+    api = ["--model", "openai/m", "--api-base", scripted.url, "--max-length", total]
+    served = run_moot("generate", "--dataset", topics, "--out", tmp_path / "s.json", *api)
+    assert served.returncode == 2 and "--max-length applies to local model" in served.stderr

@@ -19,7 +19,9 @@ def test_presets_carry_the_papers_recipes_and_the_file_and_overrides_win(tmp_pat
     assert config.training.epochs == 1.0 and config.training.effective_batch_size == 128
     llama = load_sft_config(None, ["preset=debatune-llama2", *REQUIRED])
     assert (llama.training.learning_rate, llama.data.max_length) == (2e-5, 2048)
-    assert llama.training.warmup_ratio == 0.03 and llama.model.chat_template == "llama-2"
+    assert llama.training.warmup_ratio == 0.03
+    assert llama.model.chat_template == "vicuna"  # the released DEBATunE outputs' format
+    assert llama.training.method == config.training.method == "full"  # DEBATunE, Appendix B
     compqa = load_sft_config(None, ["preset=compqa-distill", *REQUIRED]).training
     assert (compqa.learning_rate, compqa.effective_batch_size, compqa.weight_decay) == (
         1e-6,
@@ -27,6 +29,29 @@ def test_presets_carry_the_papers_recipes_and_the_file_and_overrides_win(tmp_pat
         0.01,
     )
     assert compqa.lr_scheduler == "cosine" and compqa.epochs == 3
+
+
+@pytest.mark.parametrize(
+    ("preset", "rate"), [("debatune-llama2-lora", 2e-4), ("debatune-vicuna-lora", 1e-4)]
+)
+def test_lora_presets_keep_the_papers_schedule_with_lora_rates(preset, rate):
+    lora = load_sft_config(None, [f"preset={preset}", *REQUIRED])
+    paper = load_sft_config(None, [f"preset={preset.removesuffix('-lora')}", *REQUIRED])
+    assert lora.training.method == "lora" and lora.training.learning_rate == rate
+    assert lora.training.learning_rate == 10 * paper.training.learning_rate
+    same = ("epochs", "effective_batch_size", "warmup_ratio", "lr_scheduler", "weight_decay")
+    assert [getattr(lora.training, k) for k in same] == [getattr(paper.training, k) for k in same]
+    assert lora.data == paper.data and lora.model == paper.model
+
+
+def test_the_method_defaults_to_lora_and_is_checked():
+    assert load_sft_config(None, REQUIRED).training.method == "lora"
+    full = load_sft_config(None, [*REQUIRED, "training.method=full"])
+    assert full.training.method == "full"
+    with pytest.raises(ConfigError, match="training.method: expected 'lora' or 'full'"):
+        load_sft_config(None, [*REQUIRED, "training.method=qlora"])
+    with pytest.raises(ConfigError, match="lora.qlora needs training.method lora"):
+        load_sft_config(None, [*REQUIRED, "training.method=full", "lora.qlora=true"])
 
 
 def test_effective_batch_becomes_gradient_accumulation_per_process_count():

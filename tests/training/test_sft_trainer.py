@@ -1,4 +1,4 @@
-"""LoRA SFT on a tiny random-weight Llama built from a config: masks, training, manifest, errors."""
+"""SFT (LoRA and full) on a tiny random-weight Llama built from a config: masks, runs, errors."""
 
 from __future__ import annotations
 
@@ -67,8 +67,8 @@ def test_training_lowers_the_loss_writes_a_manifest_and_a_rerun_trains_nothing(t
     assert manifest["tokens_seen"] == train["tokens"] * 10  # ten epochs
     assert set(manifest["versions"]) >= {"torch", "transformers", "trl", "peft", "accelerate"}
     assert manifest["config"]["training"]["learning_rate"] == 0.02
-    assert (result.adapter_dir / "adapter_config.json").is_file()
-    assert (result.adapter_dir / "chat_template.jinja").is_file()
+    assert (result.model_dir / "adapter_config.json").is_file()
+    assert (result.model_dir / "chat_template.jinja").is_file()
     assert lines[0] == "train: 12 samples, 1629 tokens"
     again = train_sft(config, progress=False)
     assert again.already_done and again.manifest == manifest
@@ -77,6 +77,26 @@ def test_training_lowers_the_loss_writes_a_manifest_and_a_rerun_trains_nothing(t
     data.write_text("\n".join(data.read_text().splitlines()[:-1]) + "\n")  # one record less
     with pytest.raises(ConfigError, match="another configuration or other data"):
         train_sft(config, progress=False)
+
+
+def test_full_fine_tuning_trains_every_weight_into_a_whole_model(tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    overrides = ("training.method=full", "training.max_steps=8", "training.logging_steps=1")
+    result = train_sft(tiny(tmp_path, *overrides, "training.learning_rate=1e-2"), progress=False)
+    manifest = result.manifest
+    assert manifest["method"] == "full" and manifest["steps"] == 8
+    counts = manifest["trainable_parameters"]
+    assert counts["trainable"] == counts["total"] > 0  # LoRA trains a small share
+    losses = [entry["loss"] for entry in manifest["log_history"] if "loss" in entry]
+    assert losses[-1] < losses[0] - 1  # 7.5 -> 4.1 measured
+    assert result.model_dir == tmp_path / "run" / "model"
+    assert (result.model_dir / "model.safetensors").is_file()
+    assert (result.model_dir / "chat_template.jinja").is_file()
+    assert not (result.model_dir / "adapter_config.json").exists()
+    trained = AutoModelForCausalLM.from_pretrained(result.model_dir)
+    base = AutoModelForCausalLM.from_pretrained(tmp_path / "run" / "base")
+    assert not trained.lm_head.weight.equal(base.lm_head.weight)  # frozen under LoRA
 
 
 def test_samples_over_max_length_are_counted_then_truncated_or_dropped(tmp_path):

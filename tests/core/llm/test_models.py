@@ -563,3 +563,12 @@ def test_structured_failure_is_explicit(server: ScriptedServer) -> None:
     assert len(chat_requests(server)) == 2
     repair_prompt = chat_requests(server)[1].body["messages"][-1]["content"]  # type: ignore[index]
     assert "score" in repair_prompt  # the first parse error is shown to the model
+
+
+def test_max_length_is_refused_for_a_server_model_before_any_request(server):
+    role = Role("generator", parse_spec("openai/m", api_base=server.url), 0.0)
+    client = ModelClient()
+    messages = [{"role": "user", "content": "hi"}]
+    with pytest.raises(ConfigError, match="max_length is for local models"):
+        asyncio.run(client.complete(role, messages, stage="generate", max_length=64))
+    assert not server.requests
