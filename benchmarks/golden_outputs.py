@@ -250,7 +250,7 @@ COMPARE = [
         "List arguments for a comparison",
         j({"object1": ["A is cheaper than B."], "object2": ["B lasts longer than A."]}),
     ),
-    Rule("Best Option", COMPQA_ANSWER),
+    Rule("(?i)best option", COMPQA_ANSWER),
 ]
 RUBRIC = [
     Rule(r"could not be used|not a valid", "Still fine to me."),

@@ -22,7 +22,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -73,7 +73,8 @@ class CompareContext:
 
     Args:
         client: The model layer.
-        role: The answering model (it also extracts objects and generates arguments).
+        role: The answering model (it also extracts objects and generates arguments, at
+            `helper_role`'s temperature).
         scenario: CompQA prompting scenario, 1-4.
         arguments: Argument lists from a file (scenarios 2 and 4).
         generate_arguments: Ask the model for the arguments instead (scenarios 2 and 4).
@@ -101,6 +102,18 @@ class CompareContext:
                 "scenarios 2 and 4 need exactly one of arguments and generate_arguments; "
                 "scenarios 1 and 3 take neither"
             )
+
+    @property
+    def helper_role(self) -> Role:
+        """`role` for moot's own steps: extracting objects and generating arguments.
+
+        When the answers use the model's own default temperature (the paper's "standard
+        configuration", Section 3), these steps still run at 0: the paper's inputs to them are
+        fixed (its questions, CAM's arguments).
+        """
+        return (
+            self.role if self.role.temperature is not None else replace(self.role, temperature=0.0)
+        )
 
 
 def build_compare_graph() -> Any:
@@ -136,7 +149,7 @@ async def _extract(state: CompareState, runtime: Runtime[CompareContext]) -> Com
     ctx = runtime.context
     result = await extract_objects(
         ctx.client,
-        ctx.role,
+        ctx.helper_role,
         state["text"] or "",
         seed=call_seed(ctx.seed, state["id"], 0),
         constrained=ctx.constrained,
@@ -161,7 +174,7 @@ async def _arguments(state: CompareState, runtime: Runtime[CompareContext]) -> C
         return {"arguments": found.to_json()} if found else {"no_arguments": True}
     result = await generate_arguments(
         ctx.client,
-        ctx.role,
+        ctx.helper_role,
         state["object1"],
         state["object2"],
         state.get("aspect"),

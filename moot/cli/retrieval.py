@@ -59,9 +59,8 @@ def register(commands: Commands) -> None:
     retrieve.add_argument(
         "--mmr-norm",
         choices=("dataset", "question"),
-        default="dataset",
-        help="MMR divides scores by the maximum over all questions (dataset: BERDS App. B.6) "
-        "or per question (question: the released reranking.py)",
+        help="MMR divides scores by the maximum over all questions (dataset, the default: BERDS "
+        "App. B.6) or per question (question: the released reranking.py)",
     )
     retrieve.add_argument(
         "--query-expansion", action="store_true", help="BERDS LLM query expansion"
@@ -101,8 +100,9 @@ def run_retrieve(args: argparse.Namespace) -> int:
         raise ConfigError(f"-k must be a positive integer, got {args.k}")
     if args.mmr is not None and not 0 <= args.mmr <= 1:  # also rejects nan
         raise ConfigError(f"--mmr must be between 0 and 1, got {args.mmr:g}")
-    if args.mmr_embedder and args.mmr is None:
-        raise ConfigError("--mmr-embedder applies to --mmr")
+    for flag, given in (("--mmr-embedder", args.mmr_embedder), ("--mmr-norm", args.mmr_norm)):
+        if given and args.mmr is None:
+            raise ConfigError(f"{flag} applies to --mmr")
     inputs = [args.questions, args.index] if args.index else [args.questions]
     check_out_file(args.out, inputs)  # before query expansion pays for calls
     questions = runtime.limited(load_questions(args.questions), args)
@@ -119,7 +119,7 @@ def run_retrieve(args: argparse.Namespace) -> int:
             args.out,
             k=args.k,
             query_expansion=expansion,
-            mmr_norm=args.mmr_norm,
+            mmr_norm=args.mmr_norm or "dataset",
             concurrency=args.concurrency,
             progress=runtime.progress_for(args, client),
         )

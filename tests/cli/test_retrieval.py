@@ -120,6 +120,7 @@ def test_query_expansion_merges_round_robin_and_records_failures(index, tmp_path
         (["--mmr", "1.5"], "--mmr must be between 0 and 1"),
         (["--mmr", "nan"], "--mmr must be between 0 and 1"),
         (["--mmr-embedder", "cls:x"], "--mmr-embedder applies to --mmr"),
+        (["--mmr-norm", "question"], "--mmr-norm applies to --mmr"),
         (["--mmr", "0.9", "--mmr-embedder", "cls:nowhere"], "cannot load the encoder 'nowhere'"),
         (["--retriever", "dense"], "has no dense vectors; rebuild it with moot index --dense"),
         (["--index", "MISSING"], "no index here"),

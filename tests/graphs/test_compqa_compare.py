@@ -99,6 +99,24 @@ def test_scenario_4_extracts_generates_answers_and_resumes_without_calls(tmp_pat
         assert again.summary["ledger"]["total"]["calls"] == 0  # this run's
 
 
+def test_the_models_own_temperature_is_for_answers_and_moots_own_steps_run_at_0(tmp_path):
+    with ScriptedServer(rules=RULES) as server:
+        spec = parse_spec("openai/scripted", api_base=server.url)
+        ctx = CompareContext(
+            ModelClient(retry=RetryPolicy(attempts=1)),
+            Role("comparer", spec, temperature=None),  # moot compare's default (Section 3)
+            4,
+            generate_arguments=True,
+        )
+        items = load_compqa_questions(questions_file(tmp_path))
+        asyncio.run(compare_questions(items, tmp_path / "out", ctx, concurrency=4))
+        sent = {
+            (r.body["messages"][-1]["content"].split()[0], r.body.get("temperature"))
+            for r in server.requests
+        }
+    assert sent == {("Read", 0.0), ("List", 0.0), ("You", None)}  # scenario 4: "You are an analyst"
+
+
 def test_file_arguments_and_questions_without_them(tmp_path):
     arguments = tmp_path / "arguments.json"
     record = {
