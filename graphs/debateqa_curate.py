@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
-import numpy as np
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
@@ -33,6 +32,7 @@ from moot.core.data.questions import Question
 from moot.core.data.records import write_json, write_jsonl
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
+from moot.core.retrieval.embeddings import unit_rows
 from moot.core.runs import Progress, RunOutput, run_claimed
 from moot.graphs.debateqa_answer import retriever_identity, search
 from moot.graphs.debatune_debate import call_seed
@@ -192,10 +192,11 @@ async def _dedup(state: CurateState, runtime: Runtime[CurateContext]) -> CurateS
     ctx = runtime.context
     explained = sorted(state["explained"], key=lambda e: e["index"])
     vectors = await asyncio.to_thread(ctx.embedder.encode, [e["pov"] for e in explained])
+    vectors = unit_rows(vectors)  # cosine: `<family>:` embedders' vectors are raw
     kept: list[int] = []
     partials = []
     for i, item in enumerate(explained):
-        similar = [(float(np.dot(vectors[i], vectors[j])), j) for j in kept]
+        similar = [(float(vectors[i] @ vectors[j]), j) for j in kept]
         best = max(similar, default=(0.0, -1))
         entry = {k: v for k, v in item.items() if k != "index"}
         if best[0] > ctx.threshold:

@@ -135,7 +135,7 @@ def load_partial_answers(path: Path) -> list[PartialAnswers]:
 
     Raises:
         InputError: A record without id, question or partial answers, or a partial answer
-            without a POV.
+            without exactly one POV key and one explanation key.
     """
     items: list[PartialAnswers] = []
     for where, item in read_records(path):
@@ -149,15 +149,24 @@ def load_partial_answers(path: Path) -> list[PartialAnswers]:
             at = f"{where}, partial answer {index}"
             if not isinstance(partial, dict):
                 raise InputError(path, "expected an object with 'point_of_view' (or 'POV')", at)
-            pov = next((partial[k] for k in POV_KEYS if k in partial), None)
+            pov = _one_of(path, at, partial, POV_KEYS)
             if not isinstance(pov, str) or not pov.strip():
                 raise InputError(path, "partial answer without a point_of_view (or POV)", at)
-            explanation = next((partial[k] for k in EXPLANATION_KEYS if k in partial), "")
+            explanation = _one_of(path, at, partial, EXPLANATION_KEYS)
             if not isinstance(explanation, str):
                 raise InputError(path, "its explanation must be a string", at)
             parsed.append(PartialAnswer(pov.strip(), explanation.strip()))
         items.append(PartialAnswers(str(record["id"]), question, tuple(parsed)))
     return _unique(path, items)
+
+
+def _one_of(path: Path, where: str, record: dict, keys: tuple[str, ...]) -> Any:
+    """The value of the one key of `keys` that `record` has (two would be ambiguous)."""
+    found = [key for key in keys if key in record]
+    if len(found) != 1:
+        names = " and ".join(repr(k) for k in found) if found else "none"
+        raise InputError(path, f"needs exactly one of {', '.join(keys)}; has {names}", where)
+    return record[found[0]]
 
 
 def _text(path: Path, where: str, record: dict, field: str, also: str | None = None) -> str:

@@ -133,6 +133,38 @@ def claim_folder(out_dir: Path, name: str, claim: dict[str, Any], holds: str) ->
         raise ConfigError(f"{out_dir} holds {holds}; use a new --out")
 
 
+def common_claim(folders: Sequence[Path], name: str, made_by: str) -> dict[str, Any]:
+    """The settings all `folders` were claimed for by `claim_folder`, which must agree.
+
+    Args:
+        folders: Output folders of one command.
+        name: The claim file's stem (``eval``, ``pd``).
+        made_by: The command that claims them, for the error (``moot eval pd``).
+
+    Raises:
+        ConfigError: A folder without the claim (`made_by` did not make it), or two folders
+            whose claims differ (naming both and the first setting that differs).
+    """
+    claims = []
+    for folder in folders:
+        path = Path(folder) / ".moot" / f"{name}.json"
+        try:
+            claim = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            claim = None
+        if not isinstance(claim, dict):
+            raise ConfigError(f"{folder}: no readable {path.name} claim: not a {made_by} folder")
+        claims.append(claim)
+    for folder, claim in zip(folders[1:], claims[1:], strict=True):
+        for key in dict.fromkeys([*claims[0], *claim]):
+            if claims[0].get(key) != claim.get(key):
+                raise ConfigError(
+                    f"{folders[0]} and {folder} differ in {key} ({claims[0].get(key)!r} vs "
+                    f"{claim.get(key)!r}): their scores are not comparable"
+                )
+    return claims[0]
+
+
 def check_out_dir(
     out: Path,
     kind: str,

@@ -19,11 +19,14 @@ set is already filtered, a ``moot curate`` output is not).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from moot.core.data.questions import PartialAnswers
+from moot.core.data.records import read_records
+from moot.core.errors import InputError
 
 #: Figure 3's weights.
 FIGURE_3_K = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -76,6 +79,74 @@ def model_scores(
     if not pds or not das:
         raise ValueError(f"{name}: no {'P.D.' if not pds else 'D.A.'} score among the kept answers")
     return ModelScores(name, math.fsum(pds) / len(pds), len(pds), sum(das) / len(das), len(das))
+
+
+def read_scores(path: Path) -> list[dict[str, Any]]:
+    """A ``moot eval pd`` ``scores.jsonl``, the last record per id, each checked.
+
+    Raises:
+        InputError: A record without an id or status, or an ``ok`` one whose ``pd`` is not a
+            finite number >= 1 (a perplexity), naming the file and line.
+    """
+    return _read_log(path, _pd_problem)
+
+
+def read_judgments(path: Path) -> list[dict[str, Any]]:
+    """A ``moot eval da`` ``judgments.jsonl``, the last record per id, each checked.
+
+    Raises:
+        InputError: A record without an id, ``answer_id`` or status, or an ``ok`` one without a
+            judgment, or whose read judgment's label is not 0 or 1, naming the file and line.
+    """
+    return _read_log(path, _da_problem)
+
+
+def _read_log(
+    path: Path, problem_of: Callable[[dict[str, Any]], str | None]
+) -> list[dict[str, Any]]:
+    records: dict[str, dict[str, Any]] = {}
+    for place, record in read_records(path):
+        if not isinstance(record, dict):
+            raise InputError(path, "not a JSON object", place)
+        problem = _id_problem(record, "id") or _status_problem(record) or problem_of(record)
+        if problem:
+            raise InputError(path, problem, place)
+        records[str(record["id"])] = record
+    return list(records.values())
+
+
+def _id_problem(record: Mapping[str, Any], key: str) -> str | None:
+    value = record.get(key)
+    if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+        return f"no {key!r} (a string or an integer)"
+    return None
+
+
+def _status_problem(record: Mapping[str, Any]) -> str | None:
+    return None if isinstance(record.get("status"), str) else "no 'status' string"
+
+
+def _pd_problem(record: Mapping[str, Any]) -> str | None:
+    if record["status"] != "ok":
+        return None
+    pd = record.get("pd")
+    if isinstance(pd, bool) or not isinstance(pd, int | float) or not math.isfinite(pd) or pd < 1:
+        return f"'pd' must be a finite number >= 1 (a perplexity), got {pd!r}"
+    return None
+
+
+def _da_problem(record: Mapping[str, Any]) -> str | None:
+    if problem := _id_problem(record, "answer_id"):
+        return problem
+    if record["status"] != "ok":
+        return None
+    judgment = record.get("judgment")
+    if not isinstance(judgment, dict) or not isinstance(judgment.get("ok"), bool):
+        return "an ok record needs a 'judgment' object with an 'ok' true/false"
+    label = judgment.get("label")
+    if judgment["ok"] and (type(label) is not int or label not in (0, 1)):
+        return f"a read judgment's 'label' must be 0 or 1, got {label!r}"
+    return None
 
 
 def z_norm(values: Sequence[float]) -> list[float]:

@@ -85,6 +85,17 @@ class Embedder:
         return np.asarray(np.concatenate(parts), dtype=np.float32)
 
 
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """`vectors`' rows scaled to length 1 (zero rows left as they are), as float64.
+
+    The ``<family>:`` encoders return raw vectors: their dot products are cosine similarities
+    only after this.
+    """
+    rows = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.where(norms > 0, norms, 1.0)
+
+
 class _SentenceTransformer:
     def __init__(self, name: str) -> None:
         self._model = _load_sentence_transformer(name)

@@ -37,6 +37,7 @@ from moot.core.data.corpus import (
 )
 from moot.core.data.records import atomic_replace_dir, check_out_dir, write_json, write_jsonl
 from moot.core.errors import ConfigError, InputError
+from moot.core.retrieval.embeddings import unit_rows
 
 FORMAT_VERSION = 1
 RRF_K = 60
@@ -324,9 +325,7 @@ def mmr(
     scores = np.array([hit.score for hit in hits], dtype=np.float64)
     top = float(scores.max()) if max_score is None else max_score
     relevance = scores / top if top > 0 else scores
-    vecs = np.asarray(chunk_vecs, dtype=np.float64)
-    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-    vecs = vecs / np.where(norms > 0, norms, 1.0)
+    vecs = unit_rows(chunk_vecs)
     sims = vecs @ vecs.T
     chosen: list[int] = []
     values: list[float] = []

@@ -406,9 +406,15 @@ def run_da(args: argparse.Namespace) -> int:
 def run_report(args: argparse.Namespace) -> int:
     """`moot report debateqa`."""
     from moot.core.data.questions import load_partial_answers
-    from moot.core.data.records import ResultLog, atomic_write, write_json
+    from moot.core.data.records import atomic_write, common_claim, write_json
     from moot.core.errors import ConfigError
-    from moot.core.metrics.debateqa_combined import combined, keep_ids, model_scores
+    from moot.core.metrics.debateqa_combined import (
+        combined,
+        keep_ids,
+        model_scores,
+        read_judgments,
+        read_scores,
+    )
     from moot.core.tables import render_table, show
 
     if len(args.pd) != len(args.da):
@@ -418,6 +424,15 @@ def run_report(args: argparse.Namespace) -> int:
         raise ConfigError(f"--names needs {len(args.pd)} different names, one per --pd folder")
     if (args.min_povs is None) != (args.partial_answers is None):
         raise ConfigError("--min-povs and --partial-answers go together")
+    # only scores made with one scorer/variant/window, and one judge/prompt/seed, are comparable
+    settings = {
+        "pd": common_claim(args.pd, "pd", "moot eval pd"),
+        "da": common_claim(args.da, "eval", "moot eval da"),
+    }
+    for flag, kind in (("pd", "perspective_diversity"), ("da", "da")):
+        if settings[flag].get("evaluation") != kind:
+            found = settings[flag].get("evaluation")
+            raise ConfigError(f"{getattr(args, flag)[0]} holds a {found} run, not moot eval {flag}")
     keep = None
     if args.min_povs:
         keep = keep_ids(load_partial_answers(args.partial_answers), args.min_povs)
@@ -430,7 +445,7 @@ def run_report(args: argparse.Namespace) -> int:
         logs.append(pair)
     try:
         models = [
-            model_scores(name, ResultLog(pd).load().values(), ResultLog(da).load().values(), keep)
+            model_scores(name, read_scores(pd), read_judgments(da), keep)
             for name, (pd, da) in zip(names, logs, strict=True)
         ]
         scores = {k: combined(models, k) for k in args.k}
@@ -444,7 +459,8 @@ def run_report(args: argparse.Namespace) -> int:
             rank = 1 + sum(1 for v in values if v > values[index])
             row["mu_w"][f"{k:g}"] = {"score": values[index], "rank": rank}
         rows.append(row)
-    report = {"report": "debateqa", "k": list(args.k), "min_povs": args.min_povs, "models": rows}
+    report = {"report": "debateqa", "k": list(args.k), "min_povs": args.min_povs}
+    report |= {"pd_settings": settings["pd"], "da_settings": settings["da"], "models": rows}
     write_json(args.out / "report.json", report)
     header = ("model", "P.D.", "n", "D.A.", "n", *(f"mu_w k={k:g} (rank)" for k in args.k))
     table = [header] + [

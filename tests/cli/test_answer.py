@@ -9,10 +9,12 @@ import time
 
 import pytest
 
+from moot.core.retrieval.embeddings import Embedder, unit_rows
 from moot.core.retrieval.index import build_index
 from moot.core.testing.scripted_server import Rule, ScriptedServer
 from tests.cli.helpers import popen_moot, read_jsonl, run_moot
 from tests.conftest import shared_data
+from tests.tiny import tiny_bert
 
 FINAL = "It is debated. Some argue it reduces poverty; others say it costs too much."
 REACT_RULES = [
@@ -243,6 +245,37 @@ def test_curate_extracts_explains_and_drops_near_duplicate_povs(corpus, tmp_path
     assert duplicate["duplicate_of"] == "Universal basic income reduces poverty."
     assert duplicate["similarity"] > 0.75
     assert (out / "index" / "index.json").is_file()  # the corpus was indexed once, inside OUT
+
+
+def test_curate_compares_raw_encoder_vectors_by_cosine(corpus, tmp_path):
+    """`cls:` vectors are not unit length: a bare dot product (norm 4 each) made every POV after
+    the first a duplicate."""
+    encoder = tiny_bert(tmp_path / "bert", init=1.0)
+    first, other = "voting should be compulsory", "compulsory voting raises turnout"
+    vectors = Embedder(f"cls:{encoder}").encode([first, other])
+    assert float(vectors[0] @ vectors[1]) > 0.75  # the bug's "similarity"
+    cosine = float(unit_rows(vectors)[0] @ unit_rows(vectors)[1])
+    assert cosine < 0.75
+    # no full stops: "." is [UNK], on which the tiny encoder's [CLS] vector mostly depends
+    povs = "".join(
+        f"Point-of-View {i}: {p} [Document 1]\n" for i, p in enumerate([first, first, other], 1)
+    )
+    rules = [
+        Rule(pattern="Task: Generate Points-of-View", reply=povs),
+        Rule(pattern="Task: Provide an Answer to a Question that Reflects", reply="Because."),
+    ]
+    out = tmp_path / "curated"
+    with ScriptedServer(rules=rules) as server:
+        result = run_moot(
+            "curate", "--questions", corpus["questions"], "--docs", corpus["index"],
+            "--out", out, "--model", "openai/scripted", "--api-base", server.url,
+            "--embedder", f"cls:{encoder}",
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    record = read_jsonl(out / "curation.jsonl")[0]
+    assert [p.get("similarity") for p in record["partial_answers"]] == [None, 1.0, None]
+    kept = read_jsonl(out / "partial_answers.jsonl")[0]["partial_answers"]
+    assert [p["point_of_view"] for p in kept] == [first, other]
 
 
 def test_curate_records_an_unreadable_pov_list_and_exits_1(corpus, tmp_path):

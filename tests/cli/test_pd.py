@@ -17,7 +17,7 @@ from tests.tiny_gpt2 import tiny_gpt2
 POVS = [
     {"POV": "Yes, it is possible.", "Explanation": "Some traditions see the self as divine."},
     {"POV": "No.", "Explanation": "Most religions call self-worship idolatry."},
-    {"POV": "It depends on the definition of worship."},
+    {"POV": "It depends on the definition of worship.", "Explanation": ""},  # explicitly none
 ]
 
 

@@ -5,14 +5,23 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
+
+from moot.core.data.records import claim_folder
 from tests.cli.helpers import run_moot
 
+# the claims `moot eval pd` and `moot eval da` write (run_pd; evaluate_dispute_awareness)
+PD_CLAIM = {"evaluation": "perspective_diversity", "scorer": "hub/gpt2", "variant": "mean"}
+PD_CLAIM["max_length"] = None
+DA_CLAIM = {"evaluation": "da", "judge": "openai/judge", "temperature": 0.0, "seed": 0}
+DA_CLAIM["prompts"] = "0123abcd"
 
-def _runs(tmp_path, name, pds, labels):
+
+def _runs(tmp_path, name, pds, labels, pd_claim=PD_CLAIM, da_claim=DA_CLAIM):
     pd_dir, da_dir = tmp_path / f"{name}-pd", tmp_path / f"{name}-da"
-    pd_dir.mkdir()
-    da_dir.mkdir()
-    ids = ["q1", "q2", "q3"]
+    claim_folder(pd_dir, "pd", pd_claim, "P.D. scores")
+    claim_folder(da_dir, "eval", da_claim, "judgments")
+    ids = [f"q{n}" for n in range(1, len(pds) + 1)]
     pd = [{"id": i, "status": "ok", "pd": v} for i, v in zip(ids, pds, strict=True)]
     da = [
         {"id": f"j{i}", "answer_id": i, "status": "ok", "judgment": {"ok": True, "label": v}}
@@ -46,6 +55,7 @@ def test_report_combines_three_models_with_the_filter(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     report = json.loads((out / "report.json").read_text())
+    assert report["pd_settings"] == PD_CLAIM and report["da_settings"] == DA_CLAIM
     rows = {r["model"]: r for r in report["models"]}
     assert [rows[m]["pd"] for m in "ABC"] == [2.0, 4.0, 4.0]
     assert [rows[m]["da"] for m in "ABC"] == [1.0, 1.0, 0.0]
@@ -77,3 +87,89 @@ def test_report_refuses_unpaired_folders_with_one_line(tmp_path):
     )
     assert result.returncode == 2
     assert result.stderr.strip() == "moot: error: 2 --pd folders but 1 --da folders"
+
+
+def _report(tmp_path, runs):
+    return run_moot(
+        "report", "debateqa", "--pd", *(r[0] for r in runs), "--da", *(r[1] for r in runs),
+        "--out", tmp_path / "report",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("log", "record", "problem"),
+    [
+        ("pd", {"id": "q2", "status": "ok", "pd": "x"}, "'pd' must be a finite number >= 1 ("),
+        ("pd", {"id": "q2", "status": "ok"}, "'pd' must be a finite number >= 1 (a perplexity), "),
+        ("pd", {"id": "q2", "status": "ok", "pd": 0.5}, "'pd' must be a finite number >= 1 ("),
+        ("pd", {"status": "ok", "pd": 2.0}, "no 'id' (a string or an integer)"),
+        (
+            "da",
+            {"id": "j2", "answer_id": "q2", "status": "ok"},
+            "an ok record needs a 'judgment' object with an 'ok' true/false",
+        ),
+        (
+            "da",
+            {"answer_id": "q2", "status": "ok", "judgment": {"ok": True, "label": 1}},
+            "no 'id' (a string or an integer)",
+        ),
+        (
+            "da",
+            {"id": "j2", "status": "ok", "judgment": {"ok": True, "label": 1}},
+            "no 'answer_id' (a string or an integer)",
+        ),
+        (
+            "da",
+            {"id": "j2", "answer_id": "q2", "status": "ok", "judgment": {"ok": True, "label": 2}},
+            "a read judgment's 'label' must be 0 or 1, got 2",
+        ),
+    ],
+)
+def test_a_malformed_record_is_one_line_naming_file_and_line(tmp_path, log, record, problem):
+    runs = [_runs(tmp_path, "a", [2.0], [1]), _runs(tmp_path, "b", [3.0], [0])]
+    path = runs[1][0] / "scores.jsonl" if log == "pd" else runs[1][1] / "judgments.jsonl"
+    path.write_text(path.read_text() + json.dumps(record) + "\n")
+    result = _report(tmp_path, runs)
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith(f"moot: error: {path}, line 2: {problem}")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("which", "key", "value"),
+    [
+        ("pd", "scorer", "hub/Qwen/Qwen2-0.5B"),
+        ("pd", "variant", "sum"),
+        ("pd", "max_length", 512),
+        ("da", "judge", "openai/other"),
+        ("da", "prompts", "ffff0000"),
+        ("da", "seed", 1),
+    ],
+)
+def test_folders_made_with_other_settings_are_refused(tmp_path, which, key, value):
+    claims = {"pd_claim": PD_CLAIM, "da_claim": DA_CLAIM}
+    claims[f"{which}_claim"] = {**claims[f"{which}_claim"], key: value}
+    runs = [_runs(tmp_path, "a", [2.0], [1]), _runs(tmp_path, "b", [3.0], [0], **claims)]
+    result = _report(tmp_path, runs)
+    assert result.returncode == 2
+    first, second = runs[0][0 if which == "pd" else 1], runs[1][0 if which == "pd" else 1]
+    expected = DA_CLAIM[key] if which == "da" else PD_CLAIM[key]
+    assert result.stderr.strip() == (
+        f"moot: error: {first} and {second} differ in {key} ({expected!r} vs {value!r}): "
+        "their scores are not comparable"
+    )
+
+
+def test_a_folder_without_its_claim_or_of_another_evaluation_is_refused(tmp_path):
+    runs = [_runs(tmp_path, "a", [2.0], [1]), _runs(tmp_path, "b", [3.0], [0])]
+    (runs[1][0] / ".moot" / "pd.json").unlink()
+    result = _report(tmp_path, runs)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"moot: error: {runs[1][0]}: no readable pd.json claim: not a moot eval pd folder"
+    )
+    other = {**DA_CLAIM, "evaluation": "berds"}
+    runs = [_runs(tmp_path, n, [2.0], [1], da_claim=other) for n in ("c", "d")]
+    result = _report(tmp_path, runs)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"moot: error: {runs[0][1]} holds a berds run, not moot eval da"

@@ -45,12 +45,32 @@ def test_the_released_layout_reads_as_the_papers_and_curates(tmp_path):
     assert load_partial_answers(ours) == [item]
 
 
-def test_a_partial_answer_without_a_point_of_view_is_refused_naming_it(tmp_path):
+@pytest.mark.parametrize(
+    ("partial", "problem"),
+    [
+        ({"explanation": "No POV."}, "needs exactly one of point_of_view, POV, pov; has none"),
+        (
+            {"point_of_view": "A view.", "POV": "Another view.", "explanation": "Why."},
+            "needs exactly one of point_of_view, POV, pov; has 'point_of_view' and 'POV'",
+        ),
+        (
+            {"point_of_view": "A view."},
+            "needs exactly one of explanation, Explanation, Explan; has none",
+        ),
+        (
+            {"POV": "A view.", "Explan": "Why.", "explanation": "Why not."},
+            "needs exactly one of explanation, Explanation, Explan; has 'explanation' and 'Explan'",
+        ),
+        ({"point_of_view": " ", "explanation": "Why."}, "partial answer without a point_of_view"),
+    ],
+)
+def test_a_partial_answer_needs_one_pov_and_one_explanation_key(tmp_path, partial, problem):
     bad = tmp_path / "test.jsonl"
-    partials = [RELEASED["partial_answers"][0], {"explanation": "No POV here."}]
+    partials = [RELEASED["partial_answers"][0], partial]
     bad.write_text(json.dumps({**RELEASED, "partial_answers": partials}) + "\n")
-    with pytest.raises(InputError, match=r"line 1, partial answer 1: partial answer without a"):
+    with pytest.raises(InputError) as caught:
         load_partial_answers(bad)
+    assert str(caught.value).startswith(f"{bad}, line 1, partial answer 1: {problem}")
 
 
 def test_the_released_demo_answers_cover_the_1000_test_questions():

@@ -11,42 +11,7 @@ import pytest
 from moot.core.errors import ConfigError
 from moot.core.retrieval.embeddings import Embedder
 from moot.core.retrieval.index import LocalRetriever, build_index
-
-WORDS = ["voting", "compulsory", "turnout", "free", "choice", "raises", "falls", "should"]
-SIZES = {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2}
-
-
-def tokenizer_for(folder: Path):  # noqa: ANN201 - a BertTokenizerFast
-    from transformers import BertTokenizerFast
-
-    folder.mkdir(parents=True, exist_ok=True)
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    return BertTokenizerFast(vocab_file=str(folder / "vocab.txt"))
-
-
-def tiny_bert(folder: Path, seed: int = 0) -> Path:
-    import torch
-    from transformers import BertConfig, BertModel
-
-    tokenizer = tokenizer_for(folder)
-    torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(tokenizer), intermediate_size=32, **SIZES)
-    BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
-def tiny_dpr(folder: Path, encoder: str, seed: int) -> Path:
-    import torch
-    import transformers
-
-    tokenizer = tokenizer_for(folder)
-    torch.manual_seed(seed)
-    config = transformers.DPRConfig(vocab_size=len(tokenizer), intermediate_size=32, **SIZES)
-    getattr(transformers, encoder)(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+from tests.tiny import tiny_bert, tiny_dpr
 
 
 def hidden_states(folder: Path, texts: list[str]):  # noqa: ANN201 - per text, unpadded
