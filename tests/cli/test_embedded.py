@@ -96,7 +96,11 @@ def test_debatrix_judging_on_the_embedded_model(tmp_path):
     path = tmp_path / "debates.json"
     path.write_text(json.dumps([debate]), encoding="utf-8")
     args = ["judge", "--debates", path, "--out", tmp_path / "out", "--dimensions", "argument"]
-    result = run_moot(*args, "--analysis-tokens", 48, "--judgment-tokens", 96)
+    # the released one-call debater scoring: the paper's two calls are tested on the scripted
+    # server, and each call here costs seconds of CPU decoding
+    result = run_moot(
+        *args, "--analysis-tokens", 48, "--judgment-tokens", 96, "--scoring", "released"
+    )
     assert result.returncode == 0, result.stderr
     (judgment,) = read_jsonl(tmp_path / "out" / "judgments.jsonl")
     assert judgment["status"] == "complete"
