@@ -502,7 +502,7 @@ COMMANDS = [
         "generate --dataset inputs/debate_test_arg.jsonl --model train/merged "
         "--out generate-local/responses.json --max-tokens 12 --concurrency 1 --quiet",
     ),
-    Command("eval-pd", f"{PD} --out qa/pd-paper"),
+    Command("eval-pd", f"{PD} --out qa/pd-mean"),
     Command("eval-pd-released", f"{PD} --variant released --max-length 256 --out qa/pd-released"),
 ]
 # reruns into the same folders, without the injected faults: finished work is skipped and
