@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.cli.forkserver import FORK_SERVER
+
 ARGUMENTS_REPLY = (
     '{"arguments": ["First argument number {n} holds.", "Second argument {n} holds."]}'
 )
@@ -24,6 +26,14 @@ def moot_env(**extra: str) -> dict[str, str]:
 def run_moot(
     *args: object, env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess:
+    """`moot args` as a real process, forked from a server that has done its imports already."""
+    return FORK_SERVER.run([str(a) for a in args], env or moot_env(), timeout)
+
+
+def run_fresh_moot(
+    *args: object, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """`python -m moot args` in a fresh interpreter, start-up and all, as a shell runs it."""
     return subprocess.run(
         [sys.executable, "-m", "moot", *map(str, args)],
         capture_output=True,

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.cli.helpers import read_jsonl, run_moot, write_topics
+from tests.cli.helpers import read_jsonl, run_fresh_moot, run_moot, write_topics
 
 pytestmark = [
     pytest.mark.embedded,
@@ -43,7 +43,7 @@ def test_debate_on_the_embedded_model(tmp_path):
         "--conclusion-tokens",
         64,
     ]
-    result = run_moot(*args)
+    result = run_fresh_moot(*args)  # the README's main job, from a fresh interpreter
     assert result.returncode == 0, result.stderr
     assert "demo model" in result.stderr  # the user is told what this model is
     debates = read_jsonl(tmp_path / "out" / "debates.jsonl")
