@@ -45,16 +45,18 @@ def shared_data(*parts: str) -> Path:
     return path
 
 
-#: Bare git mirrors of the papers' repositories, ``<owner>+<name>/repo`` (where our machines keep
-#: them); for released files that ../shared/data does not hold.
-MIRRORS = Path(os.environ.get("MOOT_RELEASE_MIRRORS", "/work/.mirror"))
+#: Bare git mirrors of the papers' repositories (``<owner>+<name>/repo``) beside the checkout, as
+#: ../shared is, or where MOOT_RELEASE_MIRRORS says: released files ../shared/data does not hold.
+MIRRORS = Path(
+    os.environ.get("MOOT_RELEASE_MIRRORS", Path(__file__).resolve().parents[1].parent / ".mirror")
+)
 
 
 def released_files(tmp: Path, repo: str, folder: str) -> Path:
     """The files under `folder` of a paper's released repository, written below `tmp`.
 
     They are read from a local bare mirror of the repository
-    (``$MOOT_RELEASE_MIRRORS/<owner>+<name>/repo``, by default under ``/work/.mirror``), never
+    (``$MOOT_RELEASE_MIRRORS/<owner>+<name>/repo``, by default ``../.mirror``), never
     downloaded; the test is skipped when the mirror or the folder is absent.
     """
     import subprocess
