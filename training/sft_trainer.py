@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from moot.training.sft_data import load_sft_dataset
 
 SCRATCH_WAIT = 600.0  # seconds other processes wait for the main one to build a scratch base
 VERSIONED = ("moot", "torch", "transformers", "trl", "peft", "accelerate", "datasets")
+#: Written into a checkpoint once the trainer has saved all of it: resume trusts no other.
+COMPLETE = "moot-complete.json"
 
 
 @dataclass(frozen=True)
@@ -104,10 +107,10 @@ def train_sft(
     started = time.perf_counter()
     prepared = build_trainer(config, log=log, progress=progress)
     trainer, args = prepared.trainer, prepared.trainer.args
-    checkpoints = sorted((out / "checkpoints").glob("checkpoint-*"))
-    if checkpoints:
-        log(f"resuming from {checkpoints[-1].name}")
-    trained = trainer.train(resume_from_checkpoint=bool(checkpoints) or None)
+    checkpoint = _resume_point(out / "checkpoints", log)
+    if checkpoint is not None:
+        log(f"resuming from {checkpoint.name}")
+    trained = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     metrics = {"train_loss": trained.training_loss}
     if prepared.eval_report is not None:
         metrics["eval_loss"] = trainer.evaluate()["eval_loss"]
@@ -234,11 +237,64 @@ def build_trainer(
         processing_class=tokenizer,
         peft_config=_lora_config(config),
     )
+    trainer.add_callback(_completion_callback(config.training.save_total_limit))
     if not progress:
         from transformers.trainer_callback import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)
     return PreparedRun(trainer, base, train_report, eval_report)
+
+
+def _checkpoints(folder: Path) -> list[tuple[int, Path]]:
+    """The trainer's ``checkpoint-<step>`` folders in `folder`, by step."""
+    found = []
+    for path in folder.glob("checkpoint-*"):
+        step = path.name.removeprefix("checkpoint-")
+        if step.isdigit() and path.is_dir():
+            found.append((int(step), path))
+    return sorted(found)
+
+
+def _resume_point(folder: Path, log: Callable[[str], None]) -> Path | None:
+    """The newest complete checkpoint in `folder`, once the main process has deleted torn ones.
+
+    A checkpoint without `COMPLETE` is one whose save a kill interrupted (or whose deletion
+    began): resuming from it fails or, worse, loads half a state.
+    """
+    complete = None
+    for _, path in _checkpoints(folder):
+        if (path / COMPLETE).is_file():
+            complete = path
+        elif _is_main():
+            log(f"{path.name} is incomplete (its save was interrupted): deleted")
+            shutil.rmtree(path)
+    return complete
+
+
+def _completion_callback(keep: int) -> Any:
+    """A callback that marks each saved checkpoint complete, then keeps only the `keep` newest.
+
+    The trainer calls ``on_save`` once a checkpoint is wholly written (weights, optimizer,
+    scheduler, RNG, state). Rotation is done here rather than by the trainer (which deletes
+    the old checkpoints before ``on_save``, by modification time) so that a complete checkpoint
+    exists at every moment.
+    """
+    from transformers import TrainerCallback
+
+    class MarkComplete(TrainerCallback):
+        def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if not args.should_save:
+                return
+            folder = Path(args.output_dir)
+            write_json(
+                folder / f"checkpoint-{state.global_step}" / COMPLETE, {"step": state.global_step}
+            )
+            complete = [path for _, path in _checkpoints(folder) if (path / COMPLETE).is_file()]
+            for old in complete[:-keep]:
+                (old / COMPLETE).unlink()  # first, so a kill mid-deletion leaves it unmarked
+                shutil.rmtree(old)
+
+    return MarkComplete()
 
 
 def _scratch_base(config: SFTRunConfig, family: ChatFamily | None, rows: Any, folder: Path) -> None:
@@ -348,7 +404,7 @@ def _sft_args(config: SFTRunConfig, out: Path, has_eval: bool, progress: bool) -
         logging_steps=training.logging_steps,
         save_strategy="steps" if training.save_steps else "epoch",
         save_steps=training.save_steps or 500,
-        save_total_limit=training.save_total_limit,
+        save_total_limit=None,  # the completion callback rotates, after marking
         eval_strategy="epoch" if has_eval else "no",
         include_num_input_tokens_seen="non_padding",
         report_to=[],

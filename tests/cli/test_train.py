@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -89,3 +90,34 @@ def test_bad_configs_and_data_exit_2_with_one_line(tmp_path):
     assert str(columns) in result.stderr and not (tmp_path / "c" / "adapter").exists()
     result = run_moot("train", "merge", "--adapter", tmp_path, "--out", tmp_path / "m", env=ENV)
     assert result.returncode == 2 and "not a LoRA adapter folder" in result.stderr
+
+
+def test_a_run_killed_mid_save_resumes_from_its_last_complete_checkpoint(tmp_path):
+    from safetensors.torch import load_file
+
+    run = tmp_path / "run"
+    overrides = ["training.save_steps=10", "training.save_total_limit=3"]
+    assert train(run, *overrides).returncode == 0
+    finished = load_file(run / "adapter" / "adapter_model.safetensors")
+    # What a kill while checkpoint-20 was being saved leaves: checkpoint-10 whole, checkpoint-20
+    # with half its weights and nothing after them (no completion mark), no checkpoint-30, no
+    # weights, no manifest
+    checkpoints = run / "checkpoints"
+    shutil.rmtree(checkpoints / "checkpoint-30")
+    shutil.rmtree(run / "adapter")
+    (run / "manifest.json").unlink()
+    torn = checkpoints / "checkpoint-20"
+    weights = torn / "adapter_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    for name in ["optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json"]:
+        (torn / name).unlink()
+    (torn / "moot-complete.json").unlink(missing_ok=True)
+    result = train(run, *overrides)
+    assert result.returncode == 0, result.stderr
+    assert "checkpoint-20 is incomplete (its save was interrupted): deleted" in result.stdout
+    assert "resuming from checkpoint-10" in result.stdout
+    assert (torn / "trainer_state.json").is_file() and (torn / "moot-complete.json").is_file()
+    assert json.loads((run / "manifest.json").read_text())["steps"] == 30
+    resumed = load_file(run / "adapter" / "adapter_model.safetensors")
+    assert resumed.keys() == finished.keys()
+    assert all((resumed[k] == finished[k]).all() for k in finished)  # as if never interrupted
