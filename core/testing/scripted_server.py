@@ -80,6 +80,10 @@ class Fault:
         match: Regex searched in the joined message contents; None matches any request.
         retry_after: Seconds sent as the ``Retry-After`` header on 429 and 503.
         hang_seconds: How long a ``"hang"`` waits before replying.
+        rate: Share of matching requests that get the fault (1: every one). Whether one does
+            is drawn from `seed`, the request body and how many times that body came before, so
+            a run gets the same faults whatever order its concurrent requests arrive in.
+        seed: Seed of those draws.
     """
 
     kind: FaultKind
@@ -87,10 +91,14 @@ class Fault:
     match: str | None = None
     retry_after: float | None = None
     hang_seconds: float = 30.0
+    rate: float = 1.0
+    seed: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in get_args(FaultKind):
             raise ValueError(f"unknown fault kind {self.kind!r}")
+        if not 0.0 <= self.rate <= 1.0:
+            raise ValueError(f"fault rate {self.rate!r} is not between 0 and 1")
 
 
 @dataclass
@@ -181,6 +189,12 @@ def _request_rng(body: JSON) -> random.Random:
     canonical = {key: body.get(key) for key in keys} | {"max_tokens": _max_tokens(body)}
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return random.Random(int.from_bytes(hashlib.sha256(text.encode()).digest(), "big"))
+
+
+def _draw(seed: int, digest: str, arrival: int) -> float:
+    """A number in [0, 1) fixed by a seed, a request body's digest and its arrival count."""
+    key = hashlib.sha256(f"{seed}:{digest}:{arrival}".encode()).digest()
+    return int.from_bytes(key[:8], "big") / 2**64
 
 
 def _words(rng: random.Random, count: int) -> str:
@@ -322,6 +336,7 @@ class ScriptedServer:
         self._lock = threading.Lock()
         self._fault_uses = [0] * len(self.config.faults)
         self._rule_matches = [0] * len(self.config.rules)
+        self._body_arrivals: dict[str, int] = {}  # chat bodies' digests: seeded fault draws
         self._log: list[tuple[int, LoggedRequest]] = []
         self._arrivals = 0
         self._connections: set[socket.socket] = set()
@@ -458,7 +473,7 @@ class ScriptedServer:
                 400, _error(message, "invalid_request_error", param="stream"), "invalid_request"
             )
         self._stopping.wait(self.config.latency)  # an Event, so stop() cuts the sleep short
-        fault = self._take_fault(_joined_contents(body["messages"]))
+        fault = self._take_fault(body)
         if fault is not None and fault.kind not in ("hang", "malformed", "truncated"):
             raise self._fault_reply(fault)
         if fault is not None and fault.kind == "hang":
@@ -471,12 +486,18 @@ class ScriptedServer:
             return 200, b"<html>upstream proxy error: not JSON", {}, "malformed"
         return 200, payload[: len(payload) // 2], {}, "truncated"
 
-    def _take_fault(self, contents: str) -> Fault | None:
-        """Consume one use of the first matching fault that has uses left."""
+    def _take_fault(self, body: JSON) -> Fault | None:
+        """Consume one use of the first matching fault that has uses left (and is drawn)."""
+        contents = _joined_contents(body["messages"])
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        digest = hashlib.sha256(text.encode()).hexdigest()
         with self._lock:
+            arrival = self._body_arrivals.get(digest, 0)
+            self._body_arrivals[digest] = arrival + 1
             for index, fault in enumerate(self.config.faults):
                 matches = fault.match is None or re.search(fault.match, contents, re.S)
-                if matches and self._fault_uses[index] < fault.times:
+                drawn = fault.rate >= 1.0 or _draw(fault.seed, digest, arrival) < fault.rate
+                if matches and drawn and self._fault_uses[index] < fault.times:
                     self._fault_uses[index] += 1
                     return fault
         return None

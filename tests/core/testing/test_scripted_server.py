@@ -200,6 +200,30 @@ def test_faults_stop_after_times_and_respect_match(server: ScriptedServer) -> No
     assert [r.outcome for r in server.requests] == ["ok", "500", "500", "ok"]
 
 
+def test_fault_rate_is_seeded_per_body_and_arrival() -> None:
+    def outcomes(seed: int, order: list[int]) -> dict[int, list[str]]:
+        faults = [Fault("429", times=10**9, rate=0.25, seed=seed)]
+        with ScriptedServer(faults=faults) as server:
+            seen: dict[int, list[str]] = {i: [] for i in order}
+            for i in order:
+                try:
+                    chat(server, [{"role": "user", "content": f"call {i}"}])
+                    seen[i].append("ok")
+                except openai.RateLimitError:
+                    seen[i].append("429")
+            return seen
+
+    calls = [i for i in range(100) for _ in range(3)]  # each body three times
+    first = outcomes(7, calls)
+    assert outcomes(7, calls[::-1]) == first  # the same faults in another arrival order
+    assert outcomes(8, calls) != first
+    share = sum(o == "429" for seen in first.values() for o in seen) / len(calls)
+    assert 0.15 < share < 0.35
+    assert any(len(set(seen)) > 1 for seen in first.values())  # drawn per arrival
+    with pytest.raises(ValueError, match="rate"):
+        Fault("500", rate=1.5)
+
+
 def test_malformed_and_truncated_bodies(server: ScriptedServer) -> None:
     server.add_fault(Fault("malformed"))
     server.add_fault(Fault("truncated"))
@@ -342,7 +366,7 @@ def test_config_json_round_trip_and_validation() -> None:
     config = ServerConfig(
         latency=0.1,
         rules=[Rule("a", "b", role="last")],
-        faults=[Fault("429", times=2, match="x", retry_after=1.5)],
+        faults=[Fault("429", times=2, match="x", retry_after=1.5, rate=0.5, seed=3)],
         context_window=100,
         model="mod",
         api_key="k",
