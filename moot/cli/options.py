@@ -285,7 +285,7 @@ def call_options(parser: argparse.ArgumentParser, temperature: float | None = 0.
         "--max-concurrency",
         type=positive,
         metavar="N",
-        help="requests in flight per model and endpoint (default 16)",
+        help="requests in flight per model and endpoint (default: no bound but --concurrency)",
     )
     group.add_argument(
         "--context-window", type=positive, metavar="TOKENS", help="the model's context window"

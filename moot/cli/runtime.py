@@ -163,7 +163,33 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
         client.prepare(spec)
     if any(spec.transport == "embedded" for spec in specs):
         note(args, DEMO_NOTE)
+    for text in concurrency_notes(args, specs):
+        note(args, text)
     return client
+
+
+def concurrency_notes(args: argparse.Namespace, specs: Sequence[Any]) -> list[str]:
+    """What keeps fewer requests in flight than ``--concurrency`` asks for, and why.
+
+    Requests to a model are bounded only by ``--max-concurrency`` when it is given, and, for the
+    embedded model, by its server's parallel slots (more requests wait in its queue).
+    """
+    from moot.core.llm.embedded import SLOTS
+
+    wanted = getattr(args, "concurrency", None)
+    notes = []
+    for spec in dict.fromkeys(specs):  # each model once, in order
+        if wanted and spec.max_concurrency and spec.max_concurrency < wanted:
+            notes.append(
+                f"note: at most {spec.max_concurrency} requests in flight to {spec.name} "
+                f"(--max-concurrency {spec.max_concurrency}), fewer than --concurrency {wanted}"
+            )
+        if wanted and spec.transport == "embedded" and wanted > SLOTS:
+            notes.append(
+                f"note: {spec.name} answers {SLOTS} requests at a time (its embedded server's "
+                f"parallel slots); the others of --concurrency {wanted} wait in its queue"
+            )
+    return notes
 
 
 def constrained(args: argparse.Namespace, role: Any) -> bool:

@@ -214,3 +214,40 @@ def test_an_answer_file_whose_judged_copy_cannot_be_written_is_refused(tmp_path,
     assert main([*argv, "--judge", "openai/m", "--api-base", "http://127.0.0.1:9/v1"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"moot: error: {answers}: the name ") and "(at most 237)" in err
+
+
+# --- issue 16, item 4: --concurrency is what runs -------------------------------------------
+
+
+def _questions(tmp_path: Path, count: int) -> Path:
+    path = tmp_path / "questions.jsonl"
+    rows = [{"id": str(i), "question": f"Is question {i} debatable?"} for i in range(count)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _answer(server: ScriptedServer, tmp_path: Path, *extra: object):
+    return run_moot(
+        "answer",
+        *("--questions", _questions(tmp_path, 64), "--out", tmp_path / "out", "--no-cache"),
+        *("--model", "openai/m", "--api-base", server.url, "--max-tokens", 16, *extra),
+    )
+
+
+def test_concurrency_32_has_32_requests_in_flight(tmp_path):
+    with ScriptedServer(latency=1.0) as server:
+        result = _answer(server, tmp_path, "--concurrency", 32)
+        assert result.returncode == 0, result.stderr
+        assert len(server.requests) == 64 and server.peak_in_flight == 32
+    assert "--max-concurrency" not in result.stderr
+
+
+def test_a_smaller_per_model_bound_is_kept_and_said(tmp_path):
+    with ScriptedServer(latency=0.5) as server:
+        result = _answer(server, tmp_path, "--concurrency", 32, "--max-concurrency", 8)
+        assert result.returncode == 0, result.stderr
+        assert server.peak_in_flight == 8
+    assert (
+        "note: at most 8 requests in flight to openai/m (--max-concurrency 8), "
+        "fewer than --concurrency 32"
+    ) in result.stderr
