@@ -7,13 +7,15 @@ nothing written.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from moot.cli.main import main
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from tests.cli.helpers import run_moot
+from tests.cli.test_eval import QUALITY_RULES, responses_file
 
 # (command, its temperature flags, what else it needs to get past the required flags)
 TEMPERATURE_FLAGS = [
@@ -174,9 +176,13 @@ def test_an_out_file_needs_room_for_its_progress_log(tmp_path, capsys):
     assert err.startswith(f"moot: error: --out {out}: the name ") and "at most 221" in err
 
 
-def test_a_debate_id_of_300_characters_gets_a_report_with_a_safe_name(tmp_path):
+SCORE = Rule(r'"score": <an integer from 1 to 10>', '{"comment": "ok", "score": 6}', "last")
+
+
+def _debates(tmp_path: Path, debate_id: str) -> Path:
+    """A file of one two-speech debate."""
     debate = {
-        "id": "é" * 300,
+        "id": debate_id,
         "motion": "Zoos should be banned",
         "pro": ["Alice"],
         "con": ["Bob"],
@@ -185,11 +191,15 @@ def test_a_debate_id_of_300_characters_gets_a_report_with_a_safe_name(tmp_path):
             {"speaker": "Bob", "content": "Zoos save species."},
         ],
     }
-    debates = tmp_path / "d.json"
-    debates.write_text(json.dumps([debate]), encoding="utf-8")
-    score = Rule(r'"score": <an integer from 1 to 10>', '{"comment": "ok", "score": 6}', "last")
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps([debate]), encoding="utf-8")
+    return path
+
+
+def test_a_debate_id_of_300_characters_gets_a_report_with_a_safe_name(tmp_path):
+    debates = _debates(tmp_path, "é" * 300)
     args = ["judge", "--debates", debates, "--out", tmp_path / "out", "--judge", "openai/j"]
-    with ScriptedServer(rules=[score]) as server:
+    with ScriptedServer(rules=[SCORE]) as server:
         result = run_moot(*args, "--api-base", server.url, "--framework", "direct")
     assert result.returncode == 0, result.stderr
     (report,) = (tmp_path / "out" / "reports").iterdir()
@@ -251,3 +261,57 @@ def test_a_smaller_per_model_bound_is_kept_and_said(tmp_path):
         "note: at most 8 requests in flight to openai/m (--max-concurrency 8), "
         "fewer than --concurrency 32"
     ) in result.stderr
+
+
+# --- issue 16, item 11: a failed call of a batch leaves its siblings paid once -----------------
+
+
+def _prompts(server: ScriptedServer, ok_only: bool = False) -> list[str]:
+    return [
+        "\n".join(m["content"] for m in r.body["messages"])
+        for r in server.requests
+        if r.body and (r.status == 200 or not ok_only)
+    ]
+
+
+def _failing_then_good(marker: str, argv: list, rules: list[Rule]) -> tuple[list, list, object]:
+    """Run `argv` against a server that fails `marker` for good and delays the rest, then rerun
+    it against a good one; the prompts answered the first time and those sent the second."""
+    slow = [
+        Fault("400", times=1000, match=marker),  # a 400 is never retried
+        Fault("hang", times=1000, hang_seconds=1.0),
+    ]
+    with ScriptedServer(rules=rules, faults=slow) as bad:
+        first = run_moot(*argv, "--api-base", bad.url)
+        paid, url = _prompts(bad, ok_only=True), bad.url
+    port = int(url.split(":")[-1].split("/")[0])  # the same URL: the cache keys on it
+    with ScriptedServer(rules=rules, port=port) as good:
+        rerun = run_moot(*argv, "--api-base", good.url)
+        sent = _prompts(good)
+    assert first.returncode == 1, first.stderr
+    assert rerun.returncode == 0, rerun.stderr
+    return paid, sent, first
+
+
+@pytest.mark.parametrize("cache", [[], ["--no-cache"]], ids=["cache", "no-cache"])
+def test_a_failed_speech_analysis_leaves_the_other_dimensions_paid_once(cache, tmp_path):
+    debates = _debates(tmp_path, "d1")
+    argv = ["judge", "--debates", debates, "--out", tmp_path / "out", "--judge", "openai/j"]
+    marker = r"gives Speech 1\..*the use of sources in the new speech"
+    paid, sent, _ = _failing_then_good(marker, [*argv, "--max-retries", 0, *cache], [SCORE])
+    assert len(paid) == 4  # the argument and language analyses of speech 1 and their scores
+    assert not set(paid) & set(sent)  # ... and not paid again
+    assert sum(bool(re.search(marker, s, re.S)) for s in sent) == 1  # the failed one, once
+
+
+def test_a_failed_order_of_a_pairwise_judgment_leaves_the_other_cached(tmp_path):
+    ours = responses_file(tmp_path / "ours.json", [("affirmative", "OURS-GOOD")])
+    base = responses_file(tmp_path / "base.json", [("affirmative", "BASE-FOR-GOOD")])
+    argv = [
+        "eval", "quality", "--out", tmp_path / "out", "--judge", "openai/judge",
+        "--max-retries", 0, "--responses", ours, "--baseline", base,
+    ]  # fmt: skip
+    marker = r"Assistant 1's Answer\]\nBASE-FOR-GOOD"  # the reverse order
+    paid, sent, _ = _failing_then_good(marker, argv, QUALITY_RULES)
+    assert len(paid) == 1 and not set(paid) & set(sent)  # the forward order, cached
+    assert len(sent) == 1 and re.search(marker, sent[0])
