@@ -10,7 +10,6 @@ never accepted.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -23,6 +22,7 @@ from moot.core.errors import ConfigError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.llm.structured import Structured
+from moot.core.runs import gather_all
 from moot.prompts import load_yaml, render
 
 Messages = list[dict[str, str]]
@@ -291,7 +291,7 @@ class Extractor:
     async def debater_scores(self, debate: Debate, judgment: str) -> dict[str, Structured]:
         """A comment and score per debater from a debate-level judgment, asked concurrently."""
         ask = self._debater if self.scoring == "paper" else self._debater_released
-        results = await asyncio.gather(*(ask(debate, d, judgment) for d in debate.debaters))
+        results = await gather_all(*(ask(debate, d, judgment) for d in debate.debaters))
         return dict(zip(debate.debaters, results, strict=True))
 
     async def _debater(self, debate: Debate, debater: str, judgment: str) -> Structured:

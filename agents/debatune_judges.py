@@ -9,7 +9,6 @@ counted apart by every report and never replaced by a default score.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from moot.core.llm.structured import (
     json_schema_format,
     parse_structured,
 )
+from moot.core.runs import gather_all
 from moot.prompts import render
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -263,7 +263,7 @@ async def judge_pair(
         answer_a = answer_a.replace(name, "[masked]")
         answer_b = answer_b.replace(name, "[masked]")
     orders = ((answer_a, answer_b), (answer_b, answer_a))
-    forward, reverse = await asyncio.gather(
+    forward, reverse = await gather_all(
         *(
             run_judge(
                 client,

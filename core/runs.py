@@ -251,3 +251,19 @@ async def run_claimed(
     """
     claim_folder(out_dir, "eval", claim, HOLDS)
     return await run_items(items, task, ResultLog(Path(out_dir) / log), unit=unit, **options)
+
+
+async def gather_all(*calls: Awaitable[Any]) -> list[Any]:
+    """Await every call of a batch, then raise the first failure, if any.
+
+    `asyncio.gather` hands its caller the first failure at once: the item's task then ends while
+    the other calls are still paying, and when the run ends they are cancelled, their replies
+    never cached, so the rerun pays for them again. Here every call finishes (its reply in the
+    request cache) before the failure is raised. A LangGraph fan-out does the same with
+    `moot.graphs.checkpoints.settled`.
+    """
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results

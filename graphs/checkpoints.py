@@ -6,13 +6,59 @@ item's stable id, so an interrupted item resumes where it stopped.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import asyncio
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from moot.core.errors import ModelCallError
 from moot.core.llm.models import ModelClient
+
+#: The running settled nodes of the graph run in this context (see `settled`).
+_SIBLINGS: ContextVar[set[asyncio.Task] | None] = ContextVar("moot_siblings", default=None)
+
+Node = Callable[..., Awaitable[Any]]
+
+
+def settled(node: Node) -> Node:
+    """A graph node whose failure waits for its siblings of the super-step before it is raised.
+
+    LangGraph cancels every other task of a super-step as soon as one raises, so the other
+    branches of a fan-out (`Send`), already paid for, were lost: no reply cached, no write
+    checkpointed, and paid again on the rerun. A settled node that fails waits until the other
+    settled nodes running in the same `invoke` have finished (their writes committed), then
+    raises; the rerun pays only for the failed call.
+    """
+
+    @functools.wraps(node)
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        running, me = _SIBLINGS.get(), asyncio.current_task()
+        if running is None or me is None:
+            return await node(*args, **kwargs)
+        running.add(me)
+        try:
+            return await node(*args, **kwargs)
+        except Exception:
+            running.discard(me)  # so two failing siblings do not wait for each other
+            if running:
+                await asyncio.wait(set(running))
+            raise
+        finally:
+            running.discard(me)
+
+    return run
+
+
+async def invoke(graph: Any, start: Any, config: dict[str, Any], **options: Any) -> Any:
+    """``graph.ainvoke(start, config, **options)`` with its `settled` nodes seeing each other."""
+    token = _SIBLINGS.set(set())
+    try:
+        return await graph.ainvoke(start, config, **options)
+    finally:
+        _SIBLINGS.reset(token)
 
 
 @asynccontextmanager
@@ -83,8 +129,8 @@ async def run_thread(
             return saved.values, None
         if saved.values and not saved.next:
             await graph.checkpointer.adelete_thread(thread_id)
-        state = await graph.ainvoke(
-            None if saved.next else start, config, context=context, durability=durability
+        state = await invoke(
+            graph, None if saved.next else start, config, context=context, durability=durability
         )
     except ModelCallError as exc:
         return (await graph.aget_state(config)).values, exc

@@ -34,11 +34,12 @@ from moot.core.data.compqa import (
 )
 from moot.core.data.records import (
     atomic_write,
+    name_problem,
     stable_id,
     write_json,
     write_jsonl,
 )
-from moot.core.errors import ConfigError
+from moot.core.errors import ConfigError, InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics.compqa_report import group_stats
@@ -70,6 +71,9 @@ def load_answer_files(paths: Sequence[Path]) -> list[AnswerFile]:
                 "their judged files would collide; rename one"
             )
         seen[path.name] = path
+        problem = name_problem(path.name)  # judged/<name> is written through a longer name
+        if problem:
+            raise InputError(path, f"{problem}, for its judged copy; rename it")
     return [AnswerFile(path, load_comparisons(path)) for path in seen.values()]
 
 

@@ -34,6 +34,7 @@ from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.retrieval.embeddings import unit_rows
 from moot.core.runs import Progress, RunOutput, run_claimed
+from moot.graphs.checkpoints import invoke, settled
 from moot.graphs.debateqa_answer import retriever_identity, search
 from moot.graphs.debatune_debate import call_seed
 from moot.prompts import render, template_digest
@@ -115,7 +116,7 @@ def build_curate_graph() -> Any:
     graph = StateGraph(CurateState, context_schema=CurateContext)
     graph.add_node("retrieve", _retrieve)
     graph.add_node("extract", _extract)
-    graph.add_node("explain", _explain)
+    graph.add_node("explain", settled(_explain))  # a failed POV leaves the others cached
     graph.add_node("dedup", _dedup)
     graph.add_edge(START, "retrieve")
     graph.add_edge("retrieve", "extract")
@@ -261,7 +262,8 @@ async def curate(
     graph = build_curate_graph()
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
-        state = await graph.ainvoke(
+        state = await invoke(
+            graph,
             {"id": item["id"], "question": item["question"]},
             {"recursion_limit": 10},
             context=ctx,

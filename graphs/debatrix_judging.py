@@ -38,6 +38,7 @@ from moot.core.llm.models import Completion, ModelClient
 from moot.core.llm.spec import Role
 from moot.core.llm.structured import Structured
 from moot.core.llm.tokens import count_message_tokens
+from moot.graphs.checkpoints import settled
 
 
 def _merge(left: dict, right: dict) -> dict:
@@ -320,9 +321,9 @@ def recursion_limit(speeches: int) -> int:
 @functools.cache
 def _builder() -> StateGraph:
     graph = StateGraph(JudgeState, context_schema=JudgeContext)
-    graph.add_node("analyze", _analyze)
+    graph.add_node("analyze", settled(_analyze))  # a failed dimension leaves the others saved
     graph.add_node("sync", lambda state: {})  # joins the dimensions' parallel analyses
-    graph.add_node("judge", _judge)
+    graph.add_node("judge", settled(_judge))
     graph.add_node("panel", _panel)
     graph.add_conditional_edges(START, _route, ["analyze", "judge", END])
     graph.add_edge("analyze", "sync")

@@ -9,10 +9,9 @@ from __future__ import annotations
 import html
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from moot.core.data.debates import Debate
-from moot.core.data.records import atomic_write
+from moot.core.data.records import atomic_write, safe_name
 from moot.core.tables import render_table
 
 Block = tuple[str, Any]  # ("h1"|"h2"|"h3", text) | ("p", text) | ("quote", text) | ("table", rows)
@@ -132,10 +131,11 @@ def write_report(record: dict[str, Any], debate: Debate, folder: Path, fmt: str 
     """Write ``<folder>/<debate>.r<repeat>.<fmt>`` for one judgment and return its path.
 
     The debate id is percent-encoded in the name (``a/b`` -> ``a%2Fb``), so every id gets its
-    own file inside `folder`, whatever characters it holds.
+    own file inside `folder`, whatever characters it holds; an id too long for a file name is
+    cut and ends in a hash of the whole id (`moot.core.data.records.safe_name`).
     """
     blocks = report_blocks(record, debate)
     text = to_html(blocks) if fmt == "html" else to_markdown(blocks)
-    path = Path(folder) / f"{quote(debate.id, safe='')}.r{record['repeat']}.{fmt}"
+    path = Path(folder) / safe_name(debate.id, f".r{record['repeat']}.{fmt}")
     atomic_write(path, lambda f: f.write(text))
     return path

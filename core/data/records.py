@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from moot.core.errors import ConfigError, InputError
 
@@ -292,6 +293,43 @@ def _blame_target(exc: BaseException, tmp: Path, target: Path) -> None:
     """
     if isinstance(exc, OSError) and str(exc.filename) == str(tmp):  # a str or a Path
         raise OSError(exc.errno, exc.strerror, str(target)) from None
+
+
+#: Bytes in one file name on every common file system.
+NAME_MAX = 255
+#: What `atomic_write` and `atomic_replace_dir` add to a name: ``.NAME.<12 hex>.tmp``.
+TMP_ROOM = 18
+
+
+def name_problem(name: str, room: int = TMP_ROOM) -> str | None:
+    """Why `name` cannot be one file name moot writes (with `room` bytes to spare), or None.
+
+    Example:
+        >>> name_problem("x" * 240)
+        'the name xxxxxxxxxxxxxxxxxxxx... is 240 bytes (at most 237)'
+    """
+    if "\0" in name:
+        return "holds a NUL byte"
+    if "/" in name:
+        return "holds a '/'"
+    size, limit = len(name.encode("utf-8", "surrogatepass")), NAME_MAX - room
+    if size > limit:
+        shown = name if len(name) <= 20 else f"{name[:20]}..."
+        return f"the name {shown} is {size} bytes (at most {limit})"
+    return None
+
+
+def safe_name(text: str, suffix: str) -> str:
+    """A file name for `text` (any characters) ending in `suffix`, short enough to write.
+
+    `text` is percent-encoded (``a/b`` -> ``a%2Fb``), so distinct texts get distinct names; one
+    whose name would be too long is cut and told apart by a hash of the whole text.
+    """
+    name = quote(text, safe="", errors="surrogatepass") + suffix
+    if name_problem(name) is None:
+        return name
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{name[: NAME_MAX - TMP_ROOM - len(suffix) - 17]}-{digest}{suffix}"
 
 
 def _ends_with_newline(path: Path) -> bool:

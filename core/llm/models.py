@@ -15,6 +15,7 @@ machinery per call (measured against the raw SDK on loopback). Other providers g
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import socket
@@ -322,9 +323,10 @@ class ModelClient:
         self, transport: _Transport, role: Role, stage: str, messages: Messages, params: dict
     ) -> Completion:
         spec, policy = role.spec, self.retry
-        limit = self._limits.setdefault(
-            (transport.identity, spec.api_base), asyncio.Semaphore(spec.max_concurrency)
-        )
+        key = (transport.identity, spec.api_base)
+        if spec.max_concurrency is not None:  # else the run's own concurrency is the bound
+            self._limits.setdefault(key, asyncio.Semaphore(spec.max_concurrency))
+        limit = self._limits.get(key) or contextlib.nullcontext()
         backoff = wait_random_exponential(multiplier=policy.initial_wait, max=policy.max_wait)
 
         def wait(state: Any) -> float:

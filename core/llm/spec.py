@@ -39,7 +39,8 @@ class ModelSpec:
         api_key_env: Name of the environment variable holding the key. Defaults to the provider's
             usual variable (``OPENAI_API_KEY`` ...) for its own endpoint. A key is never sent to a
             custom ``api_base`` unless this names it (or ``MOOT_API_KEY`` is set).
-        max_concurrency: Most requests in flight to this model at once (shared by all roles).
+        max_concurrency: Most requests in flight to this model at once (shared by all roles);
+            None: no bound of its own, the run's concurrency is the bound.
         timeout: Seconds before one request is abandoned (and retried).
         context_window: Prompt plus completion tokens the model accepts; prompts that cannot fit
             are refused before sending, and ``max_tokens`` is clamped to what is left.
@@ -54,7 +55,7 @@ class ModelSpec:
     model: str
     api_base: str | None = None
     api_key_env: str | None = None
-    max_concurrency: int = 16
+    max_concurrency: int | None = None
     timeout: float = 120.0
     context_window: int | None = None
     chat_template: str | None = None

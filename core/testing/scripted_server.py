@@ -339,6 +339,7 @@ class ScriptedServer:
         self._body_arrivals: dict[str, int] = {}  # chat bodies' digests: seeded fault draws
         self._log: list[tuple[int, LoggedRequest]] = []
         self._arrivals = 0
+        self._in_flight = self._peak = 0
         self._connections: set[socket.socket] = set()
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
@@ -356,6 +357,12 @@ class ScriptedServer:
         """Snapshot of the answered requests, in arrival order."""
         with self._lock:
             return [entry for _, entry in sorted(self._log, key=lambda item: item[0])]
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most chat requests the server has held at once (arrived and not yet answered)."""
+        with self._lock:
+            return self._peak
 
     def start(self) -> ScriptedServer:
         """Start listening and serving in a background thread; returns self."""
@@ -472,6 +479,16 @@ class ScriptedServer:
             raise _Reply(
                 400, _error(message, "invalid_request_error", param="stream"), "invalid_request"
             )
+        with self._lock:
+            self._in_flight += 1
+            self._peak = max(self._peak, self._in_flight)
+        try:
+            return self._answer(body)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def _answer(self, body: JSON) -> tuple[int, bytes, JSON, str]:
         self._stopping.wait(self.config.latency)  # an Event, so stop() cuts the sleep short
         fault = self._take_fault(body)
         if fault is not None and fault.kind not in ("hang", "malformed", "truncated"):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from pathlib import Path
 
 from moot.cli import options as opt
 from moot.cli import runtime
@@ -23,12 +22,12 @@ def register(commands: Commands) -> None:
     )
     berds.add_argument(
         "--retrieved",
-        type=Path,
+        type=opt.input_file,
         help="`moot retrieve` output, or BERDS' released layout ({perspectives, ctxs}) (required)",
     )
     berds.add_argument(
         "--perspectives",
-        type=Path,
+        type=opt.input_file,
         help="questions with 'perspectives', joined by id (for records without their own)",
     )
     berds.add_argument("-k", type=opt.positive, help="cutoff (the paper used 5 and 10; required)")
@@ -51,7 +50,7 @@ def register(commands: Commands) -> None:
         "Score a detector on a TSV of (question, id, document, perspective, label).",
         group="eval",
     )
-    detector.add_argument("--pairs", type=Path, help="BERDS pers_det TSV (required)")
+    detector.add_argument("--pairs", type=opt.input_file, help="BERDS pers_det TSV (required)")
     _prompt_option(detector)
     opt.out_option(detector)
     opt.required(detector, "pairs")

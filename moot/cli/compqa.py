@@ -36,7 +36,7 @@ def register(commands: Commands) -> None:
     )
     compare.add_argument(
         "--questions",
-        type=Path,
+        type=opt.input_file,
         metavar="FILE",
         help="JSON/JSONL of {object1, object2, aspect?} or of free-text questions, or .txt "
         "(required)",
@@ -45,7 +45,10 @@ def register(commands: Commands) -> None:
     compare.add_argument("--scenario", type=int, choices=(1, 2, 3, 4), help="(required)")
     opt.required(compare, "questions", "scenario")
     compare.add_argument(
-        "--arguments", type=Path, metavar="FILE", help="per-object argument lists (scenarios 2, 4)"
+        "--arguments",
+        type=opt.input_file,
+        metavar="FILE",
+        help="per-object argument lists (scenarios 2, 4)",
     )
     compare.add_argument(
         "--generate-arguments",
@@ -81,7 +84,7 @@ def register(commands: Commands) -> None:
     )
     judge.add_argument(
         "--answers",
-        type=Path,
+        type=opt.input_file,
         nargs="+",
         metavar="FILE",
         help="answer files (JSON list or JSONL of {object1, object2, aspect, comparison}), e.g. "
@@ -119,13 +122,13 @@ def register(commands: Commands) -> None:
         group="report",
     )
     report.add_argument(
-        "--judged", type=Path, nargs="+", metavar="FILE", help="judged files (required)"
+        "--judged", type=opt.input_file, nargs="+", metavar="FILE", help="judged files (required)"
     )
     opt.out_option(report)
     opt.required(report, "judged")
     report.add_argument(
         "--human",
-        type=Path,
+        type=opt.input_file,
         action="append",
         default=[],
         metavar="FILE",
@@ -160,7 +163,7 @@ def register(commands: Commands) -> None:
     )
     distill.add_argument(
         "--judged",
-        type=Path,
+        type=opt.input_file,
         nargs="+",
         metavar="FILE",
         help="judged answer files (<generator>_scenario_<N>.json, cam.json, ...) (required)",
@@ -180,8 +183,9 @@ def register(commands: Commands) -> None:
 def run_compare(args: argparse.Namespace) -> int:
     """`moot compare`."""
     from moot.core.data.compqa_inputs import ArgumentFile, load_compqa_questions
+    from moot.core.data.records import name_problem
     from moot.core.errors import ConfigError
-    from moot.graphs.compqa_compare import CompareContext, compare_questions
+    from moot.graphs.compqa_compare import CompareContext, compare_questions, generator_name
 
     wants = args.scenario in (2, 4)
     if not wants and (args.arguments or args.generate_arguments):
@@ -199,6 +203,12 @@ def run_compare(args: argparse.Namespace) -> int:
     questions = runtime.limited(load_compqa_questions(args.questions), args)
     arguments = ArgumentFile(args.arguments) if args.arguments else None
     role = runtime.role_from(args, "comparer")
+    generator = args.generator or generator_name(role.spec.name)
+    problem = name_problem(f"{generator}_scenario_{args.scenario}.json")  # the answer file's
+    if problem:
+        raise ConfigError(
+            f"{'--generator' if args.generator else '--model'} {generator}: {problem}"
+        )
     client = runtime.client_for(args, role.spec)
     ctx = CompareContext(
         client=client,

@@ -30,7 +30,7 @@ def register(commands: Commands) -> None:
         "paper's); react-single is one model that searches and answers itself. One record per "
         "question in OUT/answers.jsonl; a rerun answers only what is missing.",
     )
-    answer.add_argument("--questions", type=Path, help="questions file (required)")
+    answer.add_argument("--questions", type=opt.input_file, help="questions file (required)")
     opt.out_option(answer)
     opt.required(answer, "questions")
     answer.add_argument(
@@ -63,10 +63,10 @@ def register(commands: Commands) -> None:
         "they hold, explain each in at most 300 words from its documents, and drop near-duplicate "
         "POVs. Writes OUT/partial_answers.jsonl, the file `moot eval pd` reads.",
     )
-    curate.add_argument("--questions", type=Path, help="questions file (required)")
+    curate.add_argument("--questions", type=opt.input_file, help="questions file (required)")
     curate.add_argument(
         "--docs",
-        type=Path,
+        type=opt.input_path,
         help="a `moot index` folder, or a corpus (indexed into OUT/index with BM25) (required)",
     )
     opt.out_option(curate)
@@ -99,10 +99,12 @@ def register(commands: Commands) -> None:
         "score only what is missing.",
         group="eval",
     )
-    pd.add_argument("--answers", type=Path, help="answers (id, answer|generation) (required)")
+    pd.add_argument(
+        "--answers", type=opt.input_file, help="answers (id, answer|generation) (required)"
+    )
     pd.add_argument(
         "--partial-answers",
-        type=Path,
+        type=opt.input_file,
         help="questions with partial_answers [{POV, Explanation}] (by id) (required)",
     )
     opt.required(pd, "answers", "partial_answers")
@@ -140,9 +142,13 @@ def register(commands: Commands) -> None:
         "Reruns judge only what is missing.",
         group="eval",
     )
-    da.add_argument("--answers", type=Path, help="answers (id, answer|generation) (required)")
     da.add_argument(
-        "--questions", type=Path, help="questions joined by id, for answers without 'question'"
+        "--answers", type=opt.input_file, help="answers (id, answer|generation) (required)"
+    )
+    da.add_argument(
+        "--questions",
+        type=opt.input_file,
+        help="questions joined by id, for answers without 'question'",
     )
     opt.out_option(da)
     opt.required(da, "answers")
@@ -165,9 +171,15 @@ def register(commands: Commands) -> None:
         "least N partial answers (the paper's filter, 3). Writes report.json and report.md.",
         group="report",
     )
-    report.add_argument("--pd", type=Path, nargs="+", metavar="DIR", help="eval pd folders")
     report.add_argument(
-        "--da", type=Path, nargs="+", metavar="DIR", help="eval da folders, in --pd's order"
+        "--pd", type=opt.input_folder, nargs="+", metavar="DIR", help="eval pd folders"
+    )
+    report.add_argument(
+        "--da",
+        type=opt.input_folder,
+        nargs="+",
+        metavar="DIR",
+        help="eval da folders, in --pd's order",
     )
     opt.out_option(report)
     opt.required(report, "pd", "da")
@@ -188,7 +200,10 @@ def register(commands: Commands) -> None:
         help="only questions with at least N partial answers in --partial-answers (paper: 3)",
     )
     report.add_argument(
-        "--partial-answers", type=Path, metavar="FILE", help="the partial answers, for --min-povs"
+        "--partial-answers",
+        type=opt.input_file,
+        metavar="FILE",
+        help="the partial answers, for --min-povs",
     )
     opt.common_options(report)
 

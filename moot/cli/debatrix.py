@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from pathlib import Path
 
 from moot.cli import options as opt
 from moot.cli import runtime
@@ -27,7 +26,11 @@ def register(commands: Commands) -> None:
         "a DebateArt folder. Writes judgments.jsonl, summary.json and a report per judgment; "
         "reruns resume.",
     )
-    judge.add_argument("--debates", help="debates: JSON/JSONL file or DebateArt folder (required)")
+    judge.add_argument(
+        "--debates",
+        type=opt.input_path,
+        help="debates: JSON/JSONL file or DebateArt folder (required)",
+    )
     opt.out_option(judge)
     opt.required(judge, "debates")
     judge.add_argument("--framework", choices=FRAMEWORK_NAMES, default="debatrix")
@@ -81,13 +84,15 @@ def register(commands: Commands) -> None:
     )
     panelbench.add_argument(
         "--predictions",
-        type=Path,
+        type=opt.input_folder,
         nargs="+",
         metavar="DIR",
         help="`moot judge` output folders, one per framework (required)",
     )
     panelbench.add_argument(
-        "--gold", type=Path, help="debates with gold: JSON/JSONL or DebateArt folder (required)"
+        "--gold",
+        type=opt.input_path,
+        help="debates with gold: JSON/JSONL or DebateArt folder (required)",
     )
     opt.required(panelbench, "predictions", "gold")
     opt.out_option(panelbench, default="the first DIR/panelbench")

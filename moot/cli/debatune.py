@@ -100,11 +100,13 @@ def register(commands: Commands) -> None:
     ):
         sub = commands.add(name, run, text.replace("%", "%%"), text, group="eval")
         sub.set_defaults(evaluation=name)
-        sub.add_argument("--responses", type=Path, help="responses to judge (required)")
+        sub.add_argument("--responses", type=opt.input_file, help="responses to judge (required)")
         opt.out_option(sub)
         opt.required(sub, "responses")
         if name == "quality":
-            sub.add_argument("--baseline", type=Path, help="the baseline's responses (required)")
+            sub.add_argument(
+                "--baseline", type=opt.input_file, help="the baseline's responses (required)"
+            )
             opt.required(sub, "baseline")
             sub.add_argument(
                 "--stride",

@@ -46,13 +46,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ignore", "coroutine 'arun_with_retry' was never awaited", RuntimeWarning
     )
     from moot.cli.config import apply_config
-    from moot.cli.runtime import check_required
+    from moot.cli.runtime import check_paths, check_required
     from moot.core.errors import MootError
 
     try:
         if getattr(args, "config", None):
+            check_paths(args, "config")
             args = apply_config(parser, argv, args)
         check_required(args)
+        check_paths(args)
         return int(args.command_fn(args) or 0)
     except MootError as exc:
         if args.debug:

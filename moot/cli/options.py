@@ -45,6 +45,52 @@ def seconds(text: str) -> float:
     return value
 
 
+def sampling_temperature(text: str) -> float:
+    """An argparse type: a sampling temperature, finite and from 0 to 2 (what the APIs accept)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 2:  # also rejects nan
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 2, got {text}")
+    return value
+
+
+def input_file(text: str) -> Path:
+    """An argparse type: an input file; `moot.cli.runtime.check_paths` checks it exists."""
+    return Path(text)
+
+
+def input_folder(text: str) -> Path:
+    """An argparse type: an input folder; `moot.cli.runtime.check_paths` checks it exists."""
+    return Path(text)
+
+
+def input_path(text: str) -> Path:
+    """An argparse type: an input file or folder; `moot.cli.runtime.check_paths` checks it."""
+    return Path(text)
+
+
+def output_path(text: str) -> Path:
+    """An argparse type: a path moot writes; `moot.cli.runtime.check_paths` checks its names."""
+    return Path(text)
+
+
+def output_file(text: str) -> Path:
+    """An argparse type: a file moot writes with a progress log beside it (checked likewise)."""
+    return Path(text)
+
+
+#: What each path type expects: the kind of input, or None for an output.
+PATH_KINDS = {
+    input_file: "file",
+    input_folder: "folder",
+    input_path: "file or folder",
+    output_path: None,
+    output_file: None,
+}
+
+
 def names(text: str) -> tuple[str, ...]:
     """An argparse type: comma-separated names."""
     found = tuple(name.strip() for name in text.split(",") if name.strip())
@@ -89,7 +135,8 @@ def out_option(
 ) -> None:
     """``--out``: where the command writes; required unless `default` says what it defaults to."""
     shown = f"default: {default}" if default else "required"
-    parser.add_argument("--out", type=Path, metavar=metavar, help=f"{what} ({shown})")
+    kind = output_file if metavar == "FILE" else output_path
+    parser.add_argument("--out", type=kind, metavar=metavar, help=f"{what} ({shown})")
     if default is None:
         required(parser, "out")
 
@@ -104,7 +151,10 @@ def common_options(parser: argparse.ArgumentParser, config: bool = True) -> None
     group = parser.add_argument_group("output")
     if config:
         group.add_argument(
-            "--config", type=Path, metavar="FILE", help="YAML file of option values (keys = flags)"
+            "--config",
+            type=input_file,
+            metavar="FILE",
+            help="YAML file of option values (keys = flags)",
         )
     group.add_argument("--quiet", action="store_true", help="print nothing but errors")
     group.add_argument(
@@ -130,7 +180,10 @@ def run_options(parser: argparse.ArgumentParser, concurrency: int, unit: str) ->
     )
     limit_option(group, unit)
     group.add_argument(
-        "--cache", type=Path, metavar="FILE", help="request cache file (default $MOOT_CACHE_DIR)"
+        "--cache",
+        type=output_path,
+        metavar="FILE",
+        help="request cache file (default $MOOT_CACHE_DIR)",
     )
     group.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     common_options(parser)
@@ -214,7 +267,7 @@ def call_options(parser: argparse.ArgumentParser, temperature: float | None = 0.
     shown = "none sent: the model's own" if temperature is None else f"{temperature:g}"
     group.add_argument(
         "--temperature",
-        type=float,
+        type=sampling_temperature,
         default=temperature,
         help=f"sampling temperature (default {shown})",
     )
@@ -232,7 +285,7 @@ def call_options(parser: argparse.ArgumentParser, temperature: float | None = 0.
         "--max-concurrency",
         type=positive,
         metavar="N",
-        help="requests in flight per model and endpoint (default 16)",
+        help="requests in flight per model and endpoint (default: no bound but --concurrency)",
     )
     group.add_argument(
         "--context-window", type=positive, metavar="TOKENS", help="the model's context window"
@@ -245,7 +298,7 @@ def debater_options(parser: argparse.ArgumentParser) -> None:
     for role in ("a", "b"):
         group.add_argument(f"--model-{role}", metavar="SPEC", help=f"debater {role.upper()}")
         group.add_argument(f"--api-base-{role}", metavar="URL")
-        group.add_argument(f"--temperature-{role}", type=float, metavar="T")
+        group.add_argument(f"--temperature-{role}", type=sampling_temperature, metavar="T")
 
 
 def agent_options(parser: argparse.ArgumentParser, note: str = "") -> None:
@@ -258,7 +311,9 @@ def agent_options(parser: argparse.ArgumentParser, note: str = "") -> None:
         "--agent-model", dest="model_agent", metavar="SPEC", help=f"agent model{note}"
     )
     group.add_argument("--agent-api-base", dest="api_base_agent", metavar="URL")
-    group.add_argument("--agent-temperature", dest="temperature_agent", type=float, metavar="T")
+    group.add_argument(
+        "--agent-temperature", dest="temperature_agent", type=sampling_temperature, metavar="T"
+    )
 
 
 def max_tokens_option(parser: argparse.ArgumentParser, default: int) -> None:
@@ -285,7 +340,7 @@ def constrained_option(parser: argparse.ArgumentParser, what: str) -> None:
 def retrieval_options(parser: argparse.ArgumentParser) -> None:
     """The flags that choose a search tool (`moot retrieve`, `moot answer`)."""
     group = parser.add_argument_group("retrieval")
-    group.add_argument("--index", type=Path, metavar="DIR", help="index from moot index")
+    group.add_argument("--index", type=input_folder, metavar="DIR", help="index from moot index")
     group.add_argument("--retriever", choices=("bm25", "dense", "hybrid"), default="bm25")
     group.add_argument(
         "--embedder", metavar="MODEL", help="dense/hybrid query embedder (default: the index's)"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from pathlib import Path
 from typing import Any
 
 from moot.cli import options as opt
@@ -21,7 +20,9 @@ def register(commands: Commands) -> None:
         "Chunk documents (JSON/JSONL records or a folder of .txt/.md/.html files) into "
         "~2000-character chunks and write a bm25s index, and dense vectors with --dense.",
     )
-    index.add_argument("--docs", type=Path, metavar="PATH", help="corpus file/folder (required)")
+    index.add_argument(
+        "--docs", type=opt.input_path, metavar="PATH", help="corpus file/folder (required)"
+    )
     opt.out_option(index, "index folder")
     opt.required(index, "docs")
     index.add_argument("--chunk-chars", type=int, default=2000, metavar="N", help="default 2000")
@@ -45,7 +46,9 @@ def register(commands: Commands) -> None:
         "(BERDS) and the per-perspective results merge round-robin; a question whose expansion "
         "fails is recorded as failed and the command exits 1.",
     )
-    retrieve.add_argument("--questions", type=Path, metavar="FILE", help="questions (required)")
+    retrieve.add_argument(
+        "--questions", type=opt.input_file, metavar="FILE", help="questions (required)"
+    )
     opt.out_option(retrieve, "output JSONL", "FILE")
     opt.required(retrieve, "questions")
     retrieve.add_argument("-k", type=int, default=10, help="chunks per question (10)")

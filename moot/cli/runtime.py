@@ -10,6 +10,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+PROGRESS_ROOM = len("..progress.jsonl")  # what `.NAME.progress.jsonl` adds to an --out FILE
+
 DEMO_NOTE = (
     "note: local/smollm2 is the embedded 135M demo model: fluent, often off-topic or on the wrong "
     "side. Use a real model (--model, --judge) for real data."
@@ -41,6 +43,56 @@ def check_required(args: argparse.Namespace) -> None:
             raise ConfigError(
                 f"missing {flag}" + (f" (on the command line or {where})" if where else "")
             )
+
+
+def check_paths(args: argparse.Namespace, *dests: str) -> None:
+    """Every path flag holds names moot can use, and every input path exists, of its kind.
+
+    The flags are those declared with a path type of `moot.cli.options` (`PATH_KINDS`), on the
+    command line or in ``--config``. An output's own name leaves room for the temporary sibling
+    moot writes it through (and an ``--out FILE``'s for its progress log beside it).
+
+    Args:
+        args: The parsed command line.
+        *dests: Check only these flags (by ``dest``); none: every path flag.
+
+    Raises:
+        ConfigError: The first path that fails, named with its flag.
+    """
+    from moot.cli.options import PATH_KINDS, output_file
+    from moot.core.data.records import TMP_ROOM, name_problem
+    from moot.core.errors import ConfigError
+
+    parser = getattr(args, "command_parser", None)
+    for action in parser._actions if parser else ():
+        if action.type not in PATH_KINDS or getattr(args, action.dest, None) is None:
+            continue
+        if dests and action.dest not in dests:  # --config, read before the others are known
+            continue
+        kind, flag = PATH_KINDS[action.type], max(action.option_strings, key=len)
+        values = getattr(args, action.dest)
+        # an output's own name leaves room for its temporary sibling (and progress log)
+        spare = 0 if kind else TMP_ROOM + (PROGRESS_ROOM if action.type is output_file else 0)
+        for path in values if isinstance(values, list) else [values]:
+            *parents, last = str(path).split("/")
+            problems = [name_problem(name, 0) for name in parents if name]
+            problem = next(filter(None, problems), None) or name_problem(last, spare)
+            if problem:
+                shown = repr(str(path)) if "\0" in str(path) else path
+                raise ConfigError(f"{flag} {shown}: {problem}")
+            if kind is not None:
+                _check_input(flag, path, kind)
+
+
+def _check_input(flag: str, path: Any, kind: str) -> None:
+    from moot.core.errors import ConfigError
+
+    if not path.exists():
+        raise ConfigError(f"{flag} {path}: {kind} not found")
+    if kind == "file" and path.is_dir():
+        raise ConfigError(f"{flag} {path}: a folder, expected a file")
+    if kind == "folder" and not path.is_dir():
+        raise ConfigError(f"{flag} {path}: a file, expected a folder")
 
 
 def spec_from(args: argparse.Namespace, text: str, **options: Any) -> Any:
@@ -111,7 +163,33 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
         client.prepare(spec)
     if any(spec.transport == "embedded" for spec in specs):
         note(args, DEMO_NOTE)
+    for text in concurrency_notes(args, specs):
+        note(args, text)
     return client
+
+
+def concurrency_notes(args: argparse.Namespace, specs: Sequence[Any]) -> list[str]:
+    """What keeps fewer requests in flight than ``--concurrency`` asks for, and why.
+
+    Requests to a model are bounded only by ``--max-concurrency`` when it is given, and, for the
+    embedded model, by its server's parallel slots (more requests wait in its queue).
+    """
+    from moot.core.llm.embedded import SLOTS
+
+    wanted = getattr(args, "concurrency", None)
+    notes = []
+    for spec in dict.fromkeys(specs):  # each model once, in order
+        if wanted and spec.max_concurrency and spec.max_concurrency < wanted:
+            notes.append(
+                f"note: at most {spec.max_concurrency} requests in flight to {spec.name} "
+                f"(--max-concurrency {spec.max_concurrency}), fewer than --concurrency {wanted}"
+            )
+        if wanted and spec.transport == "embedded" and wanted > SLOTS:
+            notes.append(
+                f"note: {spec.name} answers {SLOTS} requests at a time (its embedded server's "
+                f"parallel slots); the others of --concurrency {wanted} wait in its queue"
+            )
+    return notes
 
 
 def constrained(args: argparse.Namespace, role: Any) -> bool:

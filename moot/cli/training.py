@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from moot.cli import options as opt
 from moot.cli.registry import Commands
@@ -25,7 +24,7 @@ def register(commands: Commands) -> None:
     sft.add_argument(
         "--config",
         dest="train_config",
-        type=Path,
+        type=opt.input_file,
         metavar="FILE",
         help="the run's YAML config (sections model, data, lora, training; required)",
     )
@@ -50,7 +49,9 @@ def register(commands: Commands) -> None:
         "or any server can load.",
         group="train",
     )
-    merge.add_argument("--adapter", type=Path, metavar="DIR", help="the adapter (required)")
+    merge.add_argument(
+        "--adapter", type=opt.input_folder, metavar="DIR", help="the adapter (required)"
+    )
     opt.out_option(merge)
     opt.required(merge, "adapter")
     opt.common_options(merge)

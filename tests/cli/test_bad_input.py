@@ -214,7 +214,10 @@ def test_debug_adds_the_traceback_and_keeps_exit_2(tmp_path, capsys):
     args = ["report", "compqa", "--judged", str(missing), "--out", str(tmp_path / "r")]
     assert main(["--debug", *args, "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert "Traceback" in err and err.splitlines()[-1] == f"moot: error: {missing}: file not found"
+    assert (
+        "Traceback" in err
+        and err.splitlines()[-1] == f"moot: error: --judged {missing}: file not found"
+    )
 
 
 def test_no_command_prints_help_and_fails():
