@@ -31,7 +31,7 @@ def where(spec: ModelSpec, api_base: str | None) -> str:
     return public_url(api_base) if api_base else spec.provider
 
 
-def classify(exc: BaseException, spec: ModelSpec, api_base: str | None, key: str | None) -> Any:
+def classify(exc: Exception, spec: ModelSpec, api_base: str | None, key: str | None) -> Exception:
     """Map a client exception to `Transient` (retry), a `MootError` (give up), or itself (a bug).
 
     Args:

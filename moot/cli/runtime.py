@@ -122,6 +122,8 @@ def log_retries() -> None:
 
     from moot.core.llm import models
 
+    if models.log.handlers:  # once per process (the CLI may run in-process, more than once)
+        return
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("moot: %(message)s"))
     models.log.addHandler(handler)
