@@ -101,7 +101,7 @@ class RunOutput:
 
 @dataclass
 class Progress:
-    """One progress bar on stderr for a command: done / failed / calls / tokens / cost, and ETA.
+    """One progress bar on stderr for a command: done, failed, calls, retries, tokens, cost, ETA.
 
     Args:
         enabled: Draw it (the CLI enables it on a terminal unless ``--quiet``).
@@ -140,7 +140,8 @@ class Progress:
         if self.ledger is not None:
             total = self.ledger.total()
             tokens = total.prompt_tokens + total.completion_tokens
-            parts += [f"calls {total.calls}", f"tokens {tokens}", f"${total.cost_usd:.4f}"]
+            parts += [f"calls {total.calls}", f"retries {total.retries}"]
+            parts += [f"tokens {tokens}", f"${total.cost_usd:.4f}"]
         return ", ".join(parts)
 
 

@@ -11,8 +11,15 @@ BERT_WORDS = ["voting", "compulsory", "turnout", "free", "choice", "raises", "fa
 BERT_SIZES = {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2}
 
 
-def tiny_llama(folder: Path, words: list[str], chat_template: str | None = None) -> Path:
-    """Save a 1-layer Llama (hidden 16) whose vocabulary is `BASE_WORDS` + `words` to `folder`."""
+def tiny_llama(
+    folder: Path, words: list[str], chat_template: str | None = None, *, says_words: bool = False
+) -> Path:
+    """Save a 1-layer Llama (hidden 16) whose vocabulary is `BASE_WORDS` + `words` to `folder`.
+
+    With `says_words`, it never generates a special token (its generation config suppresses
+    them), so its replies are never empty: greedy, it otherwise says nothing at all, and an
+    empty reply is a failed call.
+    """
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -42,7 +49,10 @@ def tiny_llama(folder: Path, words: list[str], chat_template: str | None = None)
         eos_token_id=2,
     )
     torch.manual_seed(0)
-    LlamaForCausalLM(config).save_pretrained(folder)
+    model = LlamaForCausalLM(config)
+    if says_words:
+        model.generation_config.suppress_tokens = list(range(len(BASE_WORDS)))
+    model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
 

@@ -1,9 +1,9 @@
 """The model layer: every LLM call in moot goes through `ModelClient.complete`.
 
-One path gives every call the same guarantees: a per-model concurrency bound, retries on
-429 / 5xx / timeouts / malformed bodies that honour ``Retry-After`` (never on other 4xx), an
-on-disk cache keyed by the request's identity, a token and cost ledger per role and stage, and
-context-window checks.
+One path gives every call the same guarantees: a per-model concurrency bound, a deadline per
+request, retries on 429 / 5xx / timeouts / malformed or empty replies that honour ``Retry-After``
+(never on other 4xx, never on our own bugs: `moot.core.llm.failures`), an on-disk cache keyed by
+the request's identity, a token and cost ledger per role and stage, and context-window checks.
 
 Transports: OpenAI-compatible servers (OpenAI, vLLM, llama.cpp, the embedded model) go through
 langchain-openai's ``ChatOpenAI``, which resolves the client configuration; the hot path calls its
@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import json
+import logging
+import re
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlparse
@@ -37,6 +38,7 @@ from moot.core.errors import (
     MootError,
 )
 from moot.core.llm.cache import RequestCache, request_key
+from moot.core.llm.failures import Transient, classify, where
 from moot.core.llm.ledger import UsageLedger
 from moot.core.llm.spec import ModelSpec, Role, missing_litellm_keys, public_url, resolve_api_key
 from moot.core.llm.structured import (
@@ -48,6 +50,7 @@ from moot.core.llm.structured import (
 )
 from moot.core.llm.tokens import count_message_tokens
 
+log = logging.getLogger(__name__)  # one line per retry, shown by the CLI's --verbose
 T = TypeVar("T", bound=BaseModel)
 V = TypeVar("V")
 Messages = list[dict[str, str]]
@@ -55,7 +58,7 @@ Messages = list[dict[str, str]]
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """When to retry a transient failure (429, 5xx, timeout, malformed body).
+    """When to retry a transient failure (429, 5xx, timeout, malformed or empty reply).
 
     Args:
         attempts: Total attempts per call, the first included.
@@ -81,14 +84,6 @@ class Completion:
     cached: bool = False
     latency: float = 0.0
     retries: int = 0
-
-
-class _Transient(Exception):
-    """A failure worth retrying; `retry_after` is the server's requested wait, if any."""
-
-    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None):
-        super().__init__(message)
-        self.status, self.retry_after = status, retry_after
 
 
 class ModelClient:
@@ -224,8 +219,7 @@ class ModelClient:
                 return reply
 
         reply = await self._send(transport, role, stage, messages, params)
-        if key is not None and self.cache is not None and reply.text.strip():
-            # an empty reply is never cached: a rerun asks again
+        if key is not None and self.cache is not None:
             self.cache.put(
                 key,
                 {
@@ -331,33 +325,47 @@ class ModelClient:
 
         def wait(state: Any) -> float:
             exc = state.outcome.exception()
-            if isinstance(exc, _Transient) and exc.retry_after is not None:
+            if isinstance(exc, Transient) and exc.retry_after is not None:
                 return min(exc.retry_after, policy.max_retry_after)
             return backoff(state)
 
-        attempts = 0
+        def told(state: Any) -> None:  # the messages are scrubbed of keys by `classify`
+            log.info(
+                "%s/%s (%s): retry %d of %d in %.1f s after %s",
+                *(role.name, stage, spec.name, state.attempt_number, policy.attempts - 1),
+                *(state.next_action.sleep, state.outcome.exception()),
+            )
+
+        attempts, tokens = 0, [0, 0]  # every reply is paid for, an empty one too
         start = time.perf_counter()
         try:
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(policy.attempts),
                 wait=wait,
-                retry=retry_if_exception_type(_Transient),
+                retry=retry_if_exception_type(Transient),
+                before_sleep=told,
                 reraise=True,
             ):
                 with attempt:
                     attempts += 1
                     async with limit:
                         reply = await transport.send(messages, params)
-        except _Transient as exc:
-            self.ledger.record(spec, role.name, stage, failed=True, retries=attempts - 1)
+                    tokens = [tokens[0] + reply.prompt_tokens, tokens[1] + reply.completion_tokens]
+                    if not reply.text.strip():  # never a result, in any command
+                        empty = f"empty reply from {where(spec, transport.api_base)}"
+                        if spec.transport == "hf":  # it seeds each call: it would say it again
+                            raise ModelCallError(f"{spec.name}: {empty}")
+                        raise Transient(empty)
+        except (Transient, ModelCallError, MootError) as exc:
+            paid = {"prompt_tokens": tokens[0], "completion_tokens": tokens[1]}
+            self.ledger.record(spec, role.name, stage, failed=True, retries=attempts - 1, **paid)
+            if not isinstance(exc, Transient):
+                raise
             raise ModelCallError(
                 f"{spec.name}: {exc} (gave up after {attempts} attempts)",
                 status=exc.status,
                 retryable=True,
             ) from None
-        except (ModelCallError, MootError):
-            self.ledger.record(spec, role.name, stage, failed=True, retries=attempts - 1)
-            raise
         latency = time.perf_counter() - start
         self.ledger.record(
             spec,
@@ -365,8 +373,8 @@ class ModelClient:
             stage,
             retries=attempts - 1,
             latency=latency,
-            prompt_tokens=reply.prompt_tokens,
-            completion_tokens=reply.completion_tokens,
+            prompt_tokens=tokens[0],
+            completion_tokens=tokens[1],
         )
         return Completion(
             reply.text,
@@ -423,7 +431,10 @@ class _OpenAITransport(_Transport):
             api_key=self._key or "EMPTY",
             max_retries=0,
             timeout=self.spec.timeout,
-            http_async_client=httpx.AsyncClient(limits=limits, timeout=self.spec.timeout),
+            http_async_client=httpx.AsyncClient(
+                timeout=self.spec.timeout,
+                transport=_deadline_transport(self.spec.timeout, limits),
+            ),
         )
         return chat_model.async_client.create
 
@@ -433,18 +444,8 @@ class _OpenAITransport(_Transport):
             if self._loop is not None:  # pooled connections die with the loop that opened them
                 self._create = self._connect()
             self._loop = loop
-        try:
-            response = await self._create(model=self.spec.model, messages=messages, **params)
-            choice = response.choices[0]
-            usage = response.usage
-            return _Reply(
-                choice.message.content or "",
-                choice.finish_reason,
-                usage.prompt_tokens if usage else 0,
-                usage.completion_tokens if usage else 0,
-            )
-        except Exception as exc:  # classified below; anything unknown is re-raised as a bug
-            raise _classify(exc, self.spec, self.api_base, self._key) from None
+        request = self._create(model=self.spec.model, messages=messages, **params)
+        return await _request(request, self.spec, self.api_base, self._key)
 
 
 class _LiteLLMTransport(_Transport):
@@ -458,8 +459,9 @@ class _LiteLLMTransport(_Transport):
     async def send(self, messages: Messages, params: dict[str, Any]) -> _Reply:
         from moot.core.llm.litellm_import import litellm
 
-        try:
-            response = await litellm.acompletion(
+        # litellm's clients are its own: the deadline bounds the whole call, litellm's work too
+        request = asyncio.wait_for(
+            litellm.acompletion(
                 model=self.spec.name,
                 messages=messages,
                 api_base=self.api_base,
@@ -468,16 +470,10 @@ class _LiteLLMTransport(_Transport):
                 num_retries=0,
                 drop_params=True,
                 **params,
-            )
-            choice, usage = response.choices[0], response.usage
-            return _Reply(
-                choice.message.content or "",
-                choice.finish_reason,
-                usage.prompt_tokens if usage else 0,
-                usage.completion_tokens if usage else 0,
-            )
-        except Exception as exc:
-            raise _classify(exc, self.spec, self.api_base, self._key) from None
+            ),
+            self.spec.timeout,
+        )
+        return await _request(request, self.spec, self.api_base, self._key)
 
 
 class _HFTransport(_Transport):
@@ -515,78 +511,67 @@ def _make_transport(spec: ModelSpec) -> _Transport:
     return _LiteLLMTransport(spec, key)
 
 
-def _classify(exc: Exception, spec: ModelSpec, api_base: str | None, key: str | None) -> Exception:
-    """Map a client exception to `_Transient` (retry) or `ModelCallError` (give up)."""
-    import openai
+def _deadline_transport(deadline: float, limits: Any) -> Any:
+    """An httpx transport that gives each request `deadline` seconds, connect to last byte.
 
-    where = public_url(api_base) if api_base else spec.provider
-    secrets = [key, urlparse(api_base).password if api_base else None]
+    httpx's timeouts bound each connect, write and read, so a server that drips its body a byte
+    at a time would hold a call for ever. Bounding it here, not around the SDK call, leaves out
+    the client's own work (the first call in a process spends about a second building types).
+    """
+    import httpx
 
-    def clean(text: str) -> str:  # an SDK message must never carry a secret into a log
-        text = " ".join(str(text).split())[:300]
-        for secret in filter(None, secrets):
-            text = text.replace(secret, "***")
-        return text
+    class Deadline(httpx.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            try:
+                async with asyncio.timeout(deadline):
+                    response = await super().handle_async_request(request)
+                    await response.aread()  # the body too, within the deadline
+            except TimeoutError:  # the SDK's APITimeoutError: a timeout like any other
+                raise httpx.ReadTimeout(f"no reply within {deadline:g}s", request=request) from None
+            return response
 
-    if isinstance(exc, ModelCallError | _Transient | MootError):
-        return exc
-    if isinstance(exc, openai.APITimeoutError):
-        return _Transient(f"request to {where} timed out after {spec.timeout:g}s")
-    if isinstance(exc, openai.APIConnectionError):
-        return _Transient(f"cannot connect to {where}")
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        message = clean(_error_message(exc))
-        if status in (408, 409, 429) or status >= 500:
-            return _Transient(f"HTTP {status} from {where}: {message}", status, _retry_after(exc))
-        if _is_context_error(exc, message):
-            return ContextWindowExceeded(f"{spec.name}: context window exceeded: {message}")
-        if status in (401, 403):  # every later call would fail the same way: stop the run
-            return ConfigError(
-                f"{spec.name}: authentication failed at {where} (HTTP {status}); check the API key"
-            )
-        return ModelCallError(f"{spec.name}: HTTP {status} from {where}: {message}", status)
-    malformed = (ValueError, TypeError, KeyError, IndexError, AttributeError)  # e.g. a cut body
-    if isinstance(exc, (*malformed, openai.APIResponseValidationError)):
-        return _Transient(f"malformed response from {where}: {clean(type(exc).__name__)}")
-    return exc
+    return Deadline(limits=limits)
 
 
-def _error_message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])
-    return str(getattr(exc, "message", exc))
-
-
-def _is_context_error(exc: Any, message: str) -> bool:
-    code = getattr(exc, "code", None)
-    if code == "context_length_exceeded" or type(exc).__name__ == "ContextWindowExceededError":
-        return True
-    lowered = message.lower()
-    return "context length" in lowered or "context window" in lowered
-
-
-def _retry_after(exc: Any) -> float | None:
-    """Seconds from ``retry-after-ms`` / ``Retry-After`` (seconds or HTTP date), if sent."""
-    headers = getattr(exc, "litellm_response_headers", None)  # litellm keeps them here
-    if not headers:
-        headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+async def _request(
+    request: Awaitable[Any], spec: ModelSpec, api_base: str | None, key: str | None
+) -> _Reply:
+    """Await one request and read its reply; a failure is classified (`classify`)."""
     try:
-        if headers.get("retry-after-ms"):
-            return float(headers["retry-after-ms"]) / 1000
-        value = headers.get("retry-after")
-        if not value:
-            return None
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            when = email.utils.parsedate_to_datetime(value)
-            return max(0.0, when.timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
+        response = await request
+    except Exception as exc:  # what the server caused is retried; a bug surfaces as itself
+        raise classify(exc, spec, api_base, key) from None
+    return _read_reply(response, where(spec, api_base))
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # from JSON "\ud800": a str, not UTF-8
+
+
+def _read_reply(response: Any, shown: str) -> _Reply:
+    """The reply in a parsed response body, read without trusting its shape.
+
+    A body without choices or a message (the SDKs parse any JSON without checking) is the
+    server's fault, so retried. A lone surrogate is replaced by U+FFFD here, where every reply
+    enters: it cannot be encoded, so the cache, the result logs and every output file would fail
+    on it. It is a bad character in a readable reply, like a bad byte a decoder replaces, not a
+    malformed reply: refused, it would come back the same at temperature 0 and fail for good.
+    """
+    choices = getattr(response, "choices", None)
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = getattr(choice, "message", None)
+    text = getattr(message, "content", None)
+    if message is None or not isinstance(text, str | None):
+        raise Transient(f"malformed response from {shown}: no choices or no message")
+    usage = getattr(response, "usage", None)
+    prompt, completion = (
+        getattr(usage, name, 0) for name in ("prompt_tokens", "completion_tokens")
+    )
+    return _Reply(
+        _LONE_SURROGATE.sub("\ufffd", text or ""),
+        getattr(choice, "finish_reason", None),
+        prompt if isinstance(prompt, int) else 0,
+        completion if isinstance(completion, int) else 0,
+    )
 
 
 def check_reachable(api_base: str, timeout: float = 5.0) -> None:

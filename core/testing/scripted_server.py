@@ -34,7 +34,9 @@ from moot.core.llm.tokens import count_message_tokens, count_tokens
 
 __all__ = ["Fault", "FaultKind", "LoggedRequest", "Rule", "ScriptedServer", "ServerConfig", "main"]
 
-FaultKind = Literal["429", "500", "503", "hang", "malformed", "truncated", "400"]
+FaultKind = Literal[
+    "429", "500", "503", "hang", "malformed", "truncated", "no_choices", "drip", "400"
+]
 JSON = dict[str, Any]
 
 _WORDS = (
@@ -75,7 +77,9 @@ class Fault:
         kind: ``"429"``, ``"500"``, ``"503"`` and ``"400"`` answer with that OpenAI-style
             error; ``"hang"`` waits ``hang_seconds`` and then replies normally;
             ``"malformed"`` answers 200 with a non-JSON body; ``"truncated"`` answers 200
-            with a valid reply body cut in half.
+            with a valid reply body cut in half; ``"no_choices"`` answers 200 with a JSON
+            body whose ``choices`` list is empty; ``"drip"`` sends a valid reply one byte
+            every ``drip_seconds``, so no single read waits long but the whole reply does.
         times: How many matching requests get the fault.
         match: Regex searched in the joined message contents; None matches any request.
         retry_after: Seconds sent as the ``Retry-After`` header on 429 and 503.
@@ -84,6 +88,7 @@ class Fault:
             is drawn from `seed`, the request body and how many times that body came before, so
             a run gets the same faults whatever order its concurrent requests arrive in.
         seed: Seed of those draws.
+        drip_seconds: The pause before each byte of a ``"drip"`` reply's body.
     """
 
     kind: FaultKind
@@ -93,6 +98,7 @@ class Fault:
     hang_seconds: float = 30.0
     rate: float = 1.0
     seed: int = 0
+    drip_seconds: float = 0.1
 
     def __post_init__(self) -> None:
         if self.kind not in get_args(FaultKind):
@@ -288,8 +294,13 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: D102 - http.server dispatch
         self.server.owner._handle(self, "POST")
 
-    def send(self, status: int, body: bytes, headers: JSON | None = None) -> None:
-        """Write a complete response; a client that hung up is not an error."""
+    def send(
+        self, status: int, body: bytes, headers: JSON | None = None, drip: float = 0.0
+    ) -> None:
+        """Write a complete response (its body a byte each `drip` seconds, if set).
+
+        A client that hung up is not an error.
+        """
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -297,7 +308,14 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in (headers or {}).items():
                 self.send_header(name, str(value))
             self.end_headers()
-            self.wfile.write(body)
+            if not drip:
+                self.wfile.write(body)
+                return
+            for index in range(len(body)):
+                if self.server.owner._stopping.wait(drip):
+                    break
+                self.wfile.write(body[index : index + 1])
+                self.wfile.flush()
         except OSError:
             self.close_connection = True
 
@@ -447,7 +465,8 @@ class ScriptedServer:
         entry = LoggedRequest(path, body, status, outcome, authorized, arrived)
         with self._lock:
             self._log.append((sequence, entry))
-        handler.send(status, payload, headers)
+        drip = float(headers.pop("X-Drip-Seconds", 0.0))
+        handler.send(status, payload, headers, drip)
 
     def _route(
         self, method: str, path: str, body: JSON | None, authorized: bool
@@ -491,14 +510,19 @@ class ScriptedServer:
     def _answer(self, body: JSON) -> tuple[int, bytes, JSON, str]:
         self._stopping.wait(self.config.latency)  # an Event, so stop() cuts the sleep short
         fault = self._take_fault(body)
-        if fault is not None and fault.kind not in ("hang", "malformed", "truncated"):
+        if fault is not None and fault.kind in ("429", "500", "503", "400"):
             raise self._fault_reply(fault)
         if fault is not None and fault.kind == "hang":
             self._stopping.wait(fault.hang_seconds)
         self._check_context(body)
-        payload = json.dumps(self._completion(body)).encode()
-        if fault is None or fault.kind == "hang":
+        completion = self._completion(body)
+        if fault is not None and fault.kind == "no_choices":
+            completion["choices"] = []
+        payload = json.dumps(completion).encode()
+        if fault is None or fault.kind in ("hang", "no_choices"):
             return 200, payload, {}, fault.kind if fault else "ok"
+        if fault.kind == "drip":
+            return 200, payload, {"X-Drip-Seconds": fault.drip_seconds}, "drip"
         if fault.kind == "malformed":
             return 200, b"<html>upstream proxy error: not JSON", {}, "malformed"
         return 200, payload[: len(payload) // 2], {}, "truncated"

@@ -142,7 +142,7 @@ def out_option(
 
 
 def common_options(parser: argparse.ArgumentParser, config: bool = True) -> None:
-    """``--config``, ``--quiet`` and ``--debug``: every command has them.
+    """``--config``, ``--quiet``, ``--verbose`` and ``--debug``: every command has them.
 
     Args:
         parser: The command's parser.
@@ -157,6 +157,9 @@ def common_options(parser: argparse.ArgumentParser, config: bool = True) -> None
             help="YAML file of option values (keys = flags)",
         )
     group.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    group.add_argument(
+        "--verbose", action="store_true", help="log each retried model call on stderr, and why"
+    )
     group.add_argument(
         "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
     )
@@ -276,7 +279,8 @@ def call_options(parser: argparse.ArgumentParser, temperature: float | None = 0.
         "--timeout",
         type=seconds,
         metavar="S",
-        help="seconds per request before it is retried (default 120; 600 for local/*)",
+        help="deadline of each request, connect to last byte, before it is retried "
+        "(default 120; 600 for local/*)",
     )
     group.add_argument(
         "--max-retries", type=int, default=5, metavar="N", help="retries per call (default 5)"

@@ -159,6 +159,8 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
 
         cache = RequestCache(args.cache or default_cache_path())
     client = ModelClient(cache=cache, retry=RetryPolicy(attempts=args.max_retries + 1))
+    if args.verbose:
+        log_retries()
     for spec in specs:
         client.prepare(spec)
     if any(spec.transport == "embedded" for spec in specs):
@@ -190,6 +192,20 @@ def concurrency_notes(args: argparse.Namespace, specs: Sequence[Any]) -> list[st
                 f"parallel slots); the others of --concurrency {wanted} wait in its queue"
             )
     return notes
+
+
+def log_retries() -> None:
+    """Show the model layer's line per retried call on stderr (``--verbose``)."""
+    import logging
+
+    from moot.core.llm import models
+
+    if models.log.handlers:  # once per process (the CLI may run in-process, more than once)
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("moot: %(message)s"))
+    models.log.addHandler(handler)
+    models.log.setLevel(logging.INFO)
 
 
 def constrained(args: argparse.Namespace, role: Any) -> bool:
@@ -252,7 +268,7 @@ def finish(
 
 
 def summary_table(tallies: Sequence[Any], ledger: Any = None) -> str:
-    """Items planned / done before / done now / failed per stage, then calls, tokens and cost."""
+    """Items planned / done before / done now / failed per stage; calls, retries, tokens, cost."""
     from moot.core.tables import render_table
 
     parts = []
@@ -265,7 +281,19 @@ def summary_table(tallies: Sequence[Any], ledger: Any = None) -> str:
     if ledger is None:
         return "\n\n".join(parts)
     if ledger.entries:
-        rows = [("role", "stage", "model", "calls", "cached", "prompt", "completion", "cost $")]
+        rows = [
+            (
+                "role",
+                "stage",
+                "model",
+                "calls",
+                "cached",
+                "retries",
+                "prompt",
+                "completion",
+                "cost $",
+            )
+        ]
         rows += [
             (
                 role,
@@ -273,6 +301,7 @@ def summary_table(tallies: Sequence[Any], ledger: Any = None) -> str:
                 model,
                 u.calls,
                 u.cache_hits,
+                u.retries,
                 u.prompt_tokens,
                 u.completion_tokens,
                 f"{u.cost_usd:.4f}",
@@ -285,7 +314,7 @@ def summary_table(tallies: Sequence[Any], ledger: Any = None) -> str:
     if ledger.unpriced:
         cost += f" (+ unpriced: {', '.join(sorted(ledger.unpriced))})"
     parts.append(
-        f"total: {total.calls} calls ({total.cache_hits} cached), "
+        f"total: {total.calls} calls ({total.cache_hits} cached), {total.retries} retries, "
         f"{total.prompt_tokens + total.completion_tokens} tokens, cost {cost}"
     )
     return "\n\n".join(parts)

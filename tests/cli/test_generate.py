@@ -130,7 +130,7 @@ def test_an_argument_listed_twice_is_refused(tmp_path):
 
 def tiny_model(folder: Path) -> Path:
     """A random-weight Llama-architecture model with a word-level tokenizer, built offline."""
-    return tiny_llama(folder, ["zoos", "are", "good", "bad", "animals", "because"])
+    return tiny_llama(folder, ["zoos", "are", "good", "bad", "animals", "because"], says_words=True)
 
 
 @pytest.mark.parametrize("adapter", [False, True], ids=["model", "lora-adapter"])

@@ -118,7 +118,7 @@ def test_429_with_retry_after_is_retried_honoured_and_counted(server: ScriptedSe
     assert total(client)["failures"] == 0
 
 
-@pytest.mark.parametrize("kind", ["500", "503", "malformed", "truncated"])
+@pytest.mark.parametrize("kind", ["500", "503", "malformed", "truncated", "no_choices"])
 def test_transient_failures_are_retried(server: ScriptedServer, kind: str) -> None:
     server.add_fault(Fault(kind, times=2))  # type: ignore[arg-type]
     client = ModelClient(retry=FAST)
@@ -180,6 +180,41 @@ def test_retries_exhausted_raise_retryable_error() -> None:
         assert total(client)["failures"] == 1
         assert total(client)["calls"] == 1
         assert total(client)["retries"] == 2
+
+
+def test_an_empty_reply_is_retried_then_a_failed_call_and_its_tokens_are_counted() -> None:
+    with ScriptedServer(rules=[Rule("uniforms", " \n")]) as server:
+        client = ModelClient(retry=RetryPolicy(attempts=2, initial_wait=0.01, max_wait=0.05))
+        with pytest.raises(ModelCallError, match="empty reply from .* after 2 attempts"):
+            complete(client, make_role(server))
+        assert len(chat_requests(server)) == 2
+    usage = total(client)
+    assert usage["failures"] == 1 and usage["retries"] == 1
+    assert usage["prompt_tokens"] == 2 * count_message_tokens(HELLO)  # both were paid for
+
+
+def test_our_own_type_error_surfaces_as_itself_and_is_not_retried(server: ScriptedServer) -> None:
+    client = ModelClient(retry=FAST)
+    with pytest.raises(TypeError, match="not JSON serializable"):  # a bug, not a model failure
+        complete(client, make_role(server), [{"role": "user", "content": object()}])
+    assert chat_requests(server) == [] and total(client)["retries"] == 0
+
+
+def test_the_timeout_bounds_a_reply_that_drips() -> None:
+    with ScriptedServer() as server:
+        server.add_fault(Fault("drip", times=1, drip_seconds=0.05))  # ~15 s for the whole body
+        client = ModelClient(retry=FAST)
+        start = time.monotonic()
+        reply = complete(client, make_role(server, timeout=0.5))
+        assert time.monotonic() - start < 3 and reply.retries == 1
+        assert [r.outcome for r in chat_requests(server)] == ["drip", "ok"]
+
+
+def test_a_lone_surrogate_is_replaced_and_the_reply_cached(tmp_path: Path) -> None:
+    with ScriptedServer(rules=[Rule("uniforms", "bad \udc80 char \U0001f600")]) as server:
+        client = ModelClient(cache=RequestCache(tmp_path / "c.sqlite"), retry=FAST)
+        first, again = complete(client, make_role(server)), complete(client, make_role(server))
+    assert first.text == again.text == "bad \ufffd char \U0001f600" and again.cached
 
 
 # --- context window ----------------------------------------------------------
@@ -340,7 +375,7 @@ def test_a_local_model_is_loaded_once_across_prepare_and_event_loops(tmp_path: P
     from tests.tiny import tiny_llama
 
     folder = tiny_llama(tmp_path / "tiny", ["zoos", "are", "good", "bad"])
-    role = Role("debater_a", parse_spec(f"hf/{folder}"), 0.0)
+    role = Role("debater_a", parse_spec(f"hf/{folder}"), 1.0)  # at 0 it says nothing: a failure
     client = ModelClient()
     client.prepare(role.spec)  # loads the weights, as the CLI does before its event loop
     shutil.rmtree(folder)  # loading them again would now fail
@@ -348,6 +383,16 @@ def test_a_local_model_is_loaded_once_across_prepare_and_event_loops(tmp_path: P
     second = complete(client, role, max_tokens=3, seed=1)
     assert first.completion_tokens == second.completion_tokens == 3
     assert first.prompt_tokens > 0 and total(client)["calls"] == 2
+
+
+def test_a_local_models_empty_reply_fails_at_once(tmp_path: Path) -> None:
+    from tests.tiny import tiny_llama
+
+    folder = tiny_llama(tmp_path / "tiny", ["zoos", "are", "good", "bad"])
+    client = ModelClient(retry=FAST)
+    with pytest.raises(ModelCallError, match="empty reply from hf$"):  # greedy: only specials
+        complete(client, Role("debater_a", parse_spec(f"hf/{folder}"), 0.0), max_tokens=3)
+    assert total(client)["retries"] == 0  # seeded each call, it would say the same again
 
 
 # --- concurrency -------------------------------------------------------------
