@@ -20,15 +20,17 @@ import yaml
 __all__ = ["fence", "load_yaml", "render", "template_digest", "template_source"]
 
 
-# What judged text may not contain as such: a run of the fence's brackets ("<<", ">>"), markdown
-# headers (Debatrix's "# New Speech by", "# Analysis of Speech 2 by", DebateQA's "## Document:")
-# and DEBATunE's bracketed markers ("[System]", "[The End of ...]"). Matched on the text after
-# NFKC normalisation and case folding, with any run of whitespace allowed, so "［Ｓｙｓｔｅｍ］",
-# "[ system ]", "＜＜＜" and "# NEW  SPEECH BY" match too.
+# What judged text may not contain as such: a run of the fence's brackets ("<<", ">>"), the
+# papers' header lines (Debatrix's "# New Speech by", "# Analysis of Speech 2 by", DebateQA's
+# "## Document:"; other markdown headers stay as written) and DEBATunE's bracketed markers
+# ("[System]", "[The End of ...]"). Matched on the text after NFKC normalisation and case
+# folding, with any run of whitespace allowed, so "［Ｓｙｓｔｅｍ］", "[ system ]", "＜＜＜" and
+# "# NEW  SPEECH BY" match too.
 _MARKERS = re.compile(
     r"(?<=<)<|(?<=>)>"
     r"|\[\s*(?:system|question|topic|the\s+(?:start|end)\s+of)\b"
-    r"|^[^\S\n]*#",
+    r"|^[^\S\n]*#+[^\S\n]*(?:new\s+speech|speech\s+\d|analysis\s+of|summary\s+of|info\s+slide"
+    r"|document|question)\b",
     re.MULTILINE,
 )
 _DIGEST_CHARS = 16
