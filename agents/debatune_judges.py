@@ -46,7 +46,7 @@ class Judge:
     Args:
         name: Ledger stage name, e.g. ``controllability``.
         system: System-prompt template path.
-        prompt: User-prompt template path; the judged text goes between its fences.
+        prompt: User-prompt template path; it fences the judged text (`moot.prompts.fence`).
         schema: Pydantic model whose fields, in order, are the numbers asked for.
         max_tokens: Completion budget (the explanation follows the numbers).
     """
@@ -106,11 +106,6 @@ QUALITY = Judge(
 )
 
 
-def fence(text: str) -> str:
-    """Judged text with anything shaped like the prompt's fences neutralised."""
-    return re.sub(r"\[(?=The (?:Start|End) of)", "(", text)
-
-
 def parse_scores(text: str, schema: type[BaseModel]) -> BaseModel:
     """Read a judge's numbers from JSON, a Python dict, or the first line holding numbers.
 
@@ -158,15 +153,14 @@ async def run_judge(
         client: The model layer (cached, so reruns cost nothing).
         role: The judge's model; give it temperature 0 for reproducible judgments.
         judge: What to ask and how to read the answer.
-        variables: Template variables; judged texts are fenced here.
+        variables: Template variables; the template fences the judged texts.
         seed: Sampling seed (part of the cache key).
         constrained: Send the schema as ``response_format`` so servers that support it decode
             only valid JSON (the tolerant parser reads JSON as well as the paper's first line).
     """
-    fenced = {key: fence(value) for key, value in variables.items()}
     messages = [
         {"role": "system", "content": render(judge.system)},
-        {"role": "user", "content": render(judge.prompt, **fenced)},
+        {"role": "user", "content": render(judge.prompt, **variables)},
     ]
     kwargs: dict[str, Any] = {"max_tokens": judge.max_tokens, "seed": seed}
     if constrained:

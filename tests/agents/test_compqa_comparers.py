@@ -20,6 +20,7 @@ from moot.core import ModelClient, RetryPolicy, Role, parse_spec
 from moot.core.testing.scripted_server import Rule, ScriptedServer
 from moot.prompts import template_source
 from tests.conftest import shared_data
+from tests.fenced import NOTE, unfence
 
 ARGS = ["Baseball players throw faster.", "Baseball is on TV.", "Softball is harder."]
 
@@ -56,7 +57,9 @@ FIGURE_4 = {
 @pytest.mark.parametrize("scenario", [1, 2, 3, 4])
 def test_scenarios_are_figure_4_verbatim(scenario):
     text = prompt(scenario, ARGS if scenario in (2, 4) else ())
-    assert text == FIGURE_4[scenario]
+    # the figure's words verbatim; moot fences the argument list and says what the fence means
+    assert unfence(text) == FIGURE_4[scenario]
+    assert (NOTE in text) == (scenario in (2, 4))
     # the paper: scenario 1 assigns no role, the other three do
     assert text.startswith("You are ") == (scenario != 1)
 

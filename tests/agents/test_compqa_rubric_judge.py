@@ -14,6 +14,7 @@ from moot.core.data.compqa import MAXIMA, Comparison
 from moot.core.errors import ModelCallError
 from moot.core.llm.models import RetryPolicy
 from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from tests.fenced import NOTE, fences, unfence
 
 SCORES = {n: MAXIMA[n] - (n % 2 == 0) for n in MAXIMA}  # 12 points
 VALID = json.dumps({str(n): p for n, p in SCORES.items()})
@@ -35,7 +36,9 @@ def judge(server: ScriptedServer, **options) -> object:
 def test_prompt_is_the_papers_with_0_1_or_3_examples_before_the_question():
     system, user = rubric_messages(answer(), 0)
     assert system == {"role": "system", "content": "You are an expert summary reviewer."}
-    lines = user["content"].split("\n")
+    # the paper's prompt verbatim apart from the fence around the answer and the sentence after it
+    assert user["content"].endswith(NOTE) and len(fences(user["content"])) == 2
+    lines = unfence(user["content"]).split("\n")
     assert lines[:5] == [
         "You are a helpful assistant.",
         "Task:",

@@ -11,6 +11,7 @@ from moot.agents.debateqa_answerers import (
     rag_messages,
     react_messages,
 )
+from tests.fenced import NOTE, fences, unfence
 
 
 @pytest.mark.parametrize(
@@ -54,7 +55,10 @@ def test_the_prompts_are_the_papers_tables_16_to_18():
         "Your task is to provide an answer to the question. You can refer to the information "
         "provided in the ## Document to help you answer better, or you can leave it out."
     )  # Table 17
-    assert user == "## Document:\nFirst doc.\n\nSecond doc.\n\n## Question: Is UBI good?"
+    # Table 17 verbatim apart from the fence around each chunk and the sentence saying what it means
+    assert unfence(user) == "## Document:\nFirst doc.\n\nSecond doc.\n\n## Question: Is UBI good?"
+    assert [label for label, _ in fences(user)] == ["document"] * 4
+    assert NOTE + "\n\n## Question:" in user
     assert rag_messages("Q?", hits, "detailed")[0]["content"] == detailed
 
 

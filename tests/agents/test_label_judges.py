@@ -22,6 +22,7 @@ from moot.core.llm.structured import OutputParseError
 from moot.core.testing.scripted_server import Rule, ScriptedServer
 from moot.prompts import render
 from tests.conftest import SHARED_DATA
+from tests.fenced import NOTE, unfence
 
 
 @pytest.mark.parametrize(
@@ -107,7 +108,12 @@ def test_dispute_prompt_is_the_papers_few_shot_prompt_and_only_the_reply_is_pars
     assert judged.ok and judged.label == 0 and judged.replies == ("0",)
     assert message["role"] == "user"
     assert message["content"].startswith("Here is a question paired with an answer.")
-    assert "Question: Is tea better?\nAnswer: Tea is hot.\n\nImportant:" in message["content"]
+    # the released prompt verbatim apart from the fence around the answer and the sentence on it
+    text = unfence(message["content"])
+    assert "Question: Is tea better?\nAnswer: Tea is hot.\n\nImportant:" in text
+    assert (
+        "Answer: <<<answer " in message["content"] and NOTE + "\nImportant:" in message["content"]
+    )
 
 
 def test_detection_prompt_repair_round_then_explicit_failure():
@@ -119,8 +125,11 @@ def test_detection_prompt_repair_round_then_explicit_failure():
     assert system["content"].startswith(
         'You are a helpful assistant that can only answer with "Yes"'
     )
-    assert user["content"].startswith("Document: Doc text.\nStatement: A claim.\nInstruction:")
-    assert user["content"].endswith("Answer:")
+    assert unfence(user["content"]).startswith(
+        "Document: Doc text.\nStatement: A claim.\nInstruction:"
+    )
+    assert user["content"].startswith("Document: <<<document ")
+    assert user["content"].endswith(NOTE + "\nAnswer:")
 
     with ScriptedServer(rules=[Rule(pattern="Statement", reply="Perhaps.")]) as s:
         failed = asyncio.run(detect_perspective(ModelClient(), role(s), "Doc.", "Claim."))
@@ -144,7 +153,8 @@ def test_detection_prompts_are_the_papers_table_15_word_for_word():
     # the table's row label "One-Shot Example" is interleaved with the example's first line
     table_15 = table_15.replace("One-ShotEx-", "").replace("userampleDocument", "userDocument")
     system = render(DETECTION_SYSTEM)
-    user = render(DETECTION_PROMPT, document="[Document]", perspective="[Statement]")
+    # Table 15 word for word apart from the fence around the document and the sentence on it
+    user = unfence(render(DETECTION_PROMPT, document="[Document]", perspective="[Statement]"))
     example, answer = (render(name) for name in DETECTION_EXAMPLE)
     shown = f"<|im_start|>system{system}<|im_end|>[Optional1-shotexample]<|im_start|>user{user}"
     assert _flat(shown) in table_15
@@ -166,7 +176,7 @@ def test_one_shot_detection_sends_the_example_turns_before_the_document():
     assert one_shot[1]["content"].startswith("Document for Example 1: Why Prop. 19")
     assert one_shot[1]["content"].endswith("Answer for Example 1:")
     assert one_shot[2]["content"] == "No"
-    assert one_shot[3]["content"].startswith("Document: Doc.\nStatement: A claim.\n")
+    assert unfence(one_shot[3]["content"]).startswith("Document: Doc.\nStatement: A claim.\n")
     assert released[1:] == one_shot[1:] and released[0]["content"].endswith(
         "You should output the answer that best follows an instruction and an input pair."
     )

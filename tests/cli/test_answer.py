@@ -14,6 +14,7 @@ from moot.core.retrieval.index import build_index
 from moot.core.testing.scripted_server import Rule, ScriptedServer
 from tests.cli.helpers import popen_moot, read_jsonl, run_moot
 from tests.conftest import shared_data
+from tests.fenced import unfence
 from tests.tiny import tiny_bert
 
 FINAL = "It is debated. Some argue it reduces poverty; others say it costs too much."
@@ -124,7 +125,7 @@ def test_react_agent_picks_at_most_9_chunks_for_the_answering_model_and_resumes(
         user = next(
             m[1]["content"] for _, m in by_model if m[1]["content"].endswith(record["question"])
         )
-        assert user == table_17(record)  # every picked chunk, no other
+        assert unfence(user) == table_17(record)  # every picked chunk, no other
         steps = [e for e in record["trace"] if e["kind"] == "step"]
         assert len(steps) == 3 and steps[-1]["query"] == "anything"  # past the last: answerer
     summary = json.loads((out / "summary.json").read_text())
@@ -141,7 +142,7 @@ def test_rag_gives_the_top_10_chunks_and_plain_none(corpus, tmp_path):
         assert scores == sorted(scores, reverse=True)
         users = [r.body["messages"][1]["content"] for r in server.requests]
         user = next(u for u in users if u.endswith(corpus["berds"][0]["question"]))
-        assert user == table_17(record)
+        assert unfence(user) == table_17(record)
         server.clear_log()
         plain = answer(server, corpus, tmp_path / "plain", "--prompt", "detailed")
         assert plain.returncode == 0, plain.stderr

@@ -13,8 +13,10 @@ from moot.core.data.questions import load_questions
 from moot.core.errors import InputError
 from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from moot.graphs.berds_eval import join_perspectives, load_pairs, load_retrieved
+from moot.prompts import fence
 from tests.cli.helpers import read_jsonl, run_moot
 from tests.conftest import shared_data
+from tests.fenced import unfence
 
 
 def judge_args(server: ScriptedServer, out: Path, flag: str = "--judge") -> list[object]:
@@ -59,7 +61,7 @@ def test_dispute_awareness_counts_parse_failures_apart_and_resumes(tmp_path):
         assert result.returncode == 0, result.stderr
         assert len(server.requests) == 4 + 1  # one repair round for the unreadable reply
         prompts = [r.body["messages"][0]["content"] for r in server.requests]
-        assert any(answers[1]["generation"][:200] in p for p in prompts)
+        assert any(answers[1]["generation"][:200] in unfence(p) for p in prompts)
         server.clear_log()
         rerun = run_moot(*args, *judge_args(server, out))
         assert rerun.returncode == 0 and server.requests == []  # a rerun costs nothing
@@ -93,7 +95,9 @@ def perspective_sets(n: int) -> tuple[Path, list[dict]]:
 
 def detection_rule(document: str, perspective: str, reply: str) -> Rule:
     return Rule(
-        pattern=f"Document: {document}[^\n]*\nStatement: {re.escape(perspective)}\n", reply=reply
+        pattern=rf"Document: <<<document \w+>>>\n{document}[^\n]*\n<<<end document \w+>>>\n"
+        f"Statement: {re.escape(perspective)}\n",
+        reply=reply,
     )
 
 
@@ -141,7 +145,7 @@ def test_berds_mrecall_and_precision_equal_hand_computed_values(tmp_path):
         assert result.returncode == 0, result.stderr
         assert len(server.requests) == 3 * 2 * 2 + 1  # top-2 × 2 perspectives, one repair
         users = [r.body["messages"][1]["content"] for r in server.requests]
-        assert any("SUPPORTS-FIRST text. T\nStatement:" in u for u in users)  # text, title
+        assert any("SUPPORTS-FIRST text. T\nStatement:" in unfence(u) for u in users)  # text, title
         server.clear_log()
         assert run_moot(*args, *judge_args(server, out, "--detector")).returncode == 0
         assert server.requests == []
@@ -212,7 +216,7 @@ def test_detector_accuracy_and_f1(tmp_path):
     pairs, rows = detector_subset(tmp_path)
     rules = [
         Rule(
-            pattern=f"Document: {re.escape(doc)}\nStatement: {re.escape(persp)}\n",
+            pattern=re.escape(f"Document: {fence(doc, 'document')}\nStatement: {persp}\n"),
             reply=DETECTOR_REPLIES.get(pid, "Yes" if label == "1" else "No"),
         )
         for _, pid, doc, persp, label in rows
@@ -220,7 +224,9 @@ def test_detector_accuracy_and_f1(tmp_path):
     out = tmp_path / "out"
     args = ["eval", "detector", "--pairs", pairs]
     _, pid, doc, persp, _ = rows[8]  # pair 10 (label 0) fails once with a server error
-    fault = Fault("500", times=1, match=f"{re.escape(doc)}\nStatement: {re.escape(persp)}\n")
+    fault = Fault(
+        "500", times=1, match=re.escape(f"{fence(doc, 'document')}\nStatement: {persp}\n")
+    )
     with ScriptedServer(rules=rules, faults=[fault]) as server:
         result = run_moot(*args, *judge_args(server, out, "--detector"))
         assert result.returncode == 1 and "moot: 1 of 20 pairs failed; rerun" in result.stderr
@@ -306,6 +312,7 @@ def test_berds_reads_the_released_layout_without_conversion(tmp_path):
         assert result.returncode == 0, result.stderr
         users = [r.body["messages"][1]["content"] for r in server.requests]
     assert len(users) == 2 * 2 * 2 + 2
+    users = [unfence(u) for u in users]
     assert any(u.startswith("Document: SUPPORTS-FIRST text. T\nStatement:") for u in users)
     assert any(u.startswith("Document: SUPPORTS-ALONE\nStatement: P-ALONE.") for u in users)
     scores = read_jsonl(out / "scores.jsonl")

@@ -90,14 +90,14 @@ def test_controllability_summary_equals_hand_computed_values(tmp_path):
 
 QUALITY_RULES = [
     # the judge sees (1, 2) = (ours, baseline) forward, then (baseline, ours)
-    Rule(pattern=r"Assistant 1's Answer\]\nOURS-GOOD", reply="9 5"),
-    Rule(pattern=r"Assistant 1's Answer\]\nBASE-FOR-GOOD", reply="5 9"),
-    Rule(pattern=r"Assistant 1's Answer\]\nOURS-BIASED", reply="8 6"),
-    Rule(pattern=r"Assistant 1's Answer\]\nBASE-FOR-BIASED", reply="8 6"),
-    Rule(pattern=r"Assistant 1's Answer\]\nOURS-BAD", reply="3 8"),
-    Rule(pattern=r"Assistant 1's Answer\]\nBASE-FOR-BAD", reply="8 3"),
-    Rule(pattern=r"Assistant 1's Answer\]\nOURS-TIEWIN", reply="7 7"),
-    Rule(pattern=r"Assistant 1's Answer\]\nBASE-FOR-TIEWIN", reply="6 7"),
+    Rule(pattern=r"Assistant 1's Answer\]\n<<<answer \w+>>>\nOURS-GOOD", reply="9 5"),
+    Rule(pattern=r"Assistant 1's Answer\]\n<<<answer \w+>>>\nBASE-FOR-GOOD", reply="5 9"),
+    Rule(pattern=r"Assistant 1's Answer\]\n<<<answer \w+>>>\nOURS-BIASED", reply="8 6"),
+    Rule(pattern=r"Assistant 1's Answer\]\n<<<answer \w+>>>\nBASE-FOR-BIASED", reply="8 6"),
+    Rule(pattern=r"Assistant 1's Answer\]\n<<<answer \w+>>>\nOURS-BAD", reply="3 8"),
+    Rule(pattern=r"Assistant 1's Answer\]\n<<<answer \w+>>>\nBASE-FOR-BAD", reply="8 3"),
+    Rule(pattern=r"Assistant 1's Answer\]\n<<<answer \w+>>>\nOURS-TIEWIN", reply="7 7"),
+    Rule(pattern=r"Assistant 1's Answer\]\n<<<answer \w+>>>\nBASE-FOR-TIEWIN", reply="6 7"),
 ]
 
 

@@ -13,7 +13,7 @@ from moot.core.testing.scripted_server import Rule, ScriptedServer
 from moot.graphs.berds_eval import BerdsInstance, DetectorPair, evaluate_berds, evaluate_detector
 from tests.cli.helpers import read_jsonl
 
-RULES = [Rule("Document: SUPPORTS", "Yes"), Rule("Document: ", "No")]
+RULES = [Rule(r"Document: <<<document \w+>>>\nSUPPORTS", "Yes"), Rule("Document: ", "No")]
 
 
 def detector(server: ScriptedServer) -> tuple[Role, ModelClient]:

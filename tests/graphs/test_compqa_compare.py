@@ -18,6 +18,7 @@ from moot.core.errors import ConfigError
 from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from moot.graphs.compqa_compare import CompareContext, compare_questions, generator_name
 from tests.conftest import shared_data
+from tests.fenced import unfence
 
 EXTRACTED = {"object1": "Nike", "object2": "Adidas", "aspect": "comfort"}
 GENERATED = {"object1": ["One holds.", "Two holds."], "object2": ["Three holds."]}
@@ -59,7 +60,7 @@ def test_scenario_4_extracts_generates_answers_and_resumes_without_calls(tmp_pat
         answers_asked = [s for s in sent if "numbered list of used arguments" in s]
         assert len(answers_asked) == 3 and len(server.requests) == 7
         assert all(
-            s.endswith("Argument list:\n1. One holds.\n2. Two holds.\n3. Three holds.")
+            unfence(s).endswith("Argument list:\n1. One holds.\n2. Two holds.\n3. Three holds.")
             for s in answers_asked
         )
         # Figure 4 has no aspect slot: the extracted objects are sent, the aspect is not
@@ -131,7 +132,9 @@ def test_file_arguments_and_questions_without_them(tmp_path):
         assert [r["status"] for r in result.records] == ["ok", "no_arguments", "no_arguments"]
         assert result.count("no_arguments") == 2 and result.summary["no_arguments"] == 2
         # never answered as scenario 1: the only answer request is the one with arguments
-        answered = [s for s in contents(server) if s.startswith("You are a helpful assistant.")]
+        answered = [
+            unfence(s) for s in contents(server) if s.startswith("You are a helpful assistant.")
+        ]
         assert answered == [
             "You are a helpful assistant.\nCompare baseball and softball using following "
             "arguments:\n1. Baseball is everywhere.\n2. Softball grows."
