@@ -266,7 +266,7 @@ def _resume_point(folder: Path, log: Callable[[str], None]) -> Path | None:
         if (path / COMPLETE).is_file():
             complete = path
         elif _is_main():
-            log(f"{path.name} is incomplete (its save was interrupted): deleted")
+            log(f"{path.name} is incomplete (a kill cut its save or deletion short): deleted")
             shutil.rmtree(path)
     return complete
 
