@@ -259,11 +259,15 @@ def _resume_point(folder: Path, log: Callable[[str], None]) -> Path | None:
     """The newest complete checkpoint in `folder`, once the main process has deleted torn ones.
 
     A checkpoint without `COMPLETE` is one whose save a kill interrupted (or whose deletion
-    began): resuming from it fails or, worse, loads half a state.
+    began): resuming from it fails or, worse, loads half a state. A run that an earlier moot
+    began marked none: there, a checkpoint is complete when it holds the trainer's state, the
+    last file the trainer writes.
     """
+    found = _checkpoints(folder)
+    legacy = not any((path / COMPLETE).is_file() for _, path in found)
     complete = None
-    for _, path in _checkpoints(folder):
-        if (path / COMPLETE).is_file():
+    for _, path in found:
+        if (path / COMPLETE).is_file() or (legacy and (path / "trainer_state.json").is_file()):
             complete = path
         elif _is_main():
             log(f"{path.name} is incomplete (a kill cut its save or deletion short): deleted")

@@ -169,3 +169,30 @@ def test_exit_worker_flushes_and_ends_a_distributed_worker_with_0(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n") == ["alone", "in a group", ""]
+
+
+def test_resume_takes_the_newest_marked_checkpoint_and_deletes_torn_ones(tmp_path: Path) -> None:
+    from moot.training.sft_trainer import COMPLETE, _resume_point
+
+    said: list[str] = []
+    for step, files in ((10, [COMPLETE, "trainer_state.json"]), (20, ["adapter.safetensors"])):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        for name in files:
+            (folder / name).write_text("{}")
+    assert _resume_point(tmp_path, said.append) == tmp_path / "checkpoint-10"
+    assert not (tmp_path / "checkpoint-20").exists() and "checkpoint-20" in said[0]
+
+
+def test_a_run_begun_before_the_marks_resumes_from_its_newest_checkpoint_with_state(
+    tmp_path: Path,
+) -> None:
+    from moot.training.sft_trainer import _resume_point
+
+    for step, files in ((10, ["trainer_state.json"]), (20, ["trainer_state.json"]), (30, [])):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        for name in files:
+            (folder / name).write_text("{}")
+    assert _resume_point(tmp_path, lambda _: None) == tmp_path / "checkpoint-20"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-10", "checkpoint-20"]
