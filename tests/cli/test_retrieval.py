@@ -123,7 +123,7 @@ def test_query_expansion_merges_round_robin_and_records_failures(index, tmp_path
         (["--mmr-norm", "question"], "--mmr-norm applies to --mmr"),
         (["--mmr", "0.9", "--mmr-embedder", "cls:nowhere"], "cannot load the encoder 'nowhere'"),
         (["--retriever", "dense"], "has no dense vectors; rebuild it with moot index --dense"),
-        (["--index", "MISSING"], "no index here"),
+        (["--index", "MISSING"], ": folder not found"),
         (["--web"], "give --index DIR or --web (one of them)"),
     ],
 )
