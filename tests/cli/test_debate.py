@@ -273,7 +273,7 @@ def test_empty_replies_fail_the_debate_and_are_asked_again_on_rerun(tmp_path):
     with ScriptedServer(rules=rules) as server:
         args = debate_args(server, topics, tmp_path / "out", "--arguments-per-stance", 1)
         first = run_moot(*args)
-    assert first.returncode == 1 and "empty reply for the conclusion" in first.stderr
+    assert first.returncode == 1 and "empty reply from http://127.0.0.1" in first.stderr
     assert read_jsonl(tmp_path / "out" / "dataset.jsonl") == []
     with ScriptedServer(rules=rules[:1]) as server:  # the model now answers
         second = run_moot(
