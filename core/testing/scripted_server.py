@@ -342,6 +342,12 @@ class ScriptedServer:
         with self._lock:
             return [entry for _, entry in sorted(self._log, key=lambda item: item[0])]
 
+    @property
+    def arrivals(self) -> int:
+        """Requests that arrived so far, answered or still in the server's hands (a hang)."""
+        with self._lock:
+            return self._arrivals
+
     def start(self) -> ScriptedServer:
         """Start listening and serving in a background thread; returns self."""
         if self._httpd is not None:

@@ -46,14 +46,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ignore", "coroutine 'arun_with_retry' was never awaited", RuntimeWarning
     )
     from moot.cli.config import apply_config
-    from moot.cli.runtime import check_required
+    from moot.cli.runtime import check_required, own_out
     from moot.core.errors import MootError
 
     try:
         if getattr(args, "config", None):
             args = apply_config(parser, argv, args)
         check_required(args)
-        return int(args.command_fn(args) or 0)
+        with own_out(args):  # the output folder: this command's, and this run's alone
+            return int(args.command_fn(args) or 0)
     except MootError as exc:
         if args.debug:
             traceback.print_exc()

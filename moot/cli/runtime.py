@@ -6,8 +6,9 @@ Heavy libraries are imported inside these functions, so ``moot --help`` stays fa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 DEMO_NOTE = (
@@ -41,6 +42,28 @@ def check_required(args: argparse.Namespace) -> None:
             raise ConfigError(
                 f"missing {flag}" + (f" (on the command line or {where})" if where else "")
             )
+
+
+@contextlib.contextmanager
+def own_out(args: argparse.Namespace) -> Iterator[None]:
+    """Hold the command's output folder while it runs: its owner checked, locked, marked.
+
+    ``--out`` defaults are resolved first (``args.out`` is set). Output files, and commands
+    without ``--out``, pass untouched.
+
+    Raises:
+        ConfigError: The folder belongs to another command, holds files moot did not make, or
+            another run holds it (`moot.core.data.folders.own_folder`).
+    """
+    if not getattr(args, "out_folder", False):
+        yield
+        return
+    from moot.core.data.folders import own_folder
+
+    if args.out is None:
+        args.out = args.out_default(args)
+    with own_folder(args.out, args.command_parser.prog):
+        yield
 
 
 def spec_from(args: argparse.Namespace, text: str, **options: Any) -> Any:
