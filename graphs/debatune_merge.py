@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from moot.core.data.folders import holds_files
 from moot.core.data.records import ResultLog, package_versions, write_json
 from moot.core.data.topics import STANCES
 from moot.core.errors import ConfigError, InputError, json_type
@@ -206,7 +207,7 @@ def _read_shard_log(path: Path) -> dict[str, dict[str, Any]]:
         where = f"line {number}"
         try:
             record = json.loads(line.decode("utf-8"))
-        except ValueError as exc:  # UnicodeDecodeError is one
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is one
             if number == len(lines):
                 continue  # torn by a crash mid-append (no newline after it)
             problem = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else f"invalid JSON: {exc}"
@@ -249,5 +250,5 @@ def _check_merge_target(out: Path, dirs: list[Path], identity: dict[str, Any]) -
         manifest = read_json_object(out / "manifest.json", "move it aside or use a new --out")
         if manifest.get("identity") != identity:
             raise ConfigError(f"{out} holds a run with a different configuration")
-    elif out.exists() and any(out.iterdir()):
+    elif holds_files(out):
         raise ConfigError(f"{out} exists and is not a moot output folder; choose a new folder")

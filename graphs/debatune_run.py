@@ -12,14 +12,19 @@ Merging sharded runs is `moot.graphs.debatune_merge`.
 from __future__ import annotations
 
 import functools
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from moot.agents.debatune_debaters import propose_arguments
-from moot.core.data.records import ResultLog, package_versions, stable_id, write_json
+from moot.core.data.records import (
+    ResultLog,
+    package_versions,
+    read_json_file,
+    stable_id,
+    write_json,
+)
 from moot.core.data.topics import STANCES, Topic
 from moot.core.errors import ConfigError, InputError
 from moot.core.llm.ledger import UsageLedger
@@ -421,9 +426,9 @@ def read_json_object(path: Path, remedy: str) -> dict[str, Any]:
         InputError: It is unreadable, or not a JSON object.
     """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(path, f"unreadable ({exc}); {remedy}") from None
+        data = read_json_file(path)
+    except InputError as exc:  # also nested too deeply, or a lone surrogate
+        raise InputError(path, f"unreadable ({exc.problem}); {remedy}") from None
     if not isinstance(data, dict):
         raise InputError(path, "expected a JSON object")
     return data

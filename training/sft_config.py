@@ -226,6 +226,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         tree = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid YAML: nested too deeply") from None
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
     if tree is None:

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from moot.core.data.records import read_records
+from moot.core.data.records import read_records, refuse_surrogates
 from moot.core.data.topics import STANCES
 from moot.core.errors import InputError, json_type
 
@@ -391,11 +391,15 @@ def _yaml(path: Path) -> Any:
     import yaml
 
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        value = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(path, "file not found (every motion needs its speeches)") from None
+    except RecursionError:
+        raise InputError(path, "cannot read YAML: nested too deeply") from None
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
         raise InputError(path, f"cannot read YAML: {str(exc).splitlines()[0]}") from None
+    refuse_surrogates(path, None, value)
+    return value
 
 
 def _debateart_gold(folder: Path) -> dict[int, dict[str, Any]]:

@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import threading
@@ -130,7 +131,7 @@ def claim_folder(out_dir: Path, name: str, claim: dict[str, Any], holds: str) ->
     path = Path(out_dir) / ".moot" / f"{name}.json"
     if not path.exists():
         write_json(path, claim)
-    elif json.loads(path.read_text(encoding="utf-8")) != claim:
+    elif read_json_file(path) != claim:
         raise ConfigError(f"{out_dir} holds {holds}; use a new --out")
 
 
@@ -151,7 +152,7 @@ def common_claim(folders: Sequence[Path], name: str, made_by: str) -> dict[str, 
         path = Path(folder) / ".moot" / f"{name}.json"
         try:
             claim = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             claim = None
         if not isinstance(claim, dict):
             raise ConfigError(f"{folder}: no readable {path.name} claim: not a {made_by} folder")
@@ -193,11 +194,11 @@ def check_out_dir(
         path = Path(source).resolve()
         if Path(source).exists() and (path == out or out in path.parents or path in out.parents):
             raise ConfigError(f"--out {out} must not be, hold or sit inside an input ({source})")
-    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
-        return
+    if not out.exists() or (out.is_dir() and not any(p.name != ".moot" for p in out.iterdir())):
+        return  # new, empty, or holding only moot's own marks (`moot.core.data.folders`)
     try:
         data = json.loads((out / manifest).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         data = None
     marked = is_earlier or (lambda found: isinstance(found, dict) and found.get("kind") == kind)
     if not marked(data):
@@ -275,6 +276,8 @@ def atomic_replace_dir(build: Callable[[Path], Any], target: Path) -> None:
         tmp.mkdir()
         build(tmp)
         old = target.with_name(f".{target.name}.old")
+        if (target / ".moot").is_dir() and not (tmp / ".moot").exists():
+            os.replace(target / ".moot", tmp / ".moot")  # its owner mark and the run's lock stay
         if target.exists():
             shutil.rmtree(old, ignore_errors=True)
             os.replace(target, old)
@@ -349,6 +352,7 @@ def read_records(path: str | Path) -> Iterator[tuple[str, Any]]:
             named by its number).
     """
     text = read_input_text(path)
+    escaped = _SURROGATE_ESCAPE.search(text) is not None  # else no record can hold a surrogate
     head = text.lstrip()[:1]
     if head == "[" or (head == "{" and Path(path).suffix.lower() != ".jsonl"):
         try:
@@ -358,7 +362,10 @@ def read_records(path: str | Path) -> Iterator[tuple[str, Any]]:
                 raise InputError(path, f"invalid JSON: {_problem(exc)}") from None
         else:
             items = value if isinstance(value, list) else [value]
-            yield from ((f"index {i}", item) for i, item in enumerate(items))
+            for i, item in enumerate(items):
+                if escaped:
+                    refuse_surrogates(path, f"index {i}", item)
+                yield f"index {i}", item
             return
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -367,7 +374,48 @@ def read_records(path: str | Path) -> Iterator[tuple[str, Any]]:
             record = json.loads(line)
         except (ValueError, RecursionError) as exc:
             raise InputError(path, f"invalid JSON: {_problem(exc)}", f"line {number}") from None
+        if escaped:
+            refuse_surrogates(path, f"line {number}", record)
         yield f"line {number}", record
+
+
+def read_json_file(path: str | Path) -> Any:
+    """The JSON value of one file moot reads back (a claim, a manifest, an index).
+
+    Raises:
+        InputError: The file is missing, empty, not UTF-8, not valid JSON, nested too deeply,
+            or holds a lone surrogate.
+    """
+    text = read_input_text(path)
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(path, f"invalid JSON: {_problem(exc)}") from None
+    if _SURROGATE_ESCAPE.search(text):
+        refuse_surrogates(path, None, value)
+    return value
+
+
+#: A JSON escape of a UTF-16 surrogate: half of a pair, or a lone one no UTF-8 file can hold.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def refuse_surrogates(path: str | Path, where: str | None, value: Any) -> None:
+    r"""Refuse a record holding a lone surrogate (escaped as ``\ud800`` in JSON or YAML).
+
+    Python reads it into a string that cannot be written back as UTF-8, so a run would crash
+    on its first write of that record.
+
+    Raises:
+        InputError: Naming the file, `where` (the record) and the code point.
+    """
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = f"\\u{ord(exc.object[exc.start]):04x}"
+        raise InputError(
+            path, f"a lone surrogate ({code}) in a string: not valid Unicode", where
+        ) from None
 
 
 def refuse_repeated_ids(path: str | Path, ids: Iterable[str], problem: str = "repeated id") -> None:

@@ -113,8 +113,9 @@ class Index:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
             chunks_text = (path / "chunks.jsonl").read_text(encoding="utf-8")
             chunks = [Chunk.from_json(json.loads(line)) for line in chunks_text.splitlines()]
-        except (OSError, ValueError, TypeError) as exc:
-            raise InputError(path, f"damaged index: {exc}") from None
+        except (OSError, ValueError, TypeError, RecursionError) as exc:
+            problem = "nested too deeply" if isinstance(exc, RecursionError) else exc
+            raise InputError(path, f"damaged index: {problem}") from None
         if manifest.get("format_version") != FORMAT_VERSION:
             raise InputError(
                 manifest_path,

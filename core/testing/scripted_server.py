@@ -382,6 +382,12 @@ class ScriptedServer:
         with self._lock:
             return self._peak
 
+    @property
+    def arrivals(self) -> int:
+        """Requests that arrived so far, answered or still in the server's hands (a hang)."""
+        with self._lock:
+            return self._arrivals
+
     def start(self) -> ScriptedServer:
         """Start listening and serving in a background thread; returns self."""
         if self._httpd is not None:

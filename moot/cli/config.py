@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from moot.core.data.records import refuse_surrogates
 from moot.core.errors import InputError
 
 _LISTS = ("+", "*")
@@ -32,8 +33,11 @@ def apply_config(
     path = args.config
     try:
         values = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except RecursionError:
+        raise InputError(path, "cannot read config: nested too deeply") from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise InputError(path, f"cannot read config: {str(exc).splitlines()[0]}") from None
+    refuse_surrogates(path, None, values)
     if not isinstance(values, dict):
         raise InputError(path, "expected a mapping of option names to values")
     command = args.command_parser

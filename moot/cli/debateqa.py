@@ -130,7 +130,9 @@ def register(commands: Commands) -> None:
         metavar="TOKENS",
         help="scoring window (default: the scorer's context length)",
     )
-    opt.out_option(pd, default="ANSWERS_STEM.pd-VARIANT-SCORER next to the answers")
+    opt.out_option(
+        pd, default="ANSWERS_STEM.pd-VARIANT-SCORER next to the answers", resolve=_pd_out
+    )
     opt.limit_option(pd, "answers")
     opt.common_options(pd)
 
@@ -328,8 +330,7 @@ def run_pd(args: argparse.Namespace) -> int:
     answers = runtime.limited(load_answers(args.answers), args)
     partial_sets = load_partial_answers(args.partial_answers)
     pairs, unused = match_answers(answers, partial_sets, args.answers, args.partial_answers)
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(args.scorer).name or args.scorer)
-    out = args.out or args.answers.with_name(f"{args.answers.stem}.pd-{args.variant}-{slug}")
+    out = args.out or _pd_out(args)
     if unused and not args.limit:
         runtime.note(
             args,
@@ -374,6 +375,12 @@ def run_pd(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return runtime.finish(args, run.tallies, failed=bool(summary["errors"]))
+
+
+def _pd_out(args: argparse.Namespace) -> Path:
+    """`moot eval pd`'s default folder: ``ANSWERS_STEM.pd-VARIANT-SCORER`` next to the answers."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(args.scorer).name or args.scorer)
+    return args.answers.with_name(f"{args.answers.stem}.pd-{args.variant}-{slug}")
 
 
 def _previous_window(out: Path) -> int | None:

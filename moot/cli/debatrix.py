@@ -95,7 +95,11 @@ def register(commands: Commands) -> None:
         help="debates with gold: JSON/JSONL or DebateArt folder (required)",
     )
     opt.required(panelbench, "predictions", "gold")
-    opt.out_option(panelbench, default="the first DIR/panelbench")
+    opt.out_option(
+        panelbench,
+        default="the first DIR/panelbench",
+        resolve=lambda args: args.predictions[0] / "panelbench",
+    )
     panelbench.add_argument(
         "--tie-margin",
         type=float,

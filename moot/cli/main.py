@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ignore", "coroutine 'arun_with_retry' was never awaited", RuntimeWarning
     )
     from moot.cli.config import apply_config
-    from moot.cli.runtime import check_paths, check_required
+    from moot.cli.runtime import check_paths, check_required, own_out
     from moot.core.errors import MootError
 
     try:
@@ -55,7 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = apply_config(parser, argv, args)
         check_required(args)
         check_paths(args)
-        return int(args.command_fn(args) or 0)
+        with own_out(args):  # the output folder: this command's, and this run's alone
+            return int(args.command_fn(args) or 0)
     except MootError as exc:
         if args.debug:
             traceback.print_exc()

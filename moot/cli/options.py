@@ -9,6 +9,7 @@ argparse: it may also come from ``--config``, so it is checked after the config 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 DEFAULT_MODEL = "local/smollm2"
@@ -132,11 +133,24 @@ def out_option(
     what: str = "output folder",
     metavar: str = "DIR",
     default: str | None = None,
+    resolve: Callable[[argparse.Namespace], Path] | None = None,
 ) -> None:
-    """``--out``: where the command writes; required unless `default` says what it defaults to."""
+    """``--out``: where the command writes; required unless `default` says what it defaults to.
+
+    An output folder (`metavar` ``DIR``) belongs to the command and one run holds it at a time
+    (`moot.cli.runtime.own_out`).
+
+    Args:
+        parser: The command's parser.
+        what: What it is, for the help.
+        metavar: ``DIR`` for a folder, ``FILE`` for a file.
+        default: What it defaults to, for the help (None: required).
+        resolve: The default folder for the parsed command line.
+    """
     shown = f"default: {default}" if default else "required"
     kind = output_file if metavar == "FILE" else output_path
     parser.add_argument("--out", type=kind, metavar=metavar, help=f"{what} ({shown})")
+    parser.set_defaults(out_folder=metavar == "DIR", out_default=resolve)
     if default is None:
         required(parser, "out")
 

@@ -6,8 +6,9 @@ Heavy libraries are imported inside these functions, so ``moot --help`` stays fa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 PROGRESS_ROOM = len("..progress.jsonl")  # what `.NAME.progress.jsonl` adds to an --out FILE
@@ -93,6 +94,28 @@ def _check_input(flag: str, path: Any, kind: str) -> None:
         raise ConfigError(f"{flag} {path}: a folder, expected a file")
     if kind == "folder" and not path.is_dir():
         raise ConfigError(f"{flag} {path}: a file, expected a folder")
+
+
+@contextlib.contextmanager
+def own_out(args: argparse.Namespace) -> Iterator[None]:
+    """Hold the command's output folder while it runs: its owner checked, locked, marked.
+
+    ``--out`` defaults are resolved first (``args.out`` is set). Output files, and commands
+    without ``--out``, pass untouched.
+
+    Raises:
+        ConfigError: The folder belongs to another command, holds files moot did not make, or
+            another run holds it (`moot.core.data.folders.own_folder`).
+    """
+    if not getattr(args, "out_folder", False):
+        yield
+        return
+    from moot.core.data.folders import own_folder
+
+    if args.out is None:
+        args.out = args.out_default(args)
+    with own_folder(args.out, args.command_parser.prog):
+        yield
 
 
 def spec_from(args: argparse.Namespace, text: str, **options: Any) -> Any:

@@ -49,6 +49,7 @@ def test_distill_real_files_then_mix(tmp_path: Path) -> None:
         "dataset",
         "manifest.json",
         "README.md",
+        ".moot",  # its owner mark
     }
 
     extra = tmp_path / "extra.jsonl"

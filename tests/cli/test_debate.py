@@ -301,7 +301,8 @@ def test_merge_reports_failures_and_refuses_to_overwrite_an_input(server, tmp_pa
         "dataset_records": 1,
     }
     into_input = run_moot("merge", tmp_path / "run", "--out", tmp_path / "run")
-    assert into_input.returncode == 2 and "one of the folders being merged" in into_input.stderr
+    # a `moot debate` folder is that command's alone
+    assert into_input.returncode == 2 and "belongs to `moot debate`" in into_input.stderr
 
 
 def test_outputs_are_readable_by_others_as_the_umask_allows(server, tmp_path):
@@ -346,7 +347,7 @@ def test_merge_never_writes_into_a_run_folder(server, tmp_path):
     result = run_moot("merge", tmp_path / "s0", tmp_path / "s1", "--out", tmp_path / "s0" / "..")
     assert result.returncode == 2
     result = run_moot("merge", tmp_path / "s1", "--out", tmp_path / "s0", "--allow-partial")
-    assert result.returncode == 2 and "run folder" in result.stderr
+    assert result.returncode == 2 and "belongs to `moot debate`" in result.stderr
 
 
 def test_resume_after_kill_without_cache_redoes_only_unfinished_work(tmp_path):

@@ -1,0 +1,197 @@
+"""Output folders: each belongs to the command that made it, and one run at a time uses it.
+
+The first run of a command in a new or empty folder writes ``.moot/owner.json`` (the command and
+moot's version); a later run of the same command passes; another command, or a non-empty folder
+moot did not make, is refused before anything in it is touched. A run holds ``.moot/lock``
+(``fcntl.flock``, which the kernel releases when the process dies, so a killed run leaves no stale
+lock) while it works; a second run on the same folder is refused at once, naming the first.
+Folders made before owner marks are recognised by their claim files and manifests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from moot.core.data.records import package_versions, read_json_file, write_json
+from moot.core.errors import ConfigError
+
+MARKS = ".moot"
+OWNER = f"{MARKS}/owner.json"
+LOCK = f"{MARKS}/lock"
+
+#: The commands that claim ``.moot/eval.json`` (`moot.core.runs.run_claimed`).
+_EVAL_CLAIMERS = (
+    "moot eval controllability",
+    "moot eval quality",
+    "moot eval da",
+    "moot eval berds",
+    "moot eval detector",
+    "moot eval compqa",
+    "moot answer",
+    "moot curate",
+    "moot compare",
+)
+
+
+def _key(key: str, value: Any = None) -> Callable[[Any], bool]:
+    """A JSON object with `key` (equal to `value`, unless None)."""
+    return lambda data: isinstance(data, dict) and key in data and value in (None, data[key])
+
+
+#: How folders made before owner marks are recognised: a file in them, what its JSON holds
+#: (None: any content), and the commands that made it. The claim files, then the manifests.
+LEGACY: tuple[tuple[str, Callable[[Any], bool] | None, tuple[str, ...]], ...] = (
+    (f"{MARKS}/run.json", None, ("moot debate",)),
+    (f"{MARKS}/judge.json", None, ("moot judge",)),
+    (f"{MARKS}/pd.json", None, ("moot eval pd",)),
+    (f"{MARKS}/eval.json", None, _EVAL_CLAIMERS),
+    ("manifest.json", _key("kind", "debatune"), ("moot debate", "moot merge-shards")),
+    ("manifest.json", _key("kind", "mix"), ("moot data mix",)),
+    ("manifest.json", _key("kind", "merged-model"), ("moot train merge",)),
+    ("manifest.json", _key("kind", "compqa-distill"), ("moot data distill-compqa",)),
+    ("index.json", None, ("moot index",)),
+    ("summary.json", _key("evaluation", "panelbench"), ("moot eval panelbench",)),
+    ("report.json", _key("report", "debateqa"), ("moot report debateqa",)),
+    ("report.json", _key("generator_scenario"), ("moot report compqa",)),
+)
+
+
+def holds_files(folder: Path) -> bool:
+    """Whether `folder` holds anything but moot's own marks (``.moot/``)."""
+    folder = Path(folder)
+    return folder.is_dir() and any(entry.name != MARKS for entry in folder.iterdir())
+
+
+def owners(folder: Path) -> tuple[str, ...] | None:
+    """The commands `folder` belongs to: its owner mark's, else an earlier version's marks'.
+
+    Returns:
+        The commands (one, but an earlier version's ``.moot/eval.json`` names all that claim
+        it), an empty tuple for a folder moot did not make, or None for a new or empty folder.
+
+    Raises:
+        InputError: The owner mark cannot be read.
+    """
+    folder = Path(folder)
+    if (folder / OWNER).is_file():
+        mark = read_json_file(folder / OWNER)
+        command = mark.get("command") if isinstance(mark, dict) else None
+        return (command,) if isinstance(command, str) else ()
+    for name, holds, commands in LEGACY:
+        path = folder / name
+        if path.is_file() and (holds is None or holds(_read_quietly(path))):
+            return commands
+    return () if holds_files(folder) else None
+
+
+def _read_quietly(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None  # not an earlier version's manifest: the folder is someone else's
+
+
+def check_owner(folder: Path, command: str) -> None:
+    """Refuse `folder` unless it is new, empty, or `command`'s; reads, never writes.
+
+    Raises:
+        ConfigError: The folder is a file, another command's, or holds files moot did not make.
+    """
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"--out {folder} is a file, not a folder")
+    found = owners(folder)
+    if found is None or command in found:
+        return
+    if not found:
+        raise ConfigError(
+            f"--out {folder} holds files moot did not make; choose a new or empty folder"
+        )
+    raise ConfigError(
+        f"--out {folder} belongs to `{found[0]}`, not `{command}`: choose another folder"
+    )
+
+
+@contextlib.contextmanager
+def own_folder(folder: Path, command: str) -> Iterator[None]:
+    """Hold `folder` for one run of `command`: its owner checked, then locked and marked.
+
+    Nothing is written when the folder is refused. On exit the lock is released; a mark this
+    run wrote is taken back (and the folders it made removed) when the run left nothing else.
+
+    Raises:
+        ConfigError: `check_owner` refuses the folder, or another run holds it (named by its
+            command, pid and start time).
+    """
+    folder = Path(folder)
+    check_owner(folder, command)
+    made = [p for p in (folder, folder / MARKS) if not p.exists()]
+    (folder / MARKS).mkdir(parents=True, exist_ok=True)
+    lock = None
+    marked = False
+    try:
+        lock = _lock(folder / LOCK, command)
+        check_owner(folder, command)  # again, under the lock: a run may have marked it since
+        if owners(folder) is None:
+            write_json(folder / OWNER, {"command": command, "version": _version()})
+            marked = True
+        yield
+    finally:
+        if lock is not None:
+            with contextlib.suppress(OSError):
+                (folder / LOCK).unlink()  # before the release, so no run locks a dead file
+            lock.close()
+        if marked and not holds_files(folder):
+            with contextlib.suppress(OSError):
+                (folder / OWNER).unlink()
+        for path in reversed(made):
+            with contextlib.suppress(OSError):  # not empty: the run made something
+                path.rmdir()
+
+
+def _lock(path: Path, command: str) -> Any:
+    """Lock `path` (created if missing) for this process; the open file holds the lock.
+
+    Raises:
+        ConfigError: Another process holds it.
+    """
+    while True:
+        f = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the whole run
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = _read_holder(f.read())
+            f.close()
+            raise ConfigError(f"--out {path.parent.parent} is in use by {holder}") from None
+        try:
+            if os.stat(path).st_ino == os.fstat(f.fileno()).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        f.close()  # its holder removed it as we opened it: lock the new file
+    f.truncate(0)
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime())
+    f.write(json.dumps({"command": command, "pid": os.getpid(), "started": started}) + "\n")
+    f.flush()
+    return f
+
+
+def _read_holder(text: str) -> str:
+    """The lock holder, for the refusal: ``moot judge (pid 123, started ...)``."""
+    try:
+        holder = json.loads(text)
+        return f"`{holder['command']}` (pid {holder['pid']}, started {holder['started']})"
+    except (ValueError, TypeError, KeyError):
+        return "another moot run (starting)"  # it has not written its name yet
+
+
+def _version() -> str:
+    return package_versions("moot").get("moot", "unknown")
