@@ -68,7 +68,9 @@ def test_human_table_matching_nothing_exits_2(tmp_path: Path) -> None:
     row = ["tea", "coffee", "Never judged.", *(str(FULL[str(n)]) for n in range(1, 16))]
     table.write_text("\t".join(header) + "\n" + "\t".join(row) + "\n", encoding="utf-8")
     result = run_moot(
-        "report", "compqa", "--judged", _one_judged(tmp_path), "--human", table, "--out", tmp_path
+        "report",
+        "compqa",
+        *("--judged", _one_judged(tmp_path), "--human", table, "--out", tmp_path / "out"),
     )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr

@@ -210,7 +210,8 @@ def test_a_debate_id_of_300_characters_gets_a_report_with_a_safe_name(tmp_path):
 def test_a_generator_name_too_long_is_refused_before_any_call(tmp_path, capsys):
     questions = tmp_path / "q.json"
     questions.write_text(json.dumps([{"object1": "a", "object2": "b"}]), encoding="utf-8")
-    argv = ["compare", "--questions", str(questions), "--scenario", "1", "--out", str(tmp_path)]
+    argv = ["compare", "--questions", str(questions), "--scenario", "1"]
+    argv += ["--out", str(tmp_path / "out")]
     assert main([*argv, "--model", "openai/m", "--generator", "g" * 250]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("moot: error: --generator ggg") and "(at most 237)" in err
