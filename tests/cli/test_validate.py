@@ -312,7 +312,7 @@ def test_a_failed_order_of_a_pairwise_judgment_leaves_the_other_cached(tmp_path)
         "eval", "quality", "--out", tmp_path / "out", "--judge", "openai/judge",
         "--max-retries", 0, "--responses", ours, "--baseline", base,
     ]  # fmt: skip
-    marker = r"Assistant 1's Answer\]\nBASE-FOR-GOOD"  # the reverse order
+    marker = r"Assistant 1's Answer\]\n<<<answer \w+>>>\nBASE-FOR-GOOD"  # the reverse order
     paid, sent, _ = _failing_then_good(marker, argv, QUALITY_RULES)
     assert len(paid) == 1 and not set(paid) & set(sent)  # the forward order, cached
     assert len(sent) == 1 and re.search(marker, sent[0])
