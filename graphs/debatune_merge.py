@@ -11,8 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.folders import holds_files
-from moot.core.data.records import ResultLog, package_versions, write_json
+from moot.core.data.records import ResultLog, holds_files, package_versions, write_json
 from moot.core.data.topics import STANCES
 from moot.core.errors import ConfigError, InputError, json_type
 from moot.core.llm.ledger import UsageLedger

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.records import package_versions, read_json_file, write_json
+from moot.core.data.records import holds_files, package_versions, read_json_file, write_json
 from moot.core.errors import ConfigError
 
 MARKS = ".moot"
@@ -61,12 +61,6 @@ LEGACY: tuple[tuple[str, Callable[[Any], bool] | None, tuple[str, ...]], ...] = 
     ("report.json", _key("report", "debateqa"), ("moot report debateqa",)),
     ("report.json", _key("generator_scenario"), ("moot report compqa",)),
 )
-
-
-def holds_files(folder: Path) -> bool:
-    """Whether `folder` holds anything but moot's own marks (``.moot/``)."""
-    folder = Path(folder)
-    return folder.is_dir() and any(entry.name != MARKS for entry in folder.iterdir())
 
 
 def owners(folder: Path) -> tuple[str, ...] | None:

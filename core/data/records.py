@@ -167,6 +167,12 @@ def common_claim(folders: Sequence[Path], name: str, made_by: str) -> dict[str, 
     return claims[0]
 
 
+def holds_files(folder: Path) -> bool:
+    """Whether `folder` holds anything but moot's own marks (``.moot/``)."""
+    folder = Path(folder)
+    return folder.is_dir() and any(entry.name != ".moot" for entry in folder.iterdir())
+
+
 def check_out_dir(
     out: Path,
     kind: str,
@@ -194,8 +200,8 @@ def check_out_dir(
         path = Path(source).resolve()
         if Path(source).exists() and (path == out or out in path.parents or path in out.parents):
             raise ConfigError(f"--out {out} must not be, hold or sit inside an input ({source})")
-    if not out.exists() or (out.is_dir() and not any(p.name != ".moot" for p in out.iterdir())):
-        return  # new, empty, or holding only moot's own marks (`moot.core.data.folders`)
+    if not out.exists() or (out.is_dir() and not holds_files(out)):
+        return  # new, empty, or holding only moot's own marks
     try:
         data = json.loads((out / manifest).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
