@@ -22,12 +22,18 @@ __getattr__, __all__ = lazy_exports(
             "load_debates",
         ),
         "moot.core.errors": (
+            "BudgetReached",
             "ConfigError",
             "ContextWindowExceeded",
             "EndpointError",
             "InputError",
             "ModelCallError",
             "MootError",
+        ),
+        "moot.core.llm.prices": (
+            "Price",
+            "Prices",
+            "load_prices",
         ),
         "moot.core.llm.ledger": (
             "Usage",

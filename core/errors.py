@@ -62,6 +62,22 @@ class ContextWindowExceeded(ModelCallError):
         super().__init__(message, status=400, retryable=False)
 
 
+class BudgetReached(Exception):
+    """``--budget`` refused a paid call: sending it could pass the budget.
+
+    Not a `ModelCallError`: the item is not failed but not done, and a rerun with a larger
+    budget does it. The run engine stops handing out items; the CLI exits with code 3.
+
+    Args:
+        spent: USD paid so far.
+        budget: The budget, in USD.
+    """
+
+    def __init__(self, spent: float, budget: float) -> None:
+        super().__init__(f"budget reached: spent ${spent:.4f} of ${budget:.4f}")
+        self.spent, self.budget = spent, budget
+
+
 def json_type(value: Any) -> str:
     """How messages name a JSON value's type: "text", "a number", "a list", "null" ...
 

@@ -9,13 +9,17 @@ the input), so a rerun recognises it. For each run the engine
   (from its LangGraph checkpoint, or free from the request cache);
 - turns a call that failed for good (`ModelCallError`) into a failure record, kept apart from the
   results and retried by the next run;
+- stops handing out items once the model layer refuses a call for ``--budget`` (`BudgetReached`):
+  the items in flight end (each at its next paid call), and an item stopped so is never logged:
+  it is not failed, it is not done, and the next run does it (resuming its checkpoint); the run
+  hands it back as ``{**item, "status": "stopped"}`` so pipelines see every item;
 - appends each record to the run's JSONL log as soon as it is known (fsynced, off the event loop),
   so a crash loses at most the items in flight;
 - shows one progress bar (done, failed, calls, tokens, cost, ETA);
 - compacts the log at the end, one line per id, this run's items first in input order.
 
 What a run did is a `Tally`; the CLI prints every tally and the ledger as one summary table and
-turns them into the exit code (0 all done, 1 some failed).
+turns them into the exit code (0 all done, 1 some failed, 3 stopped by ``--budget``).
 """
 
 from __future__ import annotations
@@ -29,9 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from moot.core.data.records import ResultLog, claim_folder
-from moot.core.errors import ModelCallError
+from moot.core.errors import BudgetReached, ModelCallError
 
 Record = dict[str, Any]
+
+#: The status of an item ``--budget`` stopped: not done, not failed, never logged.
+STOPPED = "stopped"
 Task = Callable[[Record], Awaitable[Record]]
 
 
@@ -60,6 +67,7 @@ class Tally:
         skipped: Items finished by an earlier run.
         done: Items finished now.
         failed: Items that failed now (a rerun retries them).
+        stopped: Items not done because ``--budget`` was reached (a rerun does them).
         seconds: Wall time of the run.
     """
 
@@ -68,6 +76,7 @@ class Tally:
     skipped: int = 0
     done: int = 0
     failed: int = 0
+    stopped: int = 0
     seconds: float = 0.0
 
 
@@ -141,7 +150,7 @@ class Progress:
             total = self.ledger.total()
             tokens = total.prompt_tokens + total.completion_tokens
             parts += [f"calls {total.calls}", f"retries {total.retries}"]
-            parts += [f"tokens {tokens}", f"${total.cost_usd:.4f}"]
+            parts += [f"tokens {tokens}", format_cost(total.cost_usd)]
         return ", ".join(parts)
 
 
@@ -165,7 +174,8 @@ async def run_items(
             first), e.g. an answer that two input files share.
         task: Makes one item's record (``{**item, "status": ...}``), resuming its own
             interrupted work. A `ModelCallError` it raises becomes ``on_error(item, exc)``;
-            any other exception stops the run (records logged so far are kept).
+            `BudgetReached` stops handing out items (the item is not logged: the tally counts
+            it stopped); any other exception stops the run (records logged so far are kept).
         log: Where records are appended as they finish.
         unit: What an item is, plural, for the progress bar and the tally.
         concurrency: Items in flight at once.
@@ -177,7 +187,9 @@ async def run_items(
             on other inputs: asking for them again costs nothing); else drop them.
 
     Returns:
-        The records of `items`, in order (one per id), and the tally.
+        The records of `items`, in order (one per id), and the tally; an item stopped by the
+        budget, or never started after it, is ``{**item, "status": "stopped"}`` (`STOPPED`),
+        in memory only.
     """
     started = time.perf_counter()
     unique: dict[str, Record] = {}
@@ -190,14 +202,23 @@ async def run_items(
     if progress is not None:
         progress.start(len(pending), unit)
     queue = iter(pending)
+    budget_reached = False
+    ended: set[str] = set()  # items this run finished or failed
 
     async def worker() -> None:
+        nonlocal budget_reached
         for item in queue:  # one shared iterator: each worker takes the next item
+            if budget_reached:
+                return
             try:
                 record = await task(item)
             except ModelCallError as exc:
                 record = on_error(item, exc)
+            except BudgetReached:  # not done, not failed: the rerun does it
+                budget_reached = True
+                return
             await asyncio.to_thread(log.append, record)  # fsync off the event loop
+            ended.add(item["id"])
             bad = failed(record)
             tally.failed += bad
             tally.done += not bad
@@ -215,8 +236,22 @@ async def run_items(
             progress.close()
     ids = [item["id"] for item in items]
     records = log.compact_current_first(ids) if keep_others else log.compact_only(ids)
+    stopped = {item["id"]: item for item in pending if item["id"] not in ended}
+    if stopped:
+        logged = {record["id"]: record for record in records}
+        records = [
+            {**stopped[i], "status": STOPPED} if i in stopped else logged[i]
+            for i in ids
+            if i in stopped or i in logged
+        ]
+    tally.stopped = len(stopped)
     tally.seconds = time.perf_counter() - started
     return RunResult(records, tally)
+
+
+def format_cost(usd: float | None) -> str:
+    """A cost as shown everywhere: ``$0.0123``, or ``unpriced`` when it is unknown (None)."""
+    return "unpriced" if usd is None else f"${usd:.4f}"
 
 
 #: What a claimed folder holds otherwise, in the refusal of other settings.

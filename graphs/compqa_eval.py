@@ -43,7 +43,7 @@ from moot.core.errors import ConfigError, InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics.compqa_report import group_stats
-from moot.core.runs import Progress, run_claimed
+from moot.core.runs import STOPPED, Progress, run_claimed
 from moot.core.tables import render_table, show
 from moot.graphs.judging import EvalResult, judge_identity
 
@@ -216,7 +216,12 @@ def _judged(answer: Comparison, logged: dict[str, Any], judge: str) -> dict[str,
             "score_dict": None,
             "score": None,
             "categories": None,
-            "problem": logged.get("error", "the judge call failed"),
+            "problem": logged.get("error")
+            or (
+                "not judged: --budget reached"
+                if logged["status"] == STOPPED
+                else "the judge call failed"
+            ),
             "repaired": False,
             "replies": [],
         }

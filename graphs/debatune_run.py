@@ -30,7 +30,7 @@ from moot.core.errors import ConfigError, InputError
 from moot.core.llm.ledger import UsageLedger
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.runs import Progress, Tally, run_items
+from moot.core.runs import STOPPED, Progress, Tally, run_items
 from moot.graphs.checkpoints import durability_for, open_checkpoints, run_thread
 from moot.graphs.debatune_debate import (
     DebateContext,
@@ -301,10 +301,14 @@ async def _plan_debates(
         summary.failures += _failures("arguments", result.records)
         by_id = {record["id"]: record for record in result.records}
         lists.update(
-            (i, by_id[item["id"]]["arguments"]) for i, item in zip(wanted, items, strict=True)
+            (i, by_id[item["id"]]["arguments"])
+            for i, item in zip(wanted, items, strict=True)
+            if by_id[item["id"]]["status"] != STOPPED  # --budget: no list, no debates yet
         )
         asked += [item["id"] for item in items]
         rounds += 1
+        if result.tally.stopped:
+            break
     if rounds != 1:  # none: merge still needs the file; several: each put its own lists first
         log.compact_current_first(asked)
 
@@ -459,8 +463,11 @@ def _write_manifest(
             "counts": {
                 "debates": summary.planned,
                 "debates_ok": summary.planned
-                - sum(1 for f in summary.failures if f["kind"] == "debate"),
+                - sum(1 for f in summary.failures if f["kind"] == "debate")
+                - summary.tallies[-1].stopped,
                 "failures": len(summary.failures),
+                # --budget: argument lists and debates not done (the rerun does them)
+                "stopped": sum(t.stopped for t in summary.tallies),
                 "dataset_records": summary.dataset_records,
             },
             "failures": summary.failures,

@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "moot.core": (
+        "BudgetReached",
         "Completion",
         "ConfigError",
         "Debate",
@@ -24,6 +25,8 @@ _EXPORTS = {
         "ModelSpec",
         "MootError",
         "ParseFailure",
+        "Price",
+        "Prices",
         "RequestCache",
         "RetryPolicy",
         "Role",
@@ -32,6 +35,7 @@ _EXPORTS = {
         "UsageLedger",
         "evaluate_panelbench",
         "load_debates",
+        "load_prices",
         "load_topics",
         "parse_spec",
         "write_panelbench_report",

@@ -1,40 +1,46 @@
 """Token and cost ledger, per role and stage, written with every run.
 
-Prices come from litellm's bundled cost map, read as a file (no network, no litellm import). Local
-and embedded models cost 0; models on custom endpoints whose price is unknown are listed as unpriced
-rather than counted as free.
+Prices come from `moot.core.llm.prices` (the user's price file over litellm's cost map). Local and
+embedded models cost 0; a paid call to a model whose price is unknown makes its cost, and the
+total's, None ("unpriced", ``null`` in JSON), and names the model in ``unpriced``: never counted
+as free.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
+from moot.core.llm.prices import Prices
 from moot.core.llm.spec import ModelSpec
 
 
 @dataclass
 class Usage:
-    """Counters for one (role, stage, model)."""
+    """Counters for one (role, stage, model).
+
+    Attributes:
+        cached_prompt_tokens: Of the prompt tokens, those the provider read from its prompt
+            cache (``usage.prompt_tokens_details.cached_tokens``), priced at its cached rate.
+        cost_usd: USD paid; None once a paid call's price is unknown (unpriced).
+    """
 
     calls: int = 0
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
     retries: int = 0
     failures: int = 0
     latency_s: float = 0.0
+    cached_prompt_tokens: int = 0
 
     def add(self, other: Usage) -> None:
-        """Add another usage's counters to this one."""
+        """Add another usage's counters to this one (an unpriced cost stays unpriced)."""
         for name, value in asdict(other).items():
-            setattr(self, name, getattr(self, name) + value)
+            mine = getattr(self, name)
+            setattr(self, name, None if mine is None or value is None else mine + value)
 
 
 @dataclass
@@ -43,6 +49,7 @@ class UsageLedger:
 
     entries: dict[tuple[str, str, str], Usage] = field(default_factory=dict)
     unpriced: set[str] = field(default_factory=set)
+    prices: Prices = field(default_factory=Prices, compare=False, repr=False)
 
     def record(
         self,
@@ -52,27 +59,38 @@ class UsageLedger:
         *,
         prompt_tokens: int = 0,
         completion_tokens: int = 0,
+        cached_prompt_tokens: int = 0,
         cached: bool = False,
         retries: int = 0,
         failed: bool = False,
         latency: float = 0.0,
     ) -> None:
-        """Count one call. Cache hits count tokens but cost nothing."""
+        """Count one call; cache hits count tokens but cost nothing.
+
+        A failed call costs the tokens its replies were paid for (an empty reply is paid for,
+        then retried).
+        """
         usage = self.entries.setdefault((role, stage, spec.name), Usage())
         usage.calls += 1
         usage.cache_hits += int(cached)
         usage.prompt_tokens += prompt_tokens
         usage.completion_tokens += completion_tokens
+        usage.cached_prompt_tokens += cached_prompt_tokens
         usage.retries += retries
         usage.failures += int(failed)
         usage.latency_s += latency
-        if cached or failed:
+        if cached or (failed and not prompt_tokens + completion_tokens):
             return
-        price = price_per_token(spec)
-        if price is None:
+        cost = self.prices.cost(spec, prompt_tokens, completion_tokens, cached_prompt_tokens)
+        if cost is None:
             self.unpriced.add(spec.name)
-        else:
-            usage.cost_usd += prompt_tokens * price[0] + completion_tokens * price[1]
+            usage.cost_usd = None
+        elif usage.cost_usd is not None:
+            usage.cost_usd += cost
+
+    def spent(self) -> float | None:
+        """USD paid so far, None if any paid call was unpriced."""
+        return self.total().cost_usd
 
     def total(self) -> Usage:
         """All counters summed."""
@@ -91,7 +109,7 @@ class UsageLedger:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> UsageLedger:
-        """Inverse of `to_json`."""
+        """Inverse of `to_json`; reads ledgers of earlier versions too (fields they lack are 0)."""
         ledger = cls(unpriced=set(data.get("unpriced", [])))
         for item in data.get("by_role", []):
             row = dict(item)
@@ -136,28 +154,3 @@ def record_usage(calls: Sequence[Mapping[str, Any]]) -> dict[str, int]:
         "prompt_tokens": sum(c["prompt_tokens"] or 0 for c in calls),
         "completion_tokens": sum(c["completion_tokens"] or 0 for c in calls),
     }
-
-
-def price_per_token(spec: ModelSpec) -> tuple[float, float] | None:
-    """(input, output) USD per token for `spec`, 0 for local models, None if unknown."""
-    if spec.transport in ("embedded", "hf"):
-        return (0.0, 0.0)
-    if spec.api_base:  # a self-hosted or proxied model: its price is the user's business
-        return None
-    prices = _cost_map()
-    entry = prices.get(spec.name) or prices.get(spec.model)
-    if not entry or "input_cost_per_token" not in entry:
-        return None
-    return (float(entry["input_cost_per_token"]), float(entry.get("output_cost_per_token", 0.0)))
-
-
-@functools.cache
-def _cost_map() -> dict[str, Any]:
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or not spec.submodule_search_locations:
-        return {}
-    path = Path(next(iter(spec.submodule_search_locations)))
-    try:
-        return json.loads((path / "model_prices_and_context_window_backup.json").read_text("utf-8"))
-    except (OSError, ValueError):
-        return {}

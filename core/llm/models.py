@@ -3,7 +3,8 @@
 One path gives every call the same guarantees: a per-model concurrency bound, a deadline per
 request, retries on 429 / 5xx / timeouts / malformed or empty replies that honour ``Retry-After``
 (never on other 4xx, never on our own bugs: `moot.core.llm.failures`), an on-disk cache keyed by
-the request's identity, a token and cost ledger per role and stage, and context-window checks.
+the request's identity, a token and cost ledger per role and stage, context-window checks, and an
+optional budget (`ModelClient` refuses a paid call that could pass it: `BudgetReached`).
 
 Transports: OpenAI-compatible servers (OpenAI, vLLM, llama.cpp, the embedded model) go through
 langchain-openai's ``ChatOpenAI``, which resolves the client configuration; the hot path calls its
@@ -31,6 +32,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
 from moot.core.errors import (
+    BudgetReached,
     ConfigError,
     ContextWindowExceeded,
     EndpointError,
@@ -40,6 +42,7 @@ from moot.core.errors import (
 from moot.core.llm.cache import RequestCache, request_key
 from moot.core.llm.failures import Transient, classify, where
 from moot.core.llm.ledger import UsageLedger
+from moot.core.llm.prices import Prices
 from moot.core.llm.spec import ModelSpec, Role, missing_litellm_keys, public_url, resolve_api_key
 from moot.core.llm.structured import (
     OutputParseError,
@@ -84,6 +87,7 @@ class Completion:
     cached: bool = False
     latency: float = 0.0
     retries: int = 0
+    cached_prompt_tokens: int = 0
 
 
 class ModelClient:
@@ -93,6 +97,13 @@ class ModelClient:
         cache: Response cache; None disables caching.
         ledger: Token and cost ledger updated by every call.
         retry: Retry policy for transient failures.
+        prices: What calls cost (the ledger's prices); default litellm's cost map.
+        budget: Most USD this client may spend. Before each paid request it reserves the
+            request's worst case (counted prompt tokens at the input price plus its
+            ``max_tokens``, else the model's most output tokens, at the output price); a request
+            whose reservation, with what is spent and reserved, would pass the budget is
+            refused with `BudgetReached`, and so is every paid request after it. Requests in
+            flight finish; cache hits are free and never refused.
 
     Example:
         >>> client = ModelClient(cache=RequestCache(path))  # doctest: +SKIP
@@ -107,10 +118,17 @@ class ModelClient:
         cache: RequestCache | None = None,
         ledger: UsageLedger | None = None,
         retry: RetryPolicy | None = None,
+        prices: Prices | None = None,
+        budget: float | None = None,
     ) -> None:
         self.cache = cache
         self.ledger = ledger if ledger is not None else UsageLedger()
+        if prices is not None:
+            self.ledger.prices = prices
         self.retry = retry or RetryPolicy()
+        self.budget = budget
+        self.budget_reached = False  # a request was refused: no paid request starts after it
+        self._reserved = 0.0  # USD held by requests in flight
         # One transport per spec for the client's life (an hf/ model loads its weights once);
         # semaphores belong to one event loop, so a new loop gets fresh ones, as a transport's
         # HTTP client does.
@@ -122,9 +140,14 @@ class ModelClient:
         """Check credentials and reachability of `spec` now, before any work starts.
 
         Raises:
-            ConfigError: A needed key is missing.
+            ConfigError: A needed key is missing, or a budget is set and `spec` is unpriced.
             EndpointError: The endpoint does not accept connections.
         """
+        if self.budget is not None and self.ledger.prices.price(spec) is None:
+            raise ConfigError(
+                f"--budget needs the price of {spec.name}, which is unknown: give it with "
+                "--prices FILE (or prices: in --config)"
+            )
         transport = self._transport(spec)
         if spec.transport == "litellm" and not spec.api_base and not spec.api_key_env:
             missing = missing_litellm_keys(spec)
@@ -175,8 +198,8 @@ class ModelClient:
             self._loop, self._limits = loop, {}
         transport = self._transport(spec)
         window = self.context_window(spec)
+        used = count_message_tokens(messages) if window or self.budget is not None else 0
         if window:
-            used = count_message_tokens(messages)
             if used >= window:
                 self.ledger.record(spec, role.name, stage, failed=True)
                 raise ContextWindowExceeded(
@@ -218,7 +241,8 @@ class ModelClient:
                 )
                 return reply
 
-        reply = await self._send(transport, role, stage, messages, params)
+        worst = self._worst_case(spec, used, max_tokens)
+        reply = await self._send(transport, role, stage, messages, params, worst)
         if key is not None and self.cache is not None:
             self.cache.put(
                 key,
@@ -227,9 +251,41 @@ class ModelClient:
                     "finish_reason": reply.finish_reason,
                     "prompt_tokens": reply.prompt_tokens,
                     "completion_tokens": reply.completion_tokens,
+                    "cached_prompt_tokens": reply.cached_prompt_tokens,
                 },
             )
         return reply
+
+    def _worst_case(self, spec: ModelSpec, prompt_tokens: int, max_tokens: int | None) -> float:
+        """The most one request can cost: what `budget` reserves before sending it (0 free).
+
+        Raises:
+            ConfigError: A budget is set and the request's completion has no known bound (no
+                ``max_tokens``, no context window, no output limit in the cost map).
+        """
+        if self.budget is None:
+            return 0.0
+        price = self.ledger.prices.price(spec)
+        if price is None:  # `prepare` refuses it first; a spec it never saw lands here
+            raise ConfigError(f"--budget needs the price of {spec.name}: give it with --prices")
+        most = max_tokens or price.max_output
+        if most is None and (price.input or price.output):
+            raise ConfigError(
+                f"--budget cannot bound a call to {spec.name}: it has no max_tokens and its "
+                "largest reply is unknown; give --context-window"
+            )
+        return price.cost(prompt_tokens, most or 0)
+
+    def _reserve(self, worst: float) -> float:
+        """Hold `worst` USD for a request about to be sent, or refuse it (`BudgetReached`)."""
+        if self.budget is None:
+            return 0.0
+        spent = self.ledger.spent() or 0.0  # every model is priced: `prepare` checked
+        if self.budget_reached or spent + self._reserved + worst > self.budget:
+            self.budget_reached = True
+            raise BudgetReached(spent, self.budget)
+        self._reserved += worst
+        return worst
 
     async def complete_structured(
         self,
@@ -314,7 +370,13 @@ class ModelClient:
             return Structured(None, failure, second.text, calls)
 
     async def _send(
-        self, transport: _Transport, role: Role, stage: str, messages: Messages, params: dict
+        self,
+        transport: _Transport,
+        role: Role,
+        stage: str,
+        messages: Messages,
+        params: dict,
+        worst: float = 0.0,
     ) -> Completion:
         spec, policy = role.spec, self.retry
         key = (transport.identity, spec.api_base)
@@ -336,7 +398,8 @@ class ModelClient:
                 *(state.next_action.sleep, state.outcome.exception()),
             )
 
-        attempts, tokens = 0, [0, 0]  # every reply is paid for, an empty one too
+        attempts, tokens = 0, [0, 0, 0]  # every reply is paid for, an empty one too
+        held = 0.0  # each attempt is a paid request: each reserves its worst case
         start = time.perf_counter()
         try:
             async for attempt in AsyncRetrying(
@@ -348,17 +411,29 @@ class ModelClient:
             ):
                 with attempt:
                     attempts += 1
+                    held += self._reserve(worst)
                     async with limit:
                         reply = await transport.send(messages, params)
-                    tokens = [tokens[0] + reply.prompt_tokens, tokens[1] + reply.completion_tokens]
+                    tokens = [
+                        tokens[0] + reply.prompt_tokens,
+                        tokens[1] + reply.completion_tokens,
+                        tokens[2] + reply.cached_prompt_tokens,
+                    ]
                     if not reply.text.strip():  # never a result, in any command
                         empty = f"empty reply from {where(spec, transport.api_base)}"
                         if spec.transport == "hf":  # it seeds each call: it would say it again
                             raise ModelCallError(f"{spec.name}: {empty}")
                         raise Transient(empty)
-        except (Transient, ModelCallError, MootError) as exc:
-            paid = {"prompt_tokens": tokens[0], "completion_tokens": tokens[1]}
-            self.ledger.record(spec, role.name, stage, failed=True, retries=attempts - 1, **paid)
+        except (Transient, ModelCallError, MootError, BudgetReached) as exc:
+            paid = {
+                "prompt_tokens": tokens[0],
+                "completion_tokens": tokens[1],
+                "cached_prompt_tokens": tokens[2],
+            }
+            if not isinstance(exc, BudgetReached) or attempts > 1:  # else: nothing was sent
+                self.ledger.record(
+                    spec, role.name, stage, failed=True, retries=attempts - 1, **paid
+                )
             if not isinstance(exc, Transient):
                 raise
             raise ModelCallError(
@@ -366,6 +441,8 @@ class ModelClient:
                 status=exc.status,
                 retryable=True,
             ) from None
+        finally:
+            self._reserved -= held
         latency = time.perf_counter() - start
         self.ledger.record(
             spec,
@@ -375,6 +452,7 @@ class ModelClient:
             latency=latency,
             prompt_tokens=tokens[0],
             completion_tokens=tokens[1],
+            cached_prompt_tokens=tokens[2],
         )
         return Completion(
             reply.text,
@@ -383,6 +461,7 @@ class ModelClient:
             reply.completion_tokens,
             latency=latency,
             retries=attempts - 1,
+            cached_prompt_tokens=reply.cached_prompt_tokens,
         )
 
     def _transport(self, spec: ModelSpec) -> _Transport:
@@ -398,6 +477,7 @@ class _Reply:
     finish_reason: str | None
     prompt_tokens: int
     completion_tokens: int
+    cached_prompt_tokens: int = 0
 
 
 class _Transport:
@@ -566,11 +646,17 @@ def _read_reply(response: Any, shown: str) -> _Reply:
     prompt, completion = (
         getattr(usage, name, 0) for name in ("prompt_tokens", "completion_tokens")
     )
+    # prompt tokens a provider read from its prompt cache, billed at its cached-input price
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    cached = getattr(details, "cached_tokens", cached)
+    prompt = prompt if isinstance(prompt, int) else 0
     return _Reply(
         _LONE_SURROGATE.sub("\ufffd", text or ""),
         getattr(choice, "finish_reason", None),
-        prompt if isinstance(prompt, int) else 0,
+        prompt,
         completion if isinstance(completion, int) else 0,
+        min(cached, prompt) if isinstance(cached, int) and cached > 0 else 0,
     )
 
 

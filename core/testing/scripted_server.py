@@ -119,6 +119,8 @@ class ServerConfig:
             ``max_completion_tokens``) exceed it fail with ``context_length_exceeded``.
         model: Model name listed by ``/v1/models``.
         api_key: If set, requests to ``/v1/*`` need ``Authorization: Bearer <api_key>``.
+        cached_prompt_tokens: Report up to this many of each reply's prompt tokens as read from
+            a prompt cache (``usage.prompt_tokens_details.cached_tokens``), as OpenAI does.
     """
 
     latency: float = 0.0
@@ -127,6 +129,7 @@ class ServerConfig:
     context_window: int | None = None
     model: str = "scripted"
     api_key: str | None = None
+    cached_prompt_tokens: int = 0
 
     def to_json(self) -> str:
         """Serialise the configuration to a JSON string."""
@@ -592,6 +595,9 @@ class ScriptedServer:
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
+                "prompt_tokens_details": {
+                    "cached_tokens": min(self.config.cached_prompt_tokens, prompt_tokens)
+                },
             },
         }
 

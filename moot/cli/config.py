@@ -4,8 +4,9 @@ The keys are the command's flag names (``api-base`` or ``api_base`` for ``--api-
 ``-k``); each value is checked and converted exactly as the flag's own parser would, a list for a
 flag that takes several values. The command line is then parsed again with those values as
 defaults, so a flag given there still wins (a repeatable flag, such as ``--mask``, adds to the
-file's list). An unknown key, or a value the flag would refuse, is an `InputError` naming the
-file and the key.
+file's list). A flag of `moot.cli.options.INLINE_MAPPINGS` (``prices``) takes a mapping too, the
+content of the file it would name. An unknown key, or a value the flag would refuse, is an
+`InputError` naming the file and the key.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from moot.cli.options import INLINE_MAPPINGS
 from moot.core.data.records import refuse_surrogates
 from moot.core.errors import InputError
 
@@ -68,6 +70,8 @@ def _value(path: Path, key: object, action: argparse.Action, value: object) -> o
         return None
     if action.nargs == "?" and isinstance(value, bool):  # `dense: true` is the bare flag
         return action.const if value else None
+    if isinstance(value, dict) and action.dest in INLINE_MAPPINGS:
+        return value  # read where it is used (`moot.cli.runtime.prices_from`)
     if action.nargs in _LISTS or isinstance(action, argparse._AppendAction):
         items = value if isinstance(value, list) else [value]
         return [_one(path, key, action, item) for item in items]

@@ -46,6 +46,17 @@ def seconds(text: str) -> float:
     return value
 
 
+def usd(text: str) -> float:
+    """An argparse type: a positive, finite amount of US dollars."""
+    try:
+        value = float(text.strip().removeprefix("$"))
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):  # also rejects nan
+        raise argparse.ArgumentTypeError(f"must be a positive amount of USD, got {text}")
+    return value
+
+
 def sampling_temperature(text: str) -> float:
     """An argparse type: a sampling temperature, finite and from 0 to 2 (what the APIs accept)."""
     try:
@@ -246,6 +257,7 @@ def model_options(
     call_options(parser, temperature)
     if constrained is not None:
         constrained_option(parser, constrained)
+    cost_options(parser)
     run_options(parser, concurrency, unit)
 
 
@@ -307,6 +319,29 @@ def call_options(parser: argparse.ArgumentParser, temperature: float | None = 0.
     )
     group.add_argument(
         "--context-window", type=positive, metavar="TOKENS", help="the model's context window"
+    )
+
+
+#: Flags whose ``--config`` value may also be a mapping, inline, instead of a file's path.
+INLINE_MAPPINGS = ("prices",)
+
+
+def cost_options(parser: argparse.ArgumentParser) -> None:
+    """``--prices FILE`` and ``--budget USD``: what calls cost and the most a run may spend."""
+    group = parser.add_argument_group("cost")
+    group.add_argument(
+        "--prices",
+        type=input_file,
+        metavar="FILE",
+        help="model prices in USD per million tokens, over litellm's cost map (JSON or YAML: "
+        '{"openai/my-model": {"input": 0.2, "output": 0.6, "cached_input": 0.1}}); in '
+        "--config also inline",
+    )
+    group.add_argument(
+        "--budget",
+        type=usd,
+        metavar="USD",
+        help="stop before the run could spend more than USD (exit 3; a rerun goes on)",
     )
 
 

@@ -11,6 +11,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+BUDGET_EXIT = 3  # ``--budget`` stopped the run: what finished is written, a rerun goes on
+
 PROGRESS_ROOM = len("..progress.jsonl")  # what `.NAME.progress.jsonl` adds to an --out FILE
 
 DEMO_NOTE = (
@@ -72,6 +74,8 @@ def check_paths(args: argparse.Namespace, *dests: str) -> None:
             continue
         kind, flag = PATH_KINDS[action.type], max(action.option_strings, key=len)
         values = getattr(args, action.dest)
+        if isinstance(values, dict):  # an inline mapping from --config (`prices:`), no path
+            continue
         # an output's own name leaves room for its temporary sibling (and progress log)
         spare = 0 if kind else TMP_ROOM + (PROGRESS_ROOM if action.type is output_file else 0)
         for path in values if isinstance(values, list) else [values]:
@@ -161,6 +165,25 @@ def debater_role(args: argparse.Namespace, suffix: str, name: str) -> Any:
     return Role(name, spec, args.temperature if temperature is None else temperature)
 
 
+def prices_from(args: argparse.Namespace) -> Any:
+    """The command's prices: ``--prices`` (a file, or inline in ``--config``) over the cost map.
+
+    The `moot.core.llm.prices.Prices` whose ``cost(spec, prompt, completion, cached)`` prices a
+    call (``--dry-run``'s estimates too).
+
+    Raises:
+        InputError: The price file, or the inline mapping, is wrong (naming file, model, key).
+    """
+    from moot.core.llm.prices import Prices, load_prices
+
+    given = getattr(args, "prices", None)
+    if given is None:
+        return Prices()
+    if isinstance(given, dict):
+        return load_prices(args.config, given, where="prices")
+    return load_prices(given)
+
+
 def client_for(args: argparse.Namespace, *specs: Any) -> Any:
     """The model layer for a command, with credentials and endpoints checked before any work.
 
@@ -168,7 +191,9 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
     prints its one error line alone).
 
     Raises:
-        ConfigError: ``--max-retries`` below 0, or a missing key.
+        ConfigError: ``--max-retries`` below 0, a missing key, or ``--budget`` with a model
+            whose price is unknown.
+        InputError: A wrong price file.
         EndpointError: An endpoint that refuses connections.
     """
     from moot.core.errors import ConfigError
@@ -176,12 +201,18 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
 
     if args.max_retries < 0:
         raise ConfigError("--max-retries must be 0 or more")
+    prices = prices_from(args)
     cache = None
     if not args.no_cache:
         from moot.core.llm.cache import RequestCache, default_cache_path
 
         cache = RequestCache(args.cache or default_cache_path())
-    client = ModelClient(cache=cache, retry=RetryPolicy(attempts=args.max_retries + 1))
+    client = ModelClient(
+        cache=cache,
+        retry=RetryPolicy(attempts=args.max_retries + 1),
+        prices=prices,
+        budget=getattr(args, "budget", None),
+    )
     if args.verbose:
         log_retries()
     for spec in specs:
@@ -269,11 +300,23 @@ def finish(
         failed: Something else failed that the command has already reported.
 
     Returns:
-        1 if any item failed, nothing was read, or `failed`; else 0.
+        3 if ``--budget`` stopped the run (`BUDGET_EXIT`); else 1 if any item failed, nothing
+        was read, or `failed`; else 0.
     """
     if not args.quiet:
         print()
         print(summary_table(tallies, ledger))
+    stopped = [t for t in tallies if t.stopped]
+    if stopped:
+        from moot.core.runs import format_cost
+
+        spent = format_cost(ledger.spent() if ledger is not None else None)
+        left = ", ".join(f"{t.stopped} of {t.planned} {t.unit}" for t in stopped)
+        print(
+            f"moot: budget reached: spent {spent} of ${args.budget:.4f}; not done: {left}; "
+            "what finished is written; rerun with a larger --budget to go on",
+            file=sys.stderr,
+        )
     for tally in tallies:
         if tally.failed:
             print(
@@ -287,18 +330,22 @@ def finish(
             "nothing was measured; check the judge model and its replies in the output",
             file=sys.stderr,
         )
+    if stopped:
+        return BUDGET_EXIT
     return 1 if failed or nothing_read or any(t.failed for t in tallies) else 0
 
 
 def summary_table(tallies: Sequence[Any], ledger: Any = None) -> str:
     """Items planned / done before / done now / failed per stage; calls, retries, tokens, cost."""
+    from moot.core.runs import format_cost
     from moot.core.tables import render_table
 
     parts = []
     if tallies:
-        rows = [("items", "planned", "done before", "done now", "failed", "seconds")]
+        rows = [("items", "planned", "done before", "done now", "failed", "stopped", "seconds")]
         rows += [
-            (t.unit, t.planned, t.skipped, t.done, t.failed, f"{t.seconds:.1f}") for t in tallies
+            (t.unit, t.planned, t.skipped, t.done, t.failed, t.stopped, f"{t.seconds:.1f}")
+            for t in tallies
         ]
         parts.append(render_table(rows))
     if ledger is None:
@@ -327,15 +374,16 @@ def summary_table(tallies: Sequence[Any], ledger: Any = None) -> str:
                 u.retries,
                 u.prompt_tokens,
                 u.completion_tokens,
-                f"{u.cost_usd:.4f}",
+                "unpriced" if u.cost_usd is None else f"{u.cost_usd:.4f}",
             )
             for (role, stage, model), u in sorted(ledger.entries.items())
         ]
         parts.append(render_table(rows, left=3))
     total = ledger.total()
-    cost = f"${total.cost_usd:.4f}"
-    if ledger.unpriced:
-        cost += f" (+ unpriced: {', '.join(sorted(ledger.unpriced))})"
+    cost = format_cost(total.cost_usd)
+    if ledger.unpriced:  # the priced part, and what has no price
+        priced = sum(u.cost_usd or 0.0 for u in ledger.entries.values())
+        cost += f" (${priced:.4f} priced; no price for {', '.join(sorted(ledger.unpriced))})"
     parts.append(
         f"total: {total.calls} calls ({total.cache_hits} cached), {total.retries} retries, "
         f"{total.prompt_tokens + total.completion_tokens} tokens, cost {cost}"

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from moot.core.llm.cache import RequestCache, default_cache_path, request_key
-from moot.core.llm.ledger import Usage, UsageLedger, price_per_token
+from moot.core.llm.ledger import Usage, UsageLedger
+from moot.core.llm.prices import FREE, Prices
 from moot.core.llm.spec import parse_spec
 
 # --- cache -------------------------------------------------------------------
@@ -122,7 +123,7 @@ def test_record_counts_per_role_stage_model() -> None:
 def test_embedded_model_costs_nothing_and_is_priced() -> None:
     ledger = UsageLedger()
     ledger.record(LOCAL, "judge", "verdict", prompt_tokens=1000, completion_tokens=1000)
-    assert price_per_token(LOCAL) == (0.0, 0.0)
+    assert Prices().price(LOCAL) == FREE
     assert ledger.total().cost_usd == 0.0
     assert ledger.unpriced == set()
 
@@ -136,11 +137,12 @@ def test_priced_openai_model_uses_bundled_cost_map() -> None:
 
     expected = 2000 * input_price + 400 * output_price
     assert row(ledger, "judge", "verdict")["cost_usd"] == pytest.approx(expected, rel=1e-12)
-    assert price_per_token(OPENAI) == (input_price, output_price)
+    price = Prices().price(OPENAI)
+    assert price is not None and (price.input, price.output) == (input_price, output_price)
     assert ledger.unpriced == set()
 
 
-def test_cached_and_failed_calls_cost_nothing() -> None:
+def test_cached_and_unanswered_calls_cost_nothing_paid_failures_cost_their_tokens() -> None:
     ledger = UsageLedger()
     ledger.record(OPENAI, "judge", "verdict", prompt_tokens=500, completion_tokens=50, cached=True)
     ledger.record(OPENAI, "judge", "verdict", failed=True)
@@ -148,14 +150,34 @@ def test_cached_and_failed_calls_cost_nothing() -> None:
     assert usage["cost_usd"] == 0.0
     assert usage["cache_hits"] == 1 and usage["prompt_tokens"] == 500
     assert usage["failures"] == 1
+    # a call whose replies were all empty failed, but each reply was paid for
+    ledger.record(OPENAI, "judge", "verdict", failed=True, prompt_tokens=100, completion_tokens=0)
+    input_price, _ = bundled_prices("gpt-4o-mini")
+    assert row(ledger, "judge", "verdict")["cost_usd"] == pytest.approx(100 * input_price)
+
+
+def test_cached_prompt_tokens_are_priced_at_the_cached_rate() -> None:
+    ledger = UsageLedger()
+    ledger.record(OPENAI, "judge", "verdict", prompt_tokens=1000, cached_prompt_tokens=600)
+    price = Prices().price(OPENAI)
+    assert price is not None and price.cached_input is not None
+    assert price.cached_input < price.input  # gpt-4o-mini's cached input is half price
+    usage = row(ledger, "judge", "verdict")
+    assert usage["cached_prompt_tokens"] == 600
+    assert usage["cost_usd"] == pytest.approx(400 * price.input + 600 * price.cached_input)
 
 
 def test_custom_api_base_is_unpriced_not_free() -> None:
     ledger = UsageLedger()
     ledger.record(CUSTOM, "debater_a", "opening", prompt_tokens=100, completion_tokens=10)
-    assert price_per_token(CUSTOM) is None
+    assert Prices().price(CUSTOM) is None
     assert ledger.to_json()["unpriced"] == ["openai/llama3"]
-    assert ledger.total().cost_usd == 0.0
+    assert ledger.total().cost_usd is None  # unpriced, never $0
+    assert ledger.to_json()["total"]["cost_usd"] is None
+    assert row(ledger, "debater_a", "opening")["cost_usd"] is None
+    ledger.record(OPENAI, "judge", "verdict", prompt_tokens=10)
+    assert row(ledger, "judge", "verdict")["cost_usd"] > 0  # the priced rows keep their cost
+    assert ledger.total().cost_usd is None
 
     cached_only = UsageLedger()
     cached_only.record(CUSTOM, "debater_a", "opening", prompt_tokens=100, cached=True)
@@ -181,6 +203,14 @@ def test_to_json_from_json_round_trip() -> None:
     assert restored.unpriced == ledger.unpriced == {"openai/llama3"}
     assert restored.to_json() == ledger.to_json()
     assert data["total"]["calls"] == 4
+
+
+def test_from_json_reads_a_ledger_written_before_cached_prompt_tokens() -> None:
+    data = sample_ledger().to_json()
+    for item in [*data["by_role"], data["total"]]:
+        del item["cached_prompt_tokens"]
+    restored = UsageLedger.from_json(data)
+    assert restored.total().calls == 4 and restored.total().cached_prompt_tokens == 0
 
 
 def test_from_json_does_not_mutate_its_input() -> None:
