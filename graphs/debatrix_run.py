@@ -25,7 +25,7 @@ from moot.core.data.debates import Debate
 from moot.core.data.records import ResultLog, claim_folder, stable_id, write_json
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.runs import Progress, Tally, run_items
+from moot.core.runs import STOPPED, Progress, Tally, run_items
 from moot.graphs.checkpoints import durability_for, open_checkpoints, run_thread
 from moot.graphs.debatrix_judging import (
     JudgeContext,
@@ -225,7 +225,8 @@ async def judge_debates(
         out_dir,
         planned=result.tally.planned,
         already_done=result.tally.skipped,
-        records=result.records,
+        # --budget: a judgment not done has no record, report or count but `stopped`
+        records=[r for r in result.records if r["status"] != STOPPED],
         tallies=[result.tally],
     )
     by_id = {debate.id: debate for debate in debates}
@@ -318,6 +319,7 @@ def _summary_json(summary: JudgeRunSummary, identity: dict[str, Any], client: Mo
         "complete": summary.count("complete"),
         "incomplete": summary.count("incomplete"),
         "errors": summary.count("error"),
+        "stopped": sum(t.stopped for t in summary.tallies),
         "parse_failures": summary.parse_failures,
         "final_winners": winners,
         "largest_prompt": max((u.get("largest_prompt", 0) for u in usage), default=0),

@@ -1,0 +1,207 @@
+"""Prices and ``--budget`` through the CLI, against the real scripted server.
+
+The scripted model is priced by a price file (USD per million tokens), so every figure below is
+what the ledger computes from the tokens the server reported.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from moot.core.testing.scripted_server import Rule, ScriptedServer
+from tests.cli.helpers import ARGUMENTS_REPLY, read_jsonl, run_moot, write_topics
+from tests.cli.test_judge import SCORE, judge_args, real_debates
+
+TOPICS = ["Should zoos be banned?", "Is remote work better than office work?"]
+# a prompt token costs $0.001, a completion token $0.002, a cached prompt token $0.0001
+PRICES = {"openai/scripted": {"input": 1000, "output": 2000, "cached_input": 100}}
+CLEAN_RUN_CALLS = 4 + 8 * 5  # 4 argument lists, 8 debates of 5 calls (2 rounds, conclusion)
+
+
+def chat_requests(server: ScriptedServer) -> int:
+    return sum(1 for r in server.requests if r.path == "/v1/chat/completions")
+
+
+def debate_args(server: ScriptedServer, folder: Path, *extra: object) -> list[object]:
+    return [
+        "debate",
+        "--topics",
+        write_topics(folder / "topics.json", TOPICS),
+        "--out",
+        folder / "out",
+        "--model",
+        "openai/scripted",
+        "--api-base",
+        server.url,
+        "--arguments-per-stance",
+        2,
+        "--turn-tokens",
+        64,
+        "--conclusion-tokens",
+        64,
+        "--cache",
+        folder / "cache.sqlite",
+        *extra,
+    ]
+
+
+def price_file(folder: Path, prices: Any = None) -> Path:
+    path = folder / "prices.json"
+    path.write_text(json.dumps(PRICES if prices is None else prices), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def budgeted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A debate run stopped by --budget, then its rerun with a larger budget."""
+    folder = tmp_path_factory.mktemp("budget")
+    prices = price_file(folder)
+    with ScriptedServer(rules=[Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]) as s:
+        args = debate_args(s, folder, "--prices", prices, "--concurrency", 4)
+        first = run_moot(*args, "--budget", "6")
+        first_requests = chat_requests(s)
+        manifest = json.loads((folder / "out" / "manifest.json").read_text())
+        debates = read_jsonl(folder / "out" / "debates.jsonl")
+        dataset = read_jsonl(folder / "out" / "dataset.jsonl")
+        second = run_moot(*args, "--budget", "100")
+        return {
+            "first": first,
+            "first_requests": first_requests,
+            "manifest": manifest,
+            "debates": debates,
+            "dataset": dataset,
+            "second": second,
+            "requests": chat_requests(s),
+            "out": folder / "out",
+        }
+
+
+def test_budget_stops_the_run_before_the_ledger_passes_it(budgeted: dict[str, Any]) -> None:
+    first, manifest = budgeted["first"], budgeted["manifest"]
+    assert first.returncode == 3, first.stderr
+    spent = manifest["ledger"]["total"]["cost_usd"]
+    assert 0 < spent <= 6.0
+    assert budgeted["first_requests"] == manifest["ledger"]["total"]["calls"] < CLEAN_RUN_CALLS
+    stopped = manifest["counts"]["stopped"]
+    assert stopped > 0 and manifest["counts"]["failures"] == 0
+    lines = [line for line in first.stderr.splitlines() if "budget reached" in line]
+    assert lines == [
+        f"moot: budget reached: spent ${spent:.4f} of $6.0000; not done: {stopped} of "
+        f"{manifest['counts']['debates']} debates; what finished is written; rerun with a larger "
+        "--budget to go on"
+    ]
+    assert "Traceback" not in first.stderr
+
+
+def test_budget_writes_what_finished_and_records_no_failure(budgeted: dict[str, Any]) -> None:
+    debates, manifest = budgeted["debates"], budgeted["manifest"]
+    assert debates and {d["status"] for d in debates} == {"ok"}  # a stopped debate is not failed
+    assert len(debates) == manifest["counts"]["debates_ok"] == len(budgeted["dataset"])
+    assert manifest["counts"]["debates_ok"] + manifest["counts"]["stopped"] == 8
+    assert "stopped" in budgeted["first"].stdout  # the summary table's column
+
+
+def test_rerun_with_a_larger_budget_finishes_without_paying_twice(
+    budgeted: dict[str, Any],
+) -> None:
+    second = budgeted["second"]
+    assert second.returncode == 0, second.stderr
+    debates = read_jsonl(budgeted["out"] / "debates.jsonl")
+    assert len(debates) == 8 and {d["status"] for d in debates} == {"ok"}
+    # stopped debates resumed from their checkpoints: every request was sent once in all
+    assert budgeted["requests"] == CLEAN_RUN_CALLS
+    manifest = json.loads((budgeted["out"] / "manifest.json").read_text())
+    total = manifest["ledger_total"]["total"]
+    assert total["calls"] == CLEAN_RUN_CALLS
+    before = budgeted["manifest"]["ledger"]["total"]["cost_usd"]
+    assert total["cost_usd"] == pytest.approx(before + manifest["ledger"]["total"]["cost_usd"])
+
+
+def test_a_judge_stops_at_its_budget_and_goes_on(tmp_path: Path) -> None:
+    """`moot judge`: many calls per debate (speeches, dimensions, the panel's verdict)."""
+    debates, _ = real_debates(tmp_path, 3)
+    prices = price_file(tmp_path)
+    with ScriptedServer(rules=[SCORE]) as server:
+        full = tmp_path / "full"
+        clean = run_moot(
+            *judge_args(server, debates, full, "--prices", prices, "--cache", full / "c.sqlite")
+        )
+        assert clean.returncode == 0, clean.stderr
+        cost = json.loads((full / "summary.json").read_text())["ledger"]["total"]["cost_usd"]
+        calls = chat_requests(server)
+        server.clear_log()
+        out, cache = tmp_path / "out", tmp_path / "cache.sqlite"
+        args = judge_args(server, debates, out, "--prices", prices, "--cache", cache)
+        stopped = run_moot(*args, "--budget", f"{cost / 2:.6f}")
+        summary = json.loads((out / "summary.json").read_text())
+        resumed = run_moot(*args, "--budget", f"{cost * 10:.6f}")
+        assert stopped.returncode == 3, stopped.stderr
+        assert 0 < summary["ledger"]["total"]["cost_usd"] <= cost / 2
+        assert "judgments; what finished is written" in stopped.stderr
+        assert resumed.returncode == 0, resumed.stderr
+        assert chat_requests(server) == calls  # nothing paid twice
+
+
+def test_an_unpriced_model_with_a_budget_is_refused_before_any_call(tmp_path: Path) -> None:
+    with ScriptedServer() as server:
+        result = run_moot(*debate_args(server, tmp_path, "--budget", "5"))
+        assert chat_requests(server) == 0
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "moot: error: --budget needs the price of openai/scripted, which is unknown: give it "
+        "with --prices FILE (or prices: in --config)"
+    ]
+    assert not (tmp_path / "out" / "debates.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("prices", "problem"),
+    [
+        ({"openai/scripted": {"input": "cheap", "output": 1}}, "'input' must be a number"),
+        ({"openai/scripted": {"input": 1, "outptu": 1}}, "unknown key 'outptu'"),
+    ],
+)
+def test_a_bad_price_file_is_one_line_exit_2_before_any_call(
+    tmp_path: Path, prices: dict[str, Any], problem: str
+) -> None:
+    file = price_file(tmp_path, prices)
+    with ScriptedServer() as server:
+        result = run_moot(*debate_args(server, tmp_path, "--prices", file))
+        assert chat_requests(server) == 0
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"moot: error: {file}, openai/scripted: {problem}")
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out" / "debates.jsonl").exists()
+
+
+def test_inline_prices_in_config_price_cached_input_and_unpriced_is_never_zero(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "prices:\n  openai/scripted: {input: 1000, output: 2000, cached_input: 100}\n"
+    )
+    rules = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]
+    (tmp_path / "other").mkdir()
+    with ScriptedServer(rules=rules, cached_prompt_tokens=10) as server:
+        priced = run_moot(*debate_args(server, tmp_path, "--config", config, "--limit", 1))
+        unpriced = run_moot(*debate_args(server, tmp_path / "other", "--limit", 1))
+    assert priced.returncode == 0, priced.stderr
+    total = json.loads((tmp_path / "out" / "manifest.json").read_text())["ledger"]["total"]
+    assert total["cached_prompt_tokens"] == 10 * total["calls"]
+    cached = total["cached_prompt_tokens"]
+    expected = (total["prompt_tokens"] - cached) * 1000 + cached * 100
+    expected += total["completion_tokens"] * 2000
+    assert total["cost_usd"] == pytest.approx(expected / 1e6)
+
+    assert unpriced.returncode == 0, unpriced.stderr
+    ledger = json.loads((tmp_path / "other" / "out" / "manifest.json").read_text())["ledger"]
+    assert ledger["total"]["cost_usd"] is None and ledger["unpriced"] == ["openai/scripted"]
+    assert {row["cost_usd"] for row in ledger["by_role"]} == {None}
+    assert "cost unpriced ($0.0000 priced; no price for openai/scripted)" in unpriced.stdout
+    assert "$0.0000\n" not in unpriced.stdout and " 0.0000\n" not in unpriced.stdout
