@@ -313,7 +313,7 @@ def finish(
         spent = format_cost(ledger.spent() if ledger is not None else None)
         left = ", ".join(f"{t.stopped} of {t.planned} {t.unit}" for t in stopped)
         print(
-            f"moot: budget reached: spent {spent} of ${args.budget:.4f}; not done: {left}; "
+            f"moot: budget reached: spent {spent} of {format_cost(args.budget)}; not done: {left}; "
             "what finished is written; rerun with a larger --budget to go on",
             file=sys.stderr,
         )

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from moot.core.data.records import ResultLog
-from moot.core.errors import ConfigError, ModelCallError
-from moot.core.runs import run_claimed, run_items
+from moot.core.errors import BudgetReached, ConfigError, ModelCallError
+from moot.core.runs import STOPPED, run_claimed, run_items
 
 
 def items(*ids: str) -> list[dict]:
@@ -55,6 +55,27 @@ def test_a_failed_call_is_a_failure_record_retried_next_time(tmp_path):
     second = run(items("a", "b", "c"), task, log, unit="things")
     assert calls == ["a", "b", "c", "b"] and second.tally.failed == 0
     assert [r["status"] for r in lines(log)] == ["ok", "ok", "ok"]  # compacted, one per id
+
+
+def test_a_budget_stop_hands_out_no_more_items_and_records_no_failure(tmp_path):
+    log, ran = ResultLog(tmp_path / "log.jsonl"), []
+
+    async def task(item):
+        ran.append(item["id"])
+        if item["id"] == "c" and "resume" not in ran:
+            raise BudgetReached(1.0, 1.0)
+        return {**item, "status": "ok"}
+
+    first = run(items("a", "b", "c", "d", "e"), task, log, unit="things")
+    assert ran == ["a", "b", "c"]  # d and e never started
+    tally = first.tally
+    assert (tally.done, tally.failed, tally.stopped) == (2, 0, 3)
+    assert [r["status"] for r in first.records] == ["ok", "ok", STOPPED, STOPPED, STOPPED]
+    assert [r["id"] for r in lines(log)] == ["a", "b"]  # stopped items are never logged
+    ran.append("resume")
+    second = run(items("a", "b", "c", "d", "e"), task, log, unit="things")
+    assert ran[-3:] == ["c", "d", "e"] and second.tally.skipped == 2
+    assert (second.tally.done, second.tally.stopped) == (3, 0)
 
 
 def test_any_other_error_stops_the_run_as_itself_and_keeps_what_was_logged(tmp_path):
