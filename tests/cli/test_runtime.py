@@ -66,9 +66,9 @@ def test_the_summary_table_counts_items_and_calls_and_a_failed_item_exits_1(tmp_
         again = run_moot(*args)
     assert failed.returncode == 1
     assert "moot: 1 of 2 judgments failed; rerun the same command to retry them" in failed.stderr
-    assert "items      planned  done before  done now  failed  seconds" in failed.stdout
-    assert "judgments        2            0         1       1" in failed.stdout
+    assert "items      planned  done before  done now  failed  stopped  seconds" in failed.stdout
+    assert "judgments        2            0         1       1        0" in failed.stdout
     assert "controllability_judge  controllability  openai/judge      2" in failed.stdout
     assert "total: 2 calls (0 cached)" in failed.stdout
     assert again.returncode == 0, again.stderr  # the rerun retries the failed item alone
-    assert "judgments        2            1         1       0" in again.stdout
+    assert "judgments        2            1         1       0        0" in again.stdout
