@@ -2,8 +2,8 @@
 
 Each paper's commands live in a module of their own (`moot.cli.debatune`, ...) that adds them to
 the tree (`moot.cli.registry.Commands`). Expected failures (`MootError`, an `OSError` naming a
-file) print one line and exit 2; a run whose work partly failed exits 1; Ctrl-C exits 130;
-``--debug`` shows tracebacks.
+file) print one line and exit 2; a run whose work partly failed exits 1; a run ``--budget``
+stopped exits 3; Ctrl-C exits 130; ``--debug`` shows tracebacks.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ignore", "coroutine 'arun_with_retry' was never awaited", RuntimeWarning
     )
     from moot.cli.config import apply_config
-    from moot.cli.runtime import check_paths, check_required, own_out
-    from moot.core.errors import MootError
+    from moot.cli.runtime import BUDGET_EXIT, check_paths, check_required, own_out
+    from moot.core.errors import BudgetReached, MootError
 
     try:
         if getattr(args, "config", None):
@@ -69,6 +69,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"moot: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
         return 2
+    except BudgetReached as exc:  # a call outside the run engine (which stops cleanly itself)
+        if args.debug:
+            traceback.print_exc()
+        print(f"moot: {exc}; rerun with a larger --budget to go on", file=sys.stderr)
+        return BUDGET_EXIT
     except KeyboardInterrupt:
         print("moot: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130
