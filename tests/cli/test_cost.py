@@ -205,3 +205,22 @@ def test_inline_prices_in_config_price_cached_input_and_unpriced_is_never_zero(
     assert {row["cost_usd"] for row in ledger["by_role"]} == {None}
     assert "cost unpriced ($0.0000 priced; no price for openai/scripted)" in unpriced.stdout
     assert "$0.0000\n" not in unpriced.stdout and " 0.0000\n" not in unpriced.stdout
+
+
+def test_a_budget_spent_on_the_first_stage_stops_both_and_the_rerun_does_both(
+    tmp_path: Path,
+) -> None:
+    """`moot debate`'s two stages: argument lists, then the debates they give."""
+    rules = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]
+    with ScriptedServer(rules=rules) as server:
+        args = debate_args(server, tmp_path, "--prices", price_file(tmp_path))
+        # an argument list reserves about $1.13 (its prompt, and 512 tokens at $0.002)
+        stopped = run_moot(*args, "--budget", "3")
+        debates = read_jsonl(tmp_path / "out" / "debates.jsonl")
+        resumed = run_moot(*args, "--budget", "100")
+        assert chat_requests(server) == CLEAN_RUN_CALLS
+    assert stopped.returncode == 3, stopped.stderr
+    assert "not done: 2 of 4 argument lists, 4 of 4 debates;" in stopped.stderr
+    assert debates == []  # the debates of the two lists made would pay: none started
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(read_jsonl(tmp_path / "out" / "debates.jsonl")) == 8
