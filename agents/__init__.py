@@ -20,11 +20,15 @@ __getattr__, __all__ = lazy_exports(
         ),
         "moot.agents.debatune_debaters": (
             "Turn",
+            "argument_messages",
             "conclude",
+            "conclusion_messages",
             "opposite",
             "parse_argument_list",
             "propose_arguments",
             "speak",
+            "turn_messages",
+            "turn_stage",
         ),
         "moot.agents.debatrix_judges": (
             "FRAMEWORKS",

@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 from moot.cli import options as opt
 from moot.cli import runtime
@@ -25,6 +26,7 @@ def register(commands: Commands) -> None:
         "generate DEBATunE debate data",
         "Two agents with opposite stances debate each argument for M rounds; the supporting "
         "agent concludes a statement that becomes an SFT record. Reruns resume; see docs/cli.md.",
+        plan=plan_debate,
     )
     debate.add_argument("--topics", help="topics file, datasets folder or hub name (required)")
     opt.out_option(debate)
@@ -133,18 +135,16 @@ def register(commands: Commands) -> None:
         )
 
 
-def run_debate(args: argparse.Namespace) -> int:
-    """`moot debate`."""
+def _debate_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    """`moot debate`'s topics, configuration and shard, checked against its ``--out``."""
     from moot.core.data.topics import load_topics
-    from moot.graphs.debatune_run import DebateRunConfig, Shard, check_run_folder, run_debatune
+    from moot.graphs.debatune_run import DebateRunConfig, Shard, check_run_folder
 
     shard = Shard.parse(args.shard)
     topics = load_topics(args.topics)
-    role_a = runtime.debater_role(args, "a", "debater_a")
-    role_b = runtime.debater_role(args, "b", "debater_b")
     config = DebateRunConfig(
-        debater_a=role_a,
-        debater_b=role_b,
+        debater_a=runtime.debater_role(args, "a", "debater_a"),
+        debater_b=runtime.debater_role(args, "b", "debater_b"),
         rounds=args.rounds,
         arguments_per_stance=args.arguments_per_stance,
         seed=args.seed,
@@ -152,6 +152,23 @@ def run_debate(args: argparse.Namespace) -> int:
         conclusion_tokens=args.conclusion_tokens,
     )
     check_run_folder(args.out, config, shard)
+    return topics, config, shard
+
+
+def plan_debate(args: argparse.Namespace) -> Any:
+    """`moot debate --dry-run`."""
+    from moot.graphs.debatune_run import plan_debatune
+
+    topics, config, shard = _debate_inputs(args)
+    return plan_debatune(topics, args.out, config, shard=shard, limit=args.limit)
+
+
+def run_debate(args: argparse.Namespace) -> int:
+    """`moot debate`."""
+    from moot.graphs.debatune_run import run_debatune
+
+    topics, config, shard = _debate_inputs(args)
+    role_a, role_b = config.debater_a, config.debater_b
     client = runtime.client_for(args, role_a.spec, role_b.spec)
     # warnings only once every check passed: refused input gets its one error line alone
     if args.rounds and role_a.spec == role_b.spec and role_a.temperature == role_b.temperature:
