@@ -74,14 +74,12 @@ class Plan:
     """What a command would do: its items per stage and its model calls.
 
     Attributes:
-        command: The command (``moot debate``).
         items: Each stage's items, in run order.
         rows: The calls per role, stage and model.
         keys: What each model needs to be called: ``(model, what)`` (``OPENAI_API_KEY (set)``).
         notes: What the estimate cannot know (lists not yet proposed, ...).
     """
 
-    command: str
     items: list[PlanItems] = field(default_factory=list)
     rows: list[PlanRow] = field(default_factory=list)
     keys: list[tuple[str, str]] = field(default_factory=list)

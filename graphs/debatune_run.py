@@ -360,7 +360,7 @@ def plan_debatune(
     lists: dict[int, list[str] | None] = {
         i: list(t.arguments[s][:k]) for i, (t, s) in enumerate(pairs) if t.arguments
     }
-    plan = Plan("moot debate")
+    plan = Plan()
     wanted = _lists_wanted(lists, len(pairs), k, limit)  # type: ignore[arg-type]
     if wanted:
         items = [

@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "dry_run", False):  # the plan alone: no call, nothing written
             from moot.cli.runtime import plan_for, plan_table
 
-            print(plan_table(plan_for(args)))
+            print(plan_table(plan_for(args), args.command_parser.prog))
             return 0
         with own_out(args):  # the output folder: this command's, and this run's alone
             return int(args.command_fn(args) or 0)

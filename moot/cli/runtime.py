@@ -143,13 +143,13 @@ def plan_for(args: argparse.Namespace) -> Any:
     return plan
 
 
-def plan_table(plan: Any) -> str:
-    """A plan as the summary table's dry-run twin: items per stage, then calls, tokens and cost."""
+def plan_table(plan: Any, command: str) -> str:
+    """`command`'s plan as the summary table's dry-run twin: items, then calls, tokens, cost."""
     from moot.core.tables import render_table
 
     rows = [("items", "planned", "done before", "to run")]
     rows += [(i.unit, i.planned, i.done, i.to_run) for i in plan.items]
-    parts = [f"dry run of `{plan.command}`: nothing was sent or written", render_table(rows)]
+    parts = [f"dry run of `{command}`: nothing was sent or written", render_table(rows)]
     if plan.rows:
         head = ("role", "stage", "model", "calls", "input tokens", "output tokens", "cost $")
         calls = [

@@ -1,0 +1,188 @@
+"""`--dry-run`: the plan of a run, through the CLI, against what the same run really does.
+
+The plan's calls must equal the real run's ledger; its tokens must bound it as docs/cli.md says.
+A dry run sends nothing to the scripted server, starts no embedded model, and writes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from moot.core.testing.scripted_server import Rule, ScriptedServer
+from tests.cli.helpers import (
+    ARGUMENTS_REPLY,
+    moot_env,
+    read_jsonl,
+    run_fresh_moot,
+    run_moot,
+    write_topics,
+)
+from tests.cli.test_eval import responses_file
+
+TURN_TOKENS = 40  # small budgets keep the bounds tight
+CONCLUSION_TOKENS = 60
+GIVEN = {
+    "topic": "Should zoos be banned?",
+    "Affirmative": {"arguments": ["Cages harm animals.", "Zoos cost too much."]},
+    "Negative": {"arguments": ["Zoos save species.", "Zoos teach children."]},
+}
+
+
+def plan_tables(stdout: str) -> tuple[dict[str, tuple[int, int, int]], dict[tuple, list]]:
+    """The printed plan: items by unit (planned, done, to run); calls rows by (role, stage)."""
+    items: dict[str, tuple[int, int, int]] = {}
+    rows: dict[tuple, list] = {}
+    section = None
+    for line in stdout.splitlines():
+        if line.startswith("items "):
+            section = "items"
+        elif line.startswith("role "):
+            section = "rows"
+        elif not line.strip():
+            section = None
+        elif section == "items":
+            *unit, planned, done, to_run = line.split()
+            items[" ".join(unit)] = (int(planned), int(done), int(to_run))
+        elif section == "rows":
+            role, stage, model, calls, inputs, outputs, cost = line.split()
+            rows[(role, stage)] = [model, int(calls), int(inputs), int(outputs), cost]
+    return items, rows
+
+
+def tree(folder: Path) -> dict[str, str]:
+    """Every file under `folder` by relative path, with its content's hash."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def debate_args(server: ScriptedServer, topics: Path, out: Path, cache: Path, *extra: object):
+    return [
+        "debate",
+        "--topics",
+        topics,
+        "--out",
+        out,
+        "--model",
+        "openai/scripted",
+        "--api-base",
+        server.url,
+        "--arguments-per-stance",
+        2,
+        "--turn-tokens",
+        TURN_TOKENS,
+        "--conclusion-tokens",
+        CONCLUSION_TOKENS,
+        "--cache",
+        cache,
+        "--max-retries",
+        0,
+        *extra,
+    ]
+
+
+def test_the_plan_calls_equal_a_real_runs_its_tokens_bound_them_and_a_rerun_skips(tmp_path):
+    """One topic with given arguments, one without; a dry run, the real run, a dry rerun."""
+    topics = tmp_path / "topics.jsonl"
+    lines = [GIVEN, {"topic": "Is remote work better?"}]
+    topics.write_text("".join(json.dumps(t) + "\n" for t in lines), encoding="utf-8")
+    out, cache = tmp_path / "out", tmp_path / "cache.sqlite"
+    with ScriptedServer(rules=[Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]) as s:
+        args = debate_args(s, topics, out, cache, "--limit", 5)
+        dry = run_moot(*args, "--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        assert (len(s.requests), out.exists(), cache.exists()) == (0, False, False)
+        assert "nothing was sent or written" in dry.stdout
+        real = run_moot(*args)
+        assert real.returncode == 0, real.stderr
+        before, sent = tree(out), len(s.requests)
+        rerun = run_moot(*debate_args(s, topics, out, cache, "--dry-run"))  # all 8, 5 done
+        assert rerun.returncode == 0, rerun.stderr
+        assert (tree(out), len(s.requests)) == (before, sent)
+
+    items, rows = plan_tables(dry.stdout)
+    assert items == {"argument lists": (1, 0, 1), "debates": (5, 0, 5)}
+    ledger = json.loads((out / "manifest.json").read_text())["ledger"]["by_role"]
+    real_rows = {(r["role"], r["stage"]): r for r in ledger}
+    assert set(real_rows) == set(rows)
+    turns_before = {"opening": 0, "critique": 1, "conclusion": 4}
+    turns_before |= {("debater_a", "rebuttal"): 2, ("debater_b", "rebuttal"): 3}
+    for key, (model, calls, inputs, outputs, cost) in rows.items():
+        found = real_rows[key]
+        assert (model, cost) == ("openai/scripted", "unpriced")
+        assert calls == found["calls"], key
+        assert found["completion_tokens"] <= outputs, key
+        assert found["prompt_tokens"] <= inputs, key
+        # the bound is the real prompts with every earlier turn at its full budget, and the
+        # one generated argument's 300-character stand-in (about 60 tokens) in its debate's
+        history = turns_before.get(key, turns_before.get(key[1], 0)) * TURN_TOKENS * calls
+        assert inputs - history - 70 <= found["prompt_tokens"], key
+
+    items, rows = plan_tables(rerun.stdout)
+    assert items == {"argument lists": (2, 1, 1), "debates": (8, 5, 3)}
+    assert rows[("debater_a", "arguments")][1] == 1
+    assert sum(row[1] for row in rows.values()) == 1 + 3 * (2 * 2 + 1)
+
+
+def test_bad_input_still_exits_2_and_writes_nothing(tmp_path):
+    topics = tmp_path / "topics.json"
+    topics.write_text('{"not": "a list"}', encoding="utf-8")
+    out = tmp_path / "out"
+    result = run_moot("debate", "--topics", topics, "--out", out, "--dry-run")
+    assert result.returncode == 2
+    assert result.stderr.startswith("moot: error:") and "Traceback" not in result.stderr
+    assert not out.exists()
+    theirs = tmp_path / "theirs"  # another command's folder is refused, as a real run does
+    (theirs / ".moot").mkdir(parents=True)
+    (theirs / ".moot" / "owner.json").write_text('{"command": "moot judge"}', encoding="utf-8")
+    before = tree(theirs)
+    write_topics(topics, ["A topic"])
+    result = run_moot("debate", "--topics", topics, "--out", theirs, "--dry-run")
+    assert result.returncode == 2 and "belongs to `moot judge`" in result.stderr
+    assert tree(theirs) == before
+
+
+def test_the_embedded_model_is_not_started_and_no_key_is_needed(tmp_path):
+    # an xllamacpp that cannot be imported: starting the embedded model would fail (exit 2)
+    (tmp_path / "shadow" / "xllamacpp").mkdir(parents=True)
+    (tmp_path / "shadow" / "xllamacpp" / "__init__.py").write_text("raise ImportError('no')\n")
+    env = moot_env(PYTHONPATH=str(tmp_path / "shadow"))
+    topics = write_topics(tmp_path / "topics.json", ["A topic"])
+    args = ["debate", "--topics", topics, "--dry-run"]
+    result = run_fresh_moot(*args, "--out", tmp_path / "o", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "local/smollm2: no key" in result.stdout and "demo model" not in result.stderr
+    result = run_moot(*args, "--out", tmp_path / "p", "--model", "openai/gpt-4o-mini")
+    assert result.returncode == 0, result.stderr
+    assert "OPENAI_API_KEY (not set)" in result.stdout
+    _, rows = plan_tables(result.stdout)
+    assert all(float(row[4]) > 0 for row in rows.values())  # priced, never $0.00
+    assert not (tmp_path / "o").exists() and not (tmp_path / "p").exists()
+
+
+def test_eval_quality_plans_both_orders_of_each_pair(tmp_path):
+    texts = [("affirmative", "Answer one."), ("negative", "Answer two, longer than one.")]
+    responses = responses_file(tmp_path / "r.json", texts)
+    baseline = responses_file(tmp_path / "b.json", [(s, t + " Base.") for s, t in texts])
+    out = tmp_path / "out"
+    with ScriptedServer(rules=[Rule(pattern="Assistant", reply="7 5")]) as server:
+        args = ["eval", "quality", "--responses", responses, "--baseline", baseline]
+        args += ["--out", out, "--judge", "openai/judge", "--api-base", server.url]
+        dry = run_moot(*args, "--dry-run")
+        assert (dry.returncode, len(server.requests), out.exists()) == (0, 0, False), dry.stderr
+        real = run_moot(*args, "--max-retries", 0)
+        assert real.returncode == 0, real.stderr
+        again = run_moot(*args, "--dry-run")
+    items, rows = plan_tables(dry.stdout)
+    assert items["responses"] == (2, 0, 2)
+    ledger = json.loads((out / "summary.json").read_text())["ledger"]["by_role"]
+    assert len(ledger) == 1 and len(read_jsonl(out / "judgments.jsonl")) == 2
+    _, calls, inputs, outputs, _ = rows[("quality_judge", "quality")]
+    assert (calls, inputs) == (4, ledger[0]["prompt_tokens"])  # replies parsed: no repair call
+    assert ledger[0]["completion_tokens"] <= outputs == 4 * 1024
+    items, rows = plan_tables(again.stdout)
+    assert items["responses"] == (2, 2, 0) and not rows
