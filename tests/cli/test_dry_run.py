@@ -20,6 +20,7 @@ from tests.cli.helpers import (
     write_topics,
 )
 from tests.cli.test_eval import responses_file
+from tests.conftest import shared_data
 
 TURN_TOKENS = 40  # small budgets keep the bounds tight
 CONCLUSION_TOKENS = 60
@@ -186,3 +187,31 @@ def test_eval_quality_plans_both_orders_of_each_pair(tmp_path):
     assert ledger[0]["completion_tokens"] <= outputs == 4 * 1024
     items, rows = plan_tables(again.stdout)
     assert items["responses"] == (2, 2, 0) and not rows
+
+
+def test_judge_plans_the_debatrix_graph_call_for_call(tmp_path):
+    debates = tmp_path / "debates.jsonl"
+    debates.write_text(
+        shared_data("panelbench", "debateart.jsonl").read_text().splitlines()[0] + "\n"
+    )
+    out = tmp_path / "out"
+    budgets = {"--analysis-tokens": 100, "--judgment-tokens": 120}
+    with ScriptedServer() as server:  # schema-constrained replies always parse: no repair call
+        args = ["judge", "--debates", debates, "--out", out, "--judge", "openai/scripted"]
+        args += ["--api-base", server.url, "--constrained", "--max-retries", 0]
+        args += [str(v) for pair in budgets.items() for v in pair]
+        dry = run_moot(*args, "--dry-run")
+        assert (dry.returncode, len(server.requests), out.exists()) == (0, 0, False), dry.stderr
+        real = run_moot(*args)
+        assert real.returncode == 0, real.stderr
+        again = run_moot(*args, "--dry-run")
+    items, rows = plan_tables(dry.stdout)
+    assert items["judgments"] == (1, 0, 1)
+    ledger = json.loads((out / "summary.json").read_text())["ledger"]["by_role"]
+    real_rows = {(r["role"], r["stage"]): r for r in ledger}
+    assert set(real_rows) == set(rows)
+    for key, (_, calls, inputs, outputs, _) in rows.items():
+        found = real_rows[key]
+        assert calls == found["calls"], key
+        assert found["prompt_tokens"] <= inputs and found["completion_tokens"] <= outputs, key
+    assert items and plan_tables(again.stdout)[0]["judgments"] == (1, 1, 0)
