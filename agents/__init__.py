@@ -53,7 +53,9 @@ __getattr__, __all__ = lazy_exports(
             "run_judge",
         ),
         "moot.agents.label_judges": (
+            "da_messages",
             "detect_perspective",
+            "detection_messages",
             "judge_dispute_awareness",
         ),
         "moot.agents.compqa_rubric_judge": (

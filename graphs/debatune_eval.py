@@ -21,17 +21,16 @@ from moot.agents.debatune_judges import (
     pair_variables,
     run_judge,
 )
-from moot.core.data.records import atomic_write, check_claim, stable_id, write_json
+from moot.core.data.records import atomic_write, stable_id, write_json
 from moot.core.data.responses import Response
 from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.llm.tokens import count_message_tokens
 from moot.core.metrics import debatune as metrics
-from moot.core.plan import Plan, items_of
-from moot.core.runs import HOLDS, Progress, run_claimed
+from moot.core.plan import Plan
+from moot.core.runs import Progress, run_claimed
 from moot.core.tables import render_table, show
-from moot.graphs.judging import EvalResult, judge_identity
+from moot.graphs.judging import EvalResult, judge_identity, plan_judgments
 
 
 async def evaluate_controllability(
@@ -110,16 +109,21 @@ def plan_controllability(
     reply that cannot be parsed costs one repair call more, not counted).
     """
     _, claim, items, texts = _controllability_items(responses, role, constrained)
-    check_claim(out_dir, "eval", claim, HOLDS)
-    stage, pending = items_of("responses", items, Path(out_dir) / "judgments.jsonl")
-    plan = Plan([stage])
-    for item in pending:
+
+    def calls(item: dict[str, Any]) -> list[list[dict[str, str]]]:
         variables = {"topic": item["topic"], "arguments": texts[item["id"]]}
-        prompt = count_message_tokens(judge_messages(CONTROLLABILITY, variables))
-        plan.add_calls(
-            role.name, CONTROLLABILITY.name, role.spec, 1, prompt, CONTROLLABILITY.max_tokens
-        )
-    return plan
+        return [judge_messages(CONTROLLABILITY, variables)]
+
+    judge = CONTROLLABILITY
+    return plan_judgments(
+        items,
+        out_dir,
+        claim,
+        role,
+        calls,
+        stage=judge.name,
+        max_tokens=judge.max_tokens,
+    )
 
 
 def align(responses: Sequence[Response], baseline: Sequence[Response], path: Path) -> None:
@@ -249,15 +253,21 @@ def plan_quality(
     budget out each (a reply that cannot be parsed costs one repair call more, not counted).
     """
     _, claim, items, texts = _quality_items(responses, baseline, role, stride, mask, constrained)
-    check_claim(out_dir, "eval", claim, HOLDS)
-    stage, pending = items_of("responses", items, Path(out_dir) / "judgments.jsonl")
-    plan = Plan([stage])
-    for item in pending:
+
+    def calls(item: dict[str, Any]) -> list[list[dict[str, str]]]:
         mine, theirs = texts[item["id"]]
-        for variables in pair_variables(mine.instruction, mine.response, theirs.response, mask):
-            prompt = count_message_tokens(judge_messages(QUALITY, variables))
-            plan.add_calls(role.name, QUALITY.name, role.spec, 1, prompt, QUALITY.max_tokens)
-    return plan
+        orders = pair_variables(mine.instruction, mine.response, theirs.response, mask)
+        return [judge_messages(QUALITY, variables) for variables in orders]
+
+    return plan_judgments(
+        items,
+        out_dir,
+        claim,
+        role,
+        calls,
+        stage=QUALITY.name,
+        max_tokens=QUALITY.max_tokens,
+    )
 
 
 def write_report(result: EvalResult, out_dir: Path, sources: dict[str, str]) -> None:

@@ -19,6 +19,8 @@ from tests.cli.helpers import (
     run_moot,
     write_topics,
 )
+from tests.cli.test_berds import berds_fixture, demo_answers, write_jsonl
+from tests.cli.test_berds import judge_args as berds_judge_args
 from tests.cli.test_eval import responses_file
 from tests.conftest import shared_data
 
@@ -179,14 +181,14 @@ def test_eval_quality_plans_both_orders_of_each_pair(tmp_path):
         assert real.returncode == 0, real.stderr
         again = run_moot(*args, "--dry-run")
     items, rows = plan_tables(dry.stdout)
-    assert items["responses"] == (2, 0, 2)
+    assert items["judgments"] == (2, 0, 2)
     ledger = json.loads((out / "summary.json").read_text())["ledger"]["by_role"]
     assert len(ledger) == 1 and len(read_jsonl(out / "judgments.jsonl")) == 2
     _, calls, inputs, outputs, _ = rows[("quality_judge", "quality")]
     assert (calls, inputs) == (4, ledger[0]["prompt_tokens"])  # replies parsed: no repair call
     assert ledger[0]["completion_tokens"] <= outputs == 4 * 1024
     items, rows = plan_tables(again.stdout)
-    assert items["responses"] == (2, 2, 0) and not rows
+    assert items["judgments"] == (2, 2, 0) and not rows
 
 
 def test_judge_plans_the_debatrix_graph_call_for_call(tmp_path):
@@ -215,3 +217,29 @@ def test_judge_plans_the_debatrix_graph_call_for_call(tmp_path):
         assert calls == found["calls"], key
         assert found["prompt_tokens"] <= inputs and found["completion_tokens"] <= outputs, key
     assert items and plan_tables(again.stdout)[0]["judgments"] == (1, 1, 0)
+
+
+def test_label_judges_plan_one_call_per_detection_and_per_answer(tmp_path):
+    retrieved, perspectives, _ = berds_fixture(tmp_path)  # 3 questions, 2 perspectives each
+    answers = [{**a, "question": f"Question {i}?"} for i, a in enumerate(demo_answers(3))]
+    answers = write_jsonl(tmp_path / "answers.jsonl", answers)
+    out = tmp_path / "berds"
+    with ScriptedServer(rules=[Rule(pattern="Statement:", reply="No")]) as server:
+        args = ["eval", "berds", "--retrieved", retrieved, "--perspectives", perspectives]
+        args += ["-k", 2, *berds_judge_args(server, out, "--detector")]
+        dry = run_moot(*args, "--dry-run")
+        assert (dry.returncode, len(server.requests), out.exists()) == (0, 0, False), dry.stderr
+        real = run_moot(*args)
+        assert real.returncode == 0, real.stderr
+        da = run_moot("eval", "da", "--answers", answers, "--dry-run", *berds_judge_args(
+            server, tmp_path / "da"))  # fmt: skip
+        assert (da.returncode, len(server.requests)) == (0, 3 * 2 * 2), da.stderr
+    items, rows = plan_tables(dry.stdout)
+    assert items["detections"] == (3 * 2 * 2, 0, 12)
+    (ledger,) = json.loads((out / "summary.json").read_text())["ledger"]["by_role"]
+    _, calls, inputs, outputs, _ = rows[("perspective_detector", "perspective_detection")]
+    assert (calls, inputs) == (12, ledger["prompt_tokens"])  # every reply parsed: no repair
+    assert ledger["completion_tokens"] <= outputs
+    items, rows = plan_tables(da.stdout)
+    assert items["judgments"] == (3, 0, 3) and rows[("da_judge", "dispute_awareness")][1] == 3
+    assert not (tmp_path / "da").exists()
