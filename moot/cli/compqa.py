@@ -81,6 +81,7 @@ def register(commands: Commands) -> None:
         "counts as invalid and is never summed. Writes judged/<input name> per input, "
         "summary.json and summary.md. Reruns judge only what is missing.",
         group="eval",
+        plan=plan_eval_compqa,
     )
     judge.add_argument(
         "--answers",
@@ -267,14 +268,32 @@ def _describe(record: dict[str, Any]) -> str:
     return f"{record['question_id']} ({record['question']!r})"
 
 
-def run_eval_compqa(args: argparse.Namespace) -> int:
-    """`moot eval compqa`."""
-    from moot.graphs.compqa_eval import evaluate_compqa, load_answer_files
+def _eval_compqa_inputs(args: argparse.Namespace) -> tuple[list[Any], Any]:
+    """`moot eval compqa`'s answer files (``--limit`` applied) and its judge."""
+    from moot.graphs.compqa_eval import load_answer_files
 
     files = load_answer_files(args.answers)  # bad input fails before the judge is contacted
     if args.limit:
         files = _first_answers(files, args.limit)
-    role = runtime.role_from(args, "compqa_judge")
+    return files, runtime.role_from(args, "compqa_judge")
+
+
+def plan_eval_compqa(args: argparse.Namespace) -> Any:
+    """`moot eval compqa --dry-run`."""
+    from moot.graphs.compqa_eval import plan_compqa
+
+    files, role = _eval_compqa_inputs(args)
+    constrained = runtime.constrained(args, role)
+    return plan_compqa(
+        files, args.out, role, shots=args.shots, seed=args.seed, constrained=constrained
+    )
+
+
+def run_eval_compqa(args: argparse.Namespace) -> int:
+    """`moot eval compqa`."""
+    from moot.graphs.compqa_eval import evaluate_compqa
+
+    files, role = _eval_compqa_inputs(args)
     client = runtime.client_for(args, role.spec)
     result = asyncio.run(
         evaluate_compqa(
