@@ -21,6 +21,7 @@ from tests.cli.helpers import (
 )
 from tests.cli.test_berds import berds_fixture, demo_answers, write_jsonl
 from tests.cli.test_berds import judge_args as berds_judge_args
+from tests.cli.test_debate import debate_args as shared_debate_args
 from tests.cli.test_eval import responses_file
 from tests.conftest import shared_data
 
@@ -64,28 +65,8 @@ def tree(folder: Path) -> dict[str, str]:
 
 
 def debate_args(server: ScriptedServer, topics: Path, out: Path, cache: Path, *extra: object):
-    return [
-        "debate",
-        "--topics",
-        topics,
-        "--out",
-        out,
-        "--model",
-        "openai/scripted",
-        "--api-base",
-        server.url,
-        "--arguments-per-stance",
-        2,
-        "--turn-tokens",
-        TURN_TOKENS,
-        "--conclusion-tokens",
-        CONCLUSION_TOKENS,
-        "--cache",
-        cache,
-        "--max-retries",
-        0,
-        *extra,
-    ]
+    budgets = ["--turn-tokens", TURN_TOKENS, "--conclusion-tokens", CONCLUSION_TOKENS]
+    return shared_debate_args(server, topics, out, *budgets, "--cache", cache, *extra)
 
 
 def test_the_plan_calls_equal_a_real_runs_its_tokens_bound_them_and_a_rerun_skips(tmp_path):
@@ -243,3 +224,25 @@ def test_label_judges_plan_one_call_per_detection_and_per_answer(tmp_path):
     items, rows = plan_tables(da.stdout)
     assert items["judgments"] == (3, 0, 3) and rows[("da_judge", "dispute_awareness")][1] == 3
     assert not (tmp_path / "da").exists()
+
+
+def test_generate_plans_each_instruction_and_skips_the_answered(tmp_path):
+    topics = tmp_path / "test_arg.jsonl"
+    topics.write_text(json.dumps(GIVEN) + "\n", encoding="utf-8")
+    out = tmp_path / "responses.json"
+    with ScriptedServer() as server:
+        args = ["generate", "--dataset", topics, "--out", out, "--model", "openai/m"]
+        args += ["--api-base", server.url, "--max-tokens", 50]
+        dry = run_moot(*args, "--dry-run")
+        assert (dry.returncode, len(server.requests)) == (0, 0), dry.stderr
+        assert list(tmp_path.iterdir()) == [topics]
+        real = run_moot(*args, "--limit", 2)
+        assert real.returncode == 0, real.stderr
+        sent = len(server.requests)
+        again = run_moot(*args, "--dry-run")
+        assert len(server.requests) == sent
+    items, rows = plan_tables(dry.stdout)
+    assert items["instructions"] == (4, 0, 4)
+    assert rows[("generator", "generate")][1:4:2] == [4, 4 * 50]
+    items, rows = plan_tables(again.stdout)
+    assert items["instructions"] == (4, 2, 2) and rows[("generator", "generate")][1] == 2
