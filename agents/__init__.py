@@ -13,10 +13,12 @@ __getattr__, __all__ = lazy_exports(
             "parse_react_step",
         ),
         "moot.agents.compqa_comparers": (
+            "argument_list_messages",
             "compare",
             "comparison_messages",
             "extract_objects",
             "generate_arguments",
+            "object_messages",
         ),
         "moot.agents.debatune_debaters": (
             "Turn",

@@ -21,6 +21,8 @@ from tests.cli.helpers import (
 )
 from tests.cli.test_berds import berds_fixture, demo_answers, write_jsonl
 from tests.cli.test_berds import judge_args as berds_judge_args
+from tests.cli.test_compare import compare
+from tests.cli.test_compare import questions as compare_questions
 from tests.cli.test_debate import debate_args as shared_debate_args
 from tests.cli.test_eval import responses_file
 from tests.conftest import shared_data
@@ -246,3 +248,22 @@ def test_generate_plans_each_instruction_and_skips_the_answered(tmp_path):
     assert rows[("generator", "generate")][1:4:2] == [4, 4 * 50]
     items, rows = plan_tables(again.stdout)
     assert items["instructions"] == (4, 2, 2) and rows[("generator", "generate")][1] == 2
+
+
+def test_compare_plans_extraction_arguments_and_answers(tmp_path):
+    path, out = compare_questions(tmp_path, 3), tmp_path / "out"
+    args = ["--questions", path, "--out", out, "--scenario", 2, "--generate-arguments"]
+    with ScriptedServer() as server:  # schema-shaped replies: every list parses
+        dry = compare(server, *args, "--dry-run", "--constrained")
+        assert (dry.returncode, len(server.requests), out.exists()) == (0, 0, False), dry.stderr
+        real = compare(server, *args, "--constrained")
+        assert real.returncode == 0, real.stderr
+    items, rows = plan_tables(dry.stdout)
+    assert items["questions"] == (3, 0, 3)
+    ledger = json.loads((out / "summary.json").read_text())["ledger"]["by_role"]
+    real_rows = {(r["role"], r["stage"]): r for r in ledger}
+    assert set(real_rows) == set(rows)
+    for key, (_, calls, inputs, outputs, _) in rows.items():
+        found = real_rows[key]
+        assert calls == found["calls"], key
+        assert found["prompt_tokens"] <= inputs and found["completion_tokens"] <= outputs, key
