@@ -159,9 +159,13 @@ def plan_table(plan: Any, command: str) -> str:
         parts.append(render_table([head, *calls], left=3))
     inputs = sum(r.input_tokens for r in plan.rows)
     outputs = sum(r.output_tokens for r in plan.rows)
-    cost = f"about ${plan.cost_usd():.4f}"
-    if plan.unpriced:
-        cost += f" (+ unpriced: {', '.join(plan.unpriced)})"
+    unpriced = ", ".join(plan.unpriced)
+    if not plan.unpriced:
+        cost = f"about ${plan.cost_usd():.4f}"
+    elif len(plan.unpriced) < len({r.spec.name for r in plan.rows}):
+        cost = f"about ${plan.cost_usd():.4f} (+ unpriced: {unpriced})"
+    else:  # no price known: no dollar figure at all, never $0
+        cost = f"unpriced ({unpriced})"
     total = (
         f"estimate: {plan.calls} calls, about {inputs} input tokens, at most {outputs} output "
         f"tokens, cost {cost}"

@@ -165,6 +165,7 @@ def test_eval_quality_plans_both_orders_of_each_pair(tmp_path):
         again = run_moot(*args, "--dry-run")
     items, rows = plan_tables(dry.stdout)
     assert items["judgments"] == (2, 0, 2)
+    assert "cost unpriced (openai/judge)" in dry.stdout and "$" not in dry.stdout.split("\n\n")[-1]
     ledger = json.loads((out / "summary.json").read_text())["ledger"]["by_role"]
     assert len(ledger) == 1 and len(read_jsonl(out / "judgments.jsonl")) == 2
     _, calls, inputs, outputs, _ = rows[("quality_judge", "quality")]
