@@ -57,6 +57,17 @@ def plan_tables(stdout: str) -> tuple[dict[str, tuple[int, int, int]], dict[tupl
     return items, rows
 
 
+def assert_bounds(rows: dict[tuple, list], summary: Path) -> None:
+    """The plan's calls equal the run's ledger per role and stage; its tokens bound them."""
+    ledger = json.loads(summary.read_text())["ledger"]["by_role"]
+    real_rows = {(r["role"], r["stage"]): r for r in ledger}
+    assert set(real_rows) == set(rows)
+    for key, (_, calls, inputs, outputs, _) in rows.items():
+        found = real_rows[key]
+        assert calls == found["calls"], key
+        assert found["prompt_tokens"] <= inputs and found["completion_tokens"] <= outputs, key
+
+
 def tree(folder: Path) -> dict[str, str]:
     """Every file under `folder` by relative path, with its content's hash."""
     return {
@@ -193,13 +204,7 @@ def test_judge_plans_the_debatrix_graph_call_for_call(tmp_path):
         again = run_moot(*args, "--dry-run")
     items, rows = plan_tables(dry.stdout)
     assert items["judgments"] == (1, 0, 1)
-    ledger = json.loads((out / "summary.json").read_text())["ledger"]["by_role"]
-    real_rows = {(r["role"], r["stage"]): r for r in ledger}
-    assert set(real_rows) == set(rows)
-    for key, (_, calls, inputs, outputs, _) in rows.items():
-        found = real_rows[key]
-        assert calls == found["calls"], key
-        assert found["prompt_tokens"] <= inputs and found["completion_tokens"] <= outputs, key
+    assert_bounds(rows, out / "summary.json")
     assert items and plan_tables(again.stdout)[0]["judgments"] == (1, 1, 0)
 
 
@@ -261,10 +266,4 @@ def test_compare_plans_extraction_arguments_and_answers(tmp_path):
         assert real.returncode == 0, real.stderr
     items, rows = plan_tables(dry.stdout)
     assert items["questions"] == (3, 0, 3)
-    ledger = json.loads((out / "summary.json").read_text())["ledger"]["by_role"]
-    real_rows = {(r["role"], r["stage"]): r for r in ledger}
-    assert set(real_rows) == set(rows)
-    for key, (_, calls, inputs, outputs, _) in rows.items():
-        found = real_rows[key]
-        assert calls == found["calls"], key
-        assert found["prompt_tokens"] <= inputs and found["completion_tokens"] <= outputs, key
+    assert_bounds(rows, out / "summary.json")
