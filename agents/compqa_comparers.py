@@ -136,10 +136,9 @@ async def extract_objects(
     constrained: bool = False,
 ) -> Structured[ExtractedObjects]:
     """Split a free-text comparative question into `ExtractedObjects` (or a parse failure)."""
-    messages = [{"role": "user", "content": render("compqa/extract.j2", question=question)}]
     return await client.complete_structured(
         role,
-        messages,
+        object_messages(question),
         ExtractedObjects,
         stage="extract",
         max_tokens=EXTRACT_TOKENS,
@@ -160,16 +159,9 @@ async def generate_arguments(
     constrained: bool = False,
 ) -> Structured[GeneratedArguments]:
     """Ask `role` for up to `ARGUMENTS_PER_OBJECT` arguments per object (`GeneratedArguments`)."""
-    prompt = render(
-        "compqa/arguments.j2",
-        object1=object1,
-        object2=object2,
-        aspect=aspect or "",
-        count=ARGUMENTS_PER_OBJECT,
-    )
     return await client.complete_structured(
         role,
-        [{"role": "user", "content": prompt}],
+        argument_list_messages(object1, object2, aspect),
         GeneratedArguments,
         stage="arguments",
         max_tokens=max_tokens,
@@ -189,3 +181,20 @@ __all__ = [
     "extract_objects",
     "generate_arguments",
 ]
+
+
+def object_messages(question: str) -> Messages:
+    """The request splitting a free-text comparative question into its objects and aspect."""
+    return [{"role": "user", "content": render("compqa/extract.j2", question=question)}]
+
+
+def argument_list_messages(object1: str, object2: str, aspect: str | None) -> Messages:
+    """The request for up to `ARGUMENTS_PER_OBJECT` arguments per object."""
+    prompt = render(
+        "compqa/arguments.j2",
+        object1=object1,
+        object2=object2,
+        aspect=aspect or "",
+        count=ARGUMENTS_PER_OBJECT,
+    )
+    return [{"role": "user", "content": prompt}]

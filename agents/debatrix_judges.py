@@ -283,9 +283,7 @@ class Extractor:
 
     async def speech_score(self, debate: Debate, debater: str, judgment: str) -> Structured:
         """The score of `debater`'s speech from its analysis (the speech's comment)."""
-        prompt = render(
-            "debatrix/score_speech.j2", debate=debate, debater=debater, judgment=judgment
-        )
+        prompt = extraction_prompt("speech_score", debate, judgment, debater=debater)
         return await self._ask(prompt, Score, "speech_score")
 
     async def debater_scores(self, debate: Debate, judgment: str) -> dict[str, Structured]:
@@ -296,9 +294,7 @@ class Extractor:
 
     async def _debater(self, debate: Debate, debater: str, judgment: str) -> Structured:
         """The paper's way: the debater's comment alone, then a second call for its score."""
-        prompt = render(
-            "debatrix/comment_debater.j2", debate=debate, debater=debater, judgment=judgment
-        )
+        prompt = extraction_prompt("debater_comment", debate, judgment, debater=debater)
         comment = await self.client.complete(
             self.role,
             [{"role": "user", "content": prompt}],
@@ -306,21 +302,37 @@ class Extractor:
             max_tokens=self.max_tokens,
             seed=self.seed,
         )
-        prompt = render(
-            "debatrix/score_debater.j2", debate=debate, debater=debater, judgment=comment.text
-        )
+        prompt = extraction_prompt("debater_score", debate, comment.text, debater=debater)
         score = await self._ask(prompt, Score, "debater_score")
         value = CommentedScore(comment=comment.text, score=score.value.score) if score.ok else None  # type: ignore[union-attr]
         return replace(score, value=value, completions=(comment, *score.completions))
 
     async def _debater_released(self, debate: Debate, debater: str, judgment: str) -> Structured:
         """The released code's way: the comment and the score in one call."""
-        prompt = render(
-            "debatrix/score_debater_released.j2", debate=debate, debater=debater, judgment=judgment
-        )
+        prompt = extraction_prompt("released_score", debate, judgment, debater=debater)
         return await self._ask(prompt, CommentedScore, "debater_score")
 
     async def winner(self, debate: Debate, judgment: str, allow_tie: bool) -> Structured:
         """The winner named by a judgment: a debater, or ``tie`` where allowed."""
-        prompt = render("debatrix/winner.j2", debate=debate, judgment=judgment, allow_tie=allow_tie)
+        prompt = extraction_prompt("winner", debate, judgment, allow_tie=allow_tie)
         return await self._ask(prompt, winner_schema(debate, allow_tie), "winner")
+
+
+#: The template of each extraction: a speech's score, a debater's comment and score (the paper's
+#: two calls, or the released code's one), a judgment's winner.
+EXTRACTIONS = {
+    "speech_score": "debatrix/score_speech.j2",
+    "debater_comment": "debatrix/comment_debater.j2",
+    "debater_score": "debatrix/score_debater.j2",
+    "released_score": "debatrix/score_debater_released.j2",
+    "winner": "debatrix/winner.j2",
+}
+
+
+def extraction_prompt(
+    kind: str, debate: Debate, judgment: str, *, debater: str = "", allow_tie: bool = False
+) -> str:
+    """The user prompt of an extraction (`EXTRACTIONS`) from a comment or judgment."""
+    return render(
+        EXTRACTIONS[kind], debate=debate, debater=debater, judgment=judgment, allow_tie=allow_tie
+    )

@@ -51,20 +51,24 @@ async def propose_arguments(
     where the server supports JSON schemas (small models otherwise ramble instead of listing). A
     reply that is a plain numbered or bulleted list is parsed as one.
     """
-    messages = [
-        _system("debatune/debater_system.j2", topic, stance),
-        {"role": "user", "content": render("debatune/arguments.j2", topic=topic, side=stance)},
-    ]
     schema = argument_schema(count)
     reply = await client.complete(
         role,
-        messages,
+        argument_messages(topic, stance),
         stage="arguments",
         max_tokens=ARGUMENT_TOKENS,
         seed=seed,
         response_format=json_schema_format(schema),
     )
     return _clean(_json_items(reply.text) or parse_argument_list(reply.text))[:count]
+
+
+def argument_messages(topic: str, stance: str) -> list[dict[str, str]]:
+    """The messages asking for arguments on `stance` (the paper's prompt)."""
+    return [
+        _system("debatune/debater_system.j2", topic, stance),
+        {"role": "user", "content": render("debatune/arguments.j2", topic=topic, side=stance)},
+    ]
 
 
 def _json_items(text: str) -> list[str]:
@@ -141,6 +145,21 @@ async def speak(
     max_tokens: int = TURN_TOKENS,
 ) -> str:
     """One debate turn by `speaker` ("A" or "B") given the transcript so far."""
+    messages = turn_messages(topic, stance, argument, speaker, history)
+    stage = turn_stage(len(history))
+    reply = await client.complete(role, messages, stage=stage, max_tokens=max_tokens, seed=seed)
+    return reply.text.strip()  # never empty: the model layer retries an empty reply
+
+
+def turn_stage(turns_before: int) -> str:
+    """The ledger stage of a turn after `turns_before` turns: opening, critique, rebuttal."""
+    return "opening" if not turns_before else "rebuttal" if turns_before > 1 else "critique"
+
+
+def turn_messages(
+    topic: str, stance: str, argument: str, speaker: str, history: Sequence[Turn]
+) -> list[dict[str, str]]:
+    """The messages of `speaker`'s turn ("A" holds `stance`) after the `history` turns."""
     side = stance if speaker == "A" else opposite(stance)
     prompt = render(
         "debatune/turn.j2",
@@ -148,13 +167,7 @@ async def speak(
         is_proponent=speaker == "A",
         history=[{"own": turn.speaker == speaker, "text": turn.text} for turn in history],
     )
-    messages = [
-        _system("debatune/debater_system.j2", topic, side),
-        {"role": "user", "content": prompt},
-    ]
-    stage = "opening" if not history else "rebuttal" if len(history) > 1 else "critique"
-    reply = await client.complete(role, messages, stage=stage, max_tokens=max_tokens, seed=seed)
-    return reply.text.strip()  # never empty: the model layer retries an empty reply
+    return [_system("debatune/debater_system.j2", topic, side), {"role": "user", "content": prompt}]
 
 
 async def conclude(
@@ -169,6 +182,17 @@ async def conclude(
     max_tokens: int = CONCLUSION_TOKENS,
 ) -> str:
     """Agent A's detailed statement for `argument`, drawn from the whole debate."""
+    messages = conclusion_messages(topic, stance, argument, transcript)
+    reply = await client.complete(
+        role, messages, stage="conclusion", max_tokens=max_tokens, seed=seed
+    )
+    return reply.text.strip()
+
+
+def conclusion_messages(
+    topic: str, stance: str, argument: str, transcript: Sequence[Turn]
+) -> list[dict[str, str]]:
+    """The messages asking agent A for its statement after the debate's `transcript`."""
     prompt = render(
         "debatune/conclusion.j2",
         topic=topic,
@@ -176,17 +200,8 @@ async def conclude(
         side=stance,
         transcript=[{"side": turn.side, "text": turn.text} for turn in transcript],
     )
-    messages = [
-        {
-            "role": "system",
-            "content": render("debatune/conclusion_system.j2", topic=topic, side=stance),
-        },
-        {"role": "user", "content": prompt},
-    ]
-    reply = await client.complete(
-        role, messages, stage="conclusion", max_tokens=max_tokens, seed=seed
-    )
-    return reply.text.strip()
+    system = render("debatune/conclusion_system.j2", topic=topic, side=stance)
+    return [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
 
 
 def _system(template: str, topic: str, side: str) -> dict[str, str]:

@@ -158,10 +158,7 @@ async def run_judge(
         constrained: Send the schema as ``response_format`` so servers that support it decode
             only valid JSON (the tolerant parser reads JSON as well as the paper's first line).
     """
-    messages = [
-        {"role": "system", "content": render(judge.system)},
-        {"role": "user", "content": render(judge.prompt, **variables)},
-    ]
+    messages = judge_messages(judge, variables)
     kwargs: dict[str, Any] = {"max_tokens": judge.max_tokens, "seed": seed}
     if constrained:
         kwargs["response_format"] = json_schema_format(judge.schema)
@@ -174,6 +171,31 @@ async def run_judge(
         **kwargs,
     )
     return Judgment(result.value, result.failure, tuple(c.text for c in result.completions))
+
+
+def judge_messages(judge: Judge, variables: Mapping[str, str]) -> list[dict[str, str]]:
+    """The messages asking `judge` about `variables` (its first call; a repair adds a turn)."""
+    return [
+        {"role": "system", "content": render(judge.system)},
+        {"role": "user", "content": render(judge.prompt, **variables)},
+    ]
+
+
+def pair_variables(
+    question: str, answer_a: str, answer_b: str, mask: Sequence[str] = ()
+) -> list[dict[str, str]]:
+    """`judge_pair`'s template variables for both orders, `mask` names replaced in both answers.
+
+    Raises:
+        ConfigError: A blank mask name (it would put ``[masked]`` between every character).
+    """
+    if any(not name.strip() for name in mask):
+        raise ConfigError("--mask needs a non-blank name")
+    for name in mask:
+        answer_a = answer_a.replace(name, "[masked]")
+        answer_b = answer_b.replace(name, "[masked]")
+    orders = ((answer_a, answer_b), (answer_b, answer_a))
+    return [{"question": question, "answer_1": one, "answer_2": two} for one, two in orders]
 
 
 @dataclass(frozen=True)
@@ -251,23 +273,10 @@ async def judge_pair(
     Raises:
         ConfigError: A blank mask name (it would put ``[masked]`` between every character).
     """
-    if any(not name.strip() for name in mask):
-        raise ConfigError("--mask needs a non-blank name")
-    for name in mask:
-        answer_a = answer_a.replace(name, "[masked]")
-        answer_b = answer_b.replace(name, "[masked]")
-    orders = ((answer_a, answer_b), (answer_b, answer_a))
     forward, reverse = await gather_all(
         *(
-            run_judge(
-                client,
-                role,
-                judge,
-                {"question": question, "answer_1": one, "answer_2": two},
-                seed=seed,
-                constrained=constrained,
-            )
-            for one, two in orders
+            run_judge(client, role, judge, variables, seed=seed, constrained=constrained)
+            for variables in pair_variables(question, answer_a, answer_b, mask)
         )
     )
     return PairJudgment(forward, reverse)

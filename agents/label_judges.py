@@ -125,7 +125,7 @@ async def judge_dispute_awareness(
         answer: The answer under test.
         seed: Sampling seed (part of the cache key).
     """
-    messages = [{"role": "user", "content": render(DA_PROMPT, question=question, answer=answer)}]
+    messages = da_messages(question, answer)
     return await _label_call(
         client, role, messages, "dispute_awareness", parse_dispute_label, DA_REPAIR, seed
     )
@@ -153,15 +153,28 @@ async def detect_perspective(
         prompt: A key of `DETECTION_PROMPTS`: ``zero-shot`` (default), ``one-shot`` (the
             paper's example turn pair before the question) or ``one-shot-released``.
     """
+    messages = detection_messages(document, perspective, prompt)
+    return await _label_call(
+        client, role, messages, "perspective_detection", parse_yes_no, DETECTION_REPAIR, seed
+    )
+
+
+def da_messages(question: str, answer: str) -> list[dict[str, str]]:
+    """The D.A. judge's messages: does `answer` say `question` is debated?"""
+    return [{"role": "user", "content": render(DA_PROMPT, question=question, answer=answer)}]
+
+
+def detection_messages(
+    document: str, perspective: str, prompt: str = "zero-shot"
+) -> list[dict[str, str]]:
+    """The perspective detector's messages (`DETECTION_PROMPTS` key `prompt`)."""
     system, *example = DETECTION_PROMPTS[prompt][:-2]
     messages = [{"role": "system", "content": render(system)}]
     for turn, template in zip(("user", "assistant"), example, strict=False):
         messages.append({"role": turn, "content": render(template)})
     user = render(DETECTION_PROMPT, document=document, perspective=perspective)
     messages.append({"role": "user", "content": user})
-    return await _label_call(
-        client, role, messages, "perspective_detection", parse_yes_no, DETECTION_REPAIR, seed
-    )
+    return messages
 
 
 async def _label_call(

@@ -39,6 +39,12 @@ __getattr__, __all__ = lazy_exports(
             "Usage",
             "UsageLedger",
         ),
+        "moot.core.plan": (
+            "Plan",
+            "PlanItems",
+            "PlanRow",
+            "items_of",
+        ),
         "moot.core.llm.models": (
             "Completion",
             "ModelClient",

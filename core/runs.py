@@ -57,6 +57,25 @@ def error_record(item: Record, exc: ModelCallError) -> Record:
     return {**item, "status": "error", "error": str(exc)}
 
 
+def pending_items(
+    items: Sequence[Record], known: dict[str, Record], finished: Callable[[Record], bool] = is_ok
+) -> tuple[list[Record], list[Record]]:
+    """The items, one per id (an id given twice is one item: the first), and those to run.
+
+    Args:
+        items: The work, each a dict with a stable ``id``.
+        known: The log's records by id (`ResultLog.load`).
+        finished: Whether a logged record needs no rerun.
+    """
+    unique: dict[str, Record] = {}
+    for item in items:
+        unique.setdefault(item["id"], item)
+    kept = list(unique.values())
+    return kept, [
+        item for item in kept if not (item["id"] in known and finished(known[item["id"]]))
+    ]
+
+
 @dataclass
 class Tally:
     """What one run did with its items.
@@ -192,12 +211,7 @@ async def run_items(
         in memory only.
     """
     started = time.perf_counter()
-    unique: dict[str, Record] = {}
-    for item in items:
-        unique.setdefault(item["id"], item)  # an id given twice is one item: the first
-    items = list(unique.values())
-    known = log.load()
-    pending = [item for item in items if not (item["id"] in known and finished(known[item["id"]]))]
+    items, pending = pending_items(items, log.load(), finished)
     tally = Tally(unit, planned=len(items), skipped=len(items) - len(pending))
     if progress is not None:
         progress.start(len(pending), unit)

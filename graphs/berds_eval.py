@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.agents.label_judges import DETECTION_PROMPTS, detect_perspective
+from moot.agents.label_judges import DETECTION_PROMPTS, detect_perspective, detection_messages
+from moot.agents.label_judges import MAX_TOKENS as LABEL_TOKENS
 from moot.core.data.questions import Question, question_id, read_perspectives
 from moot.core.data.records import (
     read_input_text,
@@ -29,8 +30,9 @@ from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics.berds import berds_summary, detector_scores
+from moot.core.plan import Plan
 from moot.core.runs import Progress, run_claimed
-from moot.graphs.judging import EvalResult, judge_identity
+from moot.graphs.judging import EvalResult, judge_identity, plan_judgments
 
 TSV_COLUMNS = ("question", "id", "document", "perspective", "label")
 
@@ -237,28 +239,7 @@ async def evaluate_berds(
     Raises:
         ConfigError: `out_dir` holds a run with other settings.
     """
-    identity = judge_identity(role, DETECTION_PROMPTS[prompt], seed=seed)
-    texts: dict[str, tuple[str, str]] = {}
-    grid: dict[str, list[list[str]]] = {}  # question id -> [perspective][rank] -> item id
-    items = []
-    for inst in instances:
-        grid[inst.id] = []
-        for p_index, perspective in enumerate(inst.perspectives):
-            row = []
-            for rank, document in enumerate(inst.documents[:k]):
-                item_id = stable_id("berds", identity, inst.id, document, perspective)
-                texts[item_id] = (document, perspective)
-                items.append(
-                    {
-                        "id": item_id,
-                        "question_id": inst.id,
-                        "chunk_id": inst.chunk_ids[rank],
-                        "rank": rank,
-                        "perspective_index": p_index,
-                    }
-                )
-                row.append(item_id)
-            grid[inst.id].append(row)
+    identity, claim, items, texts, grid = _berds_items(instances, role, k, seed, prompt)
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         document, perspective = texts[item["id"]]
@@ -271,7 +252,7 @@ async def evaluate_berds(
         items,
         task,
         out_dir,
-        {"evaluation": "berds", **identity, "k": k},
+        claim,
         unit="detections",
         concurrency=concurrency,
         progress=progress,
@@ -341,10 +322,8 @@ async def evaluate_detector(
     Raises:
         ConfigError: `out_dir` holds a run with other settings.
     """
-    identity = judge_identity(role, DETECTION_PROMPTS[prompt], seed=seed)
-    ids = [stable_id("detector", identity, p.document, p.perspective) for p in pairs]
-    texts = {i: (p.document, p.perspective) for i, p in zip(ids, pairs, strict=True)}
-    items = [{"id": i, "pair_id": p.id, "label": p.label} for i, p in zip(ids, pairs, strict=True)]
+    identity, claim, items, texts = _detector_items(pairs, role, seed, prompt)
+    ids = [item["id"] for item in items]
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         judged = await detect_perspective(
@@ -356,7 +335,7 @@ async def evaluate_detector(
         items,
         task,
         out_dir,
-        {"evaluation": "detector", **identity},
+        claim,
         unit="pairs",
         concurrency=concurrency,
         progress=progress,
@@ -384,3 +363,98 @@ def _covered(row: Sequence[int | None]) -> bool | None:
 
 def _label(record: Mapping[str, Any]) -> int | None:
     return record["judgment"]["label"] if record["judgment"]["ok"] else None
+
+
+def _berds_items(
+    instances: Sequence[BerdsInstance], role: Role, k: int, seed: int, prompt: str
+) -> tuple[dict, dict, list[dict[str, Any]], dict[str, tuple[str, str]], dict[str, list]]:
+    """The identity, claim, items (question x top-k document x perspective), texts and grid.
+
+    The grid maps a question id to ``[perspective][rank]`` -> item id; texts map an item id to
+    its (document, perspective).
+    """
+    identity = judge_identity(role, DETECTION_PROMPTS[prompt], seed=seed)
+    texts: dict[str, tuple[str, str]] = {}
+    grid: dict[str, list[list[str]]] = {}
+    items = []
+    for inst in instances:
+        grid[inst.id] = []
+        for p_index, perspective in enumerate(inst.perspectives):
+            row = []
+            for rank, document in enumerate(inst.documents[:k]):
+                item_id = stable_id("berds", identity, inst.id, document, perspective)
+                texts[item_id] = (document, perspective)
+                items.append(
+                    {
+                        "id": item_id,
+                        "question_id": inst.id,
+                        "chunk_id": inst.chunk_ids[rank],
+                        "rank": rank,
+                        "perspective_index": p_index,
+                    }
+                )
+                row.append(item_id)
+            grid[inst.id].append(row)
+    return identity, {"evaluation": "berds", **identity, "k": k}, items, texts, grid
+
+
+def _detector_items(
+    pairs: Sequence[DetectorPair], role: Role, seed: int, prompt: str
+) -> tuple[dict, dict, list[dict[str, Any]], dict[str, tuple[str, str]]]:
+    """The identity, the claim, one item per pair, and each item's (document, perspective)."""
+    identity = judge_identity(role, DETECTION_PROMPTS[prompt], seed=seed)
+    ids = [stable_id("detector", identity, p.document, p.perspective) for p in pairs]
+    texts = {i: (p.document, p.perspective) for i, p in zip(ids, pairs, strict=True)}
+    items = [{"id": i, "pair_id": p.id, "label": p.label} for i, p in zip(ids, pairs, strict=True)]
+    return identity, {"evaluation": "detector", **identity}, items, texts
+
+
+def plan_berds(
+    instances: Sequence[BerdsInstance],
+    out_dir: Path,
+    role: Role,
+    *,
+    k: int,
+    seed: int = 0,
+    prompt: str = "zero-shot",
+) -> Plan:
+    """What `evaluate_berds` would do: one detection per (top-k document, perspective)."""
+    _, claim, items, texts, _ = _berds_items(instances, role, k, seed, prompt)
+    return _plan_detections(items, texts, out_dir, claim, role, prompt, "detections")
+
+
+def plan_detector(
+    pairs: Sequence[DetectorPair],
+    out_dir: Path,
+    role: Role,
+    *,
+    seed: int = 0,
+    prompt: str = "zero-shot",
+) -> Plan:
+    """What `evaluate_detector` would do: one detection per labelled pair."""
+    _, claim, items, texts = _detector_items(pairs, role, seed, prompt)
+    return _plan_detections(items, texts, out_dir, claim, role, prompt, "pairs")
+
+
+def _plan_detections(
+    items: list[dict[str, Any]],
+    texts: dict[str, tuple[str, str]],
+    out_dir: Path,
+    claim: dict[str, Any],
+    role: Role,
+    prompt: str,
+    unit: str,
+) -> Plan:
+    def calls(item: dict[str, Any]) -> list[list[dict[str, str]]]:
+        return [detection_messages(*texts[item["id"]], prompt)]
+
+    return plan_judgments(
+        items,
+        out_dir,
+        claim,
+        role,
+        calls,
+        stage="perspective_detection",
+        max_tokens=LABEL_TOKENS,
+        unit=unit,
+    )

@@ -32,18 +32,24 @@ from langgraph.runtime import Runtime
 from moot.agents.compqa_comparers import (
     ARGUMENT_SCENARIOS,
     ARGUMENTS_PER_OBJECT,
+    EXTRACT_TOKENS,
     TEMPLATES,
+    argument_list_messages,
     compare,
+    comparison_messages,
     extract_objects,
     generate_arguments,
+    object_messages,
 )
 from moot.core.data.compqa_inputs import ArgumentFile, Arguments, CompQuestion
-from moot.core.data.records import stable_id, write_json
+from moot.core.data.records import check_claim, stable_id, write_json
 from moot.core.llm.ledger import call_usage, record_usage
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
+from moot.core.llm.tokens import count_message_tokens
 from moot.core.metrics.stats import mean
-from moot.core.runs import Progress, Tally, run_claimed
+from moot.core.plan import Plan, items_of
+from moot.core.runs import HOLDS, Progress, Tally, run_claimed
 from moot.graphs.debatune_debate import call_seed
 from moot.prompts import render, template_digest
 
@@ -300,17 +306,7 @@ async def compare_questions(
             record["status"] = "no_arguments"
         return record | {"ledger": record_usage(state.get("calls", []))}
 
-    items = [
-        {
-            "id": _item_id(q),
-            "question_id": q.id,
-            "object1": q.object1,
-            "object2": q.object2,
-            "aspect": q.aspect,
-            "question": q.text,
-        }
-        for q in questions
-    ]
+    items = _items(questions)
     run = await run_claimed(
         items,
         task,
@@ -375,6 +371,64 @@ def _count(records: list[dict[str, Any]], outcome: str) -> int:
     if outcome == "parse_failure":
         return sum(1 for r in records if "parse_failure" in r)
     return sum(1 for r in records if r["status"] == outcome)
+
+
+def _items(questions: Sequence[CompQuestion]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": _item_id(q),
+            "question_id": q.id,
+            "object1": q.object1,
+            "object2": q.object2,
+            "aspect": q.aspect,
+            "question": q.text,
+        }
+        for q in questions
+    ]
+
+
+def plan_compare(
+    questions: Sequence[CompQuestion],
+    out_dir: Path,
+    ctx: CompareContext,
+    *,
+    generator: str | None = None,
+) -> Plan:
+    """What `compare_questions` would do, reading `out_dir` and writing nothing.
+
+    Per question: the objects extracted when the question gives none, an argument list asked
+    for with ``generate_arguments``, and the answer (none when the argument file has no list
+    for the question's objects). Input tokens: the real prompts; where the objects are still to
+    extract they are left out, and generated arguments are counted at the list's full budget.
+    `ctx.client` is never used.
+    """
+    generator = generator or generator_name(ctx.role.spec.name)
+    check_claim(out_dir, "eval", run_identity(ctx) | {"generator": generator}, HOLDS)
+    stage, pending = items_of("questions", _items(questions), Path(out_dir) / "answers.jsonl")
+    plan = Plan([stage])
+    helper, role, budget = ctx.helper_role, ctx.role, ctx.max_tokens
+    for item in pending:
+        known = item["object1"] is not None
+        if not known:
+            prompt = count_message_tokens(object_messages(item["question"] or ""))
+            plan.add_calls(helper.name, "extract", helper.spec, 1, prompt, EXTRACT_TOKENS)
+        one, two = (item["object1"], item["object2"]) if known else ("", "")
+        numbered: list[str] = []
+        held = 0
+        if ctx.arguments is not None:
+            found = ctx.arguments.find(one, two, item["aspect"]) if known else None
+            if known and found is None:
+                continue  # no list for these objects: no answer is asked for
+            numbered = [*found.object1, *found.object2] if found else [""]
+        elif ctx.generate_arguments:
+            messages = argument_list_messages(one, two, item["aspect"])
+            prompt = count_message_tokens(messages)
+            plan.add_calls(helper.name, "arguments", helper.spec, 1, prompt, budget)
+            numbered, held = [""] * 2 * ARGUMENTS_PER_OBJECT, budget
+        messages = comparison_messages(ctx.scenario, one, two, numbered)
+        prompt = count_message_tokens(messages) + held
+        plan.add_calls(role.name, f"scenario_{ctx.scenario}", role.spec, 1, prompt, budget)
+    return plan
 
 
 def _item_id(question: CompQuestion) -> str:

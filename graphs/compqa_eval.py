@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.agents.compqa_rubric_judge import SHOTS, TEMPLATES, judge_comparison
+from moot.agents.compqa_rubric_judge import (
+    MAX_TOKENS,
+    SHOTS,
+    STAGE,
+    TEMPLATES,
+    judge_comparison,
+    rubric_messages,
+)
 from moot.core.data.compqa import (
     CATEGORIES,
     MAX_SCORE,
@@ -43,9 +50,10 @@ from moot.core.errors import ConfigError, InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics.compqa_report import group_stats
+from moot.core.plan import Plan
 from moot.core.runs import STOPPED, Progress, run_claimed
 from moot.core.tables import render_table, show
-from moot.graphs.judging import EvalResult, judge_identity
+from moot.graphs.judging import EvalResult, judge_identity, plan_judgments
 
 
 @dataclass(frozen=True)
@@ -109,20 +117,7 @@ async def evaluate_compqa(
     Raises:
         ConfigError: `shots` not 0, 1 or 3, or `out_dir` claimed for other settings.
     """
-    if shots not in SHOTS:
-        raise ConfigError(f"--shots must be 0, 1 or 3, got {shots}")
-    identity = judge_identity(role, TEMPLATES, seed=seed, shots=shots, constrained=constrained)
-    ids = [
-        [stable_id("compqa", identity, a.object1, a.object2, a.aspect, a.text) for a in f.answers]
-        for f in files
-    ]
-    answers = [
-        (i, a)
-        for file, file_ids in zip(files, ids, strict=True)
-        for i, a in zip(file_ids, file.answers, strict=True)
-    ]
-    by_id = dict(answers)  # an answer in two files has one id: one item, judged once
-    items = [{"id": i, "file": a.source.name, "where": a.where} for i, a in answers]
+    identity, claim, ids, items, by_id = _items(files, role, shots, seed, constrained)
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         judged = await judge_comparison(
@@ -130,14 +125,7 @@ async def evaluate_compqa(
         )
         return {**item, "status": "ok", "judgment": judged.to_json()}
 
-    run = await run_claimed(
-        items,
-        task,
-        out_dir,
-        {"evaluation": "compqa", **identity},
-        concurrency=concurrency,
-        progress=progress,
-    )
+    run = await run_claimed(items, task, out_dir, claim, concurrency=concurrency, progress=progress)
     records = run.records
     logged = {r["id"]: r for r in records}
     per_file: dict[str, Any] = {}
@@ -177,6 +165,49 @@ async def evaluate_compqa(
     markdown = summary_markdown(summary)
     atomic_write(Path(out_dir) / "summary.md", lambda f: f.write(markdown))
     return EvalResult(records, summary, [run.tally])
+
+
+def _items(
+    files: Sequence[AnswerFile], role: Role, shots: int, seed: int, constrained: bool
+) -> tuple[dict, dict, list[list[str]], list[dict[str, Any]], dict[str, Comparison]]:
+    """The identity, the claim, each file's answer ids, the items and each item's answer.
+
+    Raises:
+        ConfigError: `shots` not 0, 1 or 3.
+    """
+    if shots not in SHOTS:
+        raise ConfigError(f"--shots must be 0, 1 or 3, got {shots}")
+    identity = judge_identity(role, TEMPLATES, seed=seed, shots=shots, constrained=constrained)
+    ids = [
+        [stable_id("compqa", identity, a.object1, a.object2, a.aspect, a.text) for a in f.answers]
+        for f in files
+    ]
+    answers = [
+        (i, a)
+        for file, file_ids in zip(files, ids, strict=True)
+        for i, a in zip(file_ids, file.answers, strict=True)
+    ]
+    by_id = dict(answers)  # an answer in two files has one id: one item, judged once
+    items = [{"id": i, "file": a.source.name, "where": a.where} for i, a in answers]
+    return identity, {"evaluation": "compqa", **identity}, ids, items, by_id
+
+
+def plan_compqa(
+    files: Sequence[AnswerFile],
+    out_dir: Path,
+    role: Role,
+    *,
+    shots: int = 0,
+    seed: int = 0,
+    constrained: bool = False,
+) -> Plan:
+    """What `evaluate_compqa` would do: one rubric call per answer to judge; writes nothing."""
+    _, claim, _, items, by_id = _items(files, role, shots, seed, constrained)
+
+    def calls(item: dict[str, Any]) -> list[list[dict[str, str]]]:
+        return [rubric_messages(by_id[item["id"]], shots)]
+
+    return plan_judgments(items, out_dir, claim, role, calls, stage=STAGE, max_tokens=MAX_TOKENS)
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:

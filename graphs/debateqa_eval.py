@@ -12,14 +12,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from moot.agents.label_judges import DA_PROMPT, DA_REPAIR, judge_dispute_awareness
+from moot.agents.label_judges import (
+    DA_PROMPT,
+    DA_REPAIR,
+    da_messages,
+    judge_dispute_awareness,
+)
+from moot.agents.label_judges import MAX_TOKENS as LABEL_TOKENS
 from moot.core.data.questions import Answer, Question
 from moot.core.data.records import stable_id
 from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
+from moot.core.plan import Plan
 from moot.core.runs import Progress, run_claimed
-from moot.graphs.judging import EvalResult, judge_identity
+from moot.graphs.judging import EvalResult, judge_identity, plan_judgments
 
 
 def with_questions(
@@ -72,10 +79,7 @@ async def evaluate_dispute_awareness(
     Raises:
         ConfigError: `out_dir` holds a run with other settings.
     """
-    identity = judge_identity(role, (DA_PROMPT, DA_REPAIR), seed=seed)
-    ids = [stable_id("da", identity, a.id, a.question, a.text) for a in answers]
-    by_id = dict(zip(ids, answers, strict=True))
-    items = [{"id": i, "answer_id": a.id} for i, a in zip(ids, answers, strict=True)]
+    identity, claim, items, by_id = _da_items(answers, role, seed)
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         answer = by_id[item["id"]]
@@ -84,14 +88,7 @@ async def evaluate_dispute_awareness(
         )
         return {**item, "status": "ok", "judgment": judged.to_json()}
 
-    run = await run_claimed(
-        items,
-        task,
-        out_dir,
-        {"evaluation": "da", **identity},
-        concurrency=concurrency,
-        progress=progress,
-    )
+    run = await run_claimed(items, task, out_dir, claim, concurrency=concurrency, progress=progress)
     records = run.records
     judged = [r for r in records if r["status"] == "ok"]
     labels = [r["judgment"]["label"] for r in judged if r["judgment"]["ok"]]
@@ -107,3 +104,28 @@ async def evaluate_dispute_awareness(
         "ledger": client.ledger.to_json(),
     }
     return EvalResult(records, summary, [run.tally])
+
+
+def _da_items(
+    answers: Sequence[Answer], role: Role, seed: int
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]], dict[str, Answer]]:
+    """The judge's identity, the folder's claim, the items and each item's answer."""
+    identity = judge_identity(role, (DA_PROMPT, DA_REPAIR), seed=seed)
+    ids = [stable_id("da", identity, a.id, a.question, a.text) for a in answers]
+    items = [{"id": i, "answer_id": a.id} for i, a in zip(ids, answers, strict=True)]
+    return identity, {"evaluation": "da", **identity}, items, dict(zip(ids, answers, strict=True))
+
+
+def plan_dispute_awareness(
+    answers: Sequence[Answer], out_dir: Path, role: Role, *, seed: int = 0
+) -> Plan:
+    """What `evaluate_dispute_awareness` would do: one call per answer to judge; writes nothing."""
+    _, claim, items, by_id = _da_items(answers, role, seed)
+
+    def calls(item: dict[str, Any]) -> list[list[dict[str, str]]]:
+        answer = by_id[item["id"]]
+        return [da_messages(answer.question or "", answer.text)]
+
+    return plan_judgments(
+        items, out_dir, claim, role, calls, stage="dispute_awareness", max_tokens=LABEL_TOKENS
+    )

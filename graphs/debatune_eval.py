@@ -13,16 +13,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from moot.agents.debatune_judges import CONTROLLABILITY, QUALITY, judge_pair, run_judge
+from moot.agents.debatune_judges import (
+    CONTROLLABILITY,
+    QUALITY,
+    judge_messages,
+    judge_pair,
+    pair_variables,
+    run_judge,
+)
 from moot.core.data.records import atomic_write, stable_id, write_json
 from moot.core.data.responses import Response
 from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics import debatune as metrics
+from moot.core.plan import Plan
 from moot.core.runs import Progress, run_claimed
 from moot.core.tables import render_table, show
-from moot.graphs.judging import EvalResult, judge_identity
+from moot.graphs.judging import EvalResult, judge_identity, plan_judgments
 
 
 async def evaluate_controllability(
@@ -51,6 +59,32 @@ async def evaluate_controllability(
     Raises:
         ConfigError: `out_dir` holds a run with other settings.
     """
+    identity, claim, items, texts = _controllability_items(responses, role, constrained)
+
+    async def task(item: dict[str, Any]) -> dict[str, Any]:
+        variables = {"topic": item["topic"], "arguments": texts[item["id"]]}
+        judgment = await run_judge(
+            client, role, CONTROLLABILITY, variables, seed=seed, constrained=constrained
+        )
+        return {**item, "status": "ok", "judgment": judgment.to_json()}
+
+    run = await run_claimed(items, task, out_dir, claim, concurrency=concurrency, progress=progress)
+    records = run.records
+    judged = [r for r in records if r["status"] == "ok"]
+    summary = {
+        "evaluation": "controllability",
+        **identity,
+        **metrics.controllability(judged),
+        "errors": len(records) - len(judged),
+        "ledger": client.ledger.to_json(),
+    }
+    return EvalResult(records, summary, [run.tally])
+
+
+def _controllability_items(
+    responses: Sequence[Response], role: Role, constrained: bool
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]], dict[str, str]]:
+    """The judge's identity, the folder's claim, the items and each item's judged text."""
     judge = CONTROLLABILITY
     identity = judge_identity(role, (judge.system, judge.prompt), constrained=constrained)
     items = [
@@ -63,32 +97,33 @@ async def evaluate_controllability(
         for r in responses
     ]
     texts = {item["id"]: r.response for item, r in zip(items, responses, strict=True)}
+    return identity, {"evaluation": "controllability", **identity}, items, texts
 
-    async def task(item: dict[str, Any]) -> dict[str, Any]:
+
+def plan_controllability(
+    responses: Sequence[Response], out_dir: Path, role: Role, *, constrained: bool = False
+) -> Plan:
+    """What `evaluate_controllability` would do, reading `out_dir` and writing nothing.
+
+    One call per response to judge: its rendered prompt in, at most the judge's budget out (a
+    reply that cannot be parsed costs one repair call more, not counted).
+    """
+    _, claim, items, texts = _controllability_items(responses, role, constrained)
+
+    def calls(item: dict[str, Any]) -> list[list[dict[str, str]]]:
         variables = {"topic": item["topic"], "arguments": texts[item["id"]]}
-        judgment = await run_judge(
-            client, role, judge, variables, seed=seed, constrained=constrained
-        )
-        return {**item, "status": "ok", "judgment": judgment.to_json()}
+        return [judge_messages(CONTROLLABILITY, variables)]
 
-    run = await run_claimed(
+    judge = CONTROLLABILITY
+    return plan_judgments(
         items,
-        task,
         out_dir,
-        {"evaluation": "controllability", **identity},
-        concurrency=concurrency,
-        progress=progress,
+        claim,
+        role,
+        calls,
+        stage=judge.name,
+        max_tokens=judge.max_tokens,
     )
-    records = run.records
-    judged = [r for r in records if r["status"] == "ok"]
-    summary = {
-        "evaluation": "controllability",
-        **identity,
-        **metrics.controllability(judged),
-        "errors": len(records) - len(judged),
-        "ledger": client.ledger.to_json(),
-    }
-    return EvalResult(records, summary, [run.tally])
 
 
 def align(responses: Sequence[Response], baseline: Sequence[Response], path: Path) -> None:
@@ -140,18 +175,9 @@ async def evaluate_quality(
     Raises:
         ConfigError: `out_dir` holds a run with other settings.
     """
-    identity = judge_identity(role, (QUALITY.system, QUALITY.prompt), constrained=constrained)
-    pairs = list(zip(responses, baseline, strict=True))[::stride]
-    items = [
-        {
-            "id": stable_id("quality", identity, a.key, a.response, b.response, list(mask)),
-            "topic": a.topic,
-            "side": a.side,
-            "argument": a.argument,
-        }
-        for a, b in pairs
-    ]
-    texts = {item["id"]: pair for item, pair in zip(items, pairs, strict=True)}
+    identity, claim, items, texts = _quality_items(
+        responses, baseline, role, stride, mask, constrained
+    )
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         mine, theirs = texts[item["id"]]
@@ -168,7 +194,6 @@ async def evaluate_quality(
         )
         return {**item, "status": "ok", **judged.to_json()}
 
-    claim = {"evaluation": "quality", **identity, "stride": stride, "mask": list(mask)}
     run = await run_claimed(items, task, out_dir, claim, concurrency=concurrency, progress=progress)
     records = run.records
     judged = [r for r in records if r["status"] == "ok"]
@@ -183,6 +208,66 @@ async def evaluate_quality(
         "ledger": client.ledger.to_json(),
     }
     return EvalResult(records, summary, [run.tally])
+
+
+def _quality_items(
+    responses: Sequence[Response],
+    baseline: Sequence[Response],
+    role: Role,
+    stride: int,
+    mask: Sequence[str],
+    constrained: bool,
+) -> tuple[
+    dict[str, Any], dict[str, Any], list[dict[str, Any]], dict[str, tuple[Response, Response]]
+]:
+    """The judge's identity, the folder's claim, the items and each item's pair of responses."""
+    identity = judge_identity(role, (QUALITY.system, QUALITY.prompt), constrained=constrained)
+    pairs = list(zip(responses, baseline, strict=True))[::stride]
+    items = [
+        {
+            "id": stable_id("quality", identity, a.key, a.response, b.response, list(mask)),
+            "topic": a.topic,
+            "side": a.side,
+            "argument": a.argument,
+        }
+        for a, b in pairs
+    ]
+    texts = {item["id"]: pair for item, pair in zip(items, pairs, strict=True)}
+    claim = {"evaluation": "quality", **identity, "stride": stride, "mask": list(mask)}
+    return identity, claim, items, texts
+
+
+def plan_quality(
+    responses: Sequence[Response],
+    baseline: Sequence[Response],
+    out_dir: Path,
+    role: Role,
+    *,
+    stride: int = 1,
+    mask: Sequence[str] = (),
+    constrained: bool = False,
+) -> Plan:
+    """What `evaluate_quality` would do, reading `out_dir` and writing nothing.
+
+    Two calls per pair to judge (both orders): their rendered prompts in, at most the judge's
+    budget out each (a reply that cannot be parsed costs one repair call more, not counted).
+    """
+    _, claim, items, texts = _quality_items(responses, baseline, role, stride, mask, constrained)
+
+    def calls(item: dict[str, Any]) -> list[list[dict[str, str]]]:
+        mine, theirs = texts[item["id"]]
+        orders = pair_variables(mine.instruction, mine.response, theirs.response, mask)
+        return [judge_messages(QUALITY, variables) for variables in orders]
+
+    return plan_judgments(
+        items,
+        out_dir,
+        claim,
+        role,
+        calls,
+        stage=QUALITY.name,
+        max_tokens=QUALITY.max_tokens,
+    )
 
 
 def write_report(result: EvalResult, out_dir: Path, sources: dict[str, str]) -> None:

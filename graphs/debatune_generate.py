@@ -19,6 +19,8 @@ from moot.core.data.topics import STANCES, Topic
 from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
+from moot.core.llm.tokens import count_message_tokens
+from moot.core.plan import Plan, items_of
 from moot.core.runs import Progress, Tally, run_items
 from moot.training.debatune_data import instruction
 
@@ -111,21 +113,12 @@ async def answer_instructions(
     """
     out = Path(out)
     check_out_file(out)
-    identity = {
-        "model": role.spec.name,
-        "temperature": role.temperature,
-        "max_tokens": max_tokens,
-        "seed": seed,
-    }
-    if max_length is not None:  # only then, so earlier runs' ids stay as they were
-        identity["max_length"] = max_length
-    items = [{**item, "id": stable_id("generate", identity, item["instruction"])} for item in items]
+    items = _identified(items, role, max_tokens, max_length, seed)
 
     async def answer(item: dict[str, Any]) -> dict[str, Any]:
-        messages = [{"role": "user", "content": item["instruction"]}]
         reply = await client.complete(
             role,
-            messages,
+            _messages(item),
             stage="generate",
             max_tokens=max_tokens,
             max_length=max_length,
@@ -136,7 +129,7 @@ async def answer_instructions(
     result = await run_items(
         items,
         answer,
-        ResultLog(out.with_name(f".{out.name}.progress.jsonl")),
+        ResultLog(progress_log(out)),
         unit="instructions",
         concurrency=concurrency,
         progress=progress,
@@ -147,3 +140,57 @@ async def answer_instructions(
         keys = ("topic", "side", "argument", "instruction", "raw_output", "response")
         write_json(out, [{k: r[k] for k in keys} for r in done.records])
     return done
+
+
+def plan_answers(
+    items: list[dict[str, str]],
+    out: Path,
+    role: Role,
+    *,
+    max_tokens: int | None = 2048,
+    max_length: int | None = None,
+    seed: int = 0,
+) -> Plan:
+    """What `answer_instructions` would do, reading `out`'s progress log and writing nothing.
+
+    One call per instruction not yet answered: the instruction as one user message in (a local
+    model's chat template frames it its own way: about), at most `max_tokens` out (with
+    `max_length`: what it leaves after the prompt).
+    """
+    check_out_file(Path(out))
+    items = _identified(items, role, max_tokens, max_length, seed)
+    stage, pending = items_of("instructions", items, progress_log(Path(out)))
+    plan = Plan([stage])
+    for item in pending:
+        prompt = count_message_tokens(_messages(item))
+        budget = max_tokens if max_length is None else max(0, max_length - prompt)
+        plan.add_calls(role.name, "generate", role.spec, 1, prompt, budget or 0)
+    return plan
+
+
+def progress_log(out: Path) -> Path:
+    """The progress log beside the output file ``out``."""
+    return out.with_name(f".{out.name}.progress.jsonl")
+
+
+def _identified(
+    items: list[dict[str, str]],
+    role: Role,
+    max_tokens: int | None,
+    max_length: int | None,
+    seed: int,
+) -> list[dict[str, Any]]:
+    """The items with their stable ids (model, sampling, budget, instruction)."""
+    identity: dict[str, Any] = {
+        "model": role.spec.name,
+        "temperature": role.temperature,
+        "max_tokens": max_tokens,
+        "seed": seed,
+    }
+    if max_length is not None:  # only then, so earlier runs' ids stay as they were
+        identity["max_length"] = max_length
+    return [{**item, "id": stable_id("generate", identity, item["instruction"])} for item in items]
+
+
+def _messages(item: dict[str, Any]) -> list[dict[str, str]]:
+    return [{"role": "user", "content": item["instruction"]}]

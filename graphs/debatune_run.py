@@ -17,7 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moot.agents.debatune_debaters import propose_arguments
+from moot.agents.debatune_debaters import (
+    ARGUMENT_TOKENS,
+    Turn,
+    argument_messages,
+    conclusion_messages,
+    opposite,
+    propose_arguments,
+    turn_messages,
+    turn_stage,
+)
 from moot.core.data.records import (
     ResultLog,
     package_versions,
@@ -30,6 +39,8 @@ from moot.core.errors import ConfigError, InputError
 from moot.core.llm.ledger import UsageLedger
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
+from moot.core.llm.tokens import count_message_tokens
+from moot.core.plan import Plan, items_of
 from moot.core.runs import STOPPED, Progress, Tally, run_items
 from moot.graphs.checkpoints import durability_for, open_checkpoints, run_thread
 from moot.graphs.debatune_debate import (
@@ -321,6 +332,105 @@ async def _plan_debates(
                 {"id": debate_id, "topic": topic.topic, "stance": stance, "argument": argument},
             )
     return list(jobs.values())[:limit]
+
+
+#: What stands in for an argument not yet proposed: 300 characters, the argument schema's bound.
+UNKNOWN_ARGUMENT = "word " * 60
+
+
+def plan_debatune(
+    topics: list[Topic],
+    out_dir: Path,
+    config: DebateRunConfig,
+    *,
+    shard: Shard | None = None,
+    limit: int | None = None,
+) -> Plan:
+    """What `run_debatune` would do with these arguments, reading `out_dir` and writing nothing.
+
+    Argument lists: the ones a first round of proposals would ask for (one call each, at most
+    `ARGUMENT_TOKENS` out). Debates: those of the given and the already proposed lists, and `K`
+    for each list still to propose; per debate 2 x rounds turns and a conclusion (0 rounds: one
+    statement). Input tokens: the real prompts rendered for each call, each earlier turn counted
+    at its full budget (``turn_tokens``); an argument not yet proposed is `UNKNOWN_ARGUMENT`.
+    Output tokens: each call's budget. Both are upper bounds but for a reply that another
+    tokenizer counts longer.
+    """
+    shard = shard or Shard()
+    out_dir = Path(out_dir)
+    identity = config.identity()
+    k = config.arguments_per_stance
+    pairs = [(topic, stance) for topic in shard.select(topics) for stance in STANCES]
+    lists: dict[int, list[str] | None] = {
+        i: list(t.arguments[s][:k]) for i, (t, s) in enumerate(pairs) if t.arguments
+    }
+    plan = Plan()
+    wanted = _lists_wanted(lists, len(pairs), k, limit)  # type: ignore[arg-type]
+    if wanted:
+        items = [
+            {"id": stable_id("arguments", pairs[i][0].topic, pairs[i][1], identity), "pair": i}
+            for i in wanted
+        ]
+        known = ResultLog(out_dir / "arguments.jsonl").load()
+        stage, pending = items_of("argument lists", items, out_dir / "arguments.jsonl")
+        plan.items.append(stage)
+        for item in items:
+            record = known.get(item["id"])
+            lists[item["pair"]] = None if item in pending else record["arguments"]  # type: ignore[index]
+        for item in pending:
+            topic, stance = pairs[item["pair"]]
+            prompt = count_message_tokens(argument_messages(topic.topic, stance))
+            plan.add_calls(
+                config.debater_a.name,
+                "arguments",
+                config.debater_a.spec,
+                1,
+                prompt,
+                ARGUMENT_TOKENS,
+            )
+        if pending:
+            plan.notes.append(
+                f"{len(pending)} argument lists are still to propose: their debates are counted "
+                f"at {k} each, the most they can give (a list that comes back short is asked "
+                "for again in another round)"
+            )
+    jobs: dict[str, dict[str, Any]] = {}
+    for i, (topic, stance) in enumerate(pairs):
+        arguments = lists.get(i, [])
+        for n, argument in enumerate(arguments if arguments is not None else [None] * k):
+            key = (
+                stable_id("debate", topic.topic, stance, argument, identity)
+                if argument is not None
+                else f"unknown:{i}:{n}"  # no log holds it: it is to run
+            )
+            jobs.setdefault(
+                key, {"id": key, "topic": topic.topic, "stance": stance, "argument": argument}
+            )
+    stage, pending = items_of("debates", list(jobs.values())[:limit], out_dir / "debates.jsonl")
+    plan.items.append(stage)
+    for job in pending:
+        _plan_debate(plan, config, job)
+    return plan
+
+
+def _plan_debate(plan: Plan, config: DebateRunConfig, job: dict[str, Any]) -> None:
+    """Count one debate's calls: its turns, then A's conclusion (earlier turns at full budget)."""
+    topic, stance, argument = job["topic"], job["stance"], job["argument"] or UNKNOWN_ARGUMENT
+    budget = config.turn_tokens
+    history: list[Turn] = []
+    for turn in range(max(1, 2 * config.rounds)):  # 0 rounds: A's statement alone
+        speaker = "AB"[turn % 2]
+        role = config.debater_a if speaker == "A" else config.debater_b
+        messages = turn_messages(topic, stance, argument, speaker, history)
+        prompt = count_message_tokens(messages) + turn * budget
+        plan.add_calls(role.name, turn_stage(turn), role.spec, 1, prompt, budget)
+        side = stance if speaker == "A" else opposite(stance)
+        history.append(Turn(speaker, side, turn // 2, ""))
+    if config.rounds:
+        messages = conclusion_messages(topic, stance, argument, history)
+        prompt = count_message_tokens(messages) + len(history) * budget
+        role = config.debater_a
+        plan.add_calls(role.name, "conclusion", role.spec, 1, prompt, config.conclusion_tokens)
 
 
 def _lists_wanted(lists: dict[int, list[str]], pairs: int, k: int, limit: int | None) -> list[int]:

@@ -51,6 +51,7 @@ CORE_LEVELS = {
     "runs": 3,  # errors, data (ResultLog)
     "retrieval": 3,  # errors, llm, data (corpus, records)
     "metrics": 4,  # errors, llm, data
+    "plan": 4,  # llm (prices), data (logs), runs (the `finished` rules)
 }
 
 

@@ -129,9 +129,19 @@ def claim_folder(out_dir: Path, name: str, claim: dict[str, Any], holds: str) ->
         ConfigError: The folder is claimed for other settings.
     """
     path = Path(out_dir) / ".moot" / f"{name}.json"
+    check_claim(out_dir, name, claim, holds)
     if not path.exists():
         write_json(path, claim)
-    elif read_json_file(path) != claim:
+
+
+def check_claim(out_dir: Path, name: str, claim: dict[str, Any], holds: str) -> None:
+    """Refuse `out_dir` if it is claimed for other settings (`claim_folder`); reads only.
+
+    Raises:
+        ConfigError: The folder is claimed for other settings.
+    """
+    path = Path(out_dir) / ".moot" / f"{name}.json"
+    if path.exists() and read_json_file(path) != claim:
         raise ConfigError(f"{out_dir} holds {holds}; use a new --out")
 
 

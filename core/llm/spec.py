@@ -190,6 +190,27 @@ def resolve_api_key(spec: ModelSpec) -> str | None:
     return None  # litellm providers read their own variables; see `check_environment`
 
 
+def key_needs(spec: ModelSpec) -> str:
+    """What calling `spec` needs from the environment, and whether it is set (never its value).
+
+    A dry run's plan says it instead of checking it (`resolve_api_key` is the check).
+    """
+    if spec.transport in ("embedded", "hf"):
+        return "no key (runs on this machine)"
+
+    def state(var: str) -> str:
+        return f"{var} ({'set' if os.environ.get(var) else 'not set'})"
+
+    if spec.api_key_env:
+        return state(spec.api_key_env)
+    if spec.api_base:
+        return f"{state('MOOT_API_KEY')}, if the server wants a key"
+    if spec.transport == "openai":
+        return state("OPENAI_API_KEY")
+    missing = missing_litellm_keys(spec)
+    return ", ".join(f"{var} (not set)" for var in missing) or "its provider's key (set)"
+
+
 def missing_litellm_keys(spec: ModelSpec) -> list[str]:
     """Environment variables litellm needs for `spec` that are not set (imports litellm)."""
     from moot.core.llm.litellm_import import litellm

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from typing import Any
 
 from moot.cli import options as opt
 from moot.cli import runtime
@@ -19,6 +20,7 @@ def register(commands: Commands) -> None:
         "Ask a detector whether each top-k document supports each gold perspective (the BERDS "
         "Yes/No prompt), then score MRecall@k and Precision@k per question.",
         group="eval",
+        plan=plan_berds_eval,
     )
     berds.add_argument(
         "--retrieved",
@@ -49,6 +51,7 @@ def register(commands: Commands) -> None:
         "accuracy and F1 of a perspective detector on labelled BERDS pairs",
         "Score a detector on a TSV of (question, id, document, perspective, label).",
         group="eval",
+        plan=plan_detector_eval,
     )
     detector.add_argument("--pairs", type=opt.input_file, help="BERDS pers_det TSV (required)")
     _prompt_option(detector)
@@ -74,16 +77,42 @@ def _prompt_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_berds(args: argparse.Namespace) -> int:
-    """`moot eval berds`."""
+def _berds_inputs(args: argparse.Namespace) -> tuple[list[Any], Any]:
+    """`moot eval berds`'s instances (``--limit`` applied) and the detector."""
     from moot.core.data.questions import load_questions
-    from moot.graphs.berds_eval import evaluate_berds, join_perspectives, load_retrieved
-    from moot.graphs.judging import write_summary
+    from moot.graphs.berds_eval import join_perspectives, load_retrieved
 
     retrieved = runtime.limited(load_retrieved(args.retrieved), args)
     questions = load_questions(args.perspectives) if args.perspectives else None
     instances = join_perspectives(retrieved, args.retrieved, questions, args.perspectives, args.k)
+    return instances, runtime.role_from(args, "perspective_detector")
+
+
+def plan_berds_eval(args: argparse.Namespace) -> Any:
+    """`moot eval berds --dry-run`."""
+    from moot.graphs.berds_eval import plan_berds
+
+    instances, role = _berds_inputs(args)
+    return plan_berds(
+        instances, args.out, role, k=args.k, seed=args.seed, prompt=args.detector_prompt
+    )
+
+
+def plan_detector_eval(args: argparse.Namespace) -> Any:
+    """`moot eval detector --dry-run`."""
+    from moot.graphs.berds_eval import load_pairs, plan_detector
+
+    pairs = runtime.limited(load_pairs(args.pairs), args)
     role = runtime.role_from(args, "perspective_detector")
+    return plan_detector(pairs, args.out, role, seed=args.seed, prompt=args.detector_prompt)
+
+
+def run_berds(args: argparse.Namespace) -> int:
+    """`moot eval berds`."""
+    from moot.graphs.berds_eval import evaluate_berds
+    from moot.graphs.judging import write_summary
+
+    instances, role = _berds_inputs(args)
     client = runtime.client_for(args, role.spec)
     result = asyncio.run(
         evaluate_berds(

@@ -33,6 +33,7 @@ def register(commands: Commands) -> None:
         "square brackets, 15 arguments, missing ones created and tagged [generated]. Writes "
         "OUT/<generator>_scenario_<N>.json (the file `moot eval compqa` reads); a rerun "
         "answers only what is missing.",
+        plan=plan_compare_run,
     )
     compare.add_argument(
         "--questions",
@@ -81,6 +82,7 @@ def register(commands: Commands) -> None:
         "counts as invalid and is never summed. Writes judged/<input name> per input, "
         "summary.json and summary.md. Reruns judge only what is missing.",
         group="eval",
+        plan=plan_eval_compqa,
     )
     judge.add_argument(
         "--answers",
@@ -180,12 +182,12 @@ def register(commands: Commands) -> None:
     opt.common_options(distill)
 
 
-def run_compare(args: argparse.Namespace) -> int:
-    """`moot compare`."""
+def _compare_inputs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
+    """`moot compare`'s questions (``--limit`` applied) and its context but the client."""
     from moot.core.data.compqa_inputs import ArgumentFile, load_compqa_questions
     from moot.core.data.records import name_problem
     from moot.core.errors import ConfigError
-    from moot.graphs.compqa_compare import CompareContext, compare_questions, generator_name
+    from moot.graphs.compqa_compare import generator_name
 
     wants = args.scenario in (2, 4)
     if not wants and (args.arguments or args.generate_arguments):
@@ -209,17 +211,33 @@ def run_compare(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"{'--generator' if args.generator else '--model'} {generator}: {problem}"
         )
-    client = runtime.client_for(args, role.spec)
-    ctx = CompareContext(
-        client=client,
-        role=role,
-        scenario=args.scenario,
-        arguments=arguments,
-        generate_arguments=args.generate_arguments,
-        constrained=runtime.constrained(args, role),
-        max_tokens=args.max_tokens,
-        seed=args.seed,
-    )
+    return questions, {
+        "role": role,
+        "scenario": args.scenario,
+        "arguments": arguments,
+        "generate_arguments": args.generate_arguments,
+        "constrained": runtime.constrained(args, role),
+        "max_tokens": args.max_tokens,
+        "seed": args.seed,
+    }
+
+
+def plan_compare_run(args: argparse.Namespace) -> Any:
+    """`moot compare --dry-run` (its context has no client: the plan calls no model)."""
+    from moot.graphs.compqa_compare import CompareContext, plan_compare
+
+    questions, settings = _compare_inputs(args)
+    ctx = CompareContext(client=None, **settings)  # type: ignore[arg-type]
+    return plan_compare(questions, args.out, ctx, generator=args.generator)
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """`moot compare`."""
+    from moot.graphs.compqa_compare import CompareContext, compare_questions
+
+    questions, settings = _compare_inputs(args)
+    client = runtime.client_for(args, settings["role"].spec)
+    ctx = CompareContext(client=client, **settings)
     run = asyncio.run(
         compare_questions(
             questions,
@@ -267,14 +285,32 @@ def _describe(record: dict[str, Any]) -> str:
     return f"{record['question_id']} ({record['question']!r})"
 
 
-def run_eval_compqa(args: argparse.Namespace) -> int:
-    """`moot eval compqa`."""
-    from moot.graphs.compqa_eval import evaluate_compqa, load_answer_files
+def _eval_compqa_inputs(args: argparse.Namespace) -> tuple[list[Any], Any]:
+    """`moot eval compqa`'s answer files (``--limit`` applied) and its judge."""
+    from moot.graphs.compqa_eval import load_answer_files
 
     files = load_answer_files(args.answers)  # bad input fails before the judge is contacted
     if args.limit:
         files = _first_answers(files, args.limit)
-    role = runtime.role_from(args, "compqa_judge")
+    return files, runtime.role_from(args, "compqa_judge")
+
+
+def plan_eval_compqa(args: argparse.Namespace) -> Any:
+    """`moot eval compqa --dry-run`."""
+    from moot.graphs.compqa_eval import plan_compqa
+
+    files, role = _eval_compqa_inputs(args)
+    constrained = runtime.constrained(args, role)
+    return plan_compqa(
+        files, args.out, role, shots=args.shots, seed=args.seed, constrained=constrained
+    )
+
+
+def run_eval_compqa(args: argparse.Namespace) -> int:
+    """`moot eval compqa`."""
+    from moot.graphs.compqa_eval import evaluate_compqa
+
+    files, role = _eval_compqa_inputs(args)
     client = runtime.client_for(args, role.spec)
     result = asyncio.run(
         evaluate_compqa(

@@ -8,6 +8,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from moot.cli import options as opt
 from moot.cli import runtime
@@ -143,6 +144,7 @@ def register(commands: Commands) -> None:
         "Judge each answer with DebateQA's few-shot 0/1 prompt, reading only the judge's reply. "
         "Reruns judge only what is missing.",
         group="eval",
+        plan=plan_da,
     )
     da.add_argument(
         "--answers", type=opt.input_file, help="answers (id, answer|generation) (required)"
@@ -393,22 +395,37 @@ def _previous_window(out: Path) -> int | None:
     return None
 
 
-def run_da(args: argparse.Namespace) -> int:
-    """`moot eval da`."""
+def _da_inputs(args: argparse.Namespace) -> tuple[list[Any], dict[str, str], Any]:
+    """`moot eval da`'s answers (``--limit`` applied), their sources, and the judge."""
     from moot.core.data.questions import load_answers, load_questions
-    from moot.graphs.debateqa_eval import evaluate_dispute_awareness, with_questions
-    from moot.graphs.judging import write_summary
+    from moot.graphs.debateqa_eval import with_questions
 
     questions = load_questions(args.questions) if args.questions else []
     answers = with_questions(load_answers(args.answers), args.answers, questions, args.questions)
     sources = {"answers": str(args.answers)}
     if args.questions:
         sources["questions"] = str(args.questions)
-    role = runtime.role_from(args, "da_judge")
+    return runtime.limited(answers, args), sources, runtime.role_from(args, "da_judge")
+
+
+def plan_da(args: argparse.Namespace) -> Any:
+    """`moot eval da --dry-run`."""
+    from moot.graphs.debateqa_eval import plan_dispute_awareness
+
+    answers, _, role = _da_inputs(args)
+    return plan_dispute_awareness(answers, args.out, role, seed=args.seed)
+
+
+def run_da(args: argparse.Namespace) -> int:
+    """`moot eval da`."""
+    from moot.graphs.debateqa_eval import evaluate_dispute_awareness
+    from moot.graphs.judging import write_summary
+
+    answers, sources, role = _da_inputs(args)
     client = runtime.client_for(args, role.spec)
     result = asyncio.run(
         evaluate_dispute_awareness(
-            runtime.limited(answers, args),
+            answers,
             args.out,
             role,
             client,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import Any
 
 from moot.cli import options as opt
 from moot.cli import runtime
@@ -25,6 +26,7 @@ def register(commands: Commands) -> None:
         "JSON/JSONL file (moot's schema, PanelBench, or a `moot debate` run's debates.jsonl) or "
         "a DebateArt folder. Writes judgments.jsonl, summary.json and a report per judgment; "
         "reruns resume.",
+        plan=plan_judge,
     )
     judge.add_argument(
         "--debates",
@@ -110,11 +112,11 @@ def register(commands: Commands) -> None:
     opt.common_options(panelbench)
 
 
-def run_judge(args: argparse.Namespace) -> int:
-    """`moot judge`."""
+def _judge_inputs(args: argparse.Namespace) -> tuple[Any, int, Any]:
+    """`moot judge`'s debates (``--limit`` applied), how many were skipped, its settings."""
     from moot.agents.debatrix_judges import FRAMEWORKS
     from moot.core.data.debates import load_debates
-    from moot.graphs.debatrix_run import JudgeSettings, judge_debates
+    from moot.graphs.debatrix_run import JudgeSettings
 
     if args.context_window is None and not args.model.startswith("local/"):
         args.context_window = PAPER_WINDOW  # the window Debatrix is built for (Sec. 5.1)
@@ -134,6 +136,23 @@ def run_judge(args: argparse.Namespace) -> int:
         scoring=args.scoring,
     )
     settings.plan(debates)  # bad dimensions fail before the judge is contacted
+    return debates, skipped, settings
+
+
+def plan_judge(args: argparse.Namespace) -> Any:
+    """`moot judge --dry-run`."""
+    from moot.graphs.debatrix_run import plan_judging
+
+    debates, _, settings = _judge_inputs(args)
+    return plan_judging(debates, args.out, settings, repeats=args.repeats)
+
+
+def run_judge(args: argparse.Namespace) -> int:
+    """`moot judge`."""
+    from moot.graphs.debatrix_run import judge_debates
+
+    debates, skipped, settings = _judge_inputs(args)
+    role = settings.role
     client = runtime.client_for(args, role.spec)
     if skipped:
         runtime.note(args, f"note: {skipped} debate(s) not judged: their status is not ok")

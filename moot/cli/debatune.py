@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 from moot.cli import options as opt
 from moot.cli import runtime
@@ -25,6 +26,7 @@ def register(commands: Commands) -> None:
         "generate DEBATunE debate data",
         "Two agents with opposite stances debate each argument for M rounds; the supporting "
         "agent concludes a statement that becomes an SFT record. Reruns resume; see docs/cli.md.",
+        plan=plan_debate,
     )
     debate.add_argument("--topics", help="topics file, datasets folder or hub name (required)")
     opt.out_option(debate)
@@ -66,6 +68,7 @@ def register(commands: Commands) -> None:
         "answer the DEBATunE test instructions with a model",
         "Answer each topic's instructions (the reference's inference instruction, one per side and "
         "argument) and write the model-output format the judges read.",
+        plan=plan_generate,
     )
     generate.add_argument(
         "--dataset", help="topics with arguments per side (debate_test_v1_arg.jsonl shape)"
@@ -98,7 +101,7 @@ def register(commands: Commands) -> None:
         ("controllability", run_eval, "share of responses judged 100% on their side (CC_P, CC_N)"),
         ("quality", run_eval, "pairwise quality against a baseline, both orders (W/T/L, score)"),
     ):
-        sub = commands.add(name, run, text.replace("%", "%%"), text, group="eval")
+        sub = commands.add(name, run, text.replace("%", "%%"), text, group="eval", plan=plan_eval)
         sub.set_defaults(evaluation=name)
         sub.add_argument("--responses", type=opt.input_file, help="responses to judge (required)")
         opt.out_option(sub)
@@ -133,18 +136,16 @@ def register(commands: Commands) -> None:
         )
 
 
-def run_debate(args: argparse.Namespace) -> int:
-    """`moot debate`."""
+def _debate_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    """`moot debate`'s topics, configuration and shard, checked against its ``--out``."""
     from moot.core.data.topics import load_topics
-    from moot.graphs.debatune_run import DebateRunConfig, Shard, check_run_folder, run_debatune
+    from moot.graphs.debatune_run import DebateRunConfig, Shard, check_run_folder
 
     shard = Shard.parse(args.shard)
     topics = load_topics(args.topics)
-    role_a = runtime.debater_role(args, "a", "debater_a")
-    role_b = runtime.debater_role(args, "b", "debater_b")
     config = DebateRunConfig(
-        debater_a=role_a,
-        debater_b=role_b,
+        debater_a=runtime.debater_role(args, "a", "debater_a"),
+        debater_b=runtime.debater_role(args, "b", "debater_b"),
         rounds=args.rounds,
         arguments_per_stance=args.arguments_per_stance,
         seed=args.seed,
@@ -152,6 +153,23 @@ def run_debate(args: argparse.Namespace) -> int:
         conclusion_tokens=args.conclusion_tokens,
     )
     check_run_folder(args.out, config, shard)
+    return topics, config, shard
+
+
+def plan_debate(args: argparse.Namespace) -> Any:
+    """`moot debate --dry-run`."""
+    from moot.graphs.debatune_run import plan_debatune
+
+    topics, config, shard = _debate_inputs(args)
+    return plan_debatune(topics, args.out, config, shard=shard, limit=args.limit)
+
+
+def run_debate(args: argparse.Namespace) -> int:
+    """`moot debate`."""
+    from moot.graphs.debatune_run import run_debatune
+
+    topics, config, shard = _debate_inputs(args)
+    role_a, role_b = config.debater_a, config.debater_b
     client = runtime.client_for(args, role_a.spec, role_b.spec)
     # warnings only once every check passed: refused input gets its one error line alone
     if args.rounds and role_a.spec == role_b.spec and role_a.temperature == role_b.temperature:
@@ -205,12 +223,12 @@ def run_merge(args: argparse.Namespace) -> int:
     return 1 if counts["failures"] else 0
 
 
-def run_generate(args: argparse.Namespace) -> int:
-    """`moot generate`."""
+def _generate_inputs(args: argparse.Namespace) -> tuple[list[Any], Any, int | None]:
+    """`moot generate`'s instructions (``--limit`` applied), role and ``--max-tokens``."""
     from moot.core.data.records import check_out_file
     from moot.core.data.topics import load_topics
     from moot.core.errors import ConfigError
-    from moot.graphs.debatune_generate import answer_instructions, debate_test_instructions
+    from moot.graphs.debatune_generate import debate_test_instructions
     from moot.prompts import template_source
 
     check_out_file(args.out, [args.dataset])
@@ -228,10 +246,28 @@ def run_generate(args: argparse.Namespace) -> int:
             "prompt); use --max-tokens"
         )
     max_tokens = None if args.max_length is not None else args.max_tokens or 2048
+    return runtime.limited(items, args), role, max_tokens
+
+
+def plan_generate(args: argparse.Namespace) -> Any:
+    """`moot generate --dry-run`."""
+    from moot.graphs.debatune_generate import plan_answers
+
+    items, role, max_tokens = _generate_inputs(args)
+    return plan_answers(
+        items, args.out, role, max_tokens=max_tokens, max_length=args.max_length, seed=args.seed
+    )
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    """`moot generate`."""
+    from moot.graphs.debatune_generate import answer_instructions
+
+    items, role, max_tokens = _generate_inputs(args)
     client = runtime.client_for(args, role.spec)
     result = asyncio.run(
         answer_instructions(
-            runtime.limited(items, args),
+            items,
             args.out,
             role,
             client,
@@ -249,23 +285,46 @@ def run_generate(args: argparse.Namespace) -> int:
     return runtime.finish(args, result.tallies, client.ledger)
 
 
-def run_eval(args: argparse.Namespace) -> int:
-    """`moot eval controllability` and `moot eval quality`."""
+def _eval_inputs(args: argparse.Namespace) -> tuple[list[Any], list[Any], dict[str, str], Any]:
+    """The responses and baseline (quality; else none) to judge, their sources, the judge."""
     from moot.core.data.responses import load_responses
-    from moot.graphs.debatune_eval import (
-        align,
-        evaluate_controllability,
-        evaluate_quality,
-        write_report,
-    )
+    from moot.graphs.debatune_eval import align
 
     responses = load_responses(args.responses)
     sources = {"responses": str(args.responses)}
+    baseline = []
     if args.evaluation == "quality":
         baseline = load_responses(args.baseline)
         align(responses, baseline, args.baseline)
         sources["baseline"] = str(args.baseline)
     role = runtime.role_from(args, f"{args.evaluation}_judge")
+    return runtime.limited(responses, args), runtime.limited(baseline, args), sources, role
+
+
+def plan_eval(args: argparse.Namespace) -> Any:
+    """`moot eval controllability|quality --dry-run`."""
+    from moot.graphs.debatune_eval import plan_controllability, plan_quality
+
+    responses, baseline, _, role = _eval_inputs(args)
+    constrained = runtime.constrained(args, role)
+    if args.evaluation == "quality":
+        return plan_quality(
+            responses,
+            baseline,
+            args.out,
+            role,
+            stride=args.stride,
+            mask=args.mask,
+            constrained=constrained,
+        )
+    return plan_controllability(responses, args.out, role, constrained=constrained)
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """`moot eval controllability` and `moot eval quality`."""
+    from moot.graphs.debatune_eval import evaluate_controllability, evaluate_quality, write_report
+
+    responses, baseline, sources, role = _eval_inputs(args)
     client = runtime.client_for(args, role.spec)
     options = {
         "concurrency": args.concurrency,
@@ -273,9 +332,7 @@ def run_eval(args: argparse.Namespace) -> int:
         "constrained": runtime.constrained(args, role),
         "progress": runtime.progress_for(args, client),
     }
-    responses = runtime.limited(responses, args)
     if args.evaluation == "quality":
-        baseline = runtime.limited(baseline, args)
         run = evaluate_quality(
             responses,
             baseline,

@@ -55,6 +55,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = apply_config(parser, argv, args)
         check_required(args)
         check_paths(args)
+        if getattr(args, "dry_run", False):  # the plan alone: no call, nothing written
+            from moot.cli.runtime import plan_for, plan_table
+
+            budget = getattr(args, "budget", None)
+            print(plan_table(plan_for(args), args.command_parser.prog, budget))
+            return 0
         with own_out(args):  # the output folder: this command's, and this run's alone
             return int(args.command_fn(args) or 0)
     except MootError as exc:

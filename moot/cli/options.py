@@ -190,6 +190,19 @@ def common_options(parser: argparse.ArgumentParser, config: bool = True) -> None
     )
 
 
+def dry_run_option(parser: argparse.ArgumentParser) -> None:
+    """``--dry-run``: print the plan (items, calls, tokens, cost) and exit; call and write nothing.
+
+    Added by `moot.cli.registry.Commands.add` to every command that declares a plan.
+    """
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what a run would do (items, model calls, estimated tokens and cost) and "
+        "exit 0: no request, nothing written; inputs are still checked",
+    )
+
+
 def run_options(parser: argparse.ArgumentParser, concurrency: int, unit: str) -> None:
     """What every model-calling command shares: concurrency, a limit, the cache, and output.
 

@@ -36,13 +36,23 @@ class Commands:
         *,
         group: str | None = None,
         aliases: Sequence[str] = (),
+        plan: Callable[[argparse.Namespace], Any] | None = None,
     ) -> argparse.ArgumentParser:
-        """Add command `name` (under `group`, e.g. ``eval``) that `run` runs; its parser."""
+        """Add command `name` (under `group`, e.g. ``eval``) that `run` runs; its parser.
+
+        A model-calling command gives its `plan`: what it would do for the parsed command line,
+        as a `moot.core.plan.Plan`, without calling a model or writing a file. It then has
+        ``--dry-run`` (`moot.cli.runtime.plan_for` asks it).
+        """
+        from moot.cli.options import dry_run_option
+
         where = self._group(group) if group else self._root
         parser = where.add_parser(
             name, help=help, description=description or help, aliases=list(aliases)
         )
-        parser.set_defaults(command_fn=run, command_parser=parser)
+        parser.set_defaults(command_fn=run, command_parser=parser, plan_fn=plan)
+        if plan is not None:
+            dry_run_option(parser)
         return parser
 
     def _group(self, name: str) -> Any:

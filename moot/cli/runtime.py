@@ -122,6 +122,78 @@ def own_out(args: argparse.Namespace) -> Iterator[None]:
         yield
 
 
+def plan_for(args: argparse.Namespace) -> Any:
+    """What the parsed command would do, as a `moot.core.plan.Plan`; calls and writes nothing.
+
+    The command's inputs are checked as a real run checks them, and its ``--out`` folder's owner
+    too (read, never marked or locked). `moot run` asks each stage for its plan here.
+
+    Raises:
+        ConfigError: The command has no plan (it calls no model), or its input is refused.
+    """
+    from moot.core.data.folders import check_owner
+    from moot.core.errors import ConfigError
+    from moot.core.llm.spec import key_needs
+
+    if getattr(args, "plan_fn", None) is None:
+        raise ConfigError(f"{args.command_parser.prog} calls no model: it has no --dry-run plan")
+    if getattr(args, "out_folder", False):
+        if args.out is None:
+            args.out = args.out_default(args)
+        check_owner(args.out, args.command_parser.prog)
+    plan = args.plan_fn(args)
+    plan.prices = prices_from(args)
+    for spec in dict.fromkeys(row.spec for row in plan.rows):
+        plan.keys.append((spec.name, key_needs(spec)))
+    return plan
+
+
+def plan_table(plan: Any, command: str, budget: float | None = None) -> str:
+    """`command`'s plan as the summary table's dry-run twin: items, then calls, tokens, cost.
+
+    With a ``--budget``, a last line says whether the estimate fits it.
+    """
+    from moot.core.tables import render_table
+
+    rows = [("items", "planned", "done before", "to run")]
+    rows += [(i.unit, i.planned, i.done, i.to_run) for i in plan.items]
+    parts = [f"dry run of `{command}`: nothing was sent or written", render_table(rows)]
+    if plan.rows:
+        head = ("role", "stage", "model", "calls", "input tokens", "output tokens", "cost $")
+        calls = [
+            (r.role, r.stage, r.spec.name, r.calls, r.input_tokens, r.output_tokens, _cost(plan, r))
+            for r in plan.rows
+        ]
+        parts.append(render_table([head, *calls], left=3))
+    inputs = sum(r.input_tokens for r in plan.rows)
+    outputs = sum(r.output_tokens for r in plan.rows)
+    unpriced = ", ".join(plan.unpriced)
+    if not plan.unpriced:
+        cost = f"about ${plan.cost_usd():.4f}"
+    elif len(plan.unpriced) < len({r.spec.name for r in plan.rows}):
+        cost = f"about ${plan.cost_usd():.4f} (+ unpriced: {unpriced})"
+    else:  # no price known: no dollar figure at all, never $0
+        cost = f"unpriced ({unpriced})"
+    total = (
+        f"estimate: {plan.calls} calls, about {inputs} input tokens, at most {outputs} output "
+        f"tokens, cost {cost}"
+    )
+    lines = [total, *(f"key: {model}: {what}" for model, what in plan.keys)]
+    lines += [f"note: {text}" for text in plan.notes]
+    if budget is not None and plan.unpriced:
+        lines.append(f"budget: --budget needs the price of {unpriced} (a real run exits 2)")
+    elif budget is not None:
+        fits = "fits within" if plan.cost_usd() <= budget else "exceeds"
+        lines.append(f"budget: the estimate {fits} --budget ${budget:.4f}")
+    parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def _cost(plan: Any, row: Any) -> str:
+    cost = plan.row_cost(row)
+    return "unpriced" if cost is None else f"{cost:.4f}"
+
+
 def spec_from(args: argparse.Namespace, text: str, **options: Any) -> Any:
     """A model spec from its text and the command's `call_options`."""
     from moot.core.llm.spec import parse_spec

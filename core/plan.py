@@ -1,0 +1,141 @@
+"""What a run would do, as data: its items and the model calls they would make (``--dry-run``).
+
+A `Plan` is what a model-calling command answers instead of running: per stage, how many items
+it was asked for, how many an earlier run in its ``--out`` finished (a rerun skips them, by the
+run engine's own `finished` rule: `moot.core.runs.pending_items`) and how many are left; per
+role, stage and model, the calls those items would make and their estimated tokens and cost.
+Estimates are upper bounds where the basis allows it (a call's completion is at most its
+``max_tokens``); each command states its basis in docs/cli.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from moot.core.data.records import ResultLog
+from moot.core.llm.prices import Prices
+from moot.core.llm.spec import ModelSpec
+from moot.core.runs import Record, is_ok, pending_items
+
+
+@dataclass(frozen=True)
+class PlanItems:
+    """One stage's items.
+
+    Attributes:
+        unit: What an item is, plural (``debates``).
+        planned: Items the run is asked for.
+        done: Of those, items an earlier run finished (a rerun skips them).
+    """
+
+    unit: str
+    planned: int
+    done: int = 0
+
+    @property
+    def to_run(self) -> int:
+        """Items a run would work on."""
+        return self.planned - self.done
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """The calls of one role, stage and model, and their estimated tokens (totals).
+
+    Attributes:
+        role: The ledger's role name (``debater_a``).
+        stage: The ledger's stage (``opening``).
+        spec: The model.
+        calls: Model calls.
+        input_tokens: Estimated prompt tokens of all of them.
+        output_tokens: Estimated completion tokens of all of them (their ``max_tokens``: at most).
+    """
+
+    role: str
+    stage: str
+    spec: ModelSpec
+    calls: int
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass
+class Plan:
+    """What a command would do: its items per stage and its model calls.
+
+    Attributes:
+        items: Each stage's items, in run order.
+        rows: The calls per role, stage and model.
+        keys: What each model needs to be called: ``(model, what)`` (``OPENAI_API_KEY (set)``).
+        notes: What the estimate cannot know (lists not yet proposed, ...).
+        prices: What the calls cost (the command's ``--prices`` over litellm's cost map).
+    """
+
+    items: list[PlanItems] = field(default_factory=list)
+    rows: list[PlanRow] = field(default_factory=list)
+    keys: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    prices: Prices = field(default_factory=Prices)
+
+    def add_calls(
+        self,
+        role: str,
+        stage: str,
+        spec: ModelSpec,
+        calls: int,
+        input_tokens: int,
+        output_tokens: int,
+    ) -> None:
+        """Count `calls` more calls of (`role`, `stage`, `spec`) with these token totals."""
+        if calls <= 0:
+            return
+        for i, row in enumerate(self.rows):
+            if (row.role, row.stage, row.spec) == (role, stage, spec):
+                self.rows[i] = PlanRow(
+                    role,
+                    stage,
+                    spec,
+                    row.calls + calls,
+                    row.input_tokens + input_tokens,
+                    row.output_tokens + output_tokens,
+                )
+                return
+        self.rows.append(PlanRow(role, stage, spec, calls, input_tokens, output_tokens))
+
+    @property
+    def calls(self) -> int:
+        """All model calls of the plan."""
+        return sum(row.calls for row in self.rows)
+
+    @property
+    def unpriced(self) -> list[str]:
+        """The models whose price is unknown, each once."""
+        return list(dict.fromkeys(r.spec.name for r in self.rows if self.row_cost(r) is None))
+
+    def row_cost(self, row: PlanRow) -> float | None:
+        """A row's estimated cost, or None when its model's price is unknown ("unpriced")."""
+        return self.prices.cost(row.spec, row.input_tokens, row.output_tokens)
+
+    def cost_usd(self) -> float:
+        """The estimated cost of the priced calls (see `unpriced` for the others)."""
+        return sum(self.row_cost(row) or 0.0 for row in self.rows)
+
+
+def items_of(
+    unit: str,
+    items: Sequence[Record],
+    log: Path,
+    finished: Callable[[Record], bool] = is_ok,
+) -> tuple[PlanItems, list[Record]]:
+    """A stage's items as the run engine would see them, and those a run would work on.
+
+    Args:
+        unit: What an item is, plural.
+        items: The work, as the command would hand it to `moot.core.runs.run_items`.
+        log: The stage's JSONL log in ``--out`` (read, never written; it may not exist).
+        finished: The stage's `finished` rule, as the command passes it to `run_items`.
+    """
+    unique, pending = pending_items(items, ResultLog(log).load(), finished)
+    return PlanItems(unit, len(unique), len(unique) - len(pending)), pending
