@@ -18,7 +18,17 @@ from collections.abc import Sequence
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole parser: every command of every paper."""
-    from moot.cli import berds, compqa, debateqa, debatrix, debatune, models, retrieval, training
+    from moot.cli import (
+        berds,
+        compqa,
+        debateqa,
+        debatrix,
+        debatune,
+        loop,
+        models,
+        retrieval,
+        training,
+    )
     from moot.cli.registry import Commands
 
     parser = argparse.ArgumentParser(
@@ -26,9 +36,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     commands = Commands(parser.add_subparsers(title="commands", metavar="COMMAND"))
-    for module in (debatune, debatrix, debateqa, retrieval, berds, compqa, training, models):
+    for module in (debatune, debatrix, debateqa, retrieval, berds, compqa, training, models, loop):
         module.register(commands)
     return parser
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Run a parsed command (its ``--config`` applied): checks, its output folder, its exit code.
+
+    `moot run` runs each stage of a recipe through here too.
+    """
+    from moot.cli.runtime import check_paths, check_required, own_out
+
+    check_required(args)
+    check_paths(args)
+    with own_out(args):  # the output folder: this command's, and this run's alone
+        return int(args.command_fn(args) or 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,17 +69,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ignore", "coroutine 'arun_with_retry' was never awaited", RuntimeWarning
     )
     from moot.cli.config import apply_config
-    from moot.cli.runtime import check_paths, check_required, own_out
+    from moot.cli.runtime import check_paths
     from moot.core.errors import MootError
 
     try:
         if getattr(args, "config", None):
             check_paths(args, "config")
             args = apply_config(parser, argv, args)
-        check_required(args)
-        check_paths(args)
-        with own_out(args):  # the output folder: this command's, and this run's alone
-            return int(args.command_fn(args) or 0)
+        return execute(args)
     except MootError as exc:
         if args.debug:
             traceback.print_exc()
