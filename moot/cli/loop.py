@@ -2,7 +2,7 @@
 
 Each stage's options are parsed by its own command's parser (`moot.cli.config.option_defaults`),
 every stage before the first one runs; the stages then run in this process, one after another,
-through the same path as the command line (`moot.cli.main.execute`). The recipe, keys, manifest
+through the same path as the command line (`moot.cli.runtime.execute`). The recipe, keys, manifest
 and report are `moot.graphs.loop`'s.
 """
 
@@ -61,8 +61,16 @@ class PlannedStage:
     depends_on: list[str]
 
 
-def plan(recipe: Any, out: Path, quiet: bool = False) -> list[PlannedStage]:
+def plan(
+    recipe: Any, out: Path, parser: argparse.ArgumentParser, quiet: bool = False
+) -> list[PlannedStage]:
     """Every stage parsed and checked, before any runs.
+
+    Args:
+        recipe: The recipe (`moot.graphs.loop.load_recipe`).
+        out: The run's folder.
+        parser: The whole ``moot`` parser (`moot.cli.main.build_parser`).
+        quiet: Run every stage ``--quiet``.
 
     Raises:
         InputError: A stage names an unknown command, an unknown option, a value its flag
@@ -75,7 +83,7 @@ def plan(recipe: Any, out: Path, quiet: bool = False) -> list[PlannedStage]:
     keys: dict[str, str] = {}
     for stage in recipe.stages:
         options = resolve(stage.options, outputs)
-        args, output = _parse(recipe, stage, options, out / stage.name, quiet)
+        args, output = _parse(parser, recipe, stage, options, out / stage.name, quiet)
         depends_on = references(stage.options)
         key = stage_key(stage, options, {name: keys[name] for name in depends_on}, out)
         planned.append(PlannedStage(stage, args, options, output, key, depends_on))
@@ -85,14 +93,17 @@ def plan(recipe: Any, out: Path, quiet: bool = False) -> list[PlannedStage]:
 
 
 def _parse(
-    recipe: Any, stage: Any, options: dict[str, Any], out: Path, quiet: bool
+    parser: argparse.ArgumentParser,
+    recipe: Any,
+    stage: Any,
+    options: dict[str, Any],
+    out: Path,
+    quiet: bool,
 ) -> tuple[argparse.Namespace, Path | None]:
     from moot.cli.config import option_defaults
-    from moot.cli.main import build_parser
     from moot.core.errors import InputError
 
     where = f"stage {stage.name}: "
-    parser = build_parser()  # a fresh one: set_defaults below is this stage's alone
     command = _command_parser(parser, stage.command)
     if command is None:
         raise InputError(recipe.path, f"{where}unknown command {' '.join(stage.command)!r}")
@@ -115,8 +126,11 @@ def _parse(
         output = out
     if quiet and "quiet" in actions:
         defaults.setdefault("quiet", True)
-    command.set_defaults(**defaults)
+    # no option is on this command line, so the recipe's values go over the parsed defaults
+    # (set_defaults would change the parser every stage shares)
     args = parser.parse_args([*stage.command, *argv])
+    for dest, value in defaults.items():
+        setattr(args, dest, value)
     for dest in getattr(args, "required_flags", ()):
         if getattr(args, dest, None) is None:
             flag = max(actions[dest].option_strings, key=len).lstrip("-")
@@ -162,14 +176,14 @@ def _command_parser(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> 
 
 def run_recipe(args: argparse.Namespace) -> int:
     """`moot run`."""
-    from moot.cli.main import execute
+    from moot.cli.runtime import execute
     from moot.core.errors import ConfigError, MootError
     from moot.graphs.loop import Manifest, discard, load_recipe, now, write_report
 
     if not args.recipe.is_file():
         raise ConfigError(f"{args.recipe}: recipe not found")
     recipe = load_recipe(args.recipe)
-    stages = plan(recipe, args.out, args.quiet)
+    stages = plan(recipe, args.out, args.root_parser, args.quiet)
     manifest = Manifest(args.out, recipe)
     say = (lambda line: None) if args.quiet else print
     for item in stages:

@@ -35,23 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="moot", description="Multi-LLM debate simulation: debate data, training and judges."
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.set_defaults(root_parser=parser)  # `moot run` parses its stages with it
     commands = Commands(parser.add_subparsers(title="commands", metavar="COMMAND"))
     for module in (debatune, debatrix, debateqa, retrieval, berds, compqa, training, models, loop):
         module.register(commands)
     return parser
-
-
-def execute(args: argparse.Namespace) -> int:
-    """Run a parsed command (its ``--config`` applied): checks, its output folder, its exit code.
-
-    `moot run` runs each stage of a recipe through here too.
-    """
-    from moot.cli.runtime import check_paths, check_required, own_out
-
-    check_required(args)
-    check_paths(args)
-    with own_out(args):  # the output folder: this command's, and this run's alone
-        return int(args.command_fn(args) or 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ignore", "coroutine 'arun_with_retry' was never awaited", RuntimeWarning
     )
     from moot.cli.config import apply_config
-    from moot.cli.runtime import check_paths
+    from moot.cli.runtime import check_paths, execute
     from moot.core.errors import MootError
 
     try:

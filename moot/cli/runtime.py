@@ -96,6 +96,17 @@ def _check_input(flag: str, path: Any, kind: str) -> None:
         raise ConfigError(f"{flag} {path}: a file, expected a folder")
 
 
+def execute(args: argparse.Namespace) -> int:
+    """Run a parsed command (its ``--config`` applied): checks, its output folder, its exit code.
+
+    `moot run` runs each stage of a recipe through here too.
+    """
+    check_required(args)
+    check_paths(args)
+    with own_out(args):  # the output folder: this command's, and this run's alone
+        return int(args.command_fn(args) or 0)
+
+
 @contextlib.contextmanager
 def own_out(args: argparse.Namespace) -> Iterator[None]:
     """Hold the command's output folder while it runs: its owner checked, locked, marked.

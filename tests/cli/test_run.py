@@ -218,11 +218,12 @@ def test_a_bad_recipe_is_one_line_exit_2_and_nothing_runs(stage, problem, tmp_pa
 def test_the_shipped_recipes_parse_and_resolve(tmp_path):
     """Both examples plan without running: every stage's options are its command's."""
     from moot.cli.loop import plan
+    from moot.cli.main import build_parser
     from moot.graphs.loop import load_recipe
 
     for name in ("loop-tiny.yaml", "loop-gpt.yaml"):
         recipe_ = load_recipe(ROOT / "examples" / name)
-        planned = plan(recipe_, tmp_path / "out")
+        planned = plan(recipe_, tmp_path / "out", build_parser())
         assert [p.stage.name for p in planned][0] == "debate"
         sft = next(p for p in planned if p.stage.command == ("train", "sft"))
         assert f"data.train={tmp_path / 'out' / 'debate'}/dataset.jsonl" in sft.args.overrides
