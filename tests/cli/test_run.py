@@ -7,13 +7,15 @@ that then reruns it, so it is paid for once whatever the test workers.
 from __future__ import annotations
 
 import json
+import signal
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
 from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
-from tests.cli.helpers import ARGUMENTS_REPLY, moot_env, run_moot
+from tests.cli.helpers import ARGUMENTS_REPLY, moot_env, popen_moot, run_moot
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN_TINY = ROOT / "examples" / "train-tiny.yaml"
@@ -184,6 +186,30 @@ def test_a_failed_stage_resumes_on_rerun_and_the_earlier_ones_are_skipped(tmp_pa
         assert result.returncode == 0, result.stderr
         assert "stage generate-base: done before" in result.stdout
         assert len(server.requests) == 1  # only the failed judgment is paid again
+
+
+def test_a_killed_stage_resumes_on_rerun_without_paying_twice(tmp_path, env):
+    with ScriptedServer(rules=RULES) as server:
+        data = recipe(tmp_path, server.url)
+        path = write(
+            tmp_path / "loop.yaml", {"stages": {"answers": data["stages"]["generate-base"]}}
+        )
+        server.add_fault(Fault("hang", match="Zoos fund conservation", hang_seconds=60))
+        process = popen_moot("run", path, "--out", tmp_path / "out", env=env)
+        log = tmp_path / "out" / ".answers.json.progress.jsonl"
+        deadline = time.monotonic() + 60
+        while not (log.exists() and log.read_text().count("\n") == 1):  # one of two answered
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+        assert manifest["stages"]["answers"]["status"] == "running"  # what the kill left
+        server.clear_log()
+        result = run_moot("run", path, "--out", tmp_path / "out", env=env)
+        assert result.returncode == 0, result.stderr
+        assert "stage answers: moot generate (resuming)" in result.stdout
+        assert len(server.requests) == 1  # the answer the kill cut off, and only it
 
 
 @pytest.mark.parametrize(
