@@ -23,6 +23,7 @@ from typing import Any
 
 from moot.core.data.records import package_versions, refuse_surrogates, write_json
 from moot.core.errors import InputError
+from moot.core.metrics.debatune import SUMMARY_KEYS
 from moot.core.tables import render_table, show
 
 #: The keys of a recipe besides ``stages``.
@@ -316,7 +317,7 @@ def write_report(out: Path, recipe: Recipe, manifest: Manifest) -> Path:
     if control:
         summaries = {side: _summary(outputs.get(name)) for side, name in control.items()}
         lines += ["## Controllability (DEBATunE, Li et al. 2024, Section 4.2)", ""]
-        keys = ("items", "parse_failures", "errors", "cc_p", "cc_n", "overall")
+        keys = SUMMARY_KEYS["controllability"]
         rows = [("metric", f"base ({control['base']})", f"tuned ({control['tuned']})")]
         rows += [
             (key, *(_shown(summaries[side], key) for side in ("base", "tuned"))) for key in keys
@@ -326,17 +327,7 @@ def write_report(out: Path, recipe: Recipe, manifest: Manifest) -> Path:
     if quality:
         summary = _summary(outputs.get(quality))
         lines += [f"## Pairwise quality: tuned vs base ({quality}, both orders)", ""]
-        keys = (
-            "items",
-            "parse_failures",
-            "errors",
-            "wins",
-            "ties",
-            "losses",
-            "win_score",
-            "win_score_ci95",
-            "order_inconsistency",
-        )
+        keys = SUMMARY_KEYS["quality"]
         rows = [("metric", "value"), *((key, _shown(summary, key)) for key in keys)]
         lines += [render_table(rows, markdown=True), ""]
     lines += [

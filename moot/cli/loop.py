@@ -62,7 +62,11 @@ class PlannedStage:
 
 
 def plan(
-    recipe: Any, out: Path, parser: argparse.ArgumentParser, quiet: bool = False
+    recipe: Any,
+    out: Path,
+    parser: argparse.ArgumentParser,
+    quiet: bool = False,
+    verbose: bool = False,
 ) -> list[PlannedStage]:
     """Every stage parsed and checked, before any runs.
 
@@ -71,6 +75,7 @@ def plan(
         out: The run's folder.
         parser: The whole ``moot`` parser (`moot.cli.main.build_parser`).
         quiet: Run every stage ``--quiet``.
+        verbose: Run every stage ``--verbose``.
 
     Raises:
         InputError: A stage names an unknown command, an unknown option, a value its flag
@@ -83,7 +88,7 @@ def plan(
     keys: dict[str, str] = {}
     for stage in recipe.stages:
         options = resolve(stage.options, outputs)
-        args, output = _parse(parser, recipe, stage, options, out / stage.name, quiet)
+        args, output = _parse(parser, recipe, stage, options, out / stage.name, quiet, verbose)
         depends_on = references(stage.options)
         key = stage_key(stage, options, {name: keys[name] for name in depends_on}, out)
         planned.append(PlannedStage(stage, args, options, output, key, depends_on))
@@ -99,6 +104,7 @@ def _parse(
     options: dict[str, Any],
     out: Path,
     quiet: bool,
+    verbose: bool,
 ) -> tuple[argparse.Namespace, Path | None]:
     from moot.cli.config import option_defaults
     from moot.core.errors import InputError
@@ -124,8 +130,9 @@ def _parse(
             raise InputError(recipe.path, f"{where}training.output_dir is set by moot run ({out})")
         argv.append(f"training.output_dir={out}")
         output = out
-    if quiet and "quiet" in actions:
-        defaults.setdefault("quiet", True)
+    for flag, given in (("quiet", quiet), ("verbose", verbose)):
+        if given and flag in actions:
+            defaults.setdefault(flag, True)
     # no option is on this command line, so the recipe's values go over the parsed defaults
     # (set_defaults would change the parser every stage shares)
     args = parser.parse_args([*stage.command, *argv])
@@ -183,7 +190,7 @@ def run_recipe(args: argparse.Namespace) -> int:
     if not args.recipe.is_file():
         raise ConfigError(f"{args.recipe}: recipe not found")
     recipe = load_recipe(args.recipe)
-    stages = plan(recipe, args.out, args.root_parser, args.quiet)
+    stages = plan(recipe, args.out, args.root_parser, args.quiet, args.verbose)
     manifest = Manifest(args.out, recipe)
     say = (lambda line: None) if args.quiet else print
     for item in stages:
@@ -221,7 +228,7 @@ def run_recipe(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             _record(manifest, item, started, "interrupted", 130)
             raise
-        except MootError as exc:
+        except (MootError, OSError) as exc:  # the one line main prints, exit 2
             _record(manifest, item, started, "failed", 2, str(exc))
             write_report(args.out, recipe, manifest)
             raise
