@@ -35,7 +35,10 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 REPORT_STAGES = {
     "controllability": "eval controllability",
     "quality": "eval quality",
+    "debatrix": "judge",
 }
+#: What the report shows of a Debatrix `moot judge` stage's summary.json.
+DEBATRIX_KEYS = ("judgments", "complete", "incomplete", "errors", "parse_failures", "final_winners")
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,8 @@ class Recipe:
         path: The recipe file.
         stages: Its stages, in the order they run.
         report: What ``report.md`` compares: ``controllability`` (``base`` and ``tuned``, each an
-            ``eval controllability`` stage) and ``quality`` (an ``eval quality`` stage).
+            ``eval controllability`` stage), ``quality`` (an ``eval quality`` stage) and
+            ``debatrix`` (a `moot judge` stage over a sample of the debates).
         digest: SHA-256 of the file.
     """
 
@@ -330,6 +334,12 @@ def write_report(out: Path, recipe: Recipe, manifest: Manifest) -> Path:
         keys = SUMMARY_KEYS["quality"]
         rows = [("metric", "value"), *((key, _shown(summary, key)) for key in keys)]
         lines += [render_table(rows, markdown=True), ""]
+    debatrix = recipe.report.get("debatrix")
+    if debatrix:
+        summary = _summary(outputs.get(debatrix))
+        lines += [f"## Debatrix judgments of the debates ({debatrix}, Liang et al. 2024)", ""]
+        rows = [("metric", "value"), *((key, _shown(summary, key)) for key in DEBATRIX_KEYS)]
+        lines += [render_table(rows, markdown=True), ""]
     lines += [
         "## Browse",
         "",
@@ -352,4 +362,7 @@ def _summary(output: str | None) -> dict[str, Any] | None:
 def _shown(summary: dict[str, Any] | None, key: str) -> str:
     if summary is None:
         return "not run"
-    return show(summary.get(key))
+    value = summary.get(key)
+    if isinstance(value, dict):  # Debatrix's final winners
+        return ", ".join(f"{name}: {count}" for name, count in value.items()) or "none"
+    return show(value)

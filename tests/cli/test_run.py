@@ -25,7 +25,7 @@ RULES = [
     Rule(pattern="performance of two AI assistants", reply="7 6\nThe first is clearer."),
 ]
 STAGES = ["debate", "sft", "generate-base", "generate-tuned", "control-base", "control-tuned"]
-STAGES += ["quality"]
+STAGES += ["quality", "debatrix"]
 
 
 def recipe(tmp: Path, url: str) -> dict:
@@ -84,10 +84,18 @@ def recipe(tmp: Path, url: str) -> dict:
                 "baseline": "{generate-base}",
                 **judge,
             },
+            "debatrix": {
+                "command": "judge",
+                "debates": "{debate}/debates.jsonl",
+                "limit": 1,
+                "constrained": True,
+                **judge,
+            },
         },
         "report": {
             "controllability": {"base": "control-base", "tuned": "control-tuned"},
             "quality": "quality",
+            "debatrix": "debatrix",
         },
     }
 
@@ -125,7 +133,13 @@ def test_the_loop_runs_reports_skips_on_rerun_and_redoes_a_changed_stage(tmp_pat
         data["stages"]["generate-base"]["seed"] = 7  # it changes; control-base and quality use it
         result = run_moot("run", write(path, data), "--out", moved, env=env)
         assert result.returncode == 0, result.stderr
-        assert skipped(result.stdout) == {"debate", "sft", "generate-tuned", "control-tuned"}
+        assert skipped(result.stdout) == {
+            "debate",
+            "sft",
+            "generate-tuned",
+            "control-tuned",
+            "debatrix",
+        }
         assert "stage generate-base changed" in result.stderr
         manifest = json.loads((moved / "manifest.json").read_text())
         assert manifest["stages"]["generate-base"]["options"]["seed"] == 7
@@ -156,7 +170,8 @@ def check_manifest(out: Path) -> None:
 
 def check_report(out: Path) -> None:
     report = (out / "report.md").read_text()
-    control, quality = report.split("## Pairwise quality")
+    control, rest = report.split("## Pairwise quality")
+    quality, debatrix = rest.split("## Debatrix")
     assert "## Controllability" in control
     rows = {line.split("|")[1].strip(): line for line in control.splitlines() if "|" in line}
     # the judge answered "100 0" to all: CC_P 1 and CC_N 0 on both sides, nothing unreadable
@@ -166,6 +181,9 @@ def check_report(out: Path) -> None:
     # "7 6" in both orders: a win as the first answer, a loss as the second: ties
     assert rows["items"].split("|")[2].strip() == "2"
     assert {"wins", "ties", "losses", "order_inconsistency", "errors"} <= set(rows)
+    rows = {line.split("|")[1].strip(): line for line in debatrix.splitlines() if "|" in line}
+    assert rows["judgments"].split("|")[2].strip() == "1"  # a sample: --limit 1 of 2 debates
+    assert rows["complete"].split("|")[2].strip() == "1"
     assert "moot view" in report  # the place the view's link goes
 
 
