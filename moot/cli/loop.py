@@ -37,7 +37,7 @@ def register(commands: Commands) -> None:
         default="runs/<recipe name>",
         resolve=lambda args: Path("runs") / args.recipe.stem,
     )
-    opt.common_options(run, config=False)
+    opt.common_options(run)
 
 
 @dataclass
