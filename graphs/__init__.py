@@ -59,5 +59,13 @@ __getattr__, __all__ = lazy_exports(
             "retrieve_questions",
         ),
         "moot.graphs.debateqa_pd": ("score_answers",),
+        "moot.graphs.loop": (
+            "Manifest",
+            "Recipe",
+            "Stage",
+            "load_recipe",
+            "stage_key",
+            "write_report",
+        ),
     },
 )

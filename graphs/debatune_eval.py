@@ -280,30 +280,7 @@ def write_report(result: EvalResult, out_dir: Path, sources: dict[str, str]) -> 
 
 
 def _table_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    if summary["evaluation"] == "controllability":
-        keys = [
-            "items",
-            "parse_failures",
-            "errors",
-            "cc_p",
-            "cc_n",
-            "overall",
-            "mean_support_affirmative",
-            "mean_oppose_negative",
-        ]
-    else:
-        keys = [
-            "items",
-            "parse_failures",
-            "errors",
-            "wins",
-            "ties",
-            "losses",
-            "win_score",
-            "win_score_ci95",
-            "order_inconsistency",
-        ]
-    return [(key, show(summary[key])) for key in keys]
+    return [(key, show(summary[key])) for key in metrics.SUMMARY_KEYS[summary["evaluation"]]]
 
 
 def _chart(summary: dict[str, Any], path: Path) -> None:

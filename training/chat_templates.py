@@ -46,6 +46,8 @@ FAMILIES = {
             "<|eot_id|>",
             ("<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>"),
         ),
+        # SmolLM2's format: `model.base: local/smollm2` trains the embedded model's own weights
+        ChatFamily("chatml", "<|im_end|>", ("<|im_start|>",)),
     )
 }
 

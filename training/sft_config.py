@@ -35,7 +35,9 @@ class ModelConfig:
     """The base model.
 
     Args:
-        base: A local model folder or a hub id (offline: it must be in the Hugging Face cache).
+        base: A local model folder, a hub id (offline: it must be in the Hugging Face cache), or
+            ``local/smollm2``: the embedded model's own weights (its GGUF, converted once to a
+            transformers folder in the moot cache; its chat template is ``chatml``).
         init: Instead of `base`, a transformers config (``model_type`` and sizes) to build a
             random-weight model from: tests and demos, no download.
         tokenizer_vocab: With `init`, the vocabulary of a byte-level BPE tokenizer trained on the

@@ -209,7 +209,11 @@ def build_trainer(
     train_rows = _load(config.data.train, "train")  # bad data fails before torch is imported
     eval_rows = _load(eval_source, "eval") if eval_source else None
     family = chat_family(config.model.chat_template) if config.model.chat_template else None
+    from moot.core.metrics.perspective_diversity import EMBEDDED, embedded_hf_folder
+
     base = config.model.base
+    if base == EMBEDDED:  # the embedded model's GGUF, which transformers reads (via gguf)
+        base = str(embedded_hf_folder())
     if config.model.init is not None:
         base = str(out / "base")
         _scratch_base(config, family, train_rows, Path(base))

@@ -7,6 +7,32 @@ from typing import Any
 
 from moot.core.metrics.stats import mean
 
+#: The summary values each evaluation's tables show (`moot eval`'s summary.md, `moot run`'s
+#: report.md), the judges' counts first: never a score without them.
+SUMMARY_KEYS = {
+    "controllability": (
+        "items",
+        "parse_failures",
+        "errors",
+        "cc_p",
+        "cc_n",
+        "overall",
+        "mean_support_affirmative",
+        "mean_oppose_negative",
+    ),
+    "quality": (
+        "items",
+        "parse_failures",
+        "errors",
+        "wins",
+        "ties",
+        "losses",
+        "win_score",
+        "win_score_ci95",
+        "order_inconsistency",
+    ),
+}
+
 
 def controllability(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """DEBATunE controllability (paper Table 1).

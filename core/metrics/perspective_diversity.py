@@ -303,7 +303,7 @@ def load_scorer(model: str) -> tuple[Any, Any]:
     import torch
     import transformers
 
-    source = str(_embedded_folder()) if model == EMBEDDED else _resolve(model)
+    source = str(embedded_hf_folder()) if model == EMBEDDED else _resolve(model)
     try:
         loaded = transformers.AutoModelForCausalLM.from_pretrained(
             source, dtype=torch.float32, local_files_only=True
@@ -330,7 +330,7 @@ def scorer_identity(model: str) -> str:
 
     if model == EMBEDDED:
         if importlib.util.find_spec("gguf") is None:
-            _embedded_folder()  # raises unless the converted model is already cached
+            embedded_hf_folder()  # raises unless the converted model is already cached
         return embedded.cache_identity()
     source = _resolve(model)
     return weights_identity(source) if Path(source).is_dir() else f"hub/{model}"
@@ -351,8 +351,14 @@ def _resolve(model: str) -> str:
     return model
 
 
-def _embedded_folder() -> Path:
-    """The embedded GGUF converted to a transformers folder once, under the moot cache."""
+def embedded_hf_folder() -> Path:
+    """The embedded GGUF converted to a transformers folder once, under the moot cache.
+
+    The P.D. scorer and `moot train sft` (``model.base: local/smollm2``) load it.
+
+    Raises:
+        ConfigError: The weights or the gguf package are missing.
+    """
     from moot.core.data.records import atomic_replace_dir
     from moot.core.llm.cache import default_cache_path
     from moot.core.llm.embedded import weights_path

@@ -42,31 +42,57 @@ def apply_config(
     refuse_surrogates(path, None, values)
     if not isinstance(values, dict):
         raise InputError(path, "expected a mapping of option names to values")
-    command = args.command_parser
-    flags = {flag: action for action in command._actions for flag in action.option_strings}
-    defaults = {}
-    for key, value in values.items():
-        name = str(key).replace("_", "-")
-        action = flags.get(f"--{name}") or flags.get(f"-{name}")
-        if action is None or action.dest in ("config", "help"):
-            raise InputError(path, f"unknown option {key!r}")
-        value = _value(path, key, action, value)
-        if name.startswith("no-") and isinstance(action, argparse.BooleanOptionalAction):
-            value = not value  # `no-constrained: true` is --no-constrained
-        defaults[action.dest] = value
-    command.set_defaults(**defaults)
+    args.command_parser.set_defaults(**option_defaults(args.command_parser, values, path))
     return parser.parse_args(argv)
 
 
-def _value(path: Path, key: object, action: argparse.Action, value: object) -> object:
+def option_defaults(
+    command: argparse.ArgumentParser,
+    values: dict,
+    path: object,
+    where: str = "",
+    positionals: bool = False,
+) -> dict[str, object]:
+    """`values` (flag name → value) as ``dest`` → value, each converted as its flag would be.
+
+    Also used by `moot run` for each stage of a recipe.
+
+    Args:
+        command: The command's parser.
+        values: The file's mapping.
+        path: The file, for errors.
+        where: What in the file holds the mapping, for errors (``stage debate: ``).
+        positionals: Accept positional arguments too, by ``dest`` (``overrides`` of
+            `moot train sft`); the caller passes them on the command line it parses.
+
+    Raises:
+        InputError: An unknown key, or a value its flag refuses.
+    """
+    flags = {flag: action for action in command._actions for flag in action.option_strings}
+    if positionals:
+        flags |= {a.dest: a for a in command._actions if not a.option_strings}
+    defaults = {}
+    for key, value in values.items():
+        name = str(key).replace("_", "-")
+        action = flags.get(f"--{name}") or flags.get(f"-{name}") or flags.get(str(key))
+        if action is None or action.dest in ("config", "help"):
+            raise InputError(path, f"{where}unknown option {key!r}")
+        value = _value(path, f"{where}option {key!r}", action, value)
+        if name.startswith("no-") and isinstance(action, argparse.BooleanOptionalAction):
+            value = not value  # `no-constrained: true` is --no-constrained
+        defaults[action.dest] = value
+    return defaults
+
+
+def _value(path: object, key: str, action: argparse.Action, value: object) -> object:
     """`value` checked and converted as the flag's own parser would."""
     if action.nargs == 0:  # an on/off flag
         if not isinstance(value, bool):
-            raise InputError(path, f"option {key!r}: expected true or false")
+            raise InputError(path, f"{key}: expected true or false")
         return value
     if value is None:
         if action.default is not None:  # e.g. `rounds:` with nothing after it
-            raise InputError(path, f"option {key!r}: needs a value")
+            raise InputError(path, f"{key}: needs a value")
         return None
     if action.nargs == "?" and isinstance(value, bool):  # `dense: true` is the bare flag
         return action.const if value else None
@@ -76,16 +102,16 @@ def _value(path: Path, key: object, action: argparse.Action, value: object) -> o
         items = value if isinstance(value, list) else [value]
         return [_one(path, key, action, item) for item in items]
     if isinstance(value, list | dict):
-        raise InputError(path, f"option {key!r}: expected one value, got a list or mapping")
+        raise InputError(path, f"{key}: expected one value, got a list or mapping")
     return _one(path, key, action, value)
 
 
-def _one(path: Path, key: object, action: argparse.Action, value: object) -> object:
+def _one(path: object, key: str, action: argparse.Action, value: object) -> object:
     try:
         converted = (action.type or str)(str(value))
     except (ValueError, TypeError, argparse.ArgumentTypeError) as exc:
-        raise InputError(path, f"option {key!r}: {exc}") from None
+        raise InputError(path, f"{key}: {exc}") from None
     if action.choices is not None and converted not in action.choices:
         shown = ", ".join(map(str, action.choices))
-        raise InputError(path, f"option {key!r}: {value!r} is not one of {shown}")
+        raise InputError(path, f"{key}: {value!r} is not one of {shown}")
     return converted

@@ -15,7 +15,7 @@ from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
 
-CHAT_TEMPLATES = ("alpaca", "llama-2", "llama-3", "vicuna", "zephyr")
+CHAT_TEMPLATES = ("alpaca", "chatml", "llama-2", "llama-3", "vicuna", "zephyr")
 
 
 def register(commands: Commands) -> None:

@@ -18,15 +18,26 @@ from collections.abc import Sequence
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole parser: every command of every paper."""
-    from moot.cli import berds, compqa, debateqa, debatrix, debatune, models, retrieval, training
+    from moot.cli import (
+        berds,
+        compqa,
+        debateqa,
+        debatrix,
+        debatune,
+        loop,
+        models,
+        retrieval,
+        training,
+    )
     from moot.cli.registry import Commands
 
     parser = argparse.ArgumentParser(
         prog="moot", description="Multi-LLM debate simulation: debate data, training and judges."
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.set_defaults(root_parser=parser)  # `moot run` parses its stages with it
     commands = Commands(parser.add_subparsers(title="commands", metavar="COMMAND"))
-    for module in (debatune, debatrix, debateqa, retrieval, berds, compqa, training, models):
+    for module in (debatune, debatrix, debateqa, retrieval, berds, compqa, training, models, loop):
         module.register(commands)
     return parser
 
@@ -46,23 +57,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ignore", "coroutine 'arun_with_retry' was never awaited", RuntimeWarning
     )
     from moot.cli.config import apply_config
-    from moot.cli.runtime import BUDGET_EXIT, check_paths, check_required, own_out
+    from moot.cli.runtime import BUDGET_EXIT, check_paths, execute
     from moot.core.errors import BudgetReached, MootError
 
     try:
         if getattr(args, "config", None):
             check_paths(args, "config")
             args = apply_config(parser, argv, args)
-        check_required(args)
-        check_paths(args)
-        if getattr(args, "dry_run", False):  # the plan alone: no call, nothing written
-            from moot.cli.runtime import plan_for, plan_table
-
-            budget = getattr(args, "budget", None)
-            print(plan_table(plan_for(args), args.command_parser.prog, budget))
-            return 0
-        with own_out(args):  # the output folder: this command's, and this run's alone
-            return int(args.command_fn(args) or 0)
+        return execute(args)
     except MootError as exc:
         if args.debug:
             traceback.print_exc()

@@ -100,6 +100,20 @@ def _check_input(flag: str, path: Any, kind: str) -> None:
         raise ConfigError(f"{flag} {path}: a file, expected a folder")
 
 
+def execute(args: argparse.Namespace) -> int:
+    """Run a parsed command (its ``--config`` applied): checks, its output folder, its exit code.
+
+    `moot run` runs each stage of a recipe through here too.
+    """
+    check_required(args)
+    check_paths(args)
+    if getattr(args, "dry_run", False):  # the plan alone: no call, nothing written
+        print(plan_table(plan_for(args), args.command_parser.prog, getattr(args, "budget", None)))
+        return 0
+    with own_out(args):  # the output folder: this command's, and this run's alone
+        return int(args.command_fn(args) or 0)
+
+
 @contextlib.contextmanager
 def own_out(args: argparse.Namespace) -> Iterator[None]:
     """Hold the command's output folder while it runs: its owner checked, locked, marked.
@@ -142,7 +156,8 @@ def plan_for(args: argparse.Namespace) -> Any:
             args.out = args.out_default(args)
         check_owner(args.out, args.command_parser.prog)
     plan = args.plan_fn(args)
-    plan.prices = prices_from(args)
+    if hasattr(args, "prices"):  # `moot run`'s plan is priced by its stages' own prices
+        plan.prices = prices_from(args)
     for spec in dict.fromkeys(row.spec for row in plan.rows):
         plan.keys.append((spec.name, key_needs(spec)))
     return plan

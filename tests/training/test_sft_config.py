@@ -71,7 +71,7 @@ def test_effective_batch_becomes_gradient_accumulation_per_process_count():
         ("", ["lora.r=0"], "lora.r must be more than 0"),
         ("", ["lora.target_modules=[1, 2]"], "expected a list of text or text"),
         ("", ["data.overlong=skip"], "expected 'truncate' or 'drop'"),
-        ("", ["model.chat_template=chatml"], "unknown chat template 'chatml'"),
+        ("", ["model.chat_template=chatml2"], "unknown chat template 'chatml2'"),
         ("", ["preset=debatune"], "unknown preset 'debatune'"),
         ("", ["model.init={model_type: llama}"], "exactly one of model.base and model.init"),
         ("", ["epochs=3"], "expected section.key=value"),

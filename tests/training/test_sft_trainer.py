@@ -22,7 +22,13 @@ CONVERSATION = [
     {"role": "user", "content": "Why?"},
     {"role": "assistant", "content": "Enclosures are small."},
 ]
-EOS = {"llama-2": " </s>", "vicuna": "</s>", "alpaca": "</s>", "zephyr": "</s>"}
+EOS = {
+    "llama-2": " </s>",
+    "vicuna": "</s>",
+    "alpaca": "</s>",
+    "zephyr": "</s>",
+    "chatml": "<|im_end|>",
+}
 
 
 def tiny(tmp_path: Path, *overrides: str):
@@ -32,7 +38,7 @@ def tiny(tmp_path: Path, *overrides: str):
     return load_sft_config(EXAMPLE, [*base, *overrides])
 
 
-@pytest.mark.parametrize("family", ["llama-2", "vicuna", "alpaca", "zephyr", "llama-3"])
+@pytest.mark.parametrize("family", ["llama-2", "vicuna", "alpaca", "zephyr", "llama-3", "chatml"])
 def test_the_loss_mask_covers_exactly_the_assistant_tokens(family, tmp_path):
     data = tmp_path / "chat.jsonl"
     data.write_text(json.dumps({"messages": CONVERSATION}) + "\n")

@@ -1,0 +1,369 @@
+"""The loop as one resumable pipeline (`moot run RECIPE.yaml`): recipe, keys, manifest, report.
+
+A recipe names stages in order; each stage is one moot command with that command's own options
+(the CLI parses them with the command's parser). A stage writes under the run's folder
+(``OUT/<stage>``; ``OUT/<stage>.json`` for a command whose ``--out`` is a file) and later stages
+refer to it as ``{stage}`` in any string option (``{debate}/dataset.jsonl``). A stage's key is a
+hash of its command, its resolved options, the contents of the input files they name, and the
+keys of the stages it refers to: a stage is skipped when the manifest records it done under the
+same key, so a changed stage reruns, and so does every stage that depends on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from moot.core.data.records import package_versions, refuse_surrogates, write_json
+from moot.core.errors import InputError
+from moot.core.metrics.debatune import SUMMARY_KEYS
+from moot.core.runs import format_cost
+from moot.core.tables import render_table, show
+
+#: The keys of a recipe besides ``stages``.
+RECIPE_KEYS = ("stages", "report")
+#: ``{name}``: the output of the stage called name.
+REFERENCE = re.compile(r"\{([^{}]*)\}")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+#: What the report compares, and the command each entry must be.
+REPORT_STAGES = {
+    "controllability": "eval controllability",
+    "quality": "eval quality",
+    "debatrix": "judge",
+}
+#: What the report shows of a Debatrix `moot judge` stage's summary.json.
+DEBATRIX_KEYS = ("judgments", "complete", "incomplete", "errors", "parse_failures", "final_winners")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a recipe.
+
+    Args:
+        name: Its name: its output is ``OUT/<name>``, later stages refer to it as ``{name}``.
+        command: The moot command, as words after ``moot`` (``("eval", "quality")``).
+        options: Its options as the recipe gives them (keys: the command's flag names).
+    """
+
+    name: str
+    command: tuple[str, ...]
+    options: dict[str, Any]
+
+    @property
+    def title(self) -> str:
+        """``moot eval quality``."""
+        return " ".join(("moot", *self.command))
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A parsed recipe.
+
+    Args:
+        path: The recipe file.
+        stages: Its stages, in the order they run.
+        report: What ``report.md`` compares: ``controllability`` (``base`` and ``tuned``, each an
+            ``eval controllability`` stage), ``quality`` (an ``eval quality`` stage) and
+            ``debatrix`` (a `moot judge` stage over a sample of the debates).
+        digest: SHA-256 of the file.
+    """
+
+    path: Path
+    stages: list[Stage]
+    report: dict[str, Any] = field(default_factory=dict)
+    digest: str = ""
+
+
+def load_recipe(path: Path) -> Recipe:
+    """Read and check a recipe's shape (the stages' options are the CLI's to check).
+
+    Raises:
+        InputError: Unreadable, not a mapping, an unknown key, a stage without ``command``, a
+            bad stage name, a reference to no earlier stage, or a bad ``report`` section.
+    """
+    import yaml
+
+    try:
+        raw = Path(path).read_bytes()
+        data = yaml.safe_load(raw.decode("utf-8"))
+    except RecursionError:
+        raise InputError(path, "cannot read recipe: nested too deeply") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise InputError(path, f"cannot read recipe: {str(exc).splitlines()[0]}") from None
+    refuse_surrogates(path, None, data)
+    if not isinstance(data, dict) or not isinstance(data.get("stages"), dict):
+        raise InputError(path, "expected a mapping with `stages:` (stage name: its options)")
+    for key in data:
+        if key not in RECIPE_KEYS:
+            raise InputError(path, f"unknown key {key!r} (known: {', '.join(RECIPE_KEYS)})")
+    stages: list[Stage] = []
+    for name, body in data["stages"].items():
+        where = f"stage {name}"
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise InputError(path, f"{where}: a name of letters, digits, - and _ expected")
+        if not isinstance(body, dict) or not isinstance(body.get("command"), str):
+            raise InputError(path, f"{where}: expected a mapping with `command:` (e.g. debate)")
+        options = {k: v for k, v in body.items() if k != "command"}
+        earlier = {stage.name for stage in stages}
+        for ref in references(options):
+            if ref not in earlier:
+                raise InputError(path, f"{where}: {{{ref}}} names no earlier stage")
+        stages.append(Stage(name, tuple(body["command"].split()), options))
+    recipe = Recipe(Path(path), stages, data.get("report") or {}, hashlib.sha256(raw).hexdigest())
+    _check_report(recipe)
+    return recipe
+
+
+def _check_report(recipe: Recipe) -> None:
+    by_name = {stage.name: stage for stage in recipe.stages}
+    if not isinstance(recipe.report, dict):
+        raise InputError(recipe.path, "report: expected a mapping")
+    for key, value in recipe.report.items():
+        if key not in REPORT_STAGES:
+            raise InputError(recipe.path, f"report: unknown key {key!r}")
+        names = value
+        if key == "controllability":
+            if not isinstance(value, dict) or set(value) != {"base", "tuned"}:
+                raise InputError(recipe.path, "report: controllability: expected base: and tuned:")
+            names = list(value.values())
+        for name in [names] if isinstance(names, str) else names:
+            stage = by_name.get(name)
+            if stage is None or " ".join(stage.command) != REPORT_STAGES[key]:
+                raise InputError(
+                    recipe.path, f"report: {key}: {name!r} is not a `{REPORT_STAGES[key]}` stage"
+                )
+
+
+def references(value: Any) -> list[str]:
+    """The stage names ``{name}`` references in `value` (strings, lists, mappings), in order."""
+    if isinstance(value, str):
+        return [match.group(1) for match in REFERENCE.finditer(value)]
+    items: Iterable[Any] = value.values() if isinstance(value, dict) else value
+    if isinstance(value, dict | list):
+        return list(dict.fromkeys(ref for item in items for ref in references(item)))
+    return []
+
+
+def resolve(value: Any, outputs: dict[str, Path]) -> Any:
+    """`value` with every ``{name}`` replaced by that stage's output path."""
+    if isinstance(value, str):
+        return REFERENCE.sub(lambda match: str(outputs[match.group(1)]), value)
+    if isinstance(value, dict):
+        return {key: resolve(item, outputs) for key, item in value.items()}
+    if isinstance(value, list):
+        return [resolve(item, outputs) for item in value]
+    return value
+
+
+def stage_key(
+    stage: Stage, resolved: dict[str, Any], upstream: dict[str, str], out: Path
+) -> dict[str, Any]:
+    """What makes a stage the same work: command, options, input files' contents, upstream keys.
+
+    The options count as the recipe writes them (``{debate}``, not the path it stands for), so
+    a run's folder can be moved or copied and still be skipped; what the references stand for
+    counts through the upstream stages' keys.
+
+    Args:
+        stage: The stage.
+        resolved: Its options, references resolved (for the input files they name).
+        upstream: The keys of the stages it refers to.
+        out: The run's folder (files in it are earlier stages' outputs, which their keys cover).
+
+    Returns:
+        ``{"key": ..., "inputs": {path: sha256}}``; an input is any option value naming an
+        existing file outside `out` (a folder's contents are not hashed).
+    """
+    inputs = {}
+    run = Path(out).resolve()
+    for text in _strings(resolved):
+        path = Path(text.partition("=")[2] if "=" in text else text)  # `data.train=FILE` too
+        if len(text) < 4096 and path.is_file() and run not in path.resolve().parents:
+            inputs[text] = hashlib.sha256(path.read_bytes()).hexdigest()
+    identity = {
+        "command": list(stage.command),
+        "options": stage.options,
+        "inputs": inputs,
+        "upstream": upstream,
+    }
+    text = json.dumps(identity, sort_keys=True, default=str)
+    return {"key": hashlib.sha256(text.encode()).hexdigest()[:16], "inputs": inputs}
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+class Manifest:
+    """``OUT/manifest.json``: every stage's options, key, status, time, ledger and outputs.
+
+    Written atomically after every change of a stage's status, so a killed run leaves the
+    last state it reached.
+    """
+
+    def __init__(self, out: Path, recipe: Recipe) -> None:
+        self.path = Path(out) / "manifest.json"
+        old = json.loads(self.path.read_text("utf-8")) if self.path.exists() else {}
+        self.stages: dict[str, dict[str, Any]] = old.get("stages", {})
+        self.data: dict[str, Any] = {
+            "kind": "moot-run",
+            "recipe": str(recipe.path),
+            "recipe_sha256": recipe.digest,
+            "versions": package_versions("moot", "transformers", "peft", "trl", "litellm"),
+            "order": [stage.name for stage in recipe.stages],
+            "stages": self.stages,
+            "report": "report.md",
+            "view": None,  # `moot view` of the run, once it is wired in
+        }
+
+    def done(self, name: str, key: str) -> bool:
+        """Whether stage `name` finished under `key`."""
+        entry = self.stages.get(name, {})
+        return entry.get("status") == "done" and entry.get("key") == key
+
+    def changed(self, name: str, key: str) -> bool:
+        """Whether stage `name` ran before under another key (its output is stale)."""
+        entry = self.stages.get(name)
+        return entry is not None and entry.get("key") != key
+
+    def update(self, name: str, **values: Any) -> None:
+        """Set stage `name`'s fields and write the manifest."""
+        self.stages.setdefault(name, {}).update(values)
+        self.write()
+
+    def write(self) -> None:
+        """Write the manifest atomically."""
+        self.data["stages"] = self.stages
+        write_json(self.path, self.data)
+
+
+def discard(paths: Iterable[Path]) -> None:
+    """Remove a changed stage's stale outputs, so its command starts afresh."""
+    for path in paths:
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+        for sibling in path.parent.glob(f".{path.name}.*"):  # an --out FILE's progress log
+            sibling.unlink()
+
+
+def written_ledger(output: Path | None) -> dict[str, Any] | None:
+    """The usage ledger a stage's command wrote (``manifest.json`` or ``summary.json``), if any.
+
+    A `moot debate` manifest's ``ledger_total`` (every run on its folder) wins over its
+    ``ledger`` (the last run's). `moot generate` and the training commands write none.
+    """
+    if output is None or not output.is_dir():
+        return None
+    for name in ("manifest.json", "summary.json"):
+        path = output / name
+        if path.is_file():
+            data = json.loads(path.read_text("utf-8"))
+            ledger = data.get("ledger_total") or data.get("ledger")
+            if isinstance(ledger, dict):
+                return ledger
+    return None
+
+
+def listed(output: Path | None) -> list[str]:
+    """A stage's output files (top level of its folder, or the file), for the manifest."""
+    if output is None or not output.exists():
+        return []
+    if output.is_file():
+        return [str(output)]
+    return sorted(str(p) for p in output.iterdir() if not p.name.startswith("."))
+
+
+def now() -> str:
+    """The time, UTC, ISO 8601 to the second."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def write_report(out: Path, recipe: Recipe, manifest: Manifest) -> Path:
+    """``OUT/report.md``: the stages, then base vs tuned on controllability and quality.
+
+    The judges' counts (items, unreadable replies, errors) are shown next to every score.
+    """
+    outputs = {name: entry.get("out") for name, entry in manifest.stages.items()}
+    lines = [f"# moot run {recipe.path.name}", "", "## Stages", ""]
+    rows = [("stage", "command", "status", "seconds", "calls", "tokens", "cost")]
+    for stage in recipe.stages:
+        entry = manifest.stages.get(stage.name, {})
+        total = (entry.get("ledger") or {}).get("total") or {}
+        tokens = total.get("prompt_tokens", 0) + total.get("completion_tokens", 0) if total else "-"
+        rows.append(
+            (
+                stage.name,
+                stage.title,
+                entry.get("status", "not run"),
+                entry.get("seconds", "-"),
+                total.get("calls", "-"),
+                tokens,
+                format_cost(total["cost_usd"]) if "cost_usd" in total else "-",
+            )
+        )
+    lines += [render_table(rows, markdown=True), ""]
+    control = recipe.report.get("controllability")
+    if control:
+        summaries = {side: _summary(outputs.get(name)) for side, name in control.items()}
+        lines += ["## Controllability (DEBATunE, Li et al. 2024, Section 4.2)", ""]
+        keys = SUMMARY_KEYS["controllability"]
+        rows = [("metric", f"base ({control['base']})", f"tuned ({control['tuned']})")]
+        rows += [
+            (key, *(_shown(summaries[side], key) for side in ("base", "tuned"))) for key in keys
+        ]
+        lines += [render_table(rows, markdown=True), ""]
+    quality = recipe.report.get("quality")
+    if quality:
+        summary = _summary(outputs.get(quality))
+        lines += [f"## Pairwise quality: tuned vs base ({quality}, both orders)", ""]
+        keys = SUMMARY_KEYS["quality"]
+        rows = [("metric", "value"), *((key, _shown(summary, key)) for key in keys)]
+        lines += [render_table(rows, markdown=True), ""]
+    debatrix = recipe.report.get("debatrix")
+    if debatrix:
+        summary = _summary(outputs.get(debatrix))
+        lines += [f"## Debatrix judgments of the debates ({debatrix}, Liang et al. 2024)", ""]
+        rows = [("metric", "value"), *((key, _shown(summary, key)) for key in DEBATRIX_KEYS)]
+        lines += [render_table(rows, markdown=True), ""]
+    lines += [
+        "## Browse",
+        "",
+        "Every stage's records are in its folder (see `manifest.json`).",
+        "<!-- moot view: a link to the run's view goes here -->",
+        "",
+    ]
+    path = Path(out) / "report.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def _summary(output: str | None) -> dict[str, Any] | None:
+    path = Path(output) / "summary.json" if output else None
+    if path is None or not path.is_file():
+        return None
+    return json.loads(path.read_text("utf-8"))
+
+
+def _shown(summary: dict[str, Any] | None, key: str) -> str:
+    if summary is None:
+        return "not run"
+    value = summary.get(key)
+    if isinstance(value, dict):  # Debatrix's final winners
+        return ", ".join(f"{name}: {count}" for name, count in value.items()) or "none"
+    return show(value)

@@ -1,0 +1,317 @@
+"""`moot run RECIPE.yaml`: the loop (debate → dataset → SFT → generate → judge → report) in one.
+
+Each stage's options are parsed by its own command's parser (`moot.cli.config.option_defaults`),
+every stage before the first one runs; the stages then run in this process, one after another,
+through the same path as the command line (`moot.cli.runtime.execute`). The recipe, keys, manifest
+and report are `moot.graphs.loop`'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from moot.cli import options as opt
+from moot.cli.registry import Commands
+
+
+def register(commands: Commands) -> None:
+    """Add `moot run`."""
+    run = commands.add(
+        "run",
+        run_recipe,
+        "run a recipe: debate, dataset, SFT, generate, judge, report, resumably",
+        "Run the stages a recipe names, each a moot command with its own options, into one "
+        "folder with a manifest and report.md. A finished stage is skipped on rerun, an "
+        "interrupted one resumes, a changed one reruns with the stages that use it. See "
+        "docs/cli.md.",
+        plan=plan_recipe,
+    )
+    run.add_argument("recipe", type=Path, metavar="RECIPE", help="the recipe (YAML)")
+    opt.out_option(
+        run,
+        "the run's folder: a folder per stage, manifest.json, report.md",
+        default="runs/<recipe name>",
+        resolve=lambda args: Path("runs") / args.recipe.stem,
+    )
+    opt.common_options(run)
+
+
+@dataclass
+class PlannedStage:
+    """A stage ready to run: its parsed command line, output and key.
+
+    Args:
+        stage: The recipe's stage.
+        args: Its command's parsed arguments (what `moot run --dry-run` will plan from).
+        options: Its options with references resolved (recorded in the manifest).
+        output: Its output (``OUT/<stage>`` or ``OUT/<stage>.json``), None if it writes none.
+        key: Its key (`moot.graphs.loop.stage_key`) and input files' hashes.
+        depends_on: The stages it refers to.
+    """
+
+    stage: Any
+    args: argparse.Namespace
+    options: dict[str, Any]
+    output: Path | None
+    key: dict[str, Any]
+    depends_on: list[str]
+
+
+def plan(
+    recipe: Any,
+    out: Path,
+    parser: argparse.ArgumentParser,
+    quiet: bool = False,
+    verbose: bool = False,
+) -> list[PlannedStage]:
+    """Every stage parsed and checked, before any runs.
+
+    Args:
+        recipe: The recipe (`moot.graphs.loop.load_recipe`).
+        out: The run's folder.
+        parser: The whole ``moot`` parser (`moot.cli.main.build_parser`).
+        quiet: Run every stage ``--quiet``.
+        verbose: Run every stage ``--verbose``.
+
+    Raises:
+        InputError: A stage names an unknown command, an unknown option, a value its flag
+            refuses, lacks a required option, sets ``out``, or its SFT config does not load.
+    """
+    from moot.graphs.loop import references, resolve, stage_key
+
+    planned: list[PlannedStage] = []
+    outputs: dict[str, Path] = {}
+    keys: dict[str, str] = {}
+    for stage in recipe.stages:
+        options = resolve(stage.options, outputs)
+        args, output = _parse(parser, recipe, stage, options, out / stage.name, quiet, verbose)
+        depends_on = references(stage.options)
+        key = stage_key(stage, options, {name: keys[name] for name in depends_on}, out)
+        planned.append(PlannedStage(stage, args, options, output, key, depends_on))
+        outputs[stage.name] = output if output is not None else out / stage.name
+        keys[stage.name] = key["key"]
+    return planned
+
+
+def _parse(
+    parser: argparse.ArgumentParser,
+    recipe: Any,
+    stage: Any,
+    options: dict[str, Any],
+    out: Path,
+    quiet: bool,
+    verbose: bool,
+) -> tuple[argparse.Namespace, Path | None]:
+    from moot.cli.config import option_defaults
+    from moot.core.errors import InputError
+
+    where = f"stage {stage.name}: "
+    command = _command_parser(parser, stage.command)
+    if command is None:
+        raise InputError(recipe.path, f"{where}unknown command {' '.join(stage.command)!r}")
+    if "out" in options:
+        raise InputError(
+            recipe.path, f"{where}`out` is set by moot run ({out}); refer to it as {{{stage.name}}}"
+        )
+    defaults = option_defaults(command, options, recipe.path, where, positionals=True)
+    actions = {action.dest: action for action in command._actions}
+    positional = [dest for dest in defaults if not actions[dest].option_strings]
+    argv = [str(v) for dest in positional for v in _as_list(defaults.pop(dest))]
+    output = None
+    if "out" in actions:  # a folder, or a file for `moot generate`
+        output = out.with_suffix(".json") if actions["out"].type is opt.output_file else out
+        defaults["out"] = output
+    if "overrides" in actions and "train_config" in actions:  # `moot train sft`
+        if any(str(item).startswith("training.output_dir=") for item in argv):
+            raise InputError(recipe.path, f"{where}training.output_dir is set by moot run ({out})")
+        argv.append(f"training.output_dir={out}")
+        output = out
+    for flag, given in (("quiet", quiet), ("verbose", verbose)):
+        if given and flag in actions:
+            defaults.setdefault(flag, True)
+    # no option is on this command line, so the recipe's values go over the parsed defaults
+    # (set_defaults would change the parser every stage shares)
+    args = parser.parse_args([*stage.command, *argv])
+    for dest, value in defaults.items():
+        setattr(args, dest, value)
+    for dest in getattr(args, "required_flags", ()):
+        if getattr(args, dest, None) is None:
+            flag = max(actions[dest].option_strings, key=len).lstrip("-")
+            raise InputError(recipe.path, f"{where}missing option {flag!r}")
+    if "train_config" in actions:  # its config's keys are checked now too, not an hour in
+        _check_sft(recipe, where, args)
+    return args, output
+
+
+def _check_sft(recipe: Any, where: str, args: argparse.Namespace) -> None:
+    from moot.core.errors import InputError, MootError
+    from moot.training.sft_config import load_sft_config
+
+    if not Path(args.train_config).is_file():
+        raise InputError(recipe.path, f"{where}config {args.train_config}: file not found")
+    try:
+        load_sft_config(args.train_config, args.overrides)
+    except MootError as exc:
+        raise InputError(recipe.path, f"{where}{exc}") from None
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _command_parser(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> Any:
+    """The parser of command `words` (``("eval", "quality")``), or None."""
+    for word in words:
+        choices = next(
+            (a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)),
+            None,
+        )
+        if not choices or word not in choices:
+            return None
+        parser = choices[word]
+    if parser.get_default("command_parser") is not parser or parser.get_default("command_fn") in (
+        None,
+        run_recipe,
+    ):
+        return None  # a group (`eval`) or `run` itself
+    return parser
+
+
+def run_recipe(args: argparse.Namespace) -> int:
+    """`moot run`."""
+    from moot.cli.runtime import execute
+    from moot.core.errors import ConfigError, MootError
+    from moot.graphs.loop import Manifest, discard, load_recipe, now, write_report
+
+    if not args.recipe.is_file():
+        raise ConfigError(f"{args.recipe}: recipe not found")
+    recipe = load_recipe(args.recipe)
+    stages = plan(recipe, args.out, args.root_parser, args.quiet, args.verbose)
+    manifest = Manifest(args.out, recipe)
+    say = (lambda line: None) if args.quiet else print
+    for item in stages:
+        name, key = item.stage.name, item.key["key"]
+        entry = manifest.stages.get(name, {})
+        present = item.output is None or item.output.exists()
+        if manifest.done(name, key) and present:
+            say(f"stage {name}: done before (key {key}), skipped")
+            continue
+        if manifest.changed(name, key) and item.output is not None:
+            print(
+                f"moot: stage {name} changed since its last run (or a stage it uses did): "
+                f"its output {item.output} is redone",
+                file=sys.stderr,
+            )
+            discard([item.output])
+        say(f"stage {name}: {item.stage.title}" + (" (resuming)" if entry else ""))
+        manifest.update(
+            name,
+            command=item.stage.title,
+            options=item.options,
+            key=key,
+            inputs=item.key["inputs"],
+            depends_on=item.depends_on,
+            out=str(item.output) if item.output is not None else None,
+            status="running",
+            started=now(),
+            finished=None,
+            exit_code=None,
+            error=None,
+        )
+        started = time.perf_counter()
+        try:
+            code = execute(item.args)
+        except KeyboardInterrupt:
+            _record(manifest, item, started, "interrupted", 130)
+            raise
+        except (MootError, OSError) as exc:  # the one line main prints, exit 2
+            _record(manifest, item, started, "failed", 2, str(exc))
+            write_report(args.out, recipe, manifest)
+            raise
+        _record(manifest, item, started, "done" if code == 0 else "failed", code)
+        if code:
+            write_report(args.out, recipe, manifest)
+            print(
+                f"moot: stage {name} failed (exit {code}); the stages after it did not run; "
+                f"rerun `moot run {args.recipe}` to resume it",
+                file=sys.stderr,
+            )
+            return code
+    report = write_report(args.out, recipe, manifest)
+    say(f"report   {report}\nmanifest {manifest.path}")
+    return 0
+
+
+def plan_recipe(args: argparse.Namespace) -> Any:
+    """`moot run --dry-run`: every stage's plan in one, stage by stage; nothing run or written.
+
+    A stage done before is skipped, as a run skips it. A stage that reads the output of a stage
+    not yet done cannot be counted from its input, so it is named in a note and left out of the
+    totals (a real run plans it once that output exists: `moot run --dry-run` again then).
+    """
+    from moot.cli.runtime import check_paths, check_required, plan_for
+    from moot.core.errors import ConfigError
+    from moot.core.llm.prices import Prices
+    from moot.core.plan import Plan, PlanItems
+    from moot.graphs.loop import Manifest, load_recipe
+
+    if not args.recipe.is_file():
+        raise ConfigError(f"{args.recipe}: recipe not found")
+    recipe = load_recipe(args.recipe)
+    manifest = Manifest(args.out, recipe)  # read only: written by a run
+    whole, done, own = Plan(), set(), {}
+    for item in plan(recipe, args.out, args.root_parser, quiet=True):
+        name = item.stage.name
+        if manifest.done(name, item.key["key"]) and (item.output is None or item.output.exists()):
+            whole.notes.append(f"stage {name}: done before, skipped")
+            done.add(name)
+            continue
+        waits = [stage for stage in item.depends_on if stage not in done]
+        if waits:
+            whole.notes.append(
+                f"stage {name} ({item.stage.title}): not in the estimate; it reads the output "
+                f"of {', '.join(waits)}, which does not exist yet"
+            )
+            continue
+        if getattr(item.args, "plan_fn", None) is None:
+            whole.notes.append(f"stage {name} ({item.stage.title}): calls no model")
+            continue
+        check_required(item.args)
+        check_paths(item.args)
+        stage = plan_for(item.args)
+        whole.items += [PlanItems(f"{name}: {i.unit}", i.planned, i.done) for i in stage.items]
+        for row in stage.rows:
+            tokens = (row.input_tokens, row.output_tokens)
+            whole.add_calls(f"{name}/{row.role}", row.stage, row.spec, row.calls, *tokens)
+        whole.notes += [f"stage {name}: {text}" for text in stage.notes]
+        own.update(stage.prices.own)
+    whole.prices = Prices(own)
+    return whole
+
+
+def _record(
+    manifest: Any,
+    item: PlannedStage,
+    started: float,
+    status: str,
+    code: int,
+    error: str | None = None,
+) -> None:
+    """A stage's end in the manifest: status, exit code, time, the ledger it wrote, outputs."""
+    from moot.graphs.loop import listed, now, written_ledger
+
+    manifest.update(
+        item.stage.name,
+        status=status,
+        exit_code=code,
+        error=error,
+        finished=now(),
+        seconds=round(time.perf_counter() - started, 1),
+        ledger=written_ledger(item.output),
+        outputs=listed(item.output),
+    )

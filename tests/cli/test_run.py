@@ -1,0 +1,288 @@
+"""`moot run RECIPE.yaml` end to end: the whole loop against the scripted server and a tiny Llama.
+
+The loop (debate → LoRA SFT → generate base and tuned → judge → report) runs once, in one test
+that then reruns it, so it is paid for once whatever the test workers.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from tests.cli.helpers import ARGUMENTS_REPLY, moot_env, popen_moot, run_moot
+
+ROOT = Path(__file__).resolve().parents[2]
+TRAIN_TINY = ROOT / "examples" / "train-tiny.yaml"
+RULES = [
+    Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY),
+    Rule(pattern="supporting versus opposing proportion", reply="100 0\nAll on one side."),
+    Rule(pattern="performance of two AI assistants", reply="7 6\nThe first is clearer."),
+]
+STAGES = ["debate", "sft", "generate-base", "generate-tuned", "control-base", "control-tuned"]
+STAGES += ["quality", "debatrix"]
+
+
+def recipe(tmp: Path, url: str) -> dict:
+    """The loop on the scripted server (debates, base answers, judges) and a tiny Llama."""
+    test = tmp / "test.jsonl"
+    topic = {
+        "topic": "Should zoos be banned?",
+        "Affirmative": {"arguments": ["Captivity harms animals"]},
+        "Negative": {"arguments": ["Zoos fund conservation"]},
+    }
+    test.write_text(json.dumps(topic) + "\n", encoding="utf-8")
+    topics = tmp / "topics.json"
+    topics.write_text(json.dumps(["Should zoos be banned?"]), encoding="utf-8")
+    remote = {"api-base": url, "max-retries": 0}
+    judge = {"judge": "openai/judge", **remote}
+    return {
+        "stages": {
+            "debate": {
+                "command": "debate",
+                "topics": str(topics),
+                "arguments-per-stance": 1,
+                "rounds": 1,
+                "model": "openai/debater",
+                **remote,
+            },
+            "sft": {
+                "command": "train sft",
+                "config": str(TRAIN_TINY),
+                "overrides": ["data.train={debate}/dataset.jsonl", "training.epochs=1"],
+            },
+            "generate-base": {
+                "command": "generate",
+                "dataset": str(test),
+                "model": "openai/base",
+                **remote,
+            },
+            "generate-tuned": {
+                "command": "generate",
+                "dataset": str(test),
+                "model": "{sft}/adapter",
+                "max-tokens": 8,
+            },
+            "control-base": {
+                "command": "eval controllability",
+                "responses": "{generate-base}",
+                **judge,
+            },
+            "control-tuned": {
+                "command": "eval controllability",
+                "responses": "{generate-tuned}",
+                **judge,
+            },
+            "quality": {
+                "command": "eval quality",
+                "responses": "{generate-tuned}",
+                "baseline": "{generate-base}",
+                **judge,
+            },
+            "debatrix": {
+                "command": "judge",
+                "debates": "{debate}/debates.jsonl",
+                "limit": 1,
+                "constrained": True,
+                **judge,
+            },
+        },
+        "report": {
+            "controllability": {"base": "control-base", "tuned": "control-tuned"},
+            "quality": "quality",
+            "debatrix": "debatrix",
+        },
+    }
+
+
+def write(path: Path, data: dict) -> Path:
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def env(tmp_path):
+    return moot_env(MOOT_CACHE_DIR=str(tmp_path / "cache"), HF_HUB_OFFLINE="1")
+
+
+def test_the_loop_runs_reports_skips_on_rerun_and_redoes_a_changed_stage(tmp_path, env):
+    """One whole loop (the expensive part), then a rerun and a changed recipe on it."""
+    out = tmp_path / "out"
+    with ScriptedServer(rules=RULES) as server:
+        path = write(tmp_path / "loop.yaml", recipe(tmp_path, server.url))
+        result = run_moot("run", path, "--out", out, env=env)
+        assert result.returncode == 0, result.stderr
+        assert server.requests
+        check_manifest(out)
+        check_report(out)
+
+        moved = tmp_path / "moved"  # keys do not depend on where the folder is
+        out.rename(moved)
+        server.clear_log()
+        result = run_moot("run", path, "--out", moved, env=env)
+        assert result.returncode == 0, result.stderr
+        assert server.requests == []
+        assert result.stdout.count("skipped") == len(STAGES)
+
+        data = yaml.safe_load(path.read_text())
+        data["stages"]["generate-base"]["seed"] = 7  # it changes; control-base and quality use it
+        result = run_moot("run", write(path, data), "--out", moved, env=env)
+        assert result.returncode == 0, result.stderr
+        assert skipped(result.stdout) == {
+            "debate",
+            "sft",
+            "generate-tuned",
+            "control-tuned",
+            "debatrix",
+        }
+        assert "stage generate-base changed" in result.stderr
+        manifest = json.loads((moved / "manifest.json").read_text())
+        assert manifest["stages"]["generate-base"]["options"]["seed"] == 7
+
+
+def skipped(stdout: str) -> set[str]:
+    return {line.split()[1].rstrip(":") for line in stdout.splitlines() if "skipped" in line}
+
+
+def check_manifest(out: Path) -> None:
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["kind"] == "moot-run" and manifest["order"] == STAGES
+    stages = manifest["stages"]
+    assert {name: stages[name]["status"] for name in STAGES} == dict.fromkeys(STAGES, "done")
+    # references resolved to the earlier stages' outputs
+    assert stages["sft"]["options"]["overrides"][0] == f"data.train={out / 'debate'}/dataset.jsonl"
+    assert stages["quality"]["options"]["baseline"] == str(out / "generate-base.json")
+    assert stages["quality"]["depends_on"] == ["generate-tuned", "generate-base"]
+    # each ledger is the one its command wrote: 2 debates' calls; 2 answers judged
+    assert stages["debate"]["ledger"]["total"]["calls"] >= 2 + 2
+    assert stages["control-base"]["ledger"]["total"]["calls"] == 2
+    assert stages["sft"]["ledger"] is None and stages["generate-tuned"]["ledger"] is None
+    assert all(stages[name]["seconds"] >= 0 for name in STAGES)
+    assert (out / "sft" / "adapter" / "adapter_config.json").is_file()
+    tuned = json.loads((out / "generate-tuned.json").read_text())
+    assert [r["side"] for r in tuned] == ["affirmative", "negative"]
+
+
+def check_report(out: Path) -> None:
+    report = (out / "report.md").read_text()
+    control, rest = report.split("## Pairwise quality")
+    quality, debatrix = rest.split("## Debatrix")
+    assert "## Controllability" in control
+    rows = {line.split("|")[1].strip(): line for line in control.splitlines() if "|" in line}
+    # the judge answered "100 0" to all: CC_P 1 and CC_N 0 on both sides, nothing unreadable
+    assert rows["cc_p"].count("1.000") == 2 and rows["cc_n"].count("0.000") == 2
+    assert rows["parse_failures"].split("|")[2:4] == [" 0 ", " 0 "]
+    rows = {line.split("|")[1].strip(): line for line in quality.splitlines() if "|" in line}
+    # "7 6" in both orders: a win as the first answer, a loss as the second: ties
+    assert rows["items"].split("|")[2].strip() == "2"
+    assert {"wins", "ties", "losses", "order_inconsistency", "errors"} <= set(rows)
+    rows = {line.split("|")[1].strip(): line for line in debatrix.splitlines() if "|" in line}
+    assert rows["judgments"].split("|")[2].strip() == "1"  # a sample: --limit 1 of 2 debates
+    assert rows["complete"].split("|")[2].strip() == "1"
+    assert "moot view" in report  # the place the view's link goes
+
+
+def test_a_failed_stage_resumes_on_rerun_and_the_earlier_ones_are_skipped(tmp_path, env):
+    with ScriptedServer(rules=RULES) as server:
+        data = recipe(tmp_path, server.url)
+        stages = {name: data["stages"][name] for name in ("generate-base", "control-base")}
+        path = write(tmp_path / "loop.yaml", {"stages": stages})
+        server.add_fault(Fault("500", times=1, match="supporting versus opposing"))
+        result = run_moot("run", path, "--out", tmp_path / "out", env=env)
+        assert result.returncode == 1
+        assert "stage control-base failed (exit 1)" in result.stderr
+        manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+        assert manifest["stages"]["control-base"]["status"] == "failed"
+        assert manifest["stages"]["generate-base"]["status"] == "done"
+        server.clear_log()
+        result = run_moot("run", path, "--out", tmp_path / "out", env=env)
+        assert result.returncode == 0, result.stderr
+        assert "stage generate-base: done before" in result.stdout
+        assert len(server.requests) == 1  # only the failed judgment is paid again
+
+
+def test_a_killed_stage_resumes_on_rerun_without_paying_twice(tmp_path, env):
+    with ScriptedServer(rules=RULES) as server:
+        data = recipe(tmp_path, server.url)
+        path = write(
+            tmp_path / "loop.yaml", {"stages": {"answers": data["stages"]["generate-base"]}}
+        )
+        server.add_fault(Fault("hang", match="Zoos fund conservation", hang_seconds=60))
+        process = popen_moot("run", path, "--out", tmp_path / "out", env=env)
+        log = tmp_path / "out" / ".answers.json.progress.jsonl"
+        deadline = time.monotonic() + 60
+        while not (log.exists() and log.read_text().count("\n") == 1):  # one of two answered
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+        assert manifest["stages"]["answers"]["status"] == "running"  # what the kill left
+        server.clear_log()
+        result = run_moot("run", path, "--out", tmp_path / "out", env=env)
+        assert result.returncode == 0, result.stderr
+        assert "stage answers: moot generate (resuming)" in result.stdout
+        assert len(server.requests) == 1  # the answer the kill cut off, and only it
+
+
+@pytest.mark.parametrize(
+    ("stage", "problem"),
+    [
+        (
+            {"command": "debate", "topics": "t.json", "roundz": 2},
+            "stage bad: unknown option 'roundz'",
+        ),
+        ({"command": "debate"}, "stage bad: missing option 'topics'"),
+        ({"command": "eval nonsense"}, "stage bad: unknown command 'eval nonsense'"),
+        ({"command": "debate", "topics": "{nowhere}"}, "stage bad: {nowhere} names no earlier"),
+        ({"command": "debate", "topics": "t.json", "out": "x"}, "stage bad: `out` is set by"),
+        (
+            {"command": "train sft", "config": str(TRAIN_TINY), "overrides": ["lora.rr=2"]},
+            "stage bad: ",
+        ),
+    ],
+)
+def test_a_bad_recipe_is_one_line_exit_2_and_nothing_runs(stage, problem, tmp_path, scripted):
+    good = {"command": "generate", "dataset": "t.jsonl", "model": "openai/x"}
+    good |= {"api-base": scripted.url}
+    path = write(tmp_path / "bad.yaml", {"stages": {"first": good, "bad": stage}})
+    result = run_moot("run", path, "--out", tmp_path / "out")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"moot: error: {path}: {problem}"), lines
+    assert not (tmp_path / "out").exists()
+    assert scripted.requests == []
+
+
+def test_the_shipped_recipes_parse_and_resolve(tmp_path):
+    """Both examples plan without running: every stage's options are its command's."""
+    from moot.cli.loop import plan
+    from moot.cli.main import build_parser
+    from moot.graphs.loop import load_recipe
+
+    for name in ("loop-tiny.yaml", "loop-gpt.yaml"):
+        recipe_ = load_recipe(ROOT / "examples" / name)
+        planned = plan(recipe_, tmp_path / "out", build_parser())
+        assert [p.stage.name for p in planned][0] == "debate"
+        sft = next(p for p in planned if p.stage.command == ("train", "sft"))
+        assert f"data.train={tmp_path / 'out' / 'debate'}/dataset.jsonl" in sft.args.overrides
+
+
+def test_dry_run_of_a_recipe_plans_the_stages_it_can_and_names_the_others(tmp_path):
+    """`moot run --dry-run`: the stages whose inputs exist are planned, later ones named; the
+    embedded model is not started and nothing is written."""
+    out = tmp_path / "loop"
+    result = run_moot(
+        "run", str(ROOT / "examples" / "loop-tiny.yaml"), "--out", str(out), "--dry-run"
+    )
+    assert result.returncode == 0, result.stderr
+    assert "debate: debates" in result.stdout and "generate-base: instructions" in result.stdout
+    assert "debate/debater_a" in result.stdout and "generate-base/generator" in result.stdout
+    assert "stage quality (moot eval quality): not in the estimate" in result.stdout
+    assert "stage sft (moot train sft): not in the estimate" in result.stdout
+    assert not out.exists()
