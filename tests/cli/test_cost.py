@@ -16,10 +16,11 @@ from moot.core.testing.scripted_server import Rule, ScriptedServer
 from tests.cli.helpers import ARGUMENTS_REPLY, read_jsonl, run_moot, write_topics
 from tests.cli.test_judge import SCORE, judge_args, real_debates
 
-TOPICS = ["Should zoos be banned?", "Is remote work better than office work?"]
+TOPICS = ["Should zoos be banned?"]
 # a prompt token costs $0.001, a completion token $0.002, a cached prompt token $0.0001
 PRICES = {"openai/scripted": {"input": 1000, "output": 2000, "cached_input": 100}}
-CLEAN_RUN_CALLS = 4 + 8 * 5  # 4 argument lists, 8 debates of 5 calls (2 rounds, conclusion)
+DEBATES = 4  # 2 stances x 2 arguments
+CLEAN_RUN_CALLS = 2 + DEBATES * 5  # 2 argument lists, debates of 5 calls (2 rounds, conclusion)
 
 
 def chat_requests(server: ScriptedServer) -> int:
@@ -61,8 +62,8 @@ def budgeted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("budget")
     prices = price_file(folder)
     with ScriptedServer(rules=[Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]) as s:
-        args = debate_args(s, folder, "--prices", prices, "--concurrency", 4)
-        first = run_moot(*args, "--budget", "6")
+        args = debate_args(s, folder, "--prices", prices, "--concurrency", 1)
+        first = run_moot(*args, "--budget", "3")
         first_requests = chat_requests(s)
         manifest = json.loads((folder / "out" / "manifest.json").read_text())
         debates = read_jsonl(folder / "out" / "debates.jsonl")
@@ -84,13 +85,13 @@ def test_budget_stops_the_run_before_the_ledger_passes_it(budgeted: dict[str, An
     first, manifest = budgeted["first"], budgeted["manifest"]
     assert first.returncode == 3, first.stderr
     spent = manifest["ledger"]["total"]["cost_usd"]
-    assert 0 < spent <= 6.0
+    assert 0 < spent <= 3.0
     assert budgeted["first_requests"] == manifest["ledger"]["total"]["calls"] < CLEAN_RUN_CALLS
     stopped = manifest["counts"]["stopped"]
     assert stopped > 0 and manifest["counts"]["failures"] == 0
     lines = [line for line in first.stderr.splitlines() if "budget reached" in line]
     assert lines == [
-        f"moot: budget reached: spent ${spent:.4f} of $6.0000; not done: {stopped} of "
+        f"moot: budget reached: spent ${spent:.4f} of $3.0000; not done: {stopped} of "
         f"{manifest['counts']['debates']} debates; what finished is written; rerun with a larger "
         "--budget to go on"
     ]
@@ -101,7 +102,7 @@ def test_budget_writes_what_finished_and_records_no_failure(budgeted: dict[str, 
     debates, manifest = budgeted["debates"], budgeted["manifest"]
     assert debates and {d["status"] for d in debates} == {"ok"}  # a stopped debate is not failed
     assert len(debates) == manifest["counts"]["debates_ok"] == len(budgeted["dataset"])
-    assert manifest["counts"]["debates_ok"] + manifest["counts"]["stopped"] == 8
+    assert manifest["counts"]["debates_ok"] + manifest["counts"]["stopped"] == DEBATES
     assert "stopped" in budgeted["first"].stdout  # the summary table's column
 
 
@@ -111,7 +112,7 @@ def test_rerun_with_a_larger_budget_finishes_without_paying_twice(
     second = budgeted["second"]
     assert second.returncode == 0, second.stderr
     debates = read_jsonl(budgeted["out"] / "debates.jsonl")
-    assert len(debates) == 8 and {d["status"] for d in debates} == {"ok"}
+    assert len(debates) == DEBATES and {d["status"] for d in debates} == {"ok"}
     # stopped debates resumed from their checkpoints: every request was sent once in all
     assert budgeted["requests"] == CLEAN_RUN_CALLS
     manifest = json.loads((budgeted["out"] / "manifest.json").read_text())
@@ -215,12 +216,12 @@ def test_a_budget_spent_on_the_first_stage_stops_both_and_the_rerun_does_both(
     with ScriptedServer(rules=rules) as server:
         args = debate_args(server, tmp_path, "--prices", price_file(tmp_path))
         # an argument list reserves about $1.13 (its prompt, and 512 tokens at $0.002)
-        stopped = run_moot(*args, "--budget", "3")
+        stopped = run_moot(*args, "--budget", "1.5")
         debates = read_jsonl(tmp_path / "out" / "debates.jsonl")
         resumed = run_moot(*args, "--budget", "100")
         assert chat_requests(server) == CLEAN_RUN_CALLS
     assert stopped.returncode == 3, stopped.stderr
-    assert "not done: 2 of 4 argument lists, 4 of 4 debates;" in stopped.stderr
-    assert debates == []  # the debates of the two lists made would pay: none started
+    assert "not done: 1 of 2 argument lists, 2 of 2 debates;" in stopped.stderr
+    assert debates == []  # the debates of the list made would pay: none started
     assert resumed.returncode == 0, resumed.stderr
-    assert len(read_jsonl(tmp_path / "out" / "debates.jsonl")) == 8
+    assert len(read_jsonl(tmp_path / "out" / "debates.jsonl")) == DEBATES
