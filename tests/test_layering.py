@@ -51,6 +51,7 @@ CORE_LEVELS = {
     "runs": 3,  # errors, data (ResultLog)
     "retrieval": 3,  # errors, llm, data (corpus, records)
     "metrics": 4,  # errors, llm, data
+    "view": 3,  # errors, data (folders, records)
 }
 
 

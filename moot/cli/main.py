@@ -18,7 +18,17 @@ from collections.abc import Sequence
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole parser: every command of every paper."""
-    from moot.cli import berds, compqa, debateqa, debatrix, debatune, models, retrieval, training
+    from moot.cli import (
+        berds,
+        compqa,
+        debateqa,
+        debatrix,
+        debatune,
+        models,
+        retrieval,
+        training,
+        view,
+    )
     from moot.cli.registry import Commands
 
     parser = argparse.ArgumentParser(
@@ -26,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     commands = Commands(parser.add_subparsers(title="commands", metavar="COMMAND"))
-    for module in (debatune, debatrix, debateqa, retrieval, berds, compqa, training, models):
+    for module in (debatune, debatrix, debateqa, retrieval, berds, compqa, training, models, view):
         module.register(commands)
     return parser
 
