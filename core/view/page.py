@@ -46,6 +46,7 @@ def render_view(payload: dict[str, Any], title: str, secrets: list[str] = ()) ->
         "/*JS*/": (assets / "view.js").read_text(encoding="utf-8"),
         "/*DATA*/": embedded_json(payload, secrets),
         "<!--TITLE-->": html.escape(title),
+        "<!--HEADING-->": html.escape(title),
     }
     for marker, text in parts.items():
         head, found, tail = page.partition(marker)

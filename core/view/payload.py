@@ -297,13 +297,52 @@ def _failed_argument_lists(folder: Path) -> list[Record]:
     ]
 
 
-def view_payload(folders: list[Path]) -> Record:
+def view_payload(folders: list[Path], debates: Path | None = None) -> Record:
     """The page's data: every run folder read (`read_run`), in the order given.
 
+    Args:
+        folders: The run folders.
+        debates: The debates a `moot judge` folder judged (its ``--debates``): each judgment
+            then shows the motion, the speeches and the gold verdict, where the file has one.
+
     Raises:
-        InputError: A folder `moot view` cannot show (named, with why).
+        InputError: A folder `moot view` cannot show (named, with why), or a bad debates file.
     """
-    return {"format": 1, "runs": [read_run(folder) for folder in folders]}
+    runs = [read_run(folder) for folder in folders]
+    if debates is not None:
+        from moot.core.data.debates import load_debates
+
+        by_id = {d.id: d for d in load_debates(debates)}
+        for run in runs:
+            for item in run["items"] if run["kind"] == "judge" else []:
+                debate = by_id.get(item["record"].get("debate"))
+                if debate is not None:
+                    item.update(_judged_debate(debate))
+    return {"format": 1, "runs": runs}
+
+
+def _judged_debate(debate: Any) -> Record:
+    """A judgment's debate: its motion as the title, its speeches, and its gold winners."""
+    speeches = [{"speaker": s.speaker, "content": s.content} for s in debate.speeches]
+    gold = debate.gold or {}
+    dimensions = gold.get("dimensions") or {}
+    return {
+        "title": debate.motion,
+        "debate": {"motion": debate.motion, "info_slide": debate.info_slide, "speeches": speeches},
+        "gold": _gold_winner(gold.get("final"), gold.get("winners"), debate),
+        "gold_dimensions": {k: _gold_winner(v, None, debate) for k, v in dimensions.items()},
+    }
+
+
+def _gold_winner(label: Any, winners: Any, debate: Any) -> str | None:
+    """A gold label as the page says it: 0 the pro side won, 1 the con side, 0.5 a tie."""
+    if winners:  # BP: the winning teams
+        return ", ".join(winners) if isinstance(winners, list) else str(winners)
+    if label is None:
+        return None
+    if label == 0.5:
+        return "tie"
+    return " & ".join(debate.pro if label < 0.5 else debate.con)
 
 
 def secrets_in_environment() -> list[str]:

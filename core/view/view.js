@@ -72,18 +72,20 @@
       ];
     },
     judge(r, item) {
-      const out = [kv([["debate", r.debate], ["repeat", r.repeat], ["framework", r.framework], ["judge", r.judge], ["pro", r.pro], ["con", r.con], ["usage", r.usage]])];
-      const gold = item.gold;
+      const debate = item.debate || {}, speeches = debate.speeches || [];
+      const out = [kv([["motion", debate.motion], ["debate", r.debate], ["repeat", r.repeat], ["framework", r.framework], ["judge", r.judge], ["pro", r.pro], ["con", r.con], ["usage", r.usage]])];
       if (r.final) {
-        out.push(el("h3", {}, "Verdict"), kv([["panel winner", r.final.winner || "unread"], ["gold winner", gold === undefined ? "not known" : gold]]));
+        out.push(el("h3", {}, "Verdict"), kv([["panel winner", r.final.winner || "unread"], ["gold winner", item.gold === undefined ? "not known (moot view --debates FILE)" : item.gold || "not known"]]));
         out.push(scoresTable(r.final.debaters), para(r.final.judgment));
       }
       for (const [name, d] of Object.entries(r.dimensions || {})) {
-        out.push(el("h3", {}, `Dimension: ${name} (weight ${fmt(d.weight)}) — winner ${d.winner || "unread"}`));
+        const gold = (item.gold_dimensions || {})[name];
+        out.push(el("h3", {}, `Dimension: ${name} (weight ${fmt(d.weight)}) — winner ${d.winner || "unread"}` + (gold ? ` · gold ${gold}` : "")));
         if (d.winner_failure) out.push(el("div", { cls: "warn" }, "winner unread: " + (d.winner_failure.error || "")));
         if ((d.speeches || []).length) {
-          out.push(el("table", {}, el("tr", {}, el("th", {}, "#"), el("th", {}, "speaker"), el("th", {}, "analysis"), el("th", { cls: "num" }, "score")),
-            d.speeches.map((s) => el("tr", {}, el("td", {}, s.index + 1), el("td", {}, s.speaker), el("td", { cls: "text" }, s.analysis),
+          out.push(el("table", { "data-role": "speeches" }, el("tr", {}, el("th", {}, "#"), el("th", {}, "speaker"), el("th", {}, "analysis"), el("th", { cls: "num" }, "score")),
+            d.speeches.map((s) => el("tr", {}, el("td", {}, s.index + 1), el("td", {}, s.speaker),
+              el("td", {}, speeches[s.index] ? el("details", {}, el("summary", {}, "speech"), para(speeches[s.index].content)) : null, para(s.analysis)),
               el("td", { cls: "num" }, s.parse_failure ? el("span", { cls: "status failed" }, "unread") : fmt(s.score))))));
         }
         if ((d.summaries || []).length) out.push(el("details", {}, el("summary", {}, `memory (${d.summaries.length} summaries)`), d.summaries.map((s, i) => el("div", { cls: "turn" }, el("div", { cls: "who" }, "summary " + (i + 1)), para(s)))));
@@ -214,12 +216,12 @@
       const counts = {};
       for (const i of run.items) counts[i.status] = (counts[i.status] || 0) + 1;
       const failed = run.items.filter((i) => i.failed).length;
-      out.append(el("h2", {}, `${run.name} — ${run.command}`),
+      add(out, [el("h2", {}, `${run.name} — ${run.command}`),
         el("div", { cls: "cards" }, el("div", { cls: "card" }, el("div", { cls: "muted" }, "items"), el("strong", {}, run.items.length)),
           el("div", { cls: "card" }, el("div", { cls: "muted" }, "failed"), el("strong", { "data-role": "failed-count" }, failed)),
           Object.keys(counts).length ? el("div", { cls: "card" }, el("div", { cls: "muted" }, "by status"), barChart(Object.entries(counts))) : null,
-          histogram(run.items.map((i) => i.score).filter((s) => s !== null))));
-      if (run.ledger) out.append(el("h3", {}, "Ledger"), ledgerTable(run.ledger));
+          histogram(run.items.map((i) => i.score).filter((s) => s !== null)))]);
+      if (run.ledger) add(out, [el("h3", {}, "Ledger"), ledgerTable(run.ledger)]);
       if (run.summary) out.append(el("details", { open: RUNS.length === 1 ? "" : null }, el("summary", {}, "manifest / summary"), value(run.summary, 1)));
     }
     return out;

@@ -23,6 +23,12 @@ def register(commands: Commands) -> None:
         metavar="RUN",
         help="run folders moot made (several: side by side)",
     )
+    view.add_argument(
+        "--debates",
+        type=opt.input_path,
+        metavar="FILE",
+        help="the debates a `moot judge` RUN judged (its --debates): motions, speeches, gold",
+    )
     opt.out_option(view, "the HTML file", metavar="FILE", default="RUN/view.html for one RUN")
     opt.common_options(view)
 
@@ -39,7 +45,7 @@ def run_view(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out is not None else Path(args.runs[0]) / "view.html"
     if out.is_dir():
         raise ConfigError(f"--out {out} is a folder, expected a file")
-    payload = view_payload(list(args.runs))  # every folder read before anything is written
+    payload = view_payload(list(args.runs), args.debates)  # every folder read before anything is written
     title = "moot view: " + ", ".join(run["name"] for run in payload["runs"])
     page = render_view(payload, title, secrets_in_environment())
     atomic_write(out, lambda f: f.write(page))
