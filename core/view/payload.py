@@ -83,7 +83,10 @@ def _label_judgment(r: Record, summary: Record) -> Record:
         "model": summary.get("judge"),
         "score": judgment.get("label"),
         "label": None if judgment.get("ok", True) else "unparsed",
-        "key": _key(unit, r.get("chunk_id"), r.get("perspective_index")),
+        # D.A.: the answer's id, as `moot answer` and `moot eval pd` key it (side by side)
+        "key": _key(
+            *(p for p in (unit, r.get("chunk_id"), r.get("perspective_index")) if p is not None)
+        ),
     }
 
 

@@ -45,7 +45,8 @@ def run_view(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out is not None else Path(args.runs[0]) / "view.html"
     if out.is_dir():
         raise ConfigError(f"--out {out} is a folder, expected a file")
-    payload = view_payload(list(args.runs), args.debates)  # every folder read before anything is written
+    # every folder is read before anything is written
+    payload = view_payload(list(args.runs), args.debates)
     title = "moot view: " + ", ".join(run["name"] for run in payload["runs"])
     page = render_view(payload, title, secrets_in_environment())
     atomic_write(out, lambda f: f.write(page))

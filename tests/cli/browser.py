@@ -29,7 +29,9 @@ ARGS = [
 def chromium() -> Iterator[Any]:
     """A headless chromium context with a new empty profile; skips without chromium."""
     if not CHROMIUM.exists():
-        pytest.skip(f"no browser: {CHROMIUM} is missing (`apt-get install chromium`, as .ci/run does)")
+        pytest.skip(
+            f"no browser: {CHROMIUM} is missing (`apt-get install chromium`, as .ci/run does)"
+        )
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

@@ -140,8 +140,10 @@ def test_debates_show_transcripts_and_failures_with_their_errors(runs, browser):
     rows = page.locator("tr.item-row")
     assert rows.count() == 4
     assert page.locator("tr.item-row[data-status=failed]").count() == 2
-    assert page.locator("tr.item-row[data-status=failed] .error").first.inner_text().startswith(
-        "openai/scripted: HTTP 500"
+    assert (
+        page.locator("tr.item-row[data-status=failed] .error")
+        .first.inner_text()
+        .startswith("openai/scripted: HTTP 500")
     )
     page.locator("tr.item-row[data-status=ok]").first.click()
     detail = page.locator("[data-role=detail]")
