@@ -11,27 +11,45 @@ from __future__ import annotations
 
 import html
 import json
+import math
+import re
+from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
 #: What no embedded string may hold as is: ``</script>``, ``<!--`` and entities start with them.
-_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
+_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"))
 
 
-def embedded_json(data: Any, secrets: list[str] = ()) -> str:  # type: ignore[assignment]
+def embedded_json(data: Any, secrets: Sequence[str] = ()) -> str:
     """`data` as JSON safe inside a script element, with every secret replaced.
 
     Args:
         data: The page's data.
         secrets: Strings that must not reach the page (API keys); each becomes ``[redacted]``.
     """
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # NaN or infinity, which JSON.parse refuses: shown as words instead
+        text = json.dumps(_finite(data), ensure_ascii=False, separators=(",", ":"))
     for secret in secrets:
         text = text.replace(json.dumps(secret, ensure_ascii=False)[1:-1], "[redacted]")
-    return text.translate(_ESCAPES)
+    for char, escape in _ESCAPES:  # str.replace: twice as fast as str.translate at 70 MB
+        text = text.replace(char, escape)
+    return text
 
 
-def render_view(payload: dict[str, Any], title: str, secrets: list[str] = ()) -> str:  # type: ignore[assignment]
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def render_view(payload: dict[str, Any], title: str, secrets: Sequence[str] = ()) -> str:
     """The page for `payload` (`moot.core.view.payload.view_payload`).
 
     Args:
@@ -40,7 +58,6 @@ def render_view(payload: dict[str, Any], title: str, secrets: list[str] = ()) ->
         secrets: Strings that must not reach the page (`secrets_in_environment`).
     """
     assets = resources.files(__package__)
-    page = (assets / "view.html").read_text(encoding="utf-8")
     parts = {
         "/*CSS*/": (assets / "view.css").read_text(encoding="utf-8"),
         "/*JS*/": (assets / "view.js").read_text(encoding="utf-8"),
@@ -48,9 +65,11 @@ def render_view(payload: dict[str, Any], title: str, secrets: list[str] = ()) ->
         "<!--TITLE-->": html.escape(title),
         "<!--HEADING-->": html.escape(title),
     }
-    for marker, text in parts.items():
-        head, found, tail = page.partition(marker)
-        if not found:
-            raise RuntimeError(f"view.html lacks {marker}")  # a broken install, not user input
-        page = head + text + tail  # partition: a marker inside the data is never replaced
-    return page
+    # the template alone is split at its markers, so nothing in the data is ever taken for one
+    pieces = _MARKERS.split((assets / "view.html").read_text(encoding="utf-8"))
+    if sorted(pieces[1::2]) != sorted(parts):
+        raise RuntimeError("view.html does not hold each marker once")  # a broken install
+    return "".join(parts.get(piece, piece) if i % 2 else piece for i, piece in enumerate(pieces))
+
+
+_MARKERS = re.compile(r"(/\*CSS\*/|/\*JS\*/|/\*DATA\*/|<!--TITLE-->|<!--HEADING-->)")

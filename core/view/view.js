@@ -84,7 +84,7 @@
         if (d.winner_failure) out.push(el("div", { cls: "warn" }, "winner unread: " + (d.winner_failure.error || "")));
         if ((d.speeches || []).length) {
           out.push(el("table", { "data-role": "speeches" }, el("tr", {}, el("th", {}, "#"), el("th", {}, "speaker"), el("th", {}, "analysis"), el("th", { cls: "num" }, "score")),
-            d.speeches.map((s) => el("tr", {}, el("td", {}, s.index + 1), el("td", {}, s.speaker),
+            d.speeches.map((s) => el("tr", {}, el("td", {}, s.index + 1), el("td", { cls: "nowrap" }, s.speaker),
               el("td", {}, speeches[s.index] ? el("details", {}, el("summary", {}, "speech"), para(speeches[s.index].content)) : null, para(s.analysis)),
               el("td", { cls: "num" }, s.parse_failure ? el("span", { cls: "status failed" }, "unread") : fmt(s.score))))));
         }
@@ -140,7 +140,7 @@
   function scoresTable(debaters) {
     if (!debaters) return null;
     return el("table", {}, el("tr", {}, el("th", {}, "debater"), el("th", { cls: "num" }, "score"), el("th", {}, "comment")),
-      Object.entries(debaters).map(([n, d]) => el("tr", {}, el("td", {}, n), el("td", { cls: "num" }, d.parse_failure ? "unread" : fmt(d.score)), el("td", { cls: "text" }, d.comment || ""))));
+      Object.entries(debaters).map(([n, d]) => el("tr", {}, el("td", { cls: "nowrap" }, n), el("td", { cls: "num" }, d.parse_failure ? "unread" : fmt(d.score)), el("td", { cls: "text" }, d.comment || ""))));
   }
   function drawItem(run, item) {
     const draw = DRAW[run.kind];
@@ -272,7 +272,7 @@
         if (!row.items[r]) row.items[r] = item;
       }
     });
-    const aligned = [...rows.values()].map((row) => ({ ...row, status: row.items.some((i) => !i || i.failed) ? "failed" : "ok",
+    const aligned = [...rows.values()].map((row) => ({ ...row, status: "aligned",
       model: null, score: null, id: "", error: row.items.map((i) => i && i.error).filter(Boolean).join("\n"), label: "", record: row.items.map((i) => i && i.record) }));
     const list = el("div", {}), detail = el("div", { cls: "sxs", "data-role": "detail", style: `grid-template-columns: repeat(${RUNS.length}, 1fr)` });
     let page = 0;

@@ -35,14 +35,17 @@ def runs(tmp_path_factory):
     """Two debate runs (one with failures and hostile replies), a judge, two evaluations."""
     tmp = tmp_path_factory.mktemp("view")
     env = moot_env(MOOT_CACHE_DIR=str(tmp / "cache"))
-    topics = tmp / "topics.json"  # arguments given: both runs debate the same ones
+    # arguments given, so both runs debate the same ones; the base run has two pages of debates
     given = {side: {"arguments": [f"{side} holds."]} for side in ("Affirmative", "Negative")}
+    topics, more = tmp / "topics.json", tmp / "more.json"
     topics.write_text(json.dumps([{"topic": t, **given} for t in TOPICS]), encoding="utf-8")
+    many = [*TOPICS, *(f"Topic {i}" for i in range(24))]
+    more.write_text(json.dumps([{"topic": t, **given} for t in many]), encoding="utf-8")
     found = {}
     with ScriptedServer(rules=[Rule(pattern="remote work", reply=HOSTILE)]) as server:
         server.add_fault(Fault(kind="500", times=2, match="watching a debate.*zoos"))
         found["base"] = tmp / "base"
-        assert debate(server, topics, found["base"], env).returncode == 1  # 2 debates failed
+        assert debate(server, more, found["base"], env).returncode == 1  # 2 debates failed
         found["tuned"] = tmp / "tuned"
         result = debate(server, topics, found["tuned"], env, "--temperature", 0.2)
         assert result.returncode == 0, result.stderr
@@ -99,18 +102,23 @@ def runs(tmp_path_factory):
     views = {
         "base": run_moot("view", found["base"], env=secret_env),
         "pair": run_moot("view", found["base"], found["tuned"], "--out", tmp / "pair.html"),
-        "judge": run_moot("view", found["judge"], "--debates", found["debates"]),
-        "control": run_moot("view", found["control"]),
-        "compqa": run_moot("view", found["compqa"]),
+        "kinds": run_moot(
+            "view",
+            found["judge"],
+            found["control"],
+            found["compqa"],
+            "--debates",
+            found["debates"],
+            "--out",
+            tmp / "kinds.html",
+        ),  # fmt: skip
     }
     for name, result in views.items():
         assert result.returncode == 0, (name, result.stderr)
     found["pages"] = {
         "base": found["base"] / "view.html",
         "pair": tmp / "pair.html",
-        "judge": found["judge"] / "view.html",
-        "control": found["control"] / "view.html",
-        "compqa": found["compqa"] / "view.html",
+        "kinds": tmp / "kinds.html",
     }
     found["stdout"] = {name: result.stdout for name, result in views.items()}
     return found
@@ -122,8 +130,17 @@ def browser():
         yield context
 
 
+def items_of(runs: dict, browser, run: str):
+    """The page of the judge, controllability and CompQA runs, on `run`'s items."""
+    page = open_page(browser, runs["pages"]["kinds"])
+    page.click(f"[data-tab='Items: {runs[run]}']")
+    return page
+
+
 def test_the_page_names_where_it_went_and_counts_failures(runs):
-    assert runs["stdout"]["base"].strip() == f"{runs['pages']['base']}: 1 run(s), 4 items, 2 failed"
+    assert (
+        runs["stdout"]["base"].strip() == f"{runs['pages']['base']}: 1 run(s), 52 items, 2 failed"
+    )
 
 
 def test_no_secret_and_no_model_markup_reaches_the_file(runs):
@@ -138,7 +155,7 @@ def test_no_secret_and_no_model_markup_reaches_the_file(runs):
 def test_debates_show_transcripts_and_failures_with_their_errors(runs, browser):
     page = open_page(browser, runs["pages"]["base"])
     rows = page.locator("tr.item-row")
-    assert rows.count() == 4
+    assert rows.count() == 50
     assert page.locator("tr.item-row[data-status=failed]").count() == 2
     assert (
         page.locator("tr.item-row[data-status=failed] .error")
@@ -172,16 +189,28 @@ def test_filters_by_status_search_and_model(runs, browser):
     page = open_page(browser, runs["pages"]["base"])
     count = page.locator("[data-role=count]")
     page.select_option("[data-role=status]", "failed")
-    assert count.inner_text() == "2 of 4 items"
+    assert count.inner_text() == "2 of 52 items"
     page.select_option("[data-role=status]", "")
     page.fill("[data-role=search]", "REMOTE work")
-    expect(count).to_have_text("2 of 4 items")
+    expect(count).to_have_text("2 of 52 items")
     assert page.locator("tr.item-row", has_text="zoos").count() == 0
     page.fill("[data-role=search]", "no such text anywhere")
-    expect(count).to_have_text("0 of 4 items")
+    expect(count).to_have_text("0 of 52 items")
     page.fill("[data-role=search]", "")
     page.select_option("[data-role=model]", "openai/scripted")
-    expect(count).to_have_text("4 of 4 items")
+    expect(count).to_have_text("52 of 52 items")
+
+
+def test_items_come_a_page_at_a_time_and_filters_count_them_all(runs, browser):
+    page = open_page(browser, runs["pages"]["base"])
+    assert page.locator("[data-role=count]").inner_text() == "52 of 52 items"
+    assert page.locator("tr.item-row").count() == 50
+    assert page.locator("[data-role=page]").first.inner_text() == "page 1 of 2"
+    page.locator("[data-role=next]").first.click()
+    assert page.locator("tr.item-row").count() == 2
+    page.select_option("[data-role=status]", "failed")  # a filter starts again at page 1
+    assert page.locator("tr.item-row").count() == 2
+    assert page.locator("[data-role=page]").first.inner_text() == "page 1 of 1"
 
 
 def test_summary_shows_the_manifest_ledger_and_charts(runs, browser):
@@ -198,7 +227,7 @@ def test_summary_shows_the_manifest_ledger_and_charts(runs, browser):
 def test_two_runs_side_by_side_aligned_by_item(runs, browser):
     page = open_page(browser, runs["pages"]["pair"])
     page.click("[data-tab='Side by side']")
-    assert page.locator("[data-role=count]").inner_text() == "4 of 4 aligned items"
+    assert page.locator("[data-role=count]").inner_text() == "52 of 52 aligned items"
     row = page.locator("tr.item-row", has_text="zoos").first
     assert row.locator(".status.failed").count() == 1 and row.locator(".status").count() == 2
     row.click()
@@ -206,10 +235,14 @@ def test_two_runs_side_by_side_aligned_by_item(runs, browser):
     assert columns.count() == 2
     assert "FAILED" in columns.nth(0).inner_text() and "FAILED" not in columns.nth(1).inner_text()
     assert columns.nth(1).locator(".turn").count() == 4
+    only = page.locator("tr.item-row", has_text="Topic 3").first  # not in the tuned run
+    assert only.locator(".status").count() == 1 and only.locator("td").nth(2).inner_text() == "—"
+    only.click()
+    assert "not in this run" in columns.nth(1).inner_text()
 
 
 def test_a_debatrix_judgment_shows_analyses_per_dimension_and_the_gold_verdict(runs, browser):
-    page = open_page(browser, runs["pages"]["judge"])
+    page = items_of(runs, browser, "judge")
     record = json.loads(runs["debates"].read_text().splitlines()[0])
     assert page.locator("tr.item-row").first.inner_text().count(record["motion"]) == 1
     page.locator("tr.item-row").first.click()
@@ -221,11 +254,11 @@ def test_a_debatrix_judgment_shows_analyses_per_dimension_and_the_gold_verdict(r
     tables = detail.locator("[data-role=speeches]")
     assert tables.count() == 3  # argument, source, language
     assert tables.first.locator("tr").count() == 1 + len(record["speeches"])
-    page.screenshot(path=str(runs["judge"] / "view.png"), full_page=True)
+    page.screenshot(path=str(runs["judge"].parent / "judge.png"), full_page=True)
 
 
 def test_scores_filter_by_range(runs, browser):
-    page = open_page(browser, runs["pages"]["control"])
+    page = items_of(runs, browser, "control")
     count = page.locator("[data-role=count]")
     assert count.inner_text() == "3 of 3 items"
     page.fill("[data-role=min]", "60")
@@ -237,7 +270,7 @@ def test_scores_filter_by_range(runs, browser):
 
 
 def test_compqa_shows_criterion_scores_and_failures(runs, browser):
-    page = open_page(browser, runs["pages"]["compqa"])
+    page = items_of(runs, browser, "compqa")
     assert page.locator("tr.item-row").count() == 2
     page.locator("tr.item-row[data-status=ok]").click()
     detail = page.locator("[data-role=detail]")

@@ -25,3 +25,10 @@ def test_the_page_fills_every_marker_once_and_escapes_the_title():
     assert page.count("<title>runs/&lt;b&gt;</title>") == 1 and "<h1>runs/&lt;b&gt;</h1>" in page
     assert "/*CSS*/" not in page and "<!--HEADING-->" not in page
     assert page.count('id="moot-data"') == 1 and "\\u003c!--TITLE--\\u003e" in page
+
+
+def test_a_number_json_cannot_hold_is_shown_as_a_word():
+    assert json.loads(embedded_json({"pd": float("nan"), "x": [float("inf")]})) == {
+        "pd": "nan",
+        "x": ["inf"],
+    }
