@@ -228,20 +228,22 @@
   }
   function ledgerTable(ledger) {
     const cols = ["calls", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd", "retries", "failures", "latency_s"];
-    const rows = (ledger.by_role || []).map((r) => el("tr", {}, el("td", {}, r.role), el("td", {}, r.stage), el("td", {}, r.model), cols.map((c) => el("td", { cls: "num" }, fmt(r[c])))));
-    const t = ledger.total || {};
     const unpriced = ledger.unpriced || [];
+    // a model without a known price costs "unpriced", never $0
+    const cell = (r, c, unknown) => el("td", { cls: "num" }, c === "cost_usd" && unknown ? (r[c] ? fmt(r[c]) + " + unpriced" : "unpriced") : fmt(r[c]));
+    const rows = (ledger.by_role || []).map((r) => el("tr", {}, el("td", {}, r.role), el("td", {}, r.stage), el("td", {}, r.model), cols.map((c) => cell(r, c, unpriced.includes(r.model)))));
+    const t = ledger.total || {};
     return [el("table", { "data-role": "ledger" }, el("tr", {}, ["role", "stage", "model"].map((c) => el("th", {}, c)), cols.map((c) => el("th", { cls: "num" }, c))), rows,
-      el("tr", {}, el("th", {}, "total"), el("th", {}), el("th", {}), cols.map((c) => el("th", { cls: "num" }, fmt(t[c]))))),
+      el("tr", {}, el("th", {}, "total"), el("th", {}), el("th", {}), cols.map((c) => cell(t, c, unpriced.length > 0)))),
       unpriced.length ? el("div", { cls: "warn" }, "unpriced (cost not known): " + unpriced.join(", ")) : null,
       rows.length ? barChart((ledger.by_role || []).map((r) => [`${r.role} ${r.stage}`, (r.prompt_tokens || 0) + (r.completion_tokens || 0)]), "tokens") : null];
   }
   function barChart(pairs, unit) {
-    const width = 360, row = 18, left = 150, max = Math.max(1, ...pairs.map((p) => p[1]));
+    const width = 420, row = 18, left = 210, max = Math.max(1, ...pairs.map((p) => p[1]));
     const g = svg("svg", { width, height: pairs.length * row + 4, role: "img", "aria-label": unit || "counts" });
     pairs.forEach(([name, n], i) => {
       const w = Math.max(1, ((width - left - 60) * n) / max);
-      g.append(svg("text", { x: 0, y: i * row + 13 }, String(name).slice(0, 24)),
+      g.append(svg("text", { x: 0, y: i * row + 13 }, String(name).slice(0, 34)),
         svg("rect", { x: left, y: i * row + 3, width: w, height: row - 6, fill: ["failed", "error"].includes(name) ? "#b3261e" : "#2457a6" }),
         svg("text", { x: left + w + 4, y: i * row + 13 }, fmt(n)));
     });
