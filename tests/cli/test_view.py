@@ -84,6 +84,19 @@ def runs(tmp_path_factory):
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
 
+    base = [{**r, "response": f"BASE {r['response']}"} for r in responses]
+    (tmp / "baseline.json").write_text(json.dumps(base), encoding="utf-8")
+    answer = r"Assistant 1's Answer\]\n<<<answer \w+>>>\n"
+    pairwise = [Rule(pattern=answer + "BASE", reply="5 9"), Rule(pattern=answer, reply="9 5")]
+    with ScriptedServer(rules=pairwise) as server:  # ours wins in both orders
+        found["quality"] = tmp / "quality"
+        result = run_moot(
+            "eval", "quality", "--responses", tmp / "responses.json", "--baseline",
+            tmp / "baseline.json", "--out", found["quality"], "--judge", "openai/judge",
+            "--api-base", server.url, "--quiet", env=env,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+
     source = shared_data("compqa", "raw_summaries", "gpt4_scenario_1.json")
     answers = tmp / "gpt4_scenario_1.json"
     answers.write_text(json.dumps(json.loads(source.read_text())[:2]), encoding="utf-8")
@@ -106,6 +119,7 @@ def runs(tmp_path_factory):
             "view",
             found["judge"],
             found["control"],
+            found["quality"],
             found["compqa"],
             "--debates",
             found["debates"],
@@ -268,6 +282,16 @@ def test_scores_filter_by_range(runs, browser):
     assert count.inner_text() == "1 of 3 items"
     page.locator("tr.item-row").first.click()
     assert "80 20" in page.locator("[data-role=detail]").inner_text()  # the judge's reply
+
+
+def test_pairwise_verdicts_show_both_orders_with_the_judges_replies(runs, browser):
+    page = items_of(runs, browser, "quality")
+    assert page.locator("tr.item-row").count() == 3
+    assert page.locator("tr.item-row", has_text="win").count() == 3
+    page.locator("tr.item-row").first.click()
+    text = page.locator("[data-role=detail]").inner_text()
+    forward, reverse = text.split("Forward order")[1].split("Reverse order")
+    assert "9 5" in forward and "5 9" in reverse and "win" in text
 
 
 def test_compqa_shows_criterion_scores_and_failures(runs, browser):
