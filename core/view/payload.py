@@ -262,14 +262,16 @@ def _item(record: Record, summary: Record, kind: Kind) -> Record:
     fields = kind.item(record, summary)
     status = str(fields.pop("status", None) or record.get("status") or "unknown")
     score = fields.get("score")
-    error = record.get("error") or (record.get("reason") if status != "complete" else None)
-    if status in ("invalid",):
-        error = record.get("problem")
+    # why an item is not done: `error`, a judgment's `reason`, a CompQA judgment's `problem`
+    why = (
+        record.get(k) for k in ("error", "reason", "problem") if status not in ("ok", "complete")
+    )
+    error = next((text for text in why if isinstance(text, str) and text), None)
     return {
         "id": str(record.get("id")),
         "status": status,
         "failed": status in FAILED,
-        "error": error if isinstance(error, str) else None,
+        "error": error,
         "title": str(fields.get("title") or record.get("id")),
         "model": fields.get("model") if isinstance(fields.get("model"), str) else None,
         "score": score if isinstance(score, int | float) and not isinstance(score, bool) else None,

@@ -302,7 +302,8 @@ def test_compqa_shows_criterion_scores_and_failures(runs, browser):
     assert detail.locator("th", has_text="C15").count() == 1
     assert detail.locator("td.num").count() >= 15
     page.locator("tr.item-row[data-status=error]").click()
-    assert "FAILED" in detail.locator("[data-role=error]").inner_text()
+    failure = detail.locator("[data-role=error]").inner_text()
+    assert failure.startswith("FAILED: openai/judge: HTTP 500"), failure
 
 
 @pytest.mark.parametrize(
