@@ -154,7 +154,7 @@
     return item._hay;
   }
   function makeFilters(items, onChange, withStatus) {
-    const state = { q: "", status: "", model: "", min: "", max: "" };
+    const state = { q: "", status: "", topic: "", model: "", min: "", max: "" };
     const uniq = (f) => [...new Set(items.map(f).filter((x) => x !== null && x !== undefined))].sort();
     const search = el("input", { type: "search", placeholder: "search text, topic, id, error…", "data-role": "search" });
     let timer = null;
@@ -170,11 +170,14 @@
       return n;
     };
     const hasScores = items.some((i) => i.score !== null);
-    const bar = el("div", { cls: "filters" }, search, withStatus ? select("status", uniq((i) => i.status)) : null, select("model", uniq((i) => i.model)),
+    const topics = uniq((i) => i.title);  // a list of a few hundred at most: past that, search
+    const bar = el("div", { cls: "filters" }, search, withStatus ? select("status", uniq((i) => i.status)) : null,
+      topics.length > 1 && topics.length <= 300 ? select("topic", topics) : null, select("model", uniq((i) => i.model)),
       hasScores ? [el("span", { cls: "muted" }, "score"), number("min"), "–", number("max")] : null);
     function keep(item) {
       if (state.status && item.status !== state.status) return false;
       if (state.model && item.model !== state.model) return false;
+      if (state.topic && item.title !== state.topic) return false;
       if (state.min !== "" && !(item.score !== null && item.score >= Number(state.min))) return false;
       if (state.max !== "" && !(item.score !== null && item.score <= Number(state.max))) return false;
       return !state.q || haystack(item).includes(state.q);

@@ -205,6 +205,9 @@ def test_filters_by_status_search_and_model(runs, browser):
     page.select_option("[data-role=status]", "failed")
     assert count.inner_text() == "2 of 52 items"
     page.select_option("[data-role=status]", "")
+    page.select_option("[data-role=topic]", TOPICS[0])
+    assert count.inner_text() == "2 of 52 items"
+    page.select_option("[data-role=topic]", "")
     page.fill("[data-role=search]", "REMOTE work")
     expect(count).to_have_text("2 of 52 items")
     assert page.locator("tr.item-row", has_text="zoos").count() == 0
