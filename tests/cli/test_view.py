@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from moot.core.data.compqa import MAXIMA
+from moot.core.retrieval.index import build_index
 from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from tests.cli.browser import chromium, open_page
 from tests.cli.helpers import moot_env, run_moot
@@ -97,6 +98,29 @@ def runs(tmp_path_factory):
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
 
+    generations = shared_data("debateqa", "demo_answers.jsonl").read_text().splitlines()[:40]
+    docs = tmp / "docs.jsonl"  # a BM25 index over 40 DebateQA answers, 2 BERDS questions
+    docs.write_text(
+        "".join(json.dumps({"id": f"a{i}", "text": json.loads(g)["generation"]}) + "\n"
+        for i, g in enumerate(generations))
+    )  # fmt: skip
+    build_index(docs, tmp / "index")
+    berds = shared_data("berds", "dev_perspective_sets.jsonl").read_text().splitlines()[:2]
+    (tmp / "questions.jsonl").write_text("\n".join(berds) + "\n")
+    react = [
+        Rule(pattern="no searches left", role="last", reply="Thought: done.\nFinal Answer: ANS"),
+        Rule(pattern="search 1 of 2", role="last", reply="Thought: other side?\nSearch: costs"),
+        Rule(pattern="search 2 of 2", role="last", reply="Thought: enough.\nSearch: more"),
+    ]
+    with ScriptedServer(rules=react) as server:
+        found["answer"] = tmp / "answer"
+        result = run_moot(
+            "answer", "--questions", tmp / "questions.jsonl", "--out", found["answer"],
+            "--mode", "react-single", "--index", tmp / "index", "--max-searches", 2, "--model",
+            "openai/scripted", "--api-base", server.url, "--quiet", env=env,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+
     source = shared_data("compqa", "raw_summaries", "gpt4_scenario_1.json")
     answers = tmp / "gpt4_scenario_1.json"
     answers.write_text(json.dumps(json.loads(source.read_text())[:2]), encoding="utf-8")
@@ -120,6 +144,7 @@ def runs(tmp_path_factory):
             found["judge"],
             found["control"],
             found["quality"],
+            found["answer"],
             found["compqa"],
             "--debates",
             found["debates"],
@@ -295,6 +320,20 @@ def test_pairwise_verdicts_show_both_orders_with_the_judges_replies(runs, browse
     text = page.locator("[data-role=detail]").inner_text()
     forward, reverse = text.split("Forward order")[1].split("Reverse order")
     assert "9 5" in forward and "5 9" in reverse and "win" in text
+
+
+def test_an_answer_shows_its_react_trace_and_chunks_with_sources(runs, browser):
+    page = items_of(runs, browser, "answer")
+    assert page.locator("tr.item-row").count() == 2
+    page.locator("tr.item-row").first.click()
+    detail = page.locator("[data-role=detail]")
+    text = detail.inner_text()
+    assert "ANS" in text.split("Answer", 1)[1] and "ReAct trace" in text
+    steps = [t.split("\n", 1)[0] for t in detail.locator(".turn .who").all_inner_texts()]
+    assert steps[:4] == ["1. search", "2. step", "3. search", "4. step"]
+    assert "Search: costs" in text
+    chunks = text.split("Retrieved chunks (", 1)[1]
+    assert int(chunks.split(")", 1)[0]) > 0 and " · a" in chunks  # each with its document id
 
 
 def test_compqa_shows_criterion_scores_and_failures(runs, browser):
