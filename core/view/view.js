@@ -109,7 +109,7 @@
         out.push(el("h3", {}, "ReAct trace"));
         r.trace.forEach((e, i) => out.push(el("div", { cls: "turn" }, el("div", { cls: "who" }, `${i + 1}. ${e.kind}`),
           e.thought !== undefined ? para("Thought: " + e.thought) : null, e.query !== undefined ? para("Search: " + e.query) : null,
-          e.chunk_ids ? el("div", { cls: "muted" }, "chunks: " + e.chunk_ids.join(", ")) : null, e.reply !== undefined ? para(e.reply) : null)));
+          e.chunk_ids ? el("div", { cls: "muted" }, "chunks: " + e.chunk_ids.join(", ")) : null, e.reply === undefined ? null : e.kind === "step" ? el("details", {}, el("summary", {}, "the reply"), para(e.reply)) : para(e.reply))));
       }
       if ((r.chunks || []).length) {
         out.push(el("h3", {}, `Retrieved chunks (${r.chunks.length})`));
