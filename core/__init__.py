@@ -56,6 +56,8 @@ __getattr__, __all__ = lazy_exports(
             "write_panelbench_report",
         ),
         "moot.core.metrics.perspective_diversity": ("PerspectiveDiversityScorer",),
+        "moot.core.view.page": ("render_view",),
+        "moot.core.view.payload": ("view_payload",),
         "moot.core.data.questions": (
             "Answer",
             "Question",

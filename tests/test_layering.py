@@ -52,6 +52,7 @@ CORE_LEVELS = {
     "retrieval": 3,  # errors, llm, data (corpus, records)
     "metrics": 4,  # errors, llm, data
     "plan": 4,  # llm (prices), data (logs), runs (the `finished` rules)
+    "view": 3,  # errors, data (folders, records)
 }
 
 

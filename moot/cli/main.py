@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         models,
         retrieval,
         training,
+        view,
     )
     from moot.cli.registry import Commands
 
@@ -37,7 +38,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.set_defaults(root_parser=parser)  # `moot run` parses its stages with it
     commands = Commands(parser.add_subparsers(title="commands", metavar="COMMAND"))
-    for module in (debatune, debatrix, debateqa, retrieval, berds, compqa, training, models, loop):
+    for module in (
+        debatune,
+        debatrix,
+        debateqa,
+        retrieval,
+        berds,
+        compqa,
+        training,
+        models,
+        loop,
+        view,
+    ):
         module.register(commands)
     return parser
 

@@ -67,7 +67,12 @@ def test_every_command_takes_a_config_file_and_names_an_unknown_key(path, tmp_pa
     assert {"--config", "--quiet", "--debug"} <= flags(parser)
     config = tmp_path / "c.yaml"
     config.write_text("no_such_option: 1\n", encoding="utf-8")
-    positional = {("merge-shards",): ["d"], ("models", "check"): ["local/smollm2"], ("run",): ["r"]}
+    positional = {
+        ("merge-shards",): ["d"],
+        ("view",): ["d"],
+        ("models", "check"): ["local/smollm2"],
+        ("run",): ["r"],
+    }
     assert main([*path, *positional.get(path, []), "--config", str(config)]) == 2
     assert "c.yaml: unknown option 'no_such_option'" in capsys.readouterr().err
 

@@ -1,0 +1,360 @@
+"""Run folders as one JSON payload for `moot view`: each item with what the page filters on.
+
+A folder's kind is its owner's command (`moot.core.data.folders.owners`: the owner mark, or an
+earlier version's claim files and manifests). Each kind names the log it keeps one record per item
+in and how an item is summed up for the list: a title, its status (a failure stays a failure, with
+its error), the model, a number the page can filter by range, a label, and the key that aligns
+it with the same item in another run (e.g. base and tuned model on the same instructions). The
+record itself travels whole, for the page to show.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from moot.core.data.folders import owners
+from moot.core.data.records import ResultLog, read_json_file, read_records
+from moot.core.errors import InputError
+
+Record = dict[str, Any]
+
+#: Statuses that mean an item failed (a rerun retries it); the page shows them as failures.
+FAILED = ("failed", "error")
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How `moot view` reads one command's folder.
+
+    Attributes:
+        name: The page's name for it (chooses how an item is drawn).
+        log: The file with one record per item, or None for a summary-only folder.
+        summary: The file with the run's settings, counts and ledger.
+        item: The list fields of one record (`title`, `model`, `score`, `label`, `key`).
+    """
+
+    name: str
+    log: str | None
+    summary: str
+    item: Callable[[Record, Record], Record]
+
+
+def _debate(r: Record, summary: Record) -> Record:
+    models = r.get("models") or {}
+    return {
+        "title": r.get("topic"),
+        "model": models.get("debater_a"),
+        "label": r.get("stance"),
+        "key": _key(r.get("topic"), r.get("stance"), r.get("argument")),
+    }
+
+
+def _judgment(r: Record, summary: Record) -> Record:
+    final = r.get("final") or {}
+    pro, con = " & ".join(r.get("pro") or []), " & ".join(r.get("con") or [])
+    return {
+        "title": f"{r.get('debate')}: {pro} vs {con}",
+        "model": r.get("judge"),
+        "label": final.get("winner"),
+        "key": _key(r.get("debate"), r.get("repeat")),
+    }
+
+
+def _debatune_eval(r: Record, summary: Record) -> Record:
+    value = (r.get("judgment") or {}).get("value") or {}
+    return {
+        "title": r.get("topic"),
+        "model": summary.get("judge"),
+        "score": value.get("support"),
+        "label": r.get("outcome") or r.get("side"),
+        "key": _key(r.get("topic"), r.get("side"), r.get("argument")),
+    }
+
+
+def _label_judgment(r: Record, summary: Record) -> Record:
+    judgment = r.get("judgment") or {}
+    unit = r.get("answer_id") or r.get("pair_id") or r.get("question_id")
+    return {
+        "title": unit,
+        "model": summary.get("judge"),
+        "score": judgment.get("label"),
+        "label": None if judgment.get("ok", True) else "unparsed",
+        # D.A.: the answer's id, as `moot answer` and `moot eval pd` key it (side by side)
+        "key": _key(
+            *(p for p in (unit, r.get("chunk_id"), r.get("perspective_index")) if p is not None)
+        ),
+    }
+
+
+def _question(r: Record, summary: Record) -> Record:
+    return {
+        "title": r.get("question") or r.get("id"),
+        "model": summary.get("model"),
+        "label": r.get("mode"),
+        "key": _key(r.get("id")),
+    }
+
+
+def _pd(r: Record, summary: Record) -> Record:
+    return {
+        "title": r.get("id"),
+        "model": summary.get("scorer"),
+        "score": r.get("pd"),
+        "key": _key(r.get("id")),
+    }
+
+
+def _berds(r: Record, summary: Record) -> Record:
+    return {
+        "title": r.get("question") or r.get("id"),
+        "model": summary.get("judge"),
+        "score": r.get("mrecall"),
+        "label": "set apart" if r.get("parse_failure") or r.get("incomplete") else None,
+        "key": _key(r.get("id")),
+        "status": r.get("status", "ok"),
+    }
+
+
+def _compare(r: Record, summary: Record) -> Record:
+    title = r.get("question") or f"{r.get('object1')} vs {r.get('object2')}"
+    return {
+        "title": title,
+        "model": summary.get("model"),
+        "label": "parse failure" if r.get("parse_failure") else None,
+        "key": _key(r.get("question_id") or r.get("id")),
+    }
+
+
+def _compqa_judged(r: Record, summary: Record) -> Record:
+    aspect = f" ({r['aspect']})" if r.get("aspect") else ""
+    return {
+        "title": f"{r.get('object1')} vs {r.get('object2')}{aspect}",
+        "model": r.get("judge"),
+        "score": r.get("score"),
+        "label": r.get("problem") if r.get("status") == "invalid" else None,
+        "key": _key(
+            r.get("object1"),
+            r.get("object2"),
+            r.get("aspect"),
+            r.get("generator"),
+            r.get("scenario"),
+        ),
+    }
+
+
+def _key(*parts: Any) -> str:
+    return "\x1f".join("" if p is None else str(p) for p in parts)
+
+
+def _none(r: Record, summary: Record) -> Record:
+    return {}
+
+
+#: What each command's folder is, for the page.
+KINDS: dict[str, Kind] = {
+    "moot debate": Kind("debate", "debates.jsonl", "manifest.json", _debate),
+    "moot merge-shards": Kind("debate", "debates.jsonl", "manifest.json", _debate),
+    "moot judge": Kind("judge", "judgments.jsonl", "summary.json", _judgment),
+    "moot eval controllability": Kind(
+        "controllability", "judgments.jsonl", "summary.json", _debatune_eval
+    ),
+    "moot eval quality": Kind("quality", "judgments.jsonl", "summary.json", _debatune_eval),
+    "moot eval da": Kind("label", "judgments.jsonl", "summary.json", _label_judgment),
+    "moot eval detector": Kind("label", "judgments.jsonl", "summary.json", _label_judgment),
+    "moot eval berds": Kind("berds", "scores.jsonl", "summary.json", _berds),
+    "moot eval pd": Kind("pd", "scores.jsonl", "summary.json", _pd),
+    "moot answer": Kind("answer", "answers.jsonl", "summary.json", _question),
+    "moot curate": Kind("curate", "curation.jsonl", "summary.json", _question),
+    "moot compare": Kind("compare", "answers.jsonl", "summary.json", _compare),
+    "moot eval compqa": Kind("compqa", "judged", "summary.json", _compqa_judged),
+    "moot eval panelbench": Kind("summary", None, "summary.json", _none),
+    "moot report debateqa": Kind("summary", None, "report.json", _none),
+    "moot report compqa": Kind("summary", None, "report.json", _none),
+}
+
+#: An earlier version's ``.moot/eval.json`` names no command; its claim's settings tell them apart.
+_CLAIMS = {
+    "controllability": "moot eval controllability",
+    "quality": "moot eval quality",
+    "da": "moot eval da",
+    "berds": "moot eval berds",
+    "detector": "moot eval detector",
+    "compqa": "moot eval compqa",
+    "answer": "moot answer",
+    "curate": "moot curate",
+    "compare": "moot compare",
+}
+
+
+def command_of(folder: Path) -> str:
+    """The command whose folder `folder` is, if `moot view` can show it.
+
+    Raises:
+        InputError: The folder is missing, not moot's, or of a command with nothing to show.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(folder, "not a folder" if folder.exists() else "folder not found")
+    found = owners(folder)
+    if not found:
+        raise InputError(folder, "not a run folder moot made (no .moot/owner.json)")
+    if len(found) > 1:  # an earlier version's .moot/eval.json: its claim says which
+        claim = read_json_file(folder / ".moot" / "eval.json")
+        setting = claim.get("evaluation") or claim.get("run") if isinstance(claim, dict) else None
+        found = (_CLAIMS.get(str(setting), ""),)
+    if found[0] not in KINDS:
+        raise InputError(folder, f"a `{found[0] or 'moot'}` folder: `moot view` shows run folders")
+    return found[0]
+
+
+def read_run(folder: Path, name: str | None = None) -> Record:
+    """One run folder as the page's run: its command, summary, ledger and items.
+
+    Args:
+        folder: The run folder.
+        name: What the page calls it (default: the folder as given).
+
+    Raises:
+        InputError: `command_of` refuses it, or a file it needs cannot be read.
+    """
+    folder = Path(folder)
+    command = command_of(folder)
+    kind = KINDS[command]
+    summary_path = folder / kind.summary
+    summary = read_json_file(summary_path) if summary_path.is_file() else None
+    if summary is not None and not isinstance(summary, dict):
+        raise InputError(summary_path, "expected a JSON object")
+    if kind.log is not None and summary is None and not (folder / kind.log).exists():
+        raise InputError(folder, f"holds neither {kind.log} nor {kind.summary}: nothing to show")
+    records = _records(folder, kind) if kind.log else []
+    items = [_item(r, summary or {}, kind) for r in records]
+    if command in ("moot debate", "moot merge-shards"):
+        items += _failed_argument_lists(folder)
+    return {
+        "name": name or str(folder),
+        "command": command,
+        "kind": kind.name,
+        "summary": summary,
+        "ledger": (summary or {}).get("ledger"),
+        "items": items,
+    }
+
+
+def _records(folder: Path, kind: Kind) -> list[Record]:
+    path = folder / str(kind.log)
+    if kind.name == "compqa":  # one judged file per --answers file, each record in input order
+        files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else []
+        found = []
+        for file in files:
+            for where, record in read_records(file):
+                if not isinstance(record, dict):
+                    raise InputError(file, "expected a JSON object", where)
+                found.append({"id": f"{file.name}:{where}", "file": file.name, **record})
+        return found
+    return list(ResultLog(path).load().values())  # a line torn by a crash is left out
+
+
+def _item(record: Record, summary: Record, kind: Kind) -> Record:
+    fields = kind.item(record, summary)
+    status = str(fields.pop("status", None) or record.get("status") or "unknown")
+    score = fields.get("score")
+    # why an item is not done: `error`, a judgment's `reason`, a CompQA judgment's `problem`
+    why = (
+        record.get(k) for k in ("error", "reason", "problem") if status not in ("ok", "complete")
+    )
+    error = next((text for text in why if isinstance(text, str) and text), None)
+    return {
+        "id": str(record.get("id")),
+        "status": status,
+        "failed": status in FAILED,
+        "error": error,
+        "title": str(fields.get("title") or record.get("id")),
+        "model": fields.get("model") if isinstance(fields.get("model"), str) else None,
+        "score": score if isinstance(score, int | float) and not isinstance(score, bool) else None,
+        "label": fields.get("label") if isinstance(fields.get("label"), str) else None,
+        "key": fields.get("key") or str(record.get("id")),
+        "record": record,
+    }
+
+
+def _failed_argument_lists(folder: Path) -> list[Record]:
+    """Argument lists that failed: they are a debate run's failures too, never hidden."""
+    lists = ResultLog(folder / "arguments.jsonl").load().values()
+    return [
+        {
+            "id": str(r.get("id")),
+            "status": "failed",
+            "failed": True,
+            "error": r.get("error"),
+            "title": f"arguments for {r.get('stance')} on {r.get('topic')}",
+            "model": None,
+            "score": None,
+            "label": "arguments",
+            "key": _key("arguments", r.get("topic"), r.get("stance")),
+            "record": r,
+        }
+        for r in lists
+        if r.get("status") == "failed"
+    ]
+
+
+def view_payload(folders: list[Path], debates: Path | None = None) -> Record:
+    """The page's data: every run folder read (`read_run`), in the order given.
+
+    Args:
+        folders: The run folders.
+        debates: The debates a `moot judge` folder judged (its ``--debates``): each judgment
+            then shows the motion, the speeches and the gold verdict, where the file has one.
+
+    Raises:
+        InputError: A folder `moot view` cannot show (named, with why), or a bad debates file.
+    """
+    runs = [read_run(folder) for folder in folders]
+    if debates is not None:
+        from moot.core.data.debates import load_debates
+
+        by_id = {d.id: d for d in load_debates(debates)}
+        for run in runs:
+            for item in run["items"] if run["kind"] == "judge" else []:
+                debate = by_id.get(item["record"].get("debate"))
+                if debate is not None:
+                    item.update(_judged_debate(debate))
+    return {"format": 1, "runs": runs}
+
+
+def _judged_debate(debate: Any) -> Record:
+    """A judgment's debate: its motion as the title, its speeches, and its gold winners."""
+    speeches = [{"speaker": s.speaker, "content": s.content} for s in debate.speeches]
+    gold = debate.gold or {}
+    dimensions = gold.get("dimensions") or {}
+    return {
+        "title": debate.motion,
+        "debate": {"motion": debate.motion, "info_slide": debate.info_slide, "speeches": speeches},
+        "gold": _gold_winner(gold.get("final"), gold.get("winners"), debate),
+        "gold_dimensions": {k: _gold_winner(v, None, debate) for k, v in dimensions.items()},
+    }
+
+
+def _gold_winner(label: Any, winners: Any, debate: Any) -> str | None:
+    """A gold label as the page says it: 0 the pro side won, 1 the con side, 0.5 a tie."""
+    if winners:  # BP: the winning teams
+        return ", ".join(winners) if isinstance(winners, list) else str(winners)
+    if label is None:
+        return None
+    if label == 0.5:
+        return "tie"
+    return " & ".join(debate.pro if label < 0.5 else debate.con)
+
+
+def secrets_in_environment() -> list[str]:
+    """Values of the environment's keys and tokens: never written into a page."""
+    names = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+    return sorted(
+        {v for k, v in os.environ.items() if k.upper().endswith(names) and len(v) >= 8},
+        key=len,
+        reverse=True,
+    )

@@ -1,0 +1,57 @@
+"""`moot view`: one self-contained HTML page for one or more run folders."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from moot.cli import options as opt
+from moot.cli.registry import Commands
+
+
+def register(commands: Commands) -> None:
+    """Add `moot view`."""
+    view = commands.add(
+        "view",
+        run_view,
+        "one static HTML page of run folders: items, failures, filters, summary, side by side",
+    )
+    view.add_argument(
+        "runs",
+        nargs="+",
+        type=Path,
+        metavar="RUN",
+        help="run folders moot made (several: side by side)",
+    )
+    view.add_argument(
+        "--debates",
+        type=opt.input_path,
+        metavar="FILE",
+        help="the debates a `moot judge` RUN judged (its --debates): motions, speeches, gold",
+    )
+    opt.out_option(view, "the HTML file", metavar="FILE", default="RUN/view.html for one RUN")
+    opt.common_options(view)
+
+
+def run_view(args: argparse.Namespace) -> int:
+    """`moot view RUN... [--out FILE]`: read every folder, then write the page atomically."""
+    from moot.core.data.records import atomic_write
+    from moot.core.errors import ConfigError
+    from moot.core.view.page import render_view
+    from moot.core.view.payload import secrets_in_environment, view_payload
+
+    if args.out is None and len(args.runs) > 1:
+        raise ConfigError("--out FILE is needed for more than one RUN")
+    out = Path(args.out) if args.out is not None else Path(args.runs[0]) / "view.html"
+    if out.is_dir():
+        raise ConfigError(f"--out {out} is a folder, expected a file")
+    # every folder is read before anything is written
+    payload = view_payload(list(args.runs), args.debates)
+    title = "moot view: " + ", ".join(run["name"] for run in payload["runs"])
+    page = render_view(payload, title, secrets_in_environment())
+    atomic_write(out, lambda f: f.write(page))
+    if not args.quiet:
+        items = sum(len(run["items"]) for run in payload["runs"])
+        failed = sum(item["failed"] for run in payload["runs"] for item in run["items"])
+        print(f"{out}: {len(payload['runs'])} run(s), {items} items, {failed} failed")
+    return 0
