@@ -56,7 +56,7 @@ __getattr__, __all__ = lazy_exports(
             "write_panelbench_report",
         ),
         "moot.core.metrics.perspective_diversity": ("PerspectiveDiversityScorer",),
-        "moot.core.view.page": ("render_view",),
+        "moot.core.view.page": ("render_view", "write_view"),
         "moot.core.view.payload": ("view_payload",),
         "moot.core.data.questions": (
             "Answer",

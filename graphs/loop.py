@@ -21,7 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.records import package_versions, refuse_surrogates, write_json
+from moot.core.data.records import (
+    atomic_write,
+    package_versions,
+    refuse_surrogates,
+    write_json,
+)
 from moot.core.errors import InputError
 from moot.core.metrics.debatune import SUMMARY_KEYS
 from moot.core.runs import format_cost
@@ -227,7 +232,7 @@ class Manifest:
             "order": [stage.name for stage in recipe.stages],
             "stages": self.stages,
             "report": "report.md",
-            "view": None,  # `moot view` of the run, once it is wired in
+            "view": None,  # `view.html` once a stage has a run folder to show
         }
 
     def done(self, name: str, key: str) -> bool:
@@ -341,16 +346,30 @@ def write_report(out: Path, recipe: Recipe, manifest: Manifest) -> Path:
         lines += [f"## Debatrix judgments of the debates ({debatrix}, Liang et al. 2024)", ""]
         rows = [("metric", "value"), *((key, _shown(summary, key)) for key in DEBATRIX_KEYS)]
         lines += [render_table(rows, markdown=True), ""]
-    lines += [
-        "## Browse",
-        "",
-        "Every stage's records are in its folder (see `manifest.json`).",
-        "<!-- moot view: a link to the run's view goes here -->",
-        "",
-    ]
+    lines += ["## Browse", "", "Every stage's records are in its folder (see `manifest.json`)."]
+    if manifest.data.get("view"):
+        lines.append(
+            f"[{manifest.data['view']}]({manifest.data['view']}): every stage's items, failures "
+            "and ledger in one page (`moot view`), base and tuned side by side."
+        )
     path = Path(out) / "report.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
+    atomic_write(path, lambda f: f.write("\n".join([*lines, ""])))
     return path
+
+
+def write_run_view(out: Path, manifest: Manifest) -> None:
+    """``OUT/view.html``: `moot view` of every stage with a run folder, named in the manifest.
+
+    Left out (the manifest's ``view`` stays null) while no stage has a folder to show.
+    """
+    from moot.core.view.page import write_view
+
+    try:
+        write_view([out], Path(out) / "view.html")
+    except InputError:  # no stage has a run folder yet (a first stage that failed)
+        return
+    manifest.data["view"] = "view.html"
+    manifest.write()
 
 
 def _summary(output: str | None) -> dict[str, Any] | None:

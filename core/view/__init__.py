@@ -8,9 +8,10 @@ __getattr__, __all__ = lazy_exports(
         "moot.core.view.payload": (
             "command_of",
             "read_run",
+            "read_runs",
             "secrets_in_environment",
             "view_payload",
         ),
-        "moot.core.view.page": ("embedded_json", "render_view"),
+        "moot.core.view.page": ("embedded_json", "render_view", "write_view"),
     },
 )

@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Sequence
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 #: What no embedded string may hold as is: ``</script>``, ``<!--`` and entities start with them.
@@ -73,3 +74,27 @@ def render_view(payload: dict[str, Any], title: str, secrets: Sequence[str] = ()
 
 
 _MARKERS = re.compile(r"(/\*CSS\*/|/\*JS\*/|/\*DATA\*/|<!--TITLE-->|<!--HEADING-->)")
+
+
+def write_view(folders: Sequence[Path], out: Path, debates: Path | None = None) -> dict[str, Any]:
+    """Read `folders` (every one before anything is written) and write their page to `out`.
+
+    Args:
+        folders: Run folders (`moot.core.view.payload.read_runs`).
+        out: The page, written atomically.
+        debates: The debates a `moot judge` folder judged (its ``--debates``).
+
+    Returns:
+        The page's data (`moot.core.view.payload.view_payload`).
+
+    Raises:
+        InputError: A folder `moot view` cannot show, or a bad debates file.
+    """
+    from moot.core.data.records import atomic_write
+    from moot.core.view.payload import secrets_in_environment, view_payload
+
+    payload = view_payload(list(folders), debates)
+    title = "moot view: " + ", ".join(run["name"] for run in payload["runs"])
+    page = render_view(payload, title, secrets_in_environment())
+    atomic_write(out, lambda f: f.write(page))
+    return payload

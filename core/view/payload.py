@@ -176,6 +176,9 @@ KINDS: dict[str, Kind] = {
     "moot report compqa": Kind("summary", None, "report.json", _none),
 }
 
+#: `moot run`'s folder: its stages' folders are shown, each as a run (`read_runs`).
+RUN_COMMAND = "moot run"
+
 #: An earlier version's ``.moot/eval.json`` names no command; its claim's settings tell them apart.
 _CLAIMS = {
     "controllability": "moot eval controllability",
@@ -242,6 +245,30 @@ def read_run(folder: Path, name: str | None = None) -> Record:
         "ledger": (summary or {}).get("ledger"),
         "items": items,
     }
+
+
+def read_runs(folder: Path) -> list[Record]:
+    """A folder's runs: the folder itself (`read_run`), or each stage of a `moot run` folder.
+
+    A `moot run` folder shows every stage whose folder `moot view` can show (``OUT/<stage>``, in
+    the recipe's order, named ``OUT: <stage>``); its SFT and `moot generate` outputs are not
+    run folders and are left out.
+
+    Raises:
+        InputError: As `read_run`; a `moot run` folder none of whose stages can be shown yet.
+    """
+    folder = Path(folder)
+    if folder.is_dir() and owners(folder) == (RUN_COMMAND,):
+        manifest = (
+            read_json_file(folder / "manifest.json") if (folder / "manifest.json").is_file() else {}
+        )
+        order = manifest.get("order", []) if isinstance(manifest, dict) else []
+        stages = [folder / str(name) for name in order]
+        shown = [s for s in stages if s.is_dir() and (owners(s) or ("",))[0] in KINDS]
+        if not shown:
+            raise InputError(folder, "no stage of this `moot run` has a run folder to show yet")
+        return [read_run(stage, f"{folder}: {stage.name}") for stage in shown]
+    return [read_run(folder)]
 
 
 def _records(folder: Path, kind: Kind) -> list[Record]:
@@ -313,7 +340,7 @@ def view_payload(folders: list[Path], debates: Path | None = None) -> Record:
     Raises:
         InputError: A folder `moot view` cannot show (named, with why), or a bad debates file.
     """
-    runs = [read_run(folder) for folder in folders]
+    runs = [run for folder in folders for run in read_runs(folder)]
     if debates is not None:
         from moot.core.data.debates import load_debates
 

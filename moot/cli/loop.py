@@ -186,7 +186,7 @@ def run_recipe(args: argparse.Namespace) -> int:
     """`moot run`."""
     from moot.cli.runtime import execute
     from moot.core.errors import ConfigError, MootError
-    from moot.graphs.loop import Manifest, discard, load_recipe, now, write_report
+    from moot.graphs.loop import Manifest, discard, load_recipe, now, write_report, write_run_view
 
     if not args.recipe.is_file():
         raise ConfigError(f"{args.recipe}: recipe not found")
@@ -231,10 +231,12 @@ def run_recipe(args: argparse.Namespace) -> int:
             raise
         except (MootError, OSError) as exc:  # the one line main prints, exit 2
             _record(manifest, item, started, "failed", 2, str(exc))
+            write_run_view(args.out, manifest)
             write_report(args.out, recipe, manifest)
             raise
         _record(manifest, item, started, "done" if code == 0 else "failed", code)
         if code:
+            write_run_view(args.out, manifest)
             write_report(args.out, recipe, manifest)
             print(
                 f"moot: stage {name} failed (exit {code}); the stages after it did not run; "
@@ -242,6 +244,7 @@ def run_recipe(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return code
+    write_run_view(args.out, manifest)
     report = write_report(args.out, recipe, manifest)
     say(f"report   {report}\nmanifest {manifest.path}")
     return 0

@@ -35,21 +35,15 @@ def register(commands: Commands) -> None:
 
 def run_view(args: argparse.Namespace) -> int:
     """`moot view RUN... [--out FILE]`: read every folder, then write the page atomically."""
-    from moot.core.data.records import atomic_write
     from moot.core.errors import ConfigError
-    from moot.core.view.page import render_view
-    from moot.core.view.payload import secrets_in_environment, view_payload
+    from moot.core.view.page import write_view
 
     if args.out is None and len(args.runs) > 1:
         raise ConfigError("--out FILE is needed for more than one RUN")
     out = Path(args.out) if args.out is not None else Path(args.runs[0]) / "view.html"
     if out.is_dir():
         raise ConfigError(f"--out {out} is a folder, expected a file")
-    # every folder is read before anything is written
-    payload = view_payload(list(args.runs), args.debates)
-    title = "moot view: " + ", ".join(run["name"] for run in payload["runs"])
-    page = render_view(payload, title, secrets_in_environment())
-    atomic_write(out, lambda f: f.write(page))
+    payload = write_view(args.runs, out, args.debates)
     if not args.quiet:
         items = sum(len(run["items"]) for run in payload["runs"])
         failed = sum(item["failed"] for run in payload["runs"] for item in run["items"])

@@ -7,6 +7,7 @@ that then reruns it, so it is paid for once whatever the test workers.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from pathlib import Path
@@ -120,6 +121,7 @@ def test_the_loop_runs_reports_skips_on_rerun_and_redoes_a_changed_stage(tmp_pat
         assert server.requests
         check_manifest(out)
         check_report(out)
+        check_view(out)
 
         moved = tmp_path / "moved"  # keys do not depend on where the folder is
         out.rename(moved)
@@ -143,6 +145,23 @@ def test_the_loop_runs_reports_skips_on_rerun_and_redoes_a_changed_stage(tmp_pat
         assert "stage generate-base changed" in result.stderr
         manifest = json.loads((moved / "manifest.json").read_text())
         assert manifest["stages"]["generate-base"]["options"]["seed"] == 7
+
+
+def check_view(out: Path) -> None:
+    """The run's `moot view` page: every stage with a run folder, named in manifest and report."""
+    assert json.loads((out / "manifest.json").read_text())["view"] == "view.html"
+    assert "[view.html](view.html)" in (out / "report.md").read_text()
+    page = (out / "view.html").read_text()
+    data = re.search(r'id="moot-data">(.*?)</script>', page, re.S).group(1)
+    runs = json.loads(data)["runs"]
+    assert [run["name"].rsplit(": ", 1)[1] for run in runs] == [
+        "debate",
+        "control-base",
+        "control-tuned",
+        "quality",
+        "debatrix",
+    ]
+    assert {run["command"] for run in runs} >= {"moot debate", "moot eval quality", "moot judge"}
 
 
 def skipped(stdout: str) -> set[str]:
