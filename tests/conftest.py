@@ -80,3 +80,18 @@ def released_files(tmp: Path, repo: str, folder: str) -> Path:
             subprocess.run([*git, "show", f"HEAD:{name}"], capture_output=True, check=True).stdout
         )
     return tmp / folder
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the slow tests (marked `slow` or `embedded`) first, each group in collection order.
+
+    Under xdist the suite's wall time is set by the worker that finishes last; a test that takes
+    a minute and starts near the end of the run leaves the other workers idle meanwhile. Started
+    first, the long tests overlap and the short ones fill the gaps (`make test` pairs this with
+    `--dist load`, which hands out tests in this order as workers free up).
+    """
+    items.sort(
+        key=lambda item: (
+            not any(item.iter_markers("slow")) and not any(item.iter_markers("embedded"))
+        )
+    )
