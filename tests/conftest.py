@@ -82,16 +82,32 @@ def released_files(tmp: Path, repo: str, folder: str) -> Path:
     return tmp / folder
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the slow tests (marked `slow` or `embedded`) first, each group in collection order.
+def _slow(item: pytest.Item) -> bool:
+    return any(item.iter_markers("slow")) or any(item.iter_markers("embedded"))
 
-    Under xdist the suite's wall time is set by the worker that finishes last; a test that takes
-    a minute and starts near the end of the run leaves the other workers idle meanwhile. Started
-    first, the long tests overlap and the short ones fill the gaps (`make test` pairs this with
-    `--dist load`, which hands out tests in this order as workers free up).
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Start the slow tests (marked `slow` or `embedded`) first, spread over the xdist workers.
+
+    The suite's wall time is set by the worker that finishes last. In collection order the
+    embedded-model and training tests (tests/cli/test_embedded.py, tests/cli/test_train.py,
+    tests/training/) came last, each up to minutes long, while the other workers sat idle.
+    `--dist worksteal` (the Makefile's) gives worker k the k-th contiguous share of this list and
+    later moves tests from the ends of the longest queues, so the slow tests are dealt to the
+    heads of the shares: each worker starts on its own slow tests and the short ones fill in.
+    Every worker computes the same order, as xdist requires; modules stay together otherwise.
     """
-    items.sort(
-        key=lambda item: (
-            not any(item.iter_markers("slow")) and not any(item.iter_markers("embedded"))
-        )
-    )
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    slow = [item for item in items if _slow(item)]
+    if not slow:
+        return
+    rest = [item for item in items if not _slow(item)]
+    ordered: list[pytest.Item] = []
+    for worker in range(workers):
+        share = (len(items) - len(ordered)) // (workers - worker)  # as worksteal splits
+        heads = slow[worker::workers]
+        ordered += heads
+        taken = max(0, share - len(heads))
+        ordered += rest[:taken]
+        del rest[:taken]
+    items[:] = ordered + rest
