@@ -22,6 +22,8 @@ demo: setup
 
 # Three workers on 2 cores: most tests wait on subprocesses, scripted latencies and HTTP (10.8 min
 # against 14 min with two, same suite, same idle machine).
+# tests/conftest.py deals the tests marked slow or embedded to the heads of worksteal's per-worker
+# shares, so that no worker is left alone on a minute-long test at the end.
 # pytest exits 5 when it collects no tests; say so instead of failing on it.
 test: setup
 	@OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n 3 --dist worksteal; status=$$?; \

@@ -80,3 +80,34 @@ def released_files(tmp: Path, repo: str, folder: str) -> Path:
             subprocess.run([*git, "show", f"HEAD:{name}"], capture_output=True, check=True).stdout
         )
     return tmp / folder
+
+
+def _slow(item: pytest.Item) -> bool:
+    return any(item.iter_markers("slow")) or any(item.iter_markers("embedded"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Start the slow tests (marked `slow` or `embedded`) first, spread over the xdist workers.
+
+    The suite's wall time is set by the worker that finishes last. In collection order the
+    embedded-model and training tests (tests/cli/test_embedded.py, tests/cli/test_train.py,
+    tests/training/) came last, each up to minutes long, while the other workers sat idle.
+    `--dist worksteal` (the Makefile's) gives worker k the k-th contiguous share of this list and
+    later moves tests from the ends of the longest queues, so the slow tests are dealt to the
+    heads of the shares: each worker starts on its own slow tests and the short ones fill in.
+    Every worker computes the same order, as xdist requires; modules stay together otherwise.
+    """
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    slow = [item for item in items if _slow(item)]
+    if not slow:
+        return
+    rest = [item for item in items if not _slow(item)]
+    ordered: list[pytest.Item] = []
+    for worker in range(workers):
+        share = (len(items) - len(ordered)) // (workers - worker)  # as worksteal splits
+        heads = slow[worker::workers]
+        ordered += heads
+        taken = max(0, share - len(heads))
+        ordered += rest[:taken]
+        del rest[:taken]
+    items[:] = ordered + rest

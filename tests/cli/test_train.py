@@ -8,7 +8,11 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.cli.helpers import moot_env, popen_moot, run_moot
+
+pytestmark = pytest.mark.slow  # torch, peft and tens of training steps per test
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "train-tiny.yaml"

@@ -13,6 +13,8 @@ import asyncio
 import json
 from decimal import ROUND_HALF_UP, Decimal
 
+import pytest
+
 from moot.core import ModelClient, RequestCache, RetryPolicy, Role, parse_spec
 from moot.core.data.responses import load_responses
 from moot.core.data.topics import load_topics
@@ -40,6 +42,7 @@ RULES = [
 ]
 
 
+@pytest.mark.slow  # 2,400 judge calls
 def test_all_nine_model_output_files(tmp_path):
     root = shared_data("debatune", "model_outputs")
     baseline = load_responses(root / "Llama_2_7b_chat" / "debate_test_arg_2048.json")

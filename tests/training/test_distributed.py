@@ -28,6 +28,8 @@ import pytest
 from moot.training.launch import accelerate_argv, launch_env
 from moot.training.sft_trainer import exit_worker
 
+pytestmark = pytest.mark.slow  # every test launches 2 training processes
+
 RECORDS = 16  # 2 per device per step, 4 steps: each of 2 ranks trains on its own 8
 STEPS = 4
 TEMPLATE = (
