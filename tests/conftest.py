@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
-from collections.abc import Iterator
+import pickle
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -80,6 +83,29 @@ def released_files(tmp: Path, repo: str, folder: str) -> Path:
             subprocess.run([*git, "show", f"HEAD:{name}"], capture_output=True, check=True).stdout
         )
     return tmp / folder
+
+
+def built_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]
+) -> object:
+    """`build(folder)` once per test session, however many xdist workers ask for it.
+
+    A module-scoped fixture is built by every worker that runs one of the module's tests (three
+    times under `make test`); an expensive one built here is made by the first worker that asks,
+    in a folder all workers share, and the others wait for it and read its result. The result
+    must pickle, and the tests must only read what it made.
+    """
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return build(tmp_path_factory.mktemp(name))
+    root = tmp_path_factory.getbasetemp().parent  # this session's, shared by its workers
+    done, folder = root / f"{name}.pickle", root / name
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.is_file():
+            shutil.rmtree(folder, ignore_errors=True)  # a worker's build that failed
+            folder.mkdir()
+            done.write_bytes(pickle.dumps(build(folder)))
+        return pickle.loads(done.read_bytes())
 
 
 def _slow(item: pytest.Item) -> bool:

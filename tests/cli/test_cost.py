@@ -15,6 +15,7 @@ import pytest
 from moot.core.testing.scripted_server import Rule, ScriptedServer
 from tests.cli.helpers import ARGUMENTS_REPLY, read_jsonl, run_moot, write_topics
 from tests.cli.test_judge import SCORE, judge_args, real_debates
+from tests.conftest import built_once
 
 TOPICS = ["Should zoos be banned?"]
 # a prompt token costs $0.001, a completion token $0.002, a cached prompt token $0.0001
@@ -59,7 +60,10 @@ def price_file(folder: Path, prices: Any = None) -> Path:
 @pytest.fixture(scope="module")
 def budgeted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A debate run stopped by --budget, then its rerun with a larger budget."""
-    folder = tmp_path_factory.mktemp("budget")
+    return built_once(tmp_path_factory, "budget", budget_runs)
+
+
+def budget_runs(folder: Path) -> dict[str, Any]:
     prices = price_file(folder)
     with ScriptedServer(rules=[Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]) as s:
         args = debate_args(s, folder, "--prices", prices, "--concurrency", 1)

@@ -111,6 +111,7 @@ def env(tmp_path):
     return moot_env(MOOT_CACHE_DIR=str(tmp_path / "cache"), HF_HUB_OFFLINE="1")
 
 
+@pytest.mark.slow  # the whole loop, SFT included: started first (tests/conftest.py)
 def test_the_loop_runs_reports_skips_on_rerun_and_redoes_a_changed_stage(tmp_path, env):
     """One whole loop (the expensive part), then a rerun and a changed recipe on it."""
     out = tmp_path / "out"

@@ -12,7 +12,7 @@ from moot.core.retrieval.index import build_index
 from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from tests.cli.browser import chromium, open_page
 from tests.cli.helpers import moot_env, run_moot
-from tests.conftest import shared_data
+from tests.conftest import built_once, shared_data
 
 SECRET = "sk-view-test-0123456789abcdef"
 #: A model reply that would run script and load an image if the page drew it as markup.
@@ -33,8 +33,11 @@ def debate(server: ScriptedServer, topics: Path, out: Path, env: dict, *extra: o
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Two debate runs (one with failures and hostile replies), a judge, two evaluations."""
-    tmp = tmp_path_factory.mktemp("view")
+    """Two debate runs (one with failures and hostile replies), a judge, evaluations, pages."""
+    return built_once(tmp_path_factory, "view", make_runs)
+
+
+def make_runs(tmp: Path) -> dict:
     env = moot_env(MOOT_CACHE_DIR=str(tmp / "cache"))
     # arguments given, so both runs debate the same ones; the base run has two pages of debates
     given = {side: {"arguments": [f"{side} holds."]} for side in ("Affirmative", "Negative")}
