@@ -19,6 +19,10 @@ pytestmark = [
     ),
 ]
 
+#: A guard against a hung run, not a speed limit: CPU decoding on 2 shared cores took up to
+#: 211 s for the judging test while the training tests ran beside it.
+HANG = 900
+
 
 def test_models_check_on_the_embedded_model():
     result = run_moot("models", "check", "local/smollm2")
@@ -43,7 +47,7 @@ def test_debate_on_the_embedded_model(tmp_path):
         "--conclusion-tokens",
         64,
     ]
-    result = run_fresh_moot(*args)  # the README's main job, from a fresh interpreter
+    result = run_fresh_moot(*args, timeout=HANG)  # the README's main job, from a fresh interpreter
     assert result.returncode == 0, result.stderr
     assert "demo model" in result.stderr  # the user is told what this model is
     debates = read_jsonl(tmp_path / "out" / "debates.jsonl")
@@ -99,8 +103,9 @@ def test_debatrix_judging_on_the_embedded_model(tmp_path):
     # the released one-call debater scoring: the paper's two calls are tested on the scripted
     # server, and each call here costs seconds of CPU decoding
     result = run_moot(
-        *args, "--analysis-tokens", 48, "--judgment-tokens", 96, "--scoring", "released"
-    )
+        *args, "--analysis-tokens", 48, "--judgment-tokens", 96, "--scoring", "released",
+        timeout=HANG,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     (judgment,) = read_jsonl(tmp_path / "out" / "judgments.jsonl")
     assert judgment["status"] == "complete"
