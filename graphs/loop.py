@@ -322,7 +322,7 @@ def write_report(out: Path, recipe: Recipe, manifest: Manifest) -> Path:
                 format_cost(total["cost_usd"]) if "cost_usd" in total else "-",
             )
         )
-    lines += [render_table(rows, markdown=True), ""]
+    lines += [render_table(rows, left=3, markdown=True), ""]
     control = recipe.report.get("controllability")
     if control:
         summaries = {side: _summary(outputs.get(name)) for side, name in control.items()}
