@@ -167,6 +167,18 @@ def resolve(value: Any, outputs: dict[str, Path]) -> Any:
     return value
 
 
+#: Options that say how a stage runs, not what it makes: changing them (a larger ``budget`` after
+#: a stop, more ``concurrency``) resumes the stage instead of redoing it.
+HOW_TO_RUN = frozenset(
+    {"budget", "prices", "concurrency", "max-concurrency", "timeout", "max-retries", "cache",
+     "no-cache", "quiet", "verbose", "debug"}
+)  # fmt: skip
+
+
+def _what_to_make(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in options.items() if k.replace("_", "-") not in HOW_TO_RUN}
+
+
 def stage_key(
     stage: Stage, resolved: dict[str, Any], upstream: dict[str, str], out: Path
 ) -> dict[str, Any]:
@@ -174,7 +186,8 @@ def stage_key(
 
     The options count as the recipe writes them (``{debate}``, not the path it stands for), so
     a run's folder can be moved or copied and still be skipped; what the references stand for
-    counts through the upstream stages' keys.
+    counts through the upstream stages' keys. Options that only say how it runs (`HOW_TO_RUN`)
+    do not count.
 
     Args:
         stage: The stage.
@@ -188,13 +201,13 @@ def stage_key(
     """
     inputs = {}
     run = Path(out).resolve()
-    for text in _strings(resolved):
+    for text in _strings(_what_to_make(resolved)):
         path = Path(text.partition("=")[2] if "=" in text else text)  # `data.train=FILE` too
         if len(text) < 4096 and path.is_file() and run not in path.resolve().parents:
             inputs[text] = hashlib.sha256(path.read_bytes()).hexdigest()
     identity = {
         "command": list(stage.command),
-        "options": stage.options,
+        "options": _what_to_make(stage.options),
         "inputs": inputs,
         "upstream": upstream,
     }

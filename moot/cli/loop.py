@@ -184,8 +184,8 @@ def _command_parser(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> 
 
 def run_recipe(args: argparse.Namespace) -> int:
     """`moot run`."""
-    from moot.cli.runtime import execute
-    from moot.core.errors import ConfigError, MootError
+    from moot.cli.runtime import BUDGET_EXIT, execute
+    from moot.core.errors import BudgetReached, ConfigError, MootError
     from moot.graphs.loop import Manifest, discard, load_recipe, now, write_report, write_run_view
 
     if not args.recipe.is_file():
@@ -229,18 +229,23 @@ def run_recipe(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             _record(manifest, item, started, "interrupted", 130)
             raise
-        except (MootError, OSError) as exc:  # the one line main prints, exit 2
-            _record(manifest, item, started, "failed", 2, str(exc))
+        except (MootError, OSError, BudgetReached) as exc:  # main prints its one line
+            stopped = isinstance(exc, BudgetReached)
+            code = BUDGET_EXIT if stopped else 2
+            _record(manifest, item, started, "stopped" if stopped else "failed", code, str(exc))
             write_run_view(args.out, manifest)
             write_report(args.out, recipe, manifest)
             raise
-        _record(manifest, item, started, "done" if code == 0 else "failed", code)
+        status = {0: "done", BUDGET_EXIT: "stopped"}.get(code, "failed")
+        _record(manifest, item, started, status, code)
         if code:
             write_run_view(args.out, manifest)
             write_report(args.out, recipe, manifest)
+            how = "stopped at its --budget" if status == "stopped" else "failed"
             print(
-                f"moot: stage {name} failed (exit {code}); the stages after it did not run; "
-                f"rerun `moot run {args.recipe}` to resume it",
+                f"moot: stage {name} {how} (exit {code}); the stages after it did not run; "
+                f"rerun `moot run {args.recipe}` to resume it"
+                + (" (with a larger --budget)" if status == "stopped" else ""),
                 file=sys.stderr,
             )
             return code

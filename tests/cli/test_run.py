@@ -226,6 +226,32 @@ def test_a_failed_stage_resumes_on_rerun_and_the_earlier_ones_are_skipped(tmp_pa
         assert len(server.requests) == 1  # only the failed judgment is paid again
 
 
+def test_a_stage_stopped_by_its_budget_is_stopped_not_failed_and_a_rerun_goes_on(tmp_path, env):
+    """A stage's --budget stop (exit 3) stops the recipe as `stopped`; a larger budget goes on."""
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"openai/judge": {"input": 1000, "output": 1000}}))
+    with ScriptedServer(rules=RULES) as server:
+        data = recipe(tmp_path, server.url)
+        stages = {name: data["stages"][name] for name in ("generate-base", "control-base")}
+        stages["control-base"] |= {"prices": str(prices), "budget": 0.5}  # not one judgment
+        path = write(tmp_path / "loop.yaml", {"stages": stages})
+        result = run_moot("run", path, "--out", tmp_path / "out", env=env)
+        assert result.returncode == 3, result.stderr
+        assert "stage control-base stopped at its --budget (exit 3)" in result.stderr
+        manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+        assert manifest["stages"]["control-base"]["status"] == "stopped"
+        assert not any("supporting versus opposing" in str(r) for r in server.requests)
+        stages["control-base"]["budget"] = 100
+        server.clear_log()
+        result = run_moot(
+            "run", write(path, {"stages": stages}), "--out", tmp_path / "out", env=env
+        )
+        assert result.returncode == 0, result.stderr
+        assert "stage generate-base: done before" in result.stdout
+        assert "changed" not in result.stderr  # a budget says how it runs: resumed, not redone
+        assert len(server.requests) == 2  # the two judgments, once each
+
+
 def test_a_killed_stage_resumes_on_rerun_without_paying_twice(tmp_path, env):
     with ScriptedServer(rules=RULES) as server:
         data = recipe(tmp_path, server.url)
