@@ -24,6 +24,7 @@ from typing import Any
 from moot.core.data.records import (
     atomic_write,
     package_versions,
+    read_json_file,
     refuse_surrogates,
     write_json,
 )
@@ -235,7 +236,7 @@ class Manifest:
 
     def __init__(self, out: Path, recipe: Recipe) -> None:
         self.path = Path(out) / "manifest.json"
-        old = json.loads(self.path.read_text("utf-8")) if self.path.exists() else {}
+        old = read_json_file(self.path) if self.path.exists() else {}
         self.stages: dict[str, dict[str, Any]] = old.get("stages", {})
         self.data: dict[str, Any] = {
             "kind": "moot-run",
@@ -291,7 +292,7 @@ def written_ledger(output: Path | None) -> dict[str, Any] | None:
     for name in ("manifest.json", "summary.json"):
         path = output / name
         if path.is_file():
-            data = json.loads(path.read_text("utf-8"))
+            data = read_json_file(path)
             ledger = data.get("ledger_total") or data.get("ledger")
             if isinstance(ledger, dict):
                 return ledger
@@ -389,7 +390,7 @@ def _summary(output: str | None) -> dict[str, Any] | None:
     path = Path(output) / "summary.json" if output else None
     if path is None or not path.is_file():
         return None
-    return json.loads(path.read_text("utf-8"))
+    return read_json_file(path)
 
 
 def _shown(summary: dict[str, Any] | None, key: str) -> str:
