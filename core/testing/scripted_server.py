@@ -361,6 +361,8 @@ class ScriptedServer:
         self._log: list[tuple[int, LoggedRequest]] = []
         self._arrivals = 0
         self._in_flight = self._peak = 0
+        self._handling = 0  # requests inside _handle: stop() waits for them to be logged
+        self._handled = threading.Condition(self._lock)
         self._connections: set[socket.socket] = set()
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
@@ -417,6 +419,8 @@ class ScriptedServer:
         for connection in connections:  # wakes handler threads blocked on keep-alive reads
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
+        with self._handled:  # a woken hang logs itself: the log is whole once stop() returns
+            self._handled.wait_for(lambda: self._handling == 0, timeout=5)
         if self._thread is not None:
             self._thread.join()
 
@@ -452,7 +456,17 @@ class ScriptedServer:
         arrived = time.time()
         with self._lock:
             self._arrivals += 1
+            self._handling += 1
             sequence = self._arrivals
+        try:
+            self._serve(handler, method, arrived, sequence)
+        finally:
+            with self._handled:
+                self._handling -= 1
+                self._handled.notify_all()
+
+    def _serve(self, handler: _Handler, method: str, arrived: float, sequence: int) -> None:
+        """Read, route, log and send one request."""
         length = int(handler.headers.get("Content-Length") or 0)
         raw = handler.rfile.read(length) if length else b""  # always drain: keep-alive
         path = urlsplit(handler.path).path.rstrip("/")
