@@ -275,6 +275,12 @@ async def evaluate_berds(
                 **per_question.get(inst.id, {"mrecall": None, "precision": None}),
                 "incomplete": inst.id not in complete,
                 "supported": [_covered(row) for row in complete.get(inst.id, [])],
+                # what was judged, for `moot view`: the gold perspectives, the top-k documents
+                "perspectives": list(inst.perspectives),
+                "documents": [
+                    {"id": chunk, "text": text}
+                    for chunk, text in zip(inst.chunk_ids[:k], inst.documents[:k], strict=True)
+                ],
             }
             for inst in instances
         ],
@@ -405,7 +411,11 @@ def _detector_items(
     identity = judge_identity(role, DETECTION_PROMPTS[prompt], seed=seed)
     ids = [stable_id("detector", identity, p.document, p.perspective) for p in pairs]
     texts = {i: (p.document, p.perspective) for i, p in zip(ids, pairs, strict=True)}
-    items = [{"id": i, "pair_id": p.id, "label": p.label} for i, p in zip(ids, pairs, strict=True)]
+    items = [
+        {"id": i, "pair_id": p.id, "label": p.label, "question": p.question,
+         "document": p.document, "perspective": p.perspective}
+        for i, p in zip(ids, pairs, strict=True)
+    ]  # fmt: skip
     return identity, {"evaluation": "detector", **identity}, items, texts
 
 

@@ -112,7 +112,10 @@ def _da_items(
     """The judge's identity, the folder's claim, the items and each item's answer."""
     identity = judge_identity(role, (DA_PROMPT, DA_REPAIR), seed=seed)
     ids = [stable_id("da", identity, a.id, a.question, a.text) for a in answers]
-    items = [{"id": i, "answer_id": a.id} for i, a in zip(ids, answers, strict=True)]
+    items = [
+        {"id": i, "answer_id": a.id, "question": a.question}
+        for i, a in zip(ids, answers, strict=True)
+    ]
     return identity, {"evaluation": "da", **identity}, items, dict(zip(ids, answers, strict=True))
 
 

@@ -116,8 +116,14 @@ async def score_answers(
             return {**item, "status": "error", "error": str(exc)}
         return {**item, "status": "ok", **result.to_json()}
 
+    # the question and the points of view travel with each score, for `moot view` to show
+    items = [
+        {"id": a.id, "input": keys[a.id], "question": s.question,
+         "povs": [p.pov for p in s.partial_answers]}
+        for a, s in pairs
+    ]  # fmt: skip
     run = await run_items(
-        [{"id": a.id, "input": keys[a.id]} for a, _ in pairs],
+        items,
         score,
         ResultLog(Path(out_dir) / "scores.jsonl"),
         unit="answers",

@@ -75,18 +75,34 @@ def _debatune_eval(r: Record, summary: Record) -> Record:
     }
 
 
-def _label_judgment(r: Record, summary: Record) -> Record:
+def _verdict(r: Record) -> Record:
+    """A label judge's verdict: the label, or the reply it could not read, or the failed call."""
     judgment = r.get("judgment") or {}
-    unit = r.get("answer_id") or r.get("pair_id") or r.get("question_id")
+    if r.get("status") in FAILED or judgment.get("ok", True):
+        return {"score": judgment.get("label")}
+    failure = judgment.get("parse_failure") or {}
+    return {"status": "unparsed", "error": failure.get("error") or "the reply could not be read"}
+
+
+def _da(r: Record, summary: Record) -> Record:
+    unit = r.get("answer_id")
     return {
-        "title": unit,
+        **_verdict(r),
+        "title": r.get("question") or unit,
         "model": summary.get("judge"),
-        "score": judgment.get("label"),
-        "label": None if judgment.get("ok", True) else "unparsed",
-        # D.A.: the answer's id, as `moot answer` and `moot eval pd` key it (side by side)
-        "key": _key(
-            *(p for p in (unit, r.get("chunk_id"), r.get("perspective_index")) if p is not None)
-        ),
+        "key": _key(unit),  # the answer's id, as `moot answer` and `moot eval pd` key it
+    }
+
+
+def _detector(r: Record, summary: Record) -> Record:
+    verdict = _verdict(r)
+    gold, label = r.get("label"), verdict.get("score")
+    return {
+        **verdict,
+        "title": f"{r.get('pair_id')}: {r.get('perspective') or ''}",
+        "model": summary.get("judge"),
+        "label": None if label is None else "right" if label == gold else "wrong",
+        "key": _key(r.get("pair_id")),
     }
 
 
@@ -99,34 +115,60 @@ def _question(r: Record, summary: Record) -> Record:
     }
 
 
+def _curated(r: Record, summary: Record) -> Record:
+    failure = r.get("failure") or {}
+    povs = r.get("partial_answers") or []
+    kept = sum("duplicate_of" not in p for p in povs)
+    found = {
+        "title": r.get("question") or r.get("id"),
+        "model": summary.get("model"),
+        "label": f"kept, {kept} of {len(povs)} POVs" if r.get("status") == "ok" else None,
+        "key": _key(r.get("id")),
+    }
+    if failure:  # no POV could be read: the question is dropped from partial_answers.jsonl
+        found |= {"status": "unparsed", "error": failure.get("error"), "label": "dropped"}
+    return found
+
+
 def _pd(r: Record, summary: Record) -> Record:
     return {
-        "title": r.get("id"),
+        "title": r.get("question") or r.get("id"),
         "model": summary.get("scorer"),
         "score": r.get("pd"),
+        "label": "truncated" if r.get("truncated") else None,
         "key": _key(r.get("id")),
     }
 
 
 def _berds(r: Record, summary: Record) -> Record:
-    return {
+    found = {
         "title": r.get("question") or r.get("id"),
         "model": summary.get("judge"),
         "score": r.get("mrecall"),
-        "label": "set apart" if r.get("parse_failure") or r.get("incomplete") else None,
         "key": _key(r.get("id")),
-        "status": r.get("status", "ok"),
+        "status": "ok",
     }
+    if r.get("incomplete"):  # a detection failed for good: `_join_detections` says which
+        found |= {"status": "error", "label": "incomplete"}
+    elif r.get("parse_failure"):
+        found |= {"status": "unparsed", "label": "set apart", "error": "an unread detection"}
+    return found
 
 
 def _compare(r: Record, summary: Record) -> Record:
-    title = r.get("question") or f"{r.get('object1')} vs {r.get('object2')}"
-    return {
-        "title": title,
+    aspect = f" ({r['aspect']})" if r.get("aspect") else ""
+    failure = r.get("parse_failure") or {}
+    found = {
+        "title": f"{r.get('object1')} vs {r.get('object2')}{aspect}",
         "model": summary.get("model"),
-        "label": "parse failure" if r.get("parse_failure") else None,
+        "label": "parse failure" if failure else None,
         "key": _key(r.get("question_id") or r.get("id")),
     }
+    if r.get("status") == "no_arguments":
+        found |= {"label": None, "error": "no arguments for this question"}
+    elif failure:
+        found |= {"status": "unparsed", "error": failure.get("error")}
+    return found
 
 
 def _compqa_judged(r: Record, summary: Record) -> Record:
@@ -163,12 +205,12 @@ KINDS: dict[str, Kind] = {
         "controllability", "judgments.jsonl", "summary.json", _debatune_eval
     ),
     "moot eval quality": Kind("quality", "judgments.jsonl", "summary.json", _debatune_eval),
-    "moot eval da": Kind("label", "judgments.jsonl", "summary.json", _label_judgment),
-    "moot eval detector": Kind("label", "judgments.jsonl", "summary.json", _label_judgment),
+    "moot eval da": Kind("da", "judgments.jsonl", "summary.json", _da),
+    "moot eval detector": Kind("detector", "judgments.jsonl", "summary.json", _detector),
     "moot eval berds": Kind("berds", "scores.jsonl", "summary.json", _berds),
     "moot eval pd": Kind("pd", "scores.jsonl", "summary.json", _pd),
     "moot answer": Kind("answer", "answers.jsonl", "summary.json", _question),
-    "moot curate": Kind("curate", "curation.jsonl", "summary.json", _question),
+    "moot curate": Kind("curate", "curation.jsonl", "summary.json", _curated),
     "moot compare": Kind("compare", "answers.jsonl", "summary.json", _compare),
     "moot eval compqa": Kind("compqa", "judged", "summary.json", _compqa_judged),
     "moot eval panelbench": Kind("summary", None, "summary.json", _none),
@@ -237,6 +279,8 @@ def read_run(folder: Path, name: str | None = None) -> Record:
     items = [_item(r, summary or {}, kind) for r in records]
     if command in ("moot debate", "moot merge-shards"):
         items += _failed_argument_lists(folder)
+    if kind.name == "berds":
+        _join_detections(folder, items)
     return {
         "name": name or str(folder),
         "command": command,
@@ -289,10 +333,11 @@ def _item(record: Record, summary: Record, kind: Kind) -> Record:
     fields = kind.item(record, summary)
     status = str(fields.pop("status", None) or record.get("status") or "unknown")
     score = fields.get("score")
-    # why an item is not done: `error`, a judgment's `reason`, a CompQA judgment's `problem`
-    why = (
-        record.get(k) for k in ("error", "reason", "problem") if status not in ("ok", "complete")
-    )
+    # why an item is not done: what its kind says, else `error`, a judgment's `reason`, a CompQA
+    # judgment's `problem`
+    why = [fields.get("error")]
+    if status not in ("ok", "complete"):
+        why += [record.get(k) for k in ("error", "reason", "problem")]
     error = next((text for text in why if isinstance(text, str) and text), None)
     return {
         "id": str(record.get("id")),
@@ -306,6 +351,32 @@ def _item(record: Record, summary: Record, kind: Kind) -> Record:
         "key": fields.get("key") or str(record.get("id")),
         "record": record,
     }
+
+
+def _join_detections(folder: Path, items: list[Record]) -> None:
+    """Each BERDS question's detections (``judgments.jsonl``), as ``[perspective][rank]``.
+
+    A cell is the detection's record (its label, replies, or error) or None when none was
+    logged; a question left incomplete by a failed detection takes that detection's error.
+    """
+    by_question: dict[str, list[Record]] = {}
+    for record in ResultLog(folder / "judgments.jsonl").load().values():
+        by_question.setdefault(str(record.get("question_id")), []).append(record)
+    for item in items:
+        record = item["record"]
+        perspectives = record.get("perspectives") or record.get("supported") or []
+        documents = record.get("documents") or []
+        found = by_question.get(item["id"], [])
+        width = max([len(documents), *(int(d.get("rank", 0)) + 1 for d in found)])
+        grid: list[list[Record | None]] = [[None] * width for _ in perspectives]
+        for detection in found:
+            p, rank = detection.get("perspective_index"), detection.get("rank")
+            if isinstance(p, int) and isinstance(rank, int) and 0 <= p < len(grid):
+                grid[p][rank] = detection
+        item["detections"] = grid
+        failed = [d for d in found if d.get("status") in FAILED]
+        if item["failed"] and failed and not item["error"]:
+            item["error"] = failed[0].get("error")
 
 
 def _failed_argument_lists(folder: Path) -> list[Record]:

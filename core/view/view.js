@@ -50,14 +50,14 @@
     const grid = el("div", { cls: "kv" }, keys.map((k) => [el("div", {}, k), el("div", {}, value(v[k], depth + 1))]));
     return depth > 1 ? el("details", {}, el("summary", {}, keys.length + " fields"), grid) : grid;
   }
-  const field = (name, v) => [el("div", {}, name), el("div", {}, v instanceof Node ? v : value(v))];
+  const field = (name, v) => [el("div", {}, name), el("div", { "data-field": name }, v instanceof Node ? v : value(v))];
   const kv = (pairs) => el("div", { cls: "kv" }, pairs.filter((p) => p[1] !== undefined).map(([k, v]) => field(k, v)));
   const rawRecord = (r) => el("details", {}, el("summary", {}, "the whole record"), value(r, 2));
   const para = (text) => el("div", { cls: "text" }, text === null || text === undefined ? "—" : String(text));
 
   // ---------- one item, by kind ----------
   function failure(item) {
-    return item.failed || item.error ? el("div", { cls: "error", "data-role": "error" }, (item.failed ? "FAILED: " : "") + (item.error || item.status)) : null;
+    return item.failed || item.error ? el("div", { cls: item.failed ? "error" : "warn", "data-role": "error" }, (item.failed ? "FAILED: " : item.status + ": ") + (item.error || item.status)) : null;
   }
   const DRAW = {
     debate(r) {
@@ -128,11 +128,63 @@
         (r.replies || []).length ? el("details", {}, el("summary", {}, "judge replies"), r.replies.map((x) => el("pre", {}, x))) : null];
     },
     compare(r) {
-      return [kv([["question", r.question], ["objects", `${r.object1} vs ${r.object2}`], ["aspect", r.aspect], ["ledger", r.ledger]]),
-        r.parse_failure ? el("div", { cls: "warn" }, "parse failure: " + r.parse_failure.error) : null,
-        el("h3", {}, "Answer"), para(r.comparison), r.arguments ? [el("h3", {}, "Arguments"), value(r.arguments)] : null];
+      const args = r.arguments || {};
+      return [kv([["question", r.question], ["objects", `${r.object1} vs ${r.object2}`], ["aspect", r.aspect], ["extracted", r.extracted], ["ledger", r.ledger]]),
+        r.parse_failure ? rawReply(r.parse_failure.raw) : null,
+        el("h3", {}, "Answer"), para(r.comparison),
+        r.arguments ? [el("h3", {}, `Arguments (${args.source || "given"})`), [r.object1, r.object2].map((o, i) =>
+          [el("div", { cls: "who" }, `for ${o}`), el("ol", { "data-role": "arguments" }, (args["object" + (i + 1)] || []).map((a) => el("li", {}, a)))])] : null];
+    },
+    pd(r) {
+      const povs = r.povs || [], ppl = r.perplexities || [];
+      return [kv([["question", r.question], ["answer id", r.id], ["P.D. (lower is better)", r.pd], ["truncated", r.truncated], ["answer tokens dropped", r.dropped_answer_tokens]]),
+        el("h3", {}, "Partial answers"),
+        table(["#", "point of view", "perplexity", "tokens", "scored"], Array.from({ length: Math.max(povs.length, ppl.length) }, (_, i) =>
+          [i + 1, povs[i], fmt(ppl[i]), fmt((r.partial_tokens || [])[i]), fmt((r.scored_tokens || [])[i])]), "partials")];
+    },
+    da(r) {
+      const j = r.judgment || {};
+      return [kv([["question", r.question], ["answer id", r.answer_id], ["verdict", verdict(j, ["0: not said to be debated", "1: says it is debated"])]]),
+        el("h3", {}, "Judge's replies"), judgmentBlock(j)];
+    },
+    detector(r) {
+      const j = r.judgment || {}, says = ["0: does not support", "1: supports"];
+      return [kv([["pair", r.pair_id], ["question", r.question], ["perspective", r.perspective], ["gold", says[r.label] || r.label], ["verdict", verdict(j, says)]]),
+        el("h3", {}, "Document"), para(r.document), el("h3", {}, "Detector's replies"), judgmentBlock(j)];
+    },
+    berds(r, item, run) {
+      const docs = r.documents || [], persp = r.perspectives || [], grid = item.detections || [], k = (run.summary || {}).k || "k";
+      const cell = (d) => el("td", { cls: "nowrap", "data-label": d ? (d.status !== "ok" ? "failed" : (d.judgment || {}).ok ? String(d.judgment.label) : "unread") : null },
+        !d ? el("span", { cls: "muted" }, "—") : d.status !== "ok" ? el("span", { cls: "status failed" }, "failed")
+          : !(d.judgment || {}).ok ? el("span", { cls: "status other" }, "unread") : d.judgment.label ? el("strong", { cls: "yes" }, "yes") : "no");
+      const trouble = grid.flat().filter((d) => d && (d.status !== "ok" || !(d.judgment || {}).ok));
+      return [kv([["question", r.question], [`MRecall@${k}`, r.mrecall], [`Precision@${k}`, r.precision], ["set apart", r.parse_failure || r.incomplete ? (r.incomplete ? "incomplete: a detection failed" : "an unread detection") : "no"]]),
+        el("h3", {}, "Perspectives"),
+        table(["#", "perspective", `covered in the top ${k}`], persp.map((p, i) => [`P${i + 1}`, p, r.supported && r.supported[i] !== undefined ? fmt(r.supported[i] === null ? null : r.supported[i] ? "yes" : "no") : "—"]), "perspectives"),
+        el("h3", {}, `Retrieved documents (${docs.length}) and the detector's labels`),
+        el("table", { "data-role": "detections" }, el("tr", {}, el("th", {}, "rank"), el("th", {}, "document"), grid.map((_, p) => el("th", { title: persp[p] || "" }, `P${p + 1}`))),
+          Array.from({ length: Math.max(docs.length, ...grid.map((row) => row.length)) }, (_, rank) => el("tr", {}, el("td", {}, rank + 1),
+            el("td", {}, docs[rank] ? [el("div", { cls: "who" }, docs[rank].id), el("details", {}, el("summary", {}, excerpt(docs[rank].text)), para(docs[rank].text))] : "—"),
+            grid.map((row) => cell(row[rank]))))),
+        trouble.map((d) => el("div", { cls: d.status !== "ok" ? "error" : "warn" }, `rank ${d.rank + 1}, P${d.perspective_index + 1}: ` + (d.status !== "ok" ? "FAILED: " + (d.error || d.status) : "unread: " + ((d.judgment.parse_failure || {}).error || "") + " (replies: " + (d.judgment.replies || []).join(" | ") + ")")))];
+    },
+    curate(r) {
+      const povs = r.partial_answers || [];
+      return [kv([["question", r.question], ["id", r.id], ["chunks retrieved", (r.chunk_ids || []).join(", ")]]),
+        r.failure ? rawReply(r.failure.raw) : null,
+        povs.length ? [el("h3", {}, `Points of view (${povs.filter((p) => p.duplicate_of === undefined).length} kept of ${povs.length})`),
+          table(["#", "point of view", "kept", "documents"], povs.map((p, i) => [i + 1, [p.pov, el("details", {}, el("summary", {}, "explanation" + (p.cut_at_300_words ? " (cut at 300 words)" : "")), para(p.explanation))],
+            p.duplicate_of === undefined ? "kept" : el("span", { cls: "status other" }, `dropped: duplicate of “${p.duplicate_of}” (similarity ${fmt(p.similarity)})`), (p.chunk_ids || p.documents || []).join(", ")]), "povs")] : null];
     },
   };
+  const excerpt = (text) => (String(text).length > 100 ? String(text).slice(0, 100) + "…" : String(text));
+  function table(heads, rows, role) {
+    return el("table", { "data-role": role }, el("tr", {}, heads.map((h) => el("th", {}, h))), rows.map((cells) => el("tr", {}, cells.map((c) => el("td", {}, c)))));
+  }
+  function verdict(j, says) {
+    return j.ok === false ? el("span", { cls: "status other" }, "unread") : j.label === undefined ? "—" : says[j.label] || String(j.label);
+  }
+  const rawReply = (raw) => el("details", {}, el("summary", {}, "the reply that could not be read"), para(raw));
   function judgmentBlock(j) {
     return [kv([["value", j.value], ["read", j.ok]]), j.parse_failure ? el("div", { cls: "warn" }, "unread: " + (j.parse_failure.error || "")) : null,
       (j.replies || []).map((x, i) => el("div", { cls: "turn" }, el("div", { cls: "who" }, "judge reply " + (i + 1)), para(x)))];
@@ -145,7 +197,7 @@
   function drawItem(run, item) {
     const draw = DRAW[run.kind];
     return el("div", { cls: "item-detail" }, el("div", {}, badge(item.status), " ", el("strong", {}, item.title)),
-      failure(item), draw ? draw(item.record, item) : value(item.record), rawRecord(item.record));
+      failure(item), draw ? draw(item.record, item, run) : value(item.record), rawRecord(item.record));
   }
 
   // ---------- filters ----------
@@ -196,18 +248,19 @@
     const main = el("div", { "data-view": "items" });
     const list = el("div", {}), detail = el("div", { cls: "detail", "data-role": "detail" }, el("p", { cls: "muted" }, "Choose an item."));
     let page = 0, shown = run.items, selected = null;
+    const scored = run.items.some((i) => i.score !== null);
     const filters = makeFilters(run.items, () => { page = 0; refresh(); }, true);
     function refresh() {
       shown = run.items.filter(filters.keep);
       page = Math.min(page, Math.max(0, Math.ceil(shown.length / PAGE) - 1));
       const rows = shown.slice(page * PAGE, page * PAGE + PAGE).map((item) => {
         const row = el("tr", { cls: "item-row" + (item === selected ? " selected" : ""), "data-status": item.status, on: { click: () => { selected = item; detail.replaceChildren(drawItem(run, item)); for (const r of list.querySelectorAll("tr.selected")) r.classList.remove("selected"); row.classList.add("selected"); } } },
-          el("td", {}, badge(item.status)), el("td", {}, item.title, item.failed && item.error ? el("div", { cls: "error" }, item.error) : null),
-          el("td", {}, item.label || ""), el("td", { cls: "num" }, fmt(item.score)));
+          el("td", {}, badge(item.status)), el("td", {}, item.title, item.error ? el("div", { cls: item.failed ? "error" : "warn" }, item.error) : null),
+          el("td", {}, item.label || ""), scored ? el("td", { cls: "num" }, fmt(item.score)) : null);
         return row;
       });
       list.replaceChildren(el("div", { cls: "count", "data-role": "count" }, `${shown.length} of ${run.items.length} items`), pager(shown.length, page, (p) => { page = p; refresh(); }),
-        el("table", {}, el("tr", {}, el("th", {}, "status"), el("th", {}, "item"), el("th", {}, "label"), el("th", { cls: "num" }, "score")), rows));
+        el("table", {}, el("tr", {}, el("th", {}, "status"), el("th", {}, "item"), el("th", {}, "label"), scored ? el("th", { cls: "num" }, "score") : null), rows));
     }
     refresh();
     return add(main, [filters.bar, el("div", { cls: "split" }, list, detail)]);
