@@ -164,7 +164,7 @@
         el("h3", {}, `Retrieved documents (${docs.length}) and the detector's labels`),
         el("table", { "data-role": "detections" }, el("tr", {}, el("th", {}, "rank"), el("th", {}, "document"), grid.map((_, p) => el("th", { title: persp[p] || "" }, `P${p + 1}`))),
           Array.from({ length: Math.max(docs.length, ...grid.map((row) => row.length)) }, (_, rank) => el("tr", {}, el("td", {}, rank + 1),
-            el("td", {}, docs[rank] ? [el("div", { cls: "who" }, docs[rank].id), el("details", {}, el("summary", {}, excerpt(docs[rank].text)), para(docs[rank].text))] : "—"),
+            el("td", {}, docs[rank] ? [el("div", { cls: "who" }, docs[rank].id), folded(docs[rank].text)] : "—"),
             grid.map((row) => cell(row[rank]))))),
         trouble.map((d) => el("div", { cls: d.status !== "ok" ? "error" : "warn" }, `rank ${d.rank + 1}, P${d.perspective_index + 1}: ` + (d.status !== "ok" ? "FAILED: " + (d.error || d.status) : "unread: " + ((d.judgment.parse_failure || {}).error || "") + " (replies: " + (d.judgment.replies || []).join(" | ") + ")")))];
     },
@@ -177,9 +177,10 @@
             p.duplicate_of === undefined ? "kept" : el("span", { cls: "status other" }, `dropped: duplicate of “${p.duplicate_of}” (similarity ${fmt(p.similarity)})`), (p.chunk_ids || p.documents || []).join(", ")]), "povs")] : null];
     },
   };
-  const excerpt = (text) => (String(text).length > 100 ? String(text).slice(0, 100) + "…" : String(text));
+  // a long text folded under its first 100 characters
+  const folded = (text) => (String(text).length > 100 ? el("details", {}, el("summary", {}, String(text).slice(0, 100) + "…"), para(text)) : para(text));
   function table(heads, rows, role) {
-    return el("table", { "data-role": role }, el("tr", {}, heads.map((h) => el("th", {}, h))), rows.map((cells) => el("tr", {}, cells.map((c) => el("td", {}, c)))));
+    return el("table", { "data-role": role }, el("tr", {}, heads.map((h) => el("th", {}, h))), rows.map((cells) => el("tr", {}, cells.map((c, i) => el("td", { cls: i ? null : "nowrap" }, c)))));
   }
   function verdict(j, says) {
     return j.ok === false ? el("span", { cls: "status other" }, "unread") : j.label === undefined ? "—" : says[j.label] || String(j.label);

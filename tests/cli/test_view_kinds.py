@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -47,42 +48,62 @@ def runs(tmp_path_factory):
     return built_once(tmp_path_factory, "view-kinds", make_runs)
 
 
-def make_runs(tmp: Path) -> dict:
-    env = moot_env(MOOT_CACHE_DIR=str(tmp / "cache"))
-    found = {"pd": tmp / "pd", "da": tmp / "da", "berds": tmp / "berds"}
-    found |= {"detector": tmp / "detector", "curate": tmp / "curate", "compare": tmp / "compare"}
+KINDS = ("pd", "da", "berds", "detector", "curate", "compare")
 
-    # P.D. and D.A. of the same four answers: the last one's partial answer overflows the window
-    answers = demo_answers(4)
-    questions = ["Q-AWARE", "Q-UNAWARE", "Q-BAD", "Q-FAILS"]
-    for answer, question in zip(answers, questions, strict=True):
+
+def make_runs(tmp: Path) -> dict:
+    """The six runs, three at a time (each its own process, the P.D. and curation ones first:
+    they load torch), then the pages."""
+    env = moot_env(MOOT_CACHE_DIR=str(tmp / "cache"))
+    found = {kind: tmp / kind for kind in KINDS}
+    answers = demo_answers(4)  # P.D. and D.A. of the same four answers (side by side)
+    for answer, question in zip(answers, ["Q-AWARE", "Q-UNAWARE", "Q-BAD", "Q-FAILS"], strict=True):
         answer["question"] = f"{question}: is it debated?"
-    path = write_jsonl(tmp / "answers.jsonl", answers)
+    write_jsonl(tmp / "answers.jsonl", answers)
+    # the tiny models first, in one thread: transformers' lazy imports are not thread-safe
+    tiny_gpt2(tmp / "gpt2", n_positions=128, initializer_range=0.1)
+    tiny_bert(tmp / "bert", init=1.0)
+    jobs = (make_pd, make_curate, make_da, make_berds, make_detector, make_compare)
+    with ThreadPoolExecutor(3) as pool:
+        for done in [pool.submit(job, tmp, env) for job in jobs]:
+            result = done.result()
+            assert result.returncode == 1, result.stderr  # each run has one failure
+
+    found["pages"] = {"kinds": tmp / "kinds.html", "pair": tmp / "pair.html"}
+    views = [
+        run_moot("view", *(found[k] for k in KINDS), "--out", found["pages"]["kinds"], env=env),
+        run_moot("view", found["pd"], found["da"], "--out", found["pages"]["pair"], env=env),
+    ]
+    for result in views:
+        assert result.returncode == 0, result.stderr
+    found["stdout"] = views[0].stdout
+    return found
+
+
+def make_pd(tmp: Path, env: dict):
+    """P.D. of the four answers: the last one's partial answer overflows the window."""
+    answers = read_jsonl(tmp / "answers.jsonl")
     too_long = [{"POV": "Long.", "Explanation": "word " * 80}]
+    sets = [(a, POVS) for a in answers[:3]] + [(answers[3], too_long)]
     partials = write_jsonl(
         tmp / "partials.jsonl",
-        [{"id": a["id"], "question": a["question"], "partial_answers": POVS} for a in answers[:3]]
-        + [
-            {
-                "id": answers[3]["id"],
-                "question": answers[3]["question"],
-                "partial_answers": too_long,
-            }
-        ],
+        [{"id": a["id"], "question": a["question"], "partial_answers": p} for a, p in sets],
     )
-    gpt2 = tiny_gpt2(tmp / "gpt2", n_positions=128, initializer_range=0.1)
-    result = run_moot(
-        "eval", "pd", "--answers", path, "--partial-answers", partials, "--scorer", gpt2,
-        "--max-length", 64, "--out", found["pd"], "--quiet", env=env,
+    return run_moot(
+        "eval", "pd", "--answers", tmp / "answers.jsonl", "--partial-answers", partials,
+        "--scorer", tmp / "gpt2", "--max-length", 64, "--out", tmp / "pd", "--quiet", env=env,
     )  # fmt: skip
-    assert result.returncode == 1, result.stderr  # one answer could not be scored
 
+
+def make_da(tmp: Path, env: dict):
+    """D.A.: judged 1, 0, an unread reply, and a call that fails."""
     with ScriptedServer(rules=DA_RULES, faults=[Fault("500", match="Question: Q-FAILS")]) as server:
-        result = run_moot("eval", "da", "--answers", path, *judge_args(server, found["da"]),
-                          "--quiet", env=env)  # fmt: skip
-    assert result.returncode == 1, result.stderr  # one judge call failed for good
+        return run_moot("eval", "da", "--answers", tmp / "answers.jsonl",
+                        *judge_args(server, tmp / "da"), "--quiet", env=env)  # fmt: skip
 
-    # BERDS: q0 loses a detection to a server error, q1 is scored, q2 has an unread detection
+
+def make_berds(tmp: Path, env: dict):
+    """BERDS: q0 loses a detection to a server error, q1 is scored, q2 has an unread detection."""
     retrieved, perspectives, rules = berds_fixture(tmp)
     records = read_jsonl(retrieved)
     records[1]["chunks"][0]["title"] = HOSTILE  # a title is judged after its document's text
@@ -90,28 +111,29 @@ def make_runs(tmp: Path) -> dict:
     first = json.loads(perspectives.read_text(encoding="utf-8").splitlines()[0])["perspectives"]
     fault = Fault("500", match=rf"IRRELEVANT text\. T\n.*Statement: {re.escape(first[0])}")
     with ScriptedServer(rules=rules, faults=[fault]) as server:
-        result = run_moot(
+        return run_moot(
             "eval", "berds", "--retrieved", retrieved, "--perspectives", perspectives, "-k", 2,
-            *judge_args(server, found["berds"], "--detector"), "--quiet", env=env,
+            *judge_args(server, tmp / "berds", "--detector"), "--quiet", env=env,
         )  # fmt: skip
-    assert result.returncode == 1, result.stderr
 
-    pairs, rows = detector_subset(tmp, 6)  # pair 1: a false positive, 3: unread, 4: fails
+
+def make_detector(tmp: Path, env: dict):
+    """The detector on 6 labelled pairs: pair 1 a false positive, 3 unread, 4 a failed call."""
+    pairs, rows = detector_subset(tmp, 6)
     pair = [re.escape(f"Document: {fence(doc, 'document')}\nStatement: {persp}\n")
             for _, _, doc, persp, _ in rows]  # fmt: skip
-    rules = [
+    rules = [Rule("could not be read", "still unsure")] + [
         Rule(pattern, DETECTOR_REPLIES.get(row[1], "Yes" if row[4] == "1" else "No"))
         for pattern, row in zip(pair, rows, strict=True)
     ]
-    fault = Fault("500", match=pair[3])
-    with ScriptedServer(rules=[Rule("could not be read", "still unsure"), *rules],
-                        faults=[fault]) as server:  # fmt: skip
-        result = run_moot("eval", "detector", "--pairs", pairs,
-                          *judge_args(server, found["detector"], "--detector"), "--quiet",
-                          env=env)  # fmt: skip
-    assert result.returncode == 1, result.stderr
+    with ScriptedServer(rules=rules, faults=[Fault("500", match=pair[3])]) as server:
+        return run_moot("eval", "detector", "--pairs", pairs,
+                        *judge_args(server, tmp / "detector", "--detector"), "--quiet",
+                        env=env)  # fmt: skip
 
-    # curation: q0 keeps 2 of 3 points of view (a duplicate), q1's reply lists none, q2 fails
+
+def make_curate(tmp: Path, env: dict):
+    """Curation: q0 keeps 2 of 3 points of view (a duplicate), q1's reply lists none, q2 fails."""
     docs = write_jsonl(
         tmp / "docs.jsonl",
         [{"id": f"a{r['id']}", "text": r["generation"]} for r in demo_answers(40)],
@@ -129,17 +151,17 @@ def make_runs(tmp: Path) -> dict:
         Rule(pattern="Task: Generate Points-of-View", reply="I cannot list them."),
         Rule(pattern="Task: Provide an Answer to a Question that Reflects", reply="Because."),
     ]
-    fault = Fault("500", match=re.escape(texts[2]))
-    with ScriptedServer(rules=rules, faults=[fault]) as server:
-        result = run_moot(
+    with ScriptedServer(rules=rules, faults=[Fault("500", match=re.escape(texts[2]))]) as server:
+        return run_moot(
             "curate", "--questions", tmp / "questions.jsonl", "--docs", tmp / "index", "--out",
-            found["curate"], "--model", "openai/scripted", "--api-base", server.url,
-            "--embedder", f"cls:{tiny_bert(tmp / 'bert', init=1.0)}", "--max-retries", 0,
+            tmp / "curate", "--model", "openai/scripted", "--api-base", server.url,
+            "--embedder", f"cls:{tmp / 'bert'}", "--max-retries", 0,
             "--quiet", env=env,
         )  # fmt: skip
-    assert result.returncode == 1, result.stderr
 
-    # compare, scenario 2: q0 has no arguments, q1 is answered from them, q2's call fails
+
+def make_compare(tmp: Path, env: dict):
+    """`moot compare`, scenario 2: q0 has no arguments, q1 is answered from them, q2 fails."""
     compqa = shared_data("compqa", "derived_questions.jsonl").read_text().splitlines()[:3]
     (tmp / "compqa.jsonl").write_text("\n".join(compqa) + "\n")
     arguments = write_jsonl(
@@ -154,23 +176,11 @@ def make_runs(tmp: Path) -> dict:
     )  # fmt: skip
     with ScriptedServer(rules=[Rule(".", "Basketball draws more.")],
                         faults=[Fault("500", match="ASP")]) as server:  # fmt: skip
-        result = run_moot(
-            "compare", "--questions", tmp / "compqa.jsonl", "--out", found["compare"],
+        return run_moot(
+            "compare", "--questions", tmp / "compqa.jsonl", "--out", tmp / "compare",
             "--scenario", 2, "--arguments", arguments, "--model", "openai/scripted",
             "--api-base", server.url, "--max-retries", 0, "--quiet", env=env,
         )  # fmt: skip
-    assert result.returncode == 1, result.stderr
-
-    kinds = ["pd", "da", "berds", "detector", "curate", "compare"]
-    found["pages"] = {"kinds": tmp / "kinds.html", "pair": tmp / "pair.html"}
-    views = [
-        run_moot("view", *(found[k] for k in kinds), "--out", found["pages"]["kinds"], env=env),
-        run_moot("view", found["pd"], found["da"], "--out", found["pages"]["pair"], env=env),
-    ]
-    for result in views:
-        assert result.returncode == 0, result.stderr
-    found["stdout"] = views[0].stdout
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -263,7 +273,6 @@ def test_berds_shows_each_querys_documents_labels_and_figures(runs, browser):
         expected = [judgments[(scores[1]["id"], p, rank)]["judgment"]["label"] for p in (0, 1)]
         assert labels == [str(label) for label in expected]
         assert scores[1]["documents"][rank]["id"] in row.inner_text()
-    detail.locator("[data-role=detections] summary").first.click()
     assert HOSTILE in detail.inner_text()  # the document's title, shown as text
     failed = detail_of(page, scores[0]["question"])
     assert failed.locator("[data-role=error]").inner_text().startswith("FAILED: openai/judge")
