@@ -364,15 +364,20 @@ def _join_detections(folder: Path, items: list[Record]) -> None:
         by_question.setdefault(str(record.get("question_id")), []).append(record)
     for item in items:
         record = item["record"]
-        perspectives = record.get("perspectives") or record.get("supported") or []
-        documents = record.get("documents") or []
-        found = by_question.get(item["id"], [])
-        width = max([len(documents), *(int(d.get("rank", 0)) + 1 for d in found)])
-        grid: list[list[Record | None]] = [[None] * width for _ in perspectives]
-        for detection in found:
-            p, rank = detection.get("perspective_index"), detection.get("rank")
-            if isinstance(p, int) and isinstance(rank, int) and 0 <= p < len(grid):
+        cells = [
+            (d["perspective_index"], d["rank"], d)
+            for d in by_question.get(item["id"], [])
+            if isinstance(d.get("perspective_index"), int) and isinstance(d.get("rank"), int)
+        ]
+        # an earlier version's scores name neither perspectives nor documents: the cells do
+        height = max([len(record.get("perspectives") or record.get("supported") or [])]
+                     + [p + 1 for p, _, _ in cells])  # fmt: skip
+        width = max([len(record.get("documents") or [])] + [rank + 1 for _, rank, _ in cells])
+        grid: list[list[Record | None]] = [[None] * width for _ in range(height)]
+        for p, rank, detection in cells:
+            if p >= 0 and rank >= 0:
                 grid[p][rank] = detection
+        found = [d for _, _, d in cells]
         item["detections"] = grid
         failed = [d for d in found if d.get("status") in FAILED]
         if item["failed"] and failed and not item["error"]:

@@ -33,3 +33,33 @@ def test_a_torn_last_line_is_left_out_and_failures_stay_failures(tmp_path):
         ("b", "failed", True, "HTTP 500"),
     ]
     assert run["summary"] is None and run["kind"] == "debate"
+
+
+def test_a_berds_question_takes_its_detections_and_a_failed_one_makes_it_a_failure(tmp_path):
+    """An earlier version's BERDS folder: scores without the perspectives and documents."""
+    (tmp_path / ".moot").mkdir()
+    (tmp_path / ".moot" / "owner.json").write_text('{"command": "moot eval berds"}')
+    scores = [
+        {"id": "q0", "question": "Q0?", "mrecall": 1, "precision": 0.5, "parse_failure": False,
+         "incomplete": False, "supported": [True, True]},
+        {"id": "q1", "question": "Q1?", "mrecall": None, "precision": None,
+         "parse_failure": False, "incomplete": True, "supported": []},
+    ]  # fmt: skip
+    (tmp_path / "scores.jsonl").write_text("".join(json.dumps(s) + "\n" for s in scores))
+
+    def detection(question: str, p: int, rank: int, label: int | None) -> dict:
+        found = {"id": f"{question}{p}{rank}", "question_id": question, "chunk_id": f"c{rank}",
+                 "rank": rank, "perspective_index": p}  # fmt: skip
+        if label is None:
+            return {**found, "status": "error", "error": "HTTP 500"}
+        judgment = {"ok": True, "label": label, "parse_failure": None, "replies": [str(label)]}
+        return {**found, "status": "ok", "judgment": judgment}
+
+    judged = [detection("q0", p, r, int(p == r)) for p in (0, 1) for r in (0, 1)]
+    judged.append(detection("q1", 0, 1, None))
+    (tmp_path / "judgments.jsonl").write_text("".join(json.dumps(j) + "\n" for j in judged))
+    first, second = read_run(tmp_path)["items"]
+    labels = [[d["judgment"]["label"] for d in row] for row in first["detections"]]
+    assert labels == [[1, 0], [0, 1]] and (first["status"], first["score"]) == ("ok", 1)
+    assert (second["status"], second["failed"], second["error"]) == ("error", True, "HTTP 500")
+    assert second["detections"] == [[None, judged[-1]]]  # the failed detection, in its place
