@@ -212,6 +212,7 @@ def no_markup_ran(page) -> None:
     assert page.errors == []
 
 
+@pytest.mark.slow  # builds the six runs (P.D. and curation load torch): started first, once
 def test_every_item_of_the_six_runs_is_on_the_page_failures_counted(runs):
     # P.D. 4 answers, D.A. 4, BERDS 3, detector 6, curate 3, compare 3: one failure in each
     assert runs["stdout"].strip().endswith("6 run(s), 23 items, 6 failed")
