@@ -160,7 +160,7 @@
       const trouble = grid.flat().filter((d) => d && (d.status !== "ok" || !(d.judgment || {}).ok));
       return [kv([["question", r.question], [`MRecall@${k}`, r.mrecall], [`Precision@${k}`, r.precision], ["set apart", r.parse_failure || r.incomplete ? (r.incomplete ? "incomplete: a detection failed" : "an unread detection") : "no"]]),
         el("h3", {}, "Perspectives"),
-        table(["#", "perspective", `covered in the top ${k}`], persp.map((p, i) => [`P${i + 1}`, p, r.supported && r.supported[i] !== undefined ? fmt(r.supported[i] === null ? null : r.supported[i] ? "yes" : "no") : "—"]), "perspectives"),
+        table(["#", "perspective", `covered in the top ${k}`], persp.map((p, i) => [`P${i + 1}`, p, r.supported && r.supported[i] !== undefined ? (r.supported[i] === null ? "unknown: an unread label decides" : r.supported[i] ? "yes" : "no") : "—"]), "perspectives"),
         el("h3", {}, `Retrieved documents (${docs.length}) and the detector's labels`),
         el("table", { "data-role": "detections" }, el("tr", {}, el("th", {}, "rank"), el("th", {}, "document"), grid.map((_, p) => el("th", { title: persp[p] || "" }, `P${p + 1}`))),
           Array.from({ length: Math.max(docs.length, ...grid.map((row) => row.length)) }, (_, rank) => el("tr", {}, el("td", {}, rank + 1),
@@ -317,7 +317,7 @@
       const h = (height * c) / max;
       g.append(svg("rect", { x: i * bw + 1, y: height - h, width: bw - 2, height: h, fill: "#2457a6" }, svg("title", {}, `${fmt(lo + i * step)}–${fmt(lo + (i + 1) * step)}: ${c}`)));
     });
-    g.append(svg("text", { x: 0, y: height + 13 }, fmt(lo)), svg("text", { x: width - 30, y: height + 13 }, fmt(hi)));
+    g.append(svg("text", { x: 0, y: height + 13 }, fmt(lo)), svg("text", { x: width, y: height + 13, "text-anchor": "end" }, fmt(hi)));
     return el("div", { cls: "card" }, el("div", { cls: "muted" }, `scores (${scores.length})`), g);
   }
 
