@@ -30,6 +30,7 @@ def register(commands: Commands) -> None:
         "and picked at most 9 chunks, which the answering model is given as in rag (react, the "
         "paper's); react-single is one model that searches and answers itself. One record per "
         "question in OUT/answers.jsonl; a rerun answers only what is missing.",
+        plan=plan_answer,
     )
     answer.add_argument("--questions", type=opt.input_file, help="questions file (required)")
     opt.out_option(answer)
@@ -223,19 +224,15 @@ def _weights(text: str) -> tuple[float, ...]:
     return found
 
 
-def run_answer(args: argparse.Namespace) -> int:
-    """`moot answer`."""
+def _answer_inputs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
+    """`moot answer`'s questions (``--limit`` applied) and settings, checked; not its retriever."""
     from moot.core.data.questions import load_questions
     from moot.core.errors import ConfigError
-    from moot.graphs.debateqa_answer import AnswerContext, answer_questions
 
     questions = runtime.limited(load_questions(args.questions), args)
-    retriever = None
-    if args.mode != "plain":
-        if not (args.index or args.web):
-            raise ConfigError(f"--mode {args.mode} needs --index DIR (or --web)")
-        retriever = retriever_from_args(args)
-    elif args.index or args.web:
+    if args.mode != "plain" and not (args.index or args.web):
+        raise ConfigError(f"--mode {args.mode} needs --index DIR (or --web)")
+    if args.mode == "plain" and (args.index or args.web):
         raise ConfigError("--mode plain retrieves nothing: drop --index/--web or use rag/react")
     given = [
         f for f in ("model", "api_base", "temperature") if getattr(args, f"{f}_agent") is not None
@@ -245,20 +242,46 @@ def run_answer(args: argparse.Namespace) -> int:
         raise ConfigError(f"{flag} is for --mode react (its separate search agent)")
     role = runtime.role_from(args, "answerer")
     agent = runtime.debater_role(args, "agent", "react_agent") if args.mode == "react" else None
-    client = runtime.client_for(args, role.spec, *([agent.spec] if agent else []))
-    ctx = AnswerContext(
-        client=client,
-        role=role,
-        mode=args.mode,
-        prompt=args.prompt,
-        retriever=retriever,
-        k=args.k,
-        search_k=args.search_k,
-        max_searches=args.max_searches,
-        max_tokens=args.max_tokens,
-        seed=args.seed,
-        agent=agent,
-    )
+    return questions, {
+        "role": role,
+        "mode": args.mode,
+        "prompt": args.prompt,
+        "k": args.k,
+        "search_k": args.search_k,
+        "max_searches": args.max_searches,
+        "max_tokens": args.max_tokens,
+        "seed": args.seed,
+        "agent": agent,
+    }
+
+
+def plan_answer(args: argparse.Namespace) -> Any:
+    """`moot answer --dry-run`: searches stand in as the index's longest chunks (no search)."""
+    from moot.cli.retrieval import planned_search, search_source, web_key
+    from moot.graphs.debateqa_answer import AnswerContext, plan_answers
+
+    questions, settings = _answer_inputs(args)
+    ctx = AnswerContext(client=None, **settings)  # type: ignore[arg-type]
+    if args.mode == "plain":
+        return plan_answers(questions, args.out, ctx)
+    index = search_source(args)
+    shown = args.k if args.mode == "rag" else args.max_searches * args.search_k
+    search, hits = planned_search(args, index, shown)
+    plan = plan_answers(questions, args.out, ctx, search=search, hits=hits)
+    if index is None:
+        plan.keys.append(web_key(args))
+    return plan
+
+
+def run_answer(args: argparse.Namespace) -> int:
+    """`moot answer`."""
+    from moot.graphs.debateqa_answer import AnswerContext, answer_questions
+
+    questions, settings = _answer_inputs(args)
+    retriever = retriever_from_args(args) if args.mode != "plain" else None
+    specs = [settings["role"].spec, *([settings["agent"].spec] if settings["agent"] else [])]
+    client = runtime.client_for(args, *specs)
+    ctx = AnswerContext(client=client, retriever=retriever, **settings)
     progress = runtime.progress_for(args, client)
     run = asyncio.run(
         answer_questions(questions, args.out, ctx, concurrency=args.concurrency, progress=progress)
