@@ -64,6 +64,7 @@ def register(commands: Commands) -> None:
         "DebateQA Algorithm 1: for each question, retrieve documents, extract the points of view "
         "they hold, explain each in at most 300 words from its documents, and drop near-duplicate "
         "POVs. Writes OUT/partial_answers.jsonl, the file `moot eval pd` reads.",
+        plan=plan_curate,
     )
     curate.add_argument("--questions", type=opt.input_file, help="questions file (required)")
     curate.add_argument(
@@ -296,23 +297,74 @@ def run_answer(args: argparse.Namespace) -> int:
     return runtime.finish(args, run.tallies, client.ledger)
 
 
-def run_curate(args: argparse.Namespace) -> int:
-    """`moot curate`."""
+def _curate_inputs(args: argparse.Namespace) -> tuple[list[Any], Path | None]:
+    """`moot curate`'s questions (``--limit`` applied) and the index it searches.
+
+    The index is ``--docs`` when it is one, else ``OUT/index`` from an earlier run; None when
+    ``--docs`` is a corpus still to index (into ``OUT/index``).
+    """
     from moot.core.data.questions import load_questions
     from moot.core.errors import ConfigError
-    from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER, Embedder
-    from moot.core.retrieval.index import Index, LocalRetriever, build_index
-    from moot.graphs.debateqa_curate import CurateContext, curate
 
     if not 0 < args.threshold <= 1:
         raise ConfigError(f"--threshold must be in (0, 1], got {args.threshold:g}")
     questions = runtime.limited(load_questions(args.questions), args)
-    if (args.docs / "index.json").is_file():
-        index = Index.load(args.docs)
-    elif (args.out / "index" / "index.json").is_file():
-        index = Index.load(args.out / "index")  # built by an earlier run of this command
-    else:
-        index = build_index(args.docs, args.out / "index")
+    for index in (args.docs, args.out / "index"):
+        if (index / "index.json").is_file():
+            return questions, index
+    return questions, None
+
+
+def plan_curate(args: argparse.Namespace) -> Any:
+    """`moot curate --dry-run`: a corpus is read and chunked in memory, never indexed."""
+    from moot.core.data.corpus import DEFAULT_CHUNK_CHARS
+    from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER
+    from moot.core.retrieval.index import (
+        Hit,
+        Index,
+        corpus_chunks,
+        corpus_sha256,
+        longest_chunks,
+    )
+    from moot.graphs.debateqa_answer import hit_json, search_identity
+    from moot.graphs.debateqa_curate import CurateContext, plan_curation
+
+    questions, path = _curate_inputs(args)
+    if path is not None:
+        index = Index.load(path)
+        chunks, manifest = index.chunks, index.manifest
+    else:  # what build_index would record of it
+        chunks = corpus_chunks(args.docs)
+        manifest = {"source_sha256": corpus_sha256(args.docs), "chunk_chars": DEFAULT_CHUNK_CHARS}
+    role = runtime.role_from(args, "curator")
+    ctx = CurateContext(
+        client=None,  # type: ignore[arg-type]
+        role=role,
+        retriever=None,  # type: ignore[arg-type]
+        embedder=None,  # type: ignore[arg-type]
+        documents=args.documents,
+        threshold=args.threshold,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+    )
+    return plan_curation(
+        questions,
+        args.out,
+        ctx,
+        search=search_identity("bm25", manifest=manifest),
+        embedder=args.embedder or DEFAULT_EMBEDDER,
+        hits=[hit_json(Hit(c, 0.0)) for c in longest_chunks(chunks, args.documents)],
+    )
+
+
+def run_curate(args: argparse.Namespace) -> int:
+    """`moot curate`."""
+    from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER, Embedder
+    from moot.core.retrieval.index import Index, LocalRetriever, build_index
+    from moot.graphs.debateqa_curate import CurateContext, curate
+
+    questions, path = _curate_inputs(args)
+    index = Index.load(path) if path else build_index(args.docs, args.out / "index")
     role = runtime.role_from(args, "curator")
     client = runtime.client_for(args, role.spec)
     ctx = CurateContext(
