@@ -181,3 +181,17 @@ def test_bad_input_exits_2_writing_nothing(corpus, tmp_path):
     assert curate.returncode == 2 and "no word to index" in curate.stderr
     assert "Traceback" not in curate.stderr and len(curate.stderr.splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["stopwords.jsonl"]
+
+
+def test_models_check_plans_its_one_call(tmp_path):
+    with ScriptedServer() as server:
+        args = ["models", "check", "openai/scripted", "--api-base", server.url]
+        dry = run_moot(*args, "--dry-run")
+        assert (dry.returncode, len(server.requests)) == (0, 0), dry.stderr
+        real = run_moot(*args)
+        assert real.returncode == 0, real.stderr
+    _, rows = plan_tables(dry.stdout)
+    _, calls, inputs, outputs, _ = rows[("check", "check")]
+    assert (calls, outputs) == (1, 32)
+    assert f"{inputs} prompt + " in real.stdout  # the real request's prompt tokens, exactly
+    assert "MOOT_API_KEY (not set), if the server wants a key" in dry.stdout
