@@ -19,6 +19,7 @@ the cosine similarity of their vectors. The trusted-domain filter is DebateQA's 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -305,7 +306,7 @@ def longest_chunks(chunks: Sequence[Chunk], n: int) -> list[Chunk]:
     What a search could return at its longest: a dry run's stand-in for hits it cannot know
     without searching.
     """
-    return sorted(chunks, key=lambda c: -(len(c.text) + len(c.title or "")))[:n]
+    return heapq.nlargest(n, chunks, key=lambda c: len(c.text) + len(c.title or ""))
 
 
 def _is_index_manifest(data: Any) -> bool:
