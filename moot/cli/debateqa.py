@@ -317,16 +317,11 @@ def _curate_inputs(args: argparse.Namespace) -> tuple[list[Any], Path | None]:
 
 def plan_curate(args: argparse.Namespace) -> Any:
     """`moot curate --dry-run`: a corpus is read and chunked in memory, never indexed."""
+    from moot.cli.retrieval import stand_in_hits
     from moot.core.data.corpus import DEFAULT_CHUNK_CHARS
     from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER
-    from moot.core.retrieval.index import (
-        Hit,
-        Index,
-        corpus_chunks,
-        corpus_sha256,
-        longest_chunks,
-    )
-    from moot.graphs.debateqa_answer import hit_json, search_identity
+    from moot.core.retrieval.index import Index, corpus_chunks, corpus_sha256
+    from moot.graphs.debateqa_answer import search_identity
     from moot.graphs.debateqa_curate import CurateContext, plan_curation
 
     questions, path = _curate_inputs(args)
@@ -353,7 +348,7 @@ def plan_curate(args: argparse.Namespace) -> Any:
         ctx,
         search=search_identity("bm25", manifest=manifest),
         embedder=args.embedder or DEFAULT_EMBEDDER,
-        hits=[hit_json(Hit(c, 0.0)) for c in longest_chunks(chunks, args.documents)],
+        hits=stand_in_hits(chunks, args.documents),
     )
 
 

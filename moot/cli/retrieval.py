@@ -240,13 +240,20 @@ def planned_search(args: argparse.Namespace, index: Any, shown: int) -> tuple[di
         The identity, and the `shown` longest chunks of the index as hit records (with --web,
         `shown` web results of `moot.core.retrieval.websearch.STAND_IN`'s size).
     """
-    from moot.core.retrieval.index import Hit, longest_chunks
-    from moot.graphs.debateqa_answer import hit_json, search_identity
+    from moot.graphs.debateqa_answer import search_identity
 
     if index is None:
         from moot.core.retrieval.websearch import STAND_IN, WebSearchRetriever
 
         identity = search_identity(WebSearchRetriever.name, args.trusted_domains)
-        return identity, [hit_json(Hit(STAND_IN, 0.0))] * shown
+        return identity, stand_in_hits([STAND_IN] * shown, shown)
     identity = search_identity(args.retriever, args.trusted_domains, args.mmr, index.manifest)
-    return identity, [hit_json(Hit(c, 0.0)) for c in longest_chunks(index.chunks, shown)]
+    return identity, stand_in_hits(index.chunks, shown)
+
+
+def stand_in_hits(chunks: Any, shown: int) -> list[dict[str, Any]]:
+    """The `shown` longest of `chunks` as hit records: what a plan counts for a search."""
+    from moot.core.retrieval.index import Hit, longest_chunks
+    from moot.graphs.debateqa_answer import hit_json
+
+    return [hit_json(Hit(chunk, 0.0)) for chunk in longest_chunks(chunks, shown)]
