@@ -21,6 +21,8 @@ from moot.core.retrieval.index import Hit, Retriever
 from moot.prompts import render
 
 STAGE = "query_expansion"
+#: The expansion's completion budget (`moot retrieve` has no ``--max-tokens``).
+EXPANSION_TOKENS = 1024
 
 
 class Perspectives(BaseModel):
@@ -43,7 +45,7 @@ async def expand_query(
     question: str,
     *,
     seed: int = 0,
-    max_tokens: int = 1024,
+    max_tokens: int = EXPANSION_TOKENS,
     constrained: bool = False,
 ) -> Structured[Perspectives]:
     """Ask `role` for perspectives on `question` (one repair round, then a `ParseFailure`).
@@ -56,13 +58,10 @@ async def expand_query(
         max_tokens: Completion budget.
         constrained: Send a bounded JSON schema as ``response_format``.
     """
-    messages = [
-        {"role": "user", "content": render("debateqa/query_expansion.j2", question=question)}
-    ]
     schema = _BoundedPerspectives if constrained else Perspectives
     result = await client.complete_structured(
         role,
-        messages,
+        expansion_messages(question),
         schema,
         stage=STAGE,
         max_tokens=max_tokens,
@@ -73,6 +72,11 @@ async def expand_query(
         return Structured(None, result.failure, result.raw, result.completions)
     cleaned = [p.strip() for p in result.value.perspectives if p.strip()]
     return Structured(Perspectives(perspectives=cleaned), None, result.raw, result.completions)
+
+
+def expansion_messages(question: str) -> list[dict[str, str]]:
+    """The request asking for `question`'s perspectives: the BERDS prompt, one user turn."""
+    return [{"role": "user", "content": render("debateqa/query_expansion.j2", question=question)}]
 
 
 def round_robin(rankings: Sequence[Sequence[Hit]], k: int) -> list[Hit]:

@@ -71,6 +71,8 @@ class Plan:
         keys: What each model needs to be called: ``(model, what)`` (``OPENAI_API_KEY (set)``).
         notes: What the estimate cannot know (lists not yet proposed, ...).
         prices: What the calls cost (the command's ``--prices`` over litellm's cost map).
+        calls_at_most: The calls are an upper bound, not a count (ReAct's steps: an agent may
+            answer before its last search); `notes` say which.
     """
 
     items: list[PlanItems] = field(default_factory=list)
@@ -78,6 +80,7 @@ class Plan:
     keys: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     prices: Prices = field(default_factory=Prices)
+    calls_at_most: bool = False
 
     def add_calls(
         self,

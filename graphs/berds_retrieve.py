@@ -17,11 +17,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.agents.berds_query_expansion import expand_query, expanded_search
+from moot.agents.berds_query_expansion import (
+    EXPANSION_TOKENS,
+    STAGE,
+    expand_query,
+    expanded_search,
+    expansion_messages,
+)
 from moot.core.data.questions import Question
 from moot.core.data.records import ResultLog, check_out_file, stable_id, write_jsonl
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
+from moot.core.llm.tokens import count_message_tokens
+from moot.core.plan import Plan, PlanItems, items_of
 from moot.core.retrieval.index import Retriever
 from moot.core.runs import Progress, Tally, run_items
 from moot.prompts import template_digest
@@ -164,8 +172,7 @@ async def _expand(
     progress: Progress | None,
 ) -> tuple[dict[str, dict[str, Any]], Tally]:
     """Each question's expansion record, by question id, and the run's tally."""
-    identity = expansion.identity()
-    ids = {q.id: stable_id("query_expansion", identity, q.text) for q in questions}
+    ids, items = _expansion_items(questions, expansion)
 
     async def expand(item: dict[str, Any]) -> dict[str, Any]:
         result = await expand_query(
@@ -181,9 +188,9 @@ async def _expand(
         return {**item, "status": "ok", "perspectives": result.value.perspectives}
 
     run = await run_items(
-        [{"id": ids[q.id], "question": q.text} for q in questions],  # one text, one expansion
+        items,
         expand,
-        ResultLog(out.with_name(f".{out.name}.progress.jsonl")),
+        ResultLog(_progress_log(out)),
         unit="expansions",
         concurrency=concurrency,
         failed=lambda record: record["status"] != "ok",
@@ -191,3 +198,41 @@ async def _expand(
     )
     by_id = {record["id"]: record for record in run.records}
     return {q.id: by_id[ids[q.id]] for q in questions}, run.tally
+
+
+def _expansion_items(
+    questions: Sequence[Question], expansion: QueryExpansion
+) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """Each question's expansion id (by question id), and the run engine's items."""
+    identity = expansion.identity()
+    ids = {q.id: stable_id("query_expansion", identity, q.text) for q in questions}
+    # one text, one expansion: two questions with one text share their item
+    return ids, [{"id": ids[q.id], "question": q.text} for q in questions]
+
+
+def _progress_log(out: Path) -> Path:
+    """The expansions' log beside the output file `out`."""
+    return out.with_name(f".{out.name}.progress.jsonl")
+
+
+def plan_expansions(
+    questions: Sequence[Question], out: Path, expansion: QueryExpansion | None
+) -> Plan:
+    """What `retrieve_questions` would do, reading `out`'s progress log and writing nothing.
+
+    One expansion call per question text not yet expanded (none without query expansion):
+    the real prompt in, at most `EXPANSION_TOKENS` out; a repair round for an unreadable
+    reply is not counted. `expansion.client` is never used.
+    """
+    out = Path(out)
+    check_out_file(out)
+    if expansion is None:
+        return Plan([PlanItems("questions", len(questions))])
+    _, items = _expansion_items(questions, expansion)
+    stage, pending = items_of("expansions", items, _progress_log(out))
+    plan = Plan([stage])
+    role = expansion.role
+    for item in pending:
+        prompt = count_message_tokens(expansion_messages(item["question"]))
+        plan.add_calls(role.name, STAGE, role.spec, 1, prompt, EXPANSION_TOKENS)
+    return plan

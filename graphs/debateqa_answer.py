@@ -42,12 +42,14 @@ from moot.agents.debateqa_answerers import (
     react_messages,
 )
 from moot.core.data.questions import Question
-from moot.core.data.records import write_json
+from moot.core.data.records import check_claim, write_json
 from moot.core.llm.ledger import call_usage, record_usage
 from moot.core.llm.models import Completion, ModelClient
 from moot.core.llm.spec import Role
+from moot.core.llm.tokens import count_message_tokens
 from moot.core.metrics.stats import mean
-from moot.core.runs import STOPPED, Progress, RunOutput, run_claimed
+from moot.core.plan import Plan, items_of
+from moot.core.runs import HOLDS, STOPPED, Progress, RunOutput, run_claimed
 from moot.graphs.debatune_debate import call_seed
 from moot.prompts import render, template_digest
 
@@ -251,8 +253,13 @@ async def _final(state: AnswerState, runtime: Runtime[AnswerContext]) -> AnswerS
     return {"trace": [event], "calls": [usage], "answer": answer}
 
 
-def run_identity(ctx: AnswerContext) -> dict[str, Any]:
-    """What makes two answering runs the same: model, mode, prompts, retrieval, budgets."""
+def run_identity(ctx: AnswerContext, search: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What makes two answering runs the same: model, mode, prompts, retrieval, budgets.
+
+    Args:
+        ctx: The run's settings.
+        search: The search tool's identity (`search_identity`); default: ``ctx.retriever``'s.
+    """
     names = ["answer_basic", "answer_comprehensive", "answer_detailed", "rag_system", "rag"]
     names += ["react_system", "react_question", "react_observation", "react_final"]
     identity: dict[str, Any] = {
@@ -265,11 +272,13 @@ def run_identity(ctx: AnswerContext) -> dict[str, Any]:
         "seed": ctx.seed,
         "prompts": template_digest(*(f"debateqa/{name}.j2" for name in names)),
     }
+    if search is None and ctx.mode != "plain":
+        search = retriever_identity(ctx.retriever)
     if ctx.mode == "rag":
-        identity |= {**retriever_identity(ctx.retriever), "k": ctx.k}
+        identity |= {**(search or {}), "k": ctx.k}
     elif ctx.mode in REACT_MODES:
         identity |= {
-            **retriever_identity(ctx.retriever),
+            **(search or {}),
             "search_k": ctx.search_k,
             "max_searches": ctx.max_searches,
         }
@@ -283,14 +292,31 @@ def retriever_identity(retriever: Retriever | None) -> dict[str, Any]:
     """What a run's claim pins about its search tool: kind, corpus, filters."""
     from moot.core.retrieval.index import LocalRetriever
 
-    identity: dict[str, Any] = {
-        "retriever": getattr(retriever, "name", None),
-        "trusted_domains": getattr(retriever, "trusted_domains", False),
-    }
+    name = getattr(retriever, "name", None)
+    trusted = getattr(retriever, "trusted_domains", False)
     if isinstance(retriever, LocalRetriever):
-        manifest = retriever.index.manifest
+        return search_identity(name, trusted, retriever.lam, retriever.index.manifest)
+    return search_identity(name, trusted)
+
+
+def search_identity(
+    name: str | None,
+    trusted_domains: bool = False,
+    mmr: float | None = None,
+    manifest: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A search tool's identity from its settings, without loading it (a plan's).
+
+    Args:
+        name: The retriever's name (``bm25``, ``web:brave``).
+        trusted_domains: Whether it keeps trusted domains only.
+        mmr: A local index's MMR lambda.
+        manifest: A local index's manifest (None: web search).
+    """
+    identity: dict[str, Any] = {"retriever": name, "trusted_domains": trusted_domains}
+    if manifest is not None:
         identity |= {
-            "mmr": retriever.lam,
+            "mmr": mmr,
             "corpus_sha256": manifest["source_sha256"],
             "chunk_chars": manifest["chunk_chars"],
         }
@@ -340,11 +366,8 @@ async def answer_questions(
         record["ledger"] = record_usage(state.get("calls", []))
         return record
 
-    items = [
-        {"id": q.id, "question": q.text, "mode": ctx.mode, "prompt": ctx.prompt} for q in questions
-    ]
     run = await run_claimed(
-        items,
+        _items(questions, ctx),
         task,
         out_dir,
         identity,
@@ -373,14 +396,112 @@ async def answer_questions(
     return RunOutput(records, summary, [run.tally])
 
 
+def _items(questions: Sequence[Question], ctx: AnswerContext) -> list[dict[str, Any]]:
+    """The run engine's items: one per question."""
+    return [
+        {"id": q.id, "question": q.text, "mode": ctx.mode, "prompt": ctx.prompt} for q in questions
+    ]
+
+
+#: What stands in for a query the ReAct agent has not chosen yet: 100 characters.
+UNKNOWN_QUERY = "word " * 20
+
+
+def plan_answers(
+    questions: Sequence[Question],
+    out_dir: Path,
+    ctx: AnswerContext,
+    *,
+    search: dict[str, Any] | None = None,
+    hits: Sequence[dict[str, Any]] = (),
+) -> Plan:
+    """What `answer_questions` would do, reading `out_dir` and writing nothing.
+
+    Calls per question: plain and rag one; react at most ``max_searches`` agent steps (an agent
+    that answers earlier takes fewer) and the answer; react-single at most ``max_searches``
+    steps and, when the last one still searches, the final call. Input tokens: the real prompts,
+    with `hits` as every search's results, each earlier agent reply at its full budget and each
+    query the agent chooses as `UNKNOWN_QUERY`. `ctx.client` and `ctx.retriever` are never used.
+
+    Args:
+        questions: The questions.
+        out_dir: The output folder; refused if it holds a run with other settings.
+        ctx: The run's settings.
+        search: The search tool's identity (`search_identity`), for rag and the ReAct modes.
+        hits: What stands in for a search's results, longest first (the index's longest
+            chunks, as `hit_json` records): as many as the mode shows at once.
+
+    Raises:
+        ConfigError: `out_dir` holds a run with other settings.
+    """
+    out_dir = Path(out_dir)
+    check_claim(out_dir, "eval", run_identity(ctx, search), HOLDS)
+    stage, pending = items_of("questions", _items(questions, ctx), out_dir / "answers.jsonl")
+    plan = Plan([stage])
+    for item in pending:
+        _plan_question(plan, ctx, item["question"], list(hits))
+    if ctx.mode in REACT_MODES and pending:
+        plan.calls_at_most = True
+        final = "the answer" if ctx.mode == "react" else "the final call"
+        plan.notes.append(
+            f"ReAct: each question is counted at its most calls, {ctx.max_searches} agent steps "
+            f"(--max-searches) and {final}; an agent that answers before its last search makes "
+            "fewer"
+        )
+    return plan
+
+
+def _plan_question(
+    plan: Plan, ctx: AnswerContext, question: str, hits: list[dict[str, Any]]
+) -> None:
+    """Count one question's calls (see `plan_answers`)."""
+    role, budget, held = ctx.role, ctx.max_tokens, 0
+    stage = ctx.mode
+    if ctx.mode == "plain":
+        messages = plain_messages(question, ctx.prompt)
+    elif ctx.mode == "rag":
+        messages = rag_messages(question, hits[: ctx.k], ctx.prompt)
+    else:
+        trace = _plan_react_steps(plan, ctx, question, hits)
+        if ctx.mode == "react":  # the answering model, from every distinct chunk found
+            messages = rag_messages(question, hits[: ctx.max_searches * ctx.search_k], ctx.prompt)
+        else:  # react-single: the last step still searched
+            messages = react_messages(question, trace, ctx.prompt, ctx.max_searches, ctx.search_k)
+            messages.append({"role": "user", "content": render("debateqa/react_final.j2")})
+            stage, held = "react:final", ctx.max_searches * budget
+    plan.add_calls(role.name, stage, role.spec, 1, count_message_tokens(messages) + held, budget)
+
+
+def _plan_react_steps(
+    plan: Plan, ctx: AnswerContext, question: str, hits: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Count the agent's steps, each after a search; the trace they leave."""
+    agent, budget = ctx.agent_role, ctx.max_tokens
+    stage = "react:agent" if ctx.mode == "react" else "react"
+    found = hits[: ctx.search_k]
+    trace: list[dict[str, Any]] = []
+    for step in range(ctx.max_searches):
+        query = question if step == 0 else UNKNOWN_QUERY
+        shown = observation(query, found, step + 1, ctx.max_searches)
+        trace.append({"kind": "search", "observation": shown})
+        messages = react_messages(question, trace, ctx.prompt, ctx.max_searches, ctx.search_k)
+        prompt = count_message_tokens(messages) + step * budget  # earlier replies: full budget
+        plan.add_calls(agent.name, stage, agent.spec, 1, prompt, budget)
+        trace.append({"kind": "step", "reply": ""})
+    return trace
+
+
 __all__ = [
     "MODES",
     "REACT_MODES",
+    "UNKNOWN_QUERY",
     "AnswerContext",
     "AnswerState",
     "answer_questions",
     "build_answer_graph",
     "hit_json",
+    "plan_answers",
     "retriever_identity",
     "run_identity",
+    "search_identity",
 ]

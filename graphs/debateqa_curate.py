@@ -29,11 +29,13 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from moot.core.data.questions import Question
-from moot.core.data.records import write_json, write_jsonl
+from moot.core.data.records import check_claim, write_json, write_jsonl
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
+from moot.core.llm.tokens import count_message_tokens
+from moot.core.plan import Plan, items_of
 from moot.core.retrieval.embeddings import unit_rows
-from moot.core.runs import Progress, RunOutput, run_claimed
+from moot.core.runs import HOLDS, Progress, RunOutput, run_claimed
 from moot.graphs.checkpoints import invoke, settled
 from moot.graphs.debateqa_answer import retriever_identity, search
 from moot.graphs.debatune_debate import call_seed
@@ -133,12 +135,9 @@ async def _retrieve(state: CurateState, runtime: Runtime[CurateContext]) -> Cura
 
 async def _extract(state: CurateState, runtime: Runtime[CurateContext]) -> CurateState:
     ctx = runtime.context
-    prompt = render(
-        "debateqa/curate_extract.j2", question=state["question"], chunks=state["chunks"]
-    )
     reply = await ctx.client.complete(
         ctx.role,
-        [{"role": "user", "content": prompt}],
+        extract_messages(state["question"], state["chunks"]),
         stage="curate:extract",
         max_tokens=ctx.max_tokens,
         seed=call_seed(ctx.seed, state["id"], 0),
@@ -152,6 +151,20 @@ async def _extract(state: CurateState, runtime: Runtime[CurateContext]) -> Curat
         error = "no 'Point-of-View N: ...' line in the reply"
         return {"failure": {"parse_failure": True, "error": error, "raw": reply.text}}
     return {"povs": povs}
+
+
+def extract_messages(question: str, chunks: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+    """The request for a question's POVs: p_POV (Table 9) with its numbered documents."""
+    prompt = render("debateqa/curate_extract.j2", question=question, chunks=chunks)
+    return [{"role": "user", "content": prompt}]
+
+
+def explain_messages(
+    question: str, pov: str, chunks: Sequence[dict[str, Any]]
+) -> list[dict[str, str]]:
+    """The request explaining one POV: p_Explan (Table 9) with the POV's documents."""
+    prompt = render("debateqa/curate_explain.j2", question=question, pov=pov, chunks=chunks)
+    return [{"role": "user", "content": prompt}]
 
 
 def _fan_out(state: CurateState) -> list[Send] | str:
@@ -168,12 +181,9 @@ async def _explain(state: dict[str, Any], runtime: Runtime[CurateContext]) -> Cu
     pov = state["pov"]
     # a POV that names no valid document is explained from all of the question's documents
     chunks = [state["chunks"][d - 1] for d in pov["documents"]] or state["chunks"]
-    prompt = render(
-        "debateqa/curate_explain.j2", question=state["question"], pov=pov["pov"], chunks=chunks
-    )
     reply = await ctx.client.complete(
         ctx.role,
-        [{"role": "user", "content": prompt}],
+        explain_messages(state["question"], pov["pov"], chunks),
         stage="curate:explain",
         max_tokens=ctx.max_tokens,
         seed=call_seed(ctx.seed, state["id"], 1 + state["index"]),
@@ -209,14 +219,22 @@ async def _dedup(state: CurateState, runtime: Runtime[CurateContext]) -> CurateS
     return {"partial_answers": partials}
 
 
-def curate_identity(ctx: CurateContext) -> dict[str, Any]:
-    """What makes two curation runs the same."""
+def curate_identity(
+    ctx: CurateContext, search: dict[str, Any] | None = None, embedder: str | None = None
+) -> dict[str, Any]:
+    """What makes two curation runs the same.
+
+    Args:
+        ctx: The run's settings.
+        search: The retriever's identity (`search_identity`); default: ``ctx.retriever``'s.
+        embedder: The embedder's name; default: ``ctx.embedder``'s.
+    """
     return {
         "run": "curate",
         "model": ctx.role.spec.name,
         "temperature": ctx.role.temperature,
-        **retriever_identity(ctx.retriever),
-        "embedder": ctx.embedder.name,
+        **(search if search is not None else retriever_identity(ctx.retriever)),
+        "embedder": embedder or ctx.embedder.name,
         "documents": ctx.documents,
         "threshold": ctx.threshold,
         "max_tokens": ctx.max_tokens,
@@ -273,9 +291,8 @@ async def curate(
             return record | {"failure": state["failure"]}
         return record | {"partial_answers": state["partial_answers"]}
 
-    items = [{"id": q.id, "question": q.text} for q in questions]
     run = await run_claimed(
-        items,
+        _items(questions),
         task,
         out_dir,
         identity,
@@ -319,3 +336,62 @@ async def curate(
     }
     write_json(Path(out_dir) / "summary.json", summary)
     return CurateRun(records, summary, [run.tally])
+
+
+def _items(questions: Sequence[Question]) -> list[dict[str, Any]]:
+    """The run engine's items: one per question."""
+    return [{"id": q.id, "question": q.text} for q in questions]
+
+
+#: Explanations a plan counts per question: DebateQA's questions keep about 3.7 partial answers
+#: each (Xu et al., 2024, App. H), rounded up. The real number is the POVs the extraction finds.
+PLANNED_POVS = 4
+#: What stands in for a POV not yet extracted: 200 characters (p_POV asks for a short sentence).
+UNKNOWN_POV = "word " * 40
+
+
+def plan_curation(
+    questions: Sequence[Question],
+    out_dir: Path,
+    ctx: CurateContext,
+    *,
+    search: dict[str, Any],
+    embedder: str,
+    hits: Sequence[dict[str, Any]],
+) -> Plan:
+    """What `curate` would do, reading `out_dir` and writing nothing.
+
+    Per question: one extraction, then `PLANNED_POVS` explanations (one per POV it finds:
+    unknown before it runs). Input tokens: the real prompts with `hits` as the question's
+    documents, each explanation given all of them (a POV's own documents are some of them)
+    and `UNKNOWN_POV` as its POV. `ctx.client`, `ctx.retriever` and `ctx.embedder` are never
+    used; the embedder is not loaded.
+
+    Args:
+        questions: The questions.
+        out_dir: The output folder; refused if it holds a run with other settings.
+        ctx: The run's settings.
+        search: The retriever's identity (`search_identity`).
+        embedder: The embedder's name.
+        hits: What stands in for a question's documents (the index's longest chunks).
+
+    Raises:
+        ConfigError: `out_dir` holds a run with other settings.
+    """
+    out_dir = Path(out_dir)
+    check_claim(out_dir, "eval", curate_identity(ctx, search, embedder), HOLDS)
+    stage, pending = items_of("questions", _items(questions), out_dir / "curation.jsonl")
+    plan = Plan([stage])
+    role, budget, documents = ctx.role, ctx.max_tokens, list(hits[: ctx.documents])
+    for item in pending:
+        prompt = count_message_tokens(extract_messages(item["question"], documents))
+        plan.add_calls(role.name, "curate:extract", role.spec, 1, prompt, budget)
+        prompt = count_message_tokens(explain_messages(item["question"], UNKNOWN_POV, documents))
+        povs = PLANNED_POVS
+        plan.add_calls(role.name, "curate:explain", role.spec, povs, povs * prompt, povs * budget)
+    if pending:
+        plan.notes.append(
+            f"curate:explain is counted at {PLANNED_POVS} POVs per question (DebateQA keeps "
+            "about 3.7); the real calls are one per POV the extraction finds, so more or fewer"
+        )
+    return plan

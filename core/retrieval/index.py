@@ -19,6 +19,7 @@ the cosine similarity of their vectors. The trusted-domain filter is DebateQA's 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from moot.core.data.corpus import (
     DEFAULT_CHUNK_CHARS,
     FOLDER_SUFFIXES,
     Chunk,
+    Document,
     chunk_documents,
     load_documents,
 )
@@ -245,12 +247,8 @@ def build_index(
     if chunk_chars < 1:
         raise ConfigError(f"--chunk-chars must be a positive integer, got {chunk_chars}")
     check_out_dir(Path(out), "index", [docs], "index.json", _is_index_manifest)
-    documents = load_documents(docs)
-    chunks = chunk_documents(documents, chunk_chars)
+    documents, chunks, tokens = _read_corpus(docs, chunk_chars)
     texts = [chunk.text for chunk in chunks]
-    tokens = bm25s.tokenize(texts, stopwords="en", show_progress=False)
-    if not tokens.vocab:
-        raise InputError(docs, "no word to index: every document holds only stopwords")
     embedder = None
     if dense:
         from moot.core.retrieval.embeddings import Embedder
@@ -279,6 +277,36 @@ def build_index(
 
     atomic_replace_dir(build, Path(out))
     return Index.load(Path(out))
+
+
+def corpus_chunks(docs: Path, chunk_chars: int = DEFAULT_CHUNK_CHARS) -> list[Chunk]:
+    """The chunks `build_index` would index, read and checked as it does; nothing is written.
+
+    Raises:
+        InputError: Bad corpus, or one with no word but stopwords.
+    """
+    return _read_corpus(docs, chunk_chars)[1]
+
+
+def _read_corpus(docs: Path, chunk_chars: int) -> tuple[list[Document], list[Chunk], Any]:
+    """A corpus's documents, their chunks and the chunks' BM25 tokens."""
+    import bm25s
+
+    documents = load_documents(docs)
+    chunks = chunk_documents(documents, chunk_chars)
+    tokens = bm25s.tokenize([chunk.text for chunk in chunks], stopwords="en", show_progress=False)
+    if not tokens.vocab:
+        raise InputError(docs, "no word to index: every document holds only stopwords")
+    return documents, chunks, tokens
+
+
+def longest_chunks(chunks: Sequence[Chunk], n: int) -> list[Chunk]:
+    """The `n` chunks with the most characters (title and text), longest first.
+
+    What a search could return at its longest: a dry run's stand-in for hits it cannot know
+    without searching.
+    """
+    return heapq.nlargest(n, chunks, key=lambda c: len(c.text) + len(c.title or ""))
 
 
 def _is_index_manifest(data: Any) -> bool:

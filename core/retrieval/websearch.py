@@ -27,6 +27,15 @@ from moot.core.retrieval.index import Hit, is_trusted
 BRAVE_API_BASE = "https://api.search.brave.com/res/v1"
 DEFAULT_KEY_ENV = "MOOT_SEARCH_API_KEY"
 MAX_RESULTS = 20  # Brave's largest ``count``
+#: A web result as a dry run counts it, unfetched: a 300-character snippet (Brave's are
+#: shorter), a 100-character title and URL.
+STAND_IN = Chunk(
+    "https://example.org/result#0",
+    "https://example.org/result",
+    "word " * 60,
+    "word " * 20,
+    "https://example.org/" + "x" * 80,
+)
 _TAG = re.compile(r"<[^>]+>")
 
 

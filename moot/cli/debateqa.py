@@ -30,6 +30,7 @@ def register(commands: Commands) -> None:
         "and picked at most 9 chunks, which the answering model is given as in rag (react, the "
         "paper's); react-single is one model that searches and answers itself. One record per "
         "question in OUT/answers.jsonl; a rerun answers only what is missing.",
+        plan=plan_answer,
     )
     answer.add_argument("--questions", type=opt.input_file, help="questions file (required)")
     opt.out_option(answer)
@@ -63,6 +64,7 @@ def register(commands: Commands) -> None:
         "DebateQA Algorithm 1: for each question, retrieve documents, extract the points of view "
         "they hold, explain each in at most 300 words from its documents, and drop near-duplicate "
         "POVs. Writes OUT/partial_answers.jsonl, the file `moot eval pd` reads.",
+        plan=plan_curate,
     )
     curate.add_argument("--questions", type=opt.input_file, help="questions file (required)")
     curate.add_argument(
@@ -223,19 +225,15 @@ def _weights(text: str) -> tuple[float, ...]:
     return found
 
 
-def run_answer(args: argparse.Namespace) -> int:
-    """`moot answer`."""
+def _answer_inputs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
+    """`moot answer`'s questions (``--limit`` applied) and settings, checked; not its retriever."""
     from moot.core.data.questions import load_questions
     from moot.core.errors import ConfigError
-    from moot.graphs.debateqa_answer import AnswerContext, answer_questions
 
     questions = runtime.limited(load_questions(args.questions), args)
-    retriever = None
-    if args.mode != "plain":
-        if not (args.index or args.web):
-            raise ConfigError(f"--mode {args.mode} needs --index DIR (or --web)")
-        retriever = retriever_from_args(args)
-    elif args.index or args.web:
+    if args.mode != "plain" and not (args.index or args.web):
+        raise ConfigError(f"--mode {args.mode} needs --index DIR (or --web)")
+    if args.mode == "plain" and (args.index or args.web):
         raise ConfigError("--mode plain retrieves nothing: drop --index/--web or use rag/react")
     given = [
         f for f in ("model", "api_base", "temperature") if getattr(args, f"{f}_agent") is not None
@@ -245,20 +243,46 @@ def run_answer(args: argparse.Namespace) -> int:
         raise ConfigError(f"{flag} is for --mode react (its separate search agent)")
     role = runtime.role_from(args, "answerer")
     agent = runtime.debater_role(args, "agent", "react_agent") if args.mode == "react" else None
-    client = runtime.client_for(args, role.spec, *([agent.spec] if agent else []))
-    ctx = AnswerContext(
-        client=client,
-        role=role,
-        mode=args.mode,
-        prompt=args.prompt,
-        retriever=retriever,
-        k=args.k,
-        search_k=args.search_k,
-        max_searches=args.max_searches,
-        max_tokens=args.max_tokens,
-        seed=args.seed,
-        agent=agent,
-    )
+    return questions, {
+        "role": role,
+        "mode": args.mode,
+        "prompt": args.prompt,
+        "k": args.k,
+        "search_k": args.search_k,
+        "max_searches": args.max_searches,
+        "max_tokens": args.max_tokens,
+        "seed": args.seed,
+        "agent": agent,
+    }
+
+
+def plan_answer(args: argparse.Namespace) -> Any:
+    """`moot answer --dry-run`: searches stand in as the index's longest chunks (no search)."""
+    from moot.cli.retrieval import planned_search, search_source, web_key
+    from moot.graphs.debateqa_answer import AnswerContext, plan_answers
+
+    questions, settings = _answer_inputs(args)
+    ctx = AnswerContext(client=None, **settings)  # type: ignore[arg-type]
+    if args.mode == "plain":
+        return plan_answers(questions, args.out, ctx)
+    index = search_source(args)
+    shown = args.k if args.mode == "rag" else args.max_searches * args.search_k
+    search, hits = planned_search(args, index, shown)
+    plan = plan_answers(questions, args.out, ctx, search=search, hits=hits)
+    if index is None:
+        plan.keys.append(web_key(args))
+    return plan
+
+
+def run_answer(args: argparse.Namespace) -> int:
+    """`moot answer`."""
+    from moot.graphs.debateqa_answer import AnswerContext, answer_questions
+
+    questions, settings = _answer_inputs(args)
+    retriever = retriever_from_args(args) if args.mode != "plain" else None
+    specs = [settings["role"].spec, *([settings["agent"].spec] if settings["agent"] else [])]
+    client = runtime.client_for(args, *specs)
+    ctx = AnswerContext(client=client, retriever=retriever, **settings)
     progress = runtime.progress_for(args, client)
     run = asyncio.run(
         answer_questions(questions, args.out, ctx, concurrency=args.concurrency, progress=progress)
@@ -273,23 +297,69 @@ def run_answer(args: argparse.Namespace) -> int:
     return runtime.finish(args, run.tallies, client.ledger)
 
 
-def run_curate(args: argparse.Namespace) -> int:
-    """`moot curate`."""
+def _curate_inputs(args: argparse.Namespace) -> tuple[list[Any], Path | None]:
+    """`moot curate`'s questions (``--limit`` applied) and the index it searches.
+
+    The index is ``--docs`` when it is one, else ``OUT/index`` from an earlier run; None when
+    ``--docs`` is a corpus still to index (into ``OUT/index``).
+    """
     from moot.core.data.questions import load_questions
     from moot.core.errors import ConfigError
-    from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER, Embedder
-    from moot.core.retrieval.index import Index, LocalRetriever, build_index
-    from moot.graphs.debateqa_curate import CurateContext, curate
 
     if not 0 < args.threshold <= 1:
         raise ConfigError(f"--threshold must be in (0, 1], got {args.threshold:g}")
     questions = runtime.limited(load_questions(args.questions), args)
-    if (args.docs / "index.json").is_file():
-        index = Index.load(args.docs)
-    elif (args.out / "index" / "index.json").is_file():
-        index = Index.load(args.out / "index")  # built by an earlier run of this command
-    else:
-        index = build_index(args.docs, args.out / "index")
+    for index in (args.docs, args.out / "index"):
+        if (index / "index.json").is_file():
+            return questions, index
+    return questions, None
+
+
+def plan_curate(args: argparse.Namespace) -> Any:
+    """`moot curate --dry-run`: a corpus is read and chunked in memory, never indexed."""
+    from moot.cli.retrieval import stand_in_hits
+    from moot.core.data.corpus import DEFAULT_CHUNK_CHARS
+    from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER
+    from moot.core.retrieval.index import Index, corpus_chunks, corpus_sha256
+    from moot.graphs.debateqa_answer import search_identity
+    from moot.graphs.debateqa_curate import CurateContext, plan_curation
+
+    questions, path = _curate_inputs(args)
+    if path is not None:
+        index = Index.load(path)
+        chunks, manifest = index.chunks, index.manifest
+    else:  # what build_index would record of it
+        chunks = corpus_chunks(args.docs)
+        manifest = {"source_sha256": corpus_sha256(args.docs), "chunk_chars": DEFAULT_CHUNK_CHARS}
+    role = runtime.role_from(args, "curator")
+    ctx = CurateContext(
+        client=None,  # type: ignore[arg-type]
+        role=role,
+        retriever=None,  # type: ignore[arg-type]
+        embedder=None,  # type: ignore[arg-type]
+        documents=args.documents,
+        threshold=args.threshold,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+    )
+    return plan_curation(
+        questions,
+        args.out,
+        ctx,
+        search=search_identity("bm25", manifest=manifest),
+        embedder=args.embedder or DEFAULT_EMBEDDER,
+        hits=stand_in_hits(chunks, args.documents),
+    )
+
+
+def run_curate(args: argparse.Namespace) -> int:
+    """`moot curate`."""
+    from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER, Embedder
+    from moot.core.retrieval.index import Index, LocalRetriever, build_index
+    from moot.graphs.debateqa_curate import CurateContext, curate
+
+    questions, path = _curate_inputs(args)
+    index = Index.load(path) if path else build_index(args.docs, args.out / "index")
     role = runtime.role_from(args, "curator")
     client = runtime.client_for(args, role.spec)
     ctx = CurateContext(

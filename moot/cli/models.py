@@ -5,19 +5,38 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+from typing import Any
 
 from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
 
+#: The round trip's request and its completion budget.
+CHECK_MESSAGES = [{"role": "user", "content": "Reply with one short sentence: are you ready?"}]
+CHECK_TOKENS = 32
+
 
 def register(commands: Commands) -> None:
     """Add `moot models check`."""
-    check = commands.add("check", run_check, "one round trip: latency and tokens", group="models")
+    check = commands.add(
+        "check", run_check, "one round trip: latency and tokens", group="models", plan=plan_check
+    )
     check.add_argument("spec", metavar="SPEC", help="provider/model, e.g. local/smollm2")
     opt.call_options(check)
     check.set_defaults(timeout=60.0, max_retries=0, no_cache=True, cache=None)
     opt.common_options(check)
+
+
+def plan_check(args: argparse.Namespace) -> Any:
+    """`moot models check --dry-run`: its one call, and the key it needs."""
+    from moot.core.llm.tokens import count_message_tokens
+    from moot.core.plan import Plan, PlanItems
+
+    role = runtime.role_from(args, "check", args.spec)
+    plan = Plan([PlanItems("round trips", 1)])
+    prompt = count_message_tokens(CHECK_MESSAGES)
+    plan.add_calls(role.name, "check", role.spec, 1, prompt, CHECK_TOKENS)
+    return plan
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -26,10 +45,11 @@ def run_check(args: argparse.Namespace) -> int:
 
     role = runtime.role_from(args, "check", args.spec)
     client = runtime.client_for(args, role.spec)
-    messages = [{"role": "user", "content": "Reply with one short sentence: are you ready?"}]
     start = time.perf_counter()
     try:
-        reply = asyncio.run(client.complete(role, messages, stage="check", max_tokens=32, seed=0))
+        reply = asyncio.run(
+            client.complete(role, CHECK_MESSAGES, stage="check", max_tokens=CHECK_TOKENS, seed=0)
+        )
     except ModelCallError as exc:
         raise EndpointError(str(exc)) from None
     latency = time.perf_counter() - start

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 from typing import Any
 
 from moot.cli import options as opt
@@ -45,6 +46,7 @@ def register(commands: Commands) -> None:
         "one JSONL record per question. With --query-expansion an LLM lists perspectives "
         "(BERDS) and the per-perspective results merge round-robin; a question whose expansion "
         "fails is recorded as failed and the command exits 1.",
+        plan=plan_retrieve,
     )
     retrieve.add_argument(
         "--questions", type=opt.input_file, metavar="FILE", help="questions (required)"
@@ -92,12 +94,11 @@ def run_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_retrieve(args: argparse.Namespace) -> int:
-    """`moot retrieve`."""
+def _retrieve_inputs(args: argparse.Namespace) -> tuple[list[Any], Any]:
+    """`moot retrieve`'s questions (``--limit`` applied) and its expansion model, if any."""
     from moot.core.data.questions import load_questions
     from moot.core.data.records import check_out_file
     from moot.core.errors import ConfigError
-    from moot.graphs.berds_retrieve import QueryExpansion, retrieve_questions
 
     if args.k < 1:
         raise ConfigError(f"-k must be a positive integer, got {args.k}")
@@ -109,10 +110,34 @@ def run_retrieve(args: argparse.Namespace) -> int:
     inputs = [args.questions, args.index] if args.index else [args.questions]
     check_out_file(args.out, inputs)  # before query expansion pays for calls
     questions = runtime.limited(load_questions(args.questions), args)
+    role = runtime.role_from(args, "query_expander") if args.query_expansion else None
+    return questions, role
+
+
+def plan_retrieve(args: argparse.Namespace) -> Any:
+    """`moot retrieve --dry-run`: the expansion calls (its context has no client)."""
+    from moot.graphs.berds_retrieve import QueryExpansion, plan_expansions
+
+    questions, role = _retrieve_inputs(args)
+    index = search_source(args)  # checked as a run checks it; its searches cost nothing
+    expansion = None
+    if role is not None:
+        constrained = runtime.constrained(args, role)
+        expansion = QueryExpansion(None, role, constrained, args.seed)  # type: ignore[arg-type]
+    plan = plan_expansions(questions, args.out, expansion)
+    if index is None:
+        plan.keys.append(web_key(args))
+    return plan
+
+
+def run_retrieve(args: argparse.Namespace) -> int:
+    """`moot retrieve`."""
+    from moot.graphs.berds_retrieve import QueryExpansion, retrieve_questions
+
+    questions, role = _retrieve_inputs(args)
     retriever = retriever_from_args(args)
     expansion, client = None, None
-    if args.query_expansion:
-        role = runtime.role_from(args, "query_expander")
+    if role is not None:
         client = runtime.client_for(args, role.spec)
         expansion = QueryExpansion(client, role, runtime.constrained(args, role), args.seed)
     run = asyncio.run(
@@ -144,13 +169,8 @@ def retriever_from_args(args: argparse.Namespace) -> Any:
         ConfigError: Neither or both of --index and --web, or flags that do not apply.
         InputError: A missing or damaged index.
     """
-    from moot.core.errors import ConfigError
-
-    if args.web == bool(args.index):
-        raise ConfigError("give --index DIR or --web (one of them)")
-    if args.web:
-        if args.mmr is not None or args.embedder or args.retriever != "bm25":
-            raise ConfigError("--web takes no --mmr, --embedder or --retriever")
+    index = search_source(args)
+    if index is None:
         from moot.core.retrieval.websearch import BRAVE_API_BASE, WebSearchRetriever
 
         return WebSearchRetriever(
@@ -158,11 +178,8 @@ def retriever_from_args(args: argparse.Namespace) -> Any:
             api_base=args.search_api_base or BRAVE_API_BASE,
             trusted_domains=args.trusted_domains,
         )
-    from moot.core.retrieval.index import Index, LocalRetriever
+    from moot.core.retrieval.index import LocalRetriever
 
-    index = Index.load(args.index)
-    if args.embedder and args.retriever == "bm25":
-        raise ConfigError("--embedder applies to --retriever dense or hybrid")
     return LocalRetriever(
         index,
         retriever=args.retriever,
@@ -171,3 +188,72 @@ def retriever_from_args(args: argparse.Namespace) -> Any:
         embedder=args.embedder,
         mmr_embedder=getattr(args, "mmr_embedder", None),
     )
+
+
+def search_source(args: argparse.Namespace) -> Any:
+    """The `moot.core.retrieval.index.Index` the `retrieval_options` name, checked (None: --web).
+
+    Everything `retriever_from_args` checks, without loading an embedder or reading a key: a
+    dry run's plan asks here.
+
+    Raises:
+        ConfigError: Neither or both of --index and --web, or flags that do not apply.
+        InputError: A missing or damaged index.
+    """
+    from moot.core.errors import ConfigError
+
+    if args.web == bool(args.index):
+        raise ConfigError("give --index DIR or --web (one of them)")
+    if args.web:
+        if args.mmr is not None or args.embedder or args.retriever != "bm25":
+            raise ConfigError("--web takes no --mmr, --embedder or --retriever")
+        return None
+    from moot.core.retrieval.index import Index
+
+    index = Index.load(args.index)
+    if args.embedder and args.retriever == "bm25":
+        raise ConfigError("--embedder applies to --retriever dense or hybrid")
+    if args.mmr is not None and not 0 <= args.mmr <= 1:  # also rejects nan
+        raise ConfigError(f"--mmr must be between 0 and 1, got {args.mmr:g}")
+    if args.retriever != "bm25":
+        index.check_embedder(args.embedder or index.embedder)
+    return index
+
+
+def web_key(args: argparse.Namespace) -> tuple[str, str]:
+    """What web search needs from the environment, as a plan's key line (never its value)."""
+    from moot.core.retrieval.websearch import WebSearchRetriever
+
+    given = "set" if os.environ.get(args.search_key_env) else "not set"
+    return WebSearchRetriever.name, f"{args.search_key_env} ({given})"
+
+
+def planned_search(args: argparse.Namespace, index: Any, shown: int) -> tuple[dict, list[dict]]:
+    """A plan's search tool: its identity (as a run claims it) and what stands in for its hits.
+
+    Args:
+        args: The parsed command line.
+        index: `search_source`'s index (None: --web).
+        shown: The most hits a call shows at once.
+
+    Returns:
+        The identity, and the `shown` longest chunks of the index as hit records (with --web,
+        `shown` web results of `moot.core.retrieval.websearch.STAND_IN`'s size).
+    """
+    from moot.graphs.debateqa_answer import search_identity
+
+    if index is None:
+        from moot.core.retrieval.websearch import STAND_IN, WebSearchRetriever
+
+        identity = search_identity(WebSearchRetriever.name, args.trusted_domains)
+        return identity, stand_in_hits([STAND_IN] * shown, shown)
+    identity = search_identity(args.retriever, args.trusted_domains, args.mmr, index.manifest)
+    return identity, stand_in_hits(index.chunks, shown)
+
+
+def stand_in_hits(chunks: Any, shown: int) -> list[dict[str, Any]]:
+    """The `shown` longest of `chunks` as hit records: what a plan counts for a search."""
+    from moot.core.retrieval.index import Hit, longest_chunks
+    from moot.graphs.debateqa_answer import hit_json
+
+    return [hit_json(Hit(chunk, 0.0)) for chunk in longest_chunks(chunks, shown)]

@@ -189,9 +189,10 @@ def plan_table(plan: Any, command: str, budget: float | None = None) -> str:
         cost = f"about ${plan.cost_usd():.4f} (+ unpriced: {unpriced})"
     else:  # no price known: no dollar figure at all, never $0
         cost = f"unpriced ({unpriced})"
+    calls = f"{'at most ' if plan.calls_at_most else ''}{plan.calls} calls"
     total = (
-        f"estimate: {plan.calls} calls, about {inputs} input tokens, at most {outputs} output "
-        f"tokens, cost {cost}"
+        f"estimate: {calls}, about {inputs} input tokens, at most {outputs} output tokens, "
+        f"cost {cost}"
     )
     lines = [total, *(f"key: {model}: {what}" for model, what in plan.keys)]
     lines += [f"note: {text}" for text in plan.notes]

@@ -20,8 +20,10 @@ from moot.core.retrieval.index import (
     Index,
     LocalRetriever,
     build_index,
+    corpus_chunks,
     corpus_sha256,
     is_trusted,
+    longest_chunks,
     mmr,
 )
 
@@ -258,3 +260,25 @@ def test_mmr_over_a_bm25_index_encodes_the_candidates(tmp_path, dense_retriever)
     hits = LocalRetriever(index, mmr=0.0).search("voting tax income cats", 3)
     assert ids(hits)[0] == ids(index.search("voting tax income cats", 1))[0]
     assert len(hits) == 3
+
+
+def test_longest_chunks_count_the_title_and_come_longest_first():
+    chunks = [
+        Chunk("a#0", "a", "x" * 10),
+        Chunk("b#0", "b", "x" * 8, title="y" * 5),  # 13 with its title
+        Chunk("c#0", "c", "x" * 12),
+    ]
+    assert [c.id for c in longest_chunks(chunks, 2)] == ["b#0", "c#0"]
+    assert len(longest_chunks(chunks, 10)) == 3
+
+
+def test_corpus_chunks_are_the_index_s_and_write_nothing(tmp_path):
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps(d) + "\n" for d in DOCS), encoding="utf-8")
+    chunks = corpus_chunks(docs, 40)
+    assert list(tmp_path.iterdir()) == [docs]
+    assert chunks == build_index(docs, tmp_path / "idx", chunk_chars=40).chunks
+    stopwords = tmp_path / "stop.jsonl"
+    stopwords.write_text('{"id": "s", "text": "the of and"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match="no word to index"):
+        corpus_chunks(stopwords)
