@@ -366,7 +366,7 @@ def plan_recipe(args: argparse.Namespace) -> Any:
                 check_paths(item.args)
                 stage = plan_for(item.args)
             except MootError as exc:
-                if not waits:
+                if not _unknown_inputs(item, planned):  # bad input: refused as a run would
                     raise
                 whole.notes.append(
                     f"stage {name} ({title}): not in the estimate; it reads the output of "
@@ -395,6 +395,17 @@ def plan_recipe(args: argparse.Namespace) -> Any:
         )
     whole.prices = Prices(own)
     return whole
+
+
+def _unknown_inputs(item: PlannedStage, planned: Any) -> list[str]:
+    """The paths the stage's options name that an earlier stage would make, contents unknown."""
+    from moot.core.data.planned import is_planned
+    from moot.graphs.loop import option_strings
+
+    paths = (
+        text.partition("=")[2] if "=" in text else text for text in option_strings(item.options)
+    )
+    return [path for path in paths if is_planned(path) and planned.records(path) is None]
 
 
 def _reads(item: PlannedStage, planned: Any) -> str:

@@ -387,3 +387,28 @@ def test_the_run_budget_is_shared_a_stopped_stage_ends_the_run_and_a_rerun_pays_
         assert "stage generate-base: done before" in result.stdout
         assert "changed" not in result.stderr
         assert len(server.requests) == first + 2  # the two judgments: a clean run's 4 requests
+
+
+def test_dry_run_refuses_a_stage_s_own_bad_input_and_notes_an_input_no_plan_tells(tmp_path):
+    """A later stage's own missing file is refused (exit 2, one line) before a run would pay for
+    the stages before it; a file of an earlier stage that its plan does not describe is noted."""
+    data = recipe(tmp_path, "http://127.0.0.1:9")
+    stages = {name: data["stages"][name] for name in ("debate", "generate-base", "quality")}
+    stages["quality"] |= {"responses": "{generate-base}", "baseline": str(tmp_path / "no.json")}
+    out = tmp_path / "out"
+    result = run_moot(
+        "run", write(tmp_path / "a.yaml", {"stages": stages}), "--out", out, "--dry-run"
+    )
+    assert result.returncode == 2
+    assert result.stderr == f"moot: error: --baseline {tmp_path / 'no.json'}: file not found\n"
+    stages = {"debate": stages["debate"], "answers": dict(stages["generate-base"])}
+    stages["answers"]["dataset"] = "{debate}/arguments.jsonl"  # written, but not planned
+    result = run_moot(
+        "run", write(tmp_path / "b.yaml", {"stages": stages}), "--out", out, "--dry-run"
+    )
+    assert result.returncode == 0, result.stderr
+    assert "note: stage answers (moot generate): not in the estimate; it reads the output of " in (
+        result.stdout
+    )
+    assert "debate: debates" in result.stdout and "answers:" not in result.stdout
+    assert not out.exists()
