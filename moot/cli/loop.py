@@ -311,8 +311,12 @@ def for_the_run(stage: argparse.Namespace, args: argparse.Namespace, spent: floa
 
 
 def stage_spent(stage: argparse.Namespace) -> float:
-    """USD a stage's model clients spent (a run with a budget prices every call)."""
-    return sum(client.ledger.spent() or 0.0 for client in getattr(stage, "clients", []))
+    """USD a stage's model clients spent (a run with a budget prices every call).
+
+    The clients are let go of then: an ``hf/`` model's weights are not held for later stages.
+    """
+    clients, stage.clients = getattr(stage, "clients", []), []
+    return sum(client.ledger.spent() or 0.0 for client in clients)
 
 
 def plan_recipe(args: argparse.Namespace) -> Any:
