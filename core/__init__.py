@@ -44,6 +44,12 @@ __getattr__, __all__ = lazy_exports(
             "PlanItems",
             "PlanRow",
             "items_of",
+            "stand_in",
+        ),
+        "moot.core.data.planned": (
+            "PlannedFiles",
+            "is_planned",
+            "planned_files",
         ),
         "moot.core.llm.models": (
             "Completion",

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from moot.core.data.records import ResultLog
 from moot.core.llm.prices import Prices
@@ -73,6 +74,10 @@ class Plan:
         prices: What the calls cost (the command's ``--prices`` over litellm's cost map).
         calls_at_most: The calls are an upper bound, not a count (ReAct's steps: an agent may
             answer before its last search); `notes` say which.
+        outputs: The records of each file the run would write that a later command reads, by
+            path (what is done as its log holds it, the rest with `stand_in` replies):
+            `moot run --dry-run` plans the later stages of a recipe from them
+            (`moot.core.data.planned`).
     """
 
     items: list[PlanItems] = field(default_factory=list)
@@ -81,6 +86,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     prices: Prices = field(default_factory=Prices)
     calls_at_most: bool = False
+    outputs: dict[Path, list[Any]] = field(default_factory=dict)
 
     def add_calls(
         self,
@@ -142,3 +148,12 @@ def items_of(
     """
     unique, pending = pending_items(items, ResultLog(log).load(), finished)
     return PlanItems(unit, len(unique), len(unique) - len(pending)), pending
+
+
+def stand_in(tokens: int) -> str:
+    """A reply not yet written, at its full budget: `tokens` tokens of text (at least one).
+
+    ``word`` repeated, one ``cl100k_base`` token each (as `moot.core.llm.tokens` counts), so a
+    later call that holds the reply is counted at the reply's most.
+    """
+    return " ".join(["word"] * max(1, tokens))

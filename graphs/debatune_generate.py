@@ -20,7 +20,7 @@ from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.llm.tokens import count_message_tokens
-from moot.core.plan import Plan, items_of
+from moot.core.plan import Plan, items_of, stand_in
 from moot.core.runs import Progress, Tally, run_items
 from moot.training.debatune_data import instruction
 
@@ -137,8 +137,7 @@ async def answer_instructions(
     by_id = {record["id"]: record for record in result.records}
     done = GenerateResult([by_id[item["id"]] for item in items], [result.tally])
     if not done.failed:
-        keys = ("topic", "side", "argument", "instruction", "raw_output", "response")
-        write_json(out, [{k: r[k] for k in keys} for r in done.records])
+        write_json(out, [_output(record) for record in done.records])
     return done
 
 
@@ -155,16 +154,22 @@ def plan_answers(
 
     One call per instruction not yet answered: the instruction as one user message in (a local
     model's chat template frames it its own way: about), at most `max_tokens` out (with
-    `max_length`: what it leaves after the prompt).
+    `max_length`: what it leaves after the prompt). Its output (`Plan.outputs`): the answers
+    done, and a `stand_in` at the call's budget for each other one.
     """
     check_out_file(Path(out))
     items = _identified(items, role, max_tokens, max_length, seed)
     stage, pending = items_of("instructions", items, progress_log(Path(out)))
     plan = Plan([stage])
+    answers = {
+        record["id"]: record for record in ResultLog(progress_log(Path(out))).load().values()
+    }
     for item in pending:
         prompt = count_message_tokens(_messages(item))
         budget = max_tokens if max_length is None else max(0, max_length - prompt)
         plan.add_calls(role.name, "generate", role.spec, 1, prompt, budget or 0)
+        answers[item["id"]] = {**item, "raw_output": stand_in(budget or 0)}
+    plan.outputs[Path(out)] = [_output(answers[item["id"]]) for item in items]
     return plan
 
 
@@ -190,6 +195,12 @@ def _identified(
     if max_length is not None:  # only then, so earlier runs' ids stay as they were
         identity["max_length"] = max_length
     return [{**item, "id": stable_id("generate", identity, item["instruction"])} for item in items]
+
+
+def _output(record: dict[str, Any]) -> dict[str, str]:
+    """An answer as the output file holds it (the shape the judges read)."""
+    keys = ("topic", "side", "argument", "instruction", "raw_output")
+    return {**{k: record[k] for k in keys}, "response": record["raw_output"].strip()}
 
 
 def _messages(item: dict[str, Any]) -> list[dict[str, str]]:

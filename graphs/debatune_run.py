@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ from moot.core.llm.ledger import UsageLedger
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.llm.tokens import count_message_tokens
-from moot.core.plan import Plan, items_of
+from moot.core.plan import Plan, items_of, stand_in
 from moot.core.runs import STOPPED, Progress, Tally, run_items
 from moot.graphs.checkpoints import durability_for, open_checkpoints, run_thread
 from moot.graphs.debatune_debate import (
@@ -50,7 +50,7 @@ from moot.graphs.debatune_debate import (
     recursion_limit,
 )
 from moot.prompts import template_digest
-from moot.training.debatune_data import write_sft_dataset
+from moot.training.debatune_data import sft_records, write_sft_dataset
 
 PROMPTS = (
     "debatune/debater_system.j2",
@@ -406,15 +406,26 @@ def plan_debatune(
             jobs.setdefault(
                 key, {"id": key, "topic": topic.topic, "stance": stance, "argument": argument}
             )
-    stage, pending = items_of("debates", list(jobs.values())[:limit], out_dir / "debates.jsonl")
+    jobs_planned = list(jobs.values())[:limit]
+    stage, pending = items_of("debates", jobs_planned, out_dir / "debates.jsonl")
     plan.items.append(stage)
+    records = ResultLog(out_dir / "debates.jsonl").load()
     for job in pending:
-        _plan_debate(plan, config, job)
+        records[job["id"]] = _plan_debate(plan, config, shard, job)
+    debates = [records[job["id"]] for job in jobs_planned]
+    plan.outputs[out_dir / "debates.jsonl"] = debates
+    plan.outputs[out_dir / "dataset.jsonl"] = sft_records(debates, config.seed)
     return plan
 
 
-def _plan_debate(plan: Plan, config: DebateRunConfig, job: dict[str, Any]) -> None:
-    """Count one debate's calls: its turns, then A's conclusion (earlier turns at full budget)."""
+def _plan_debate(
+    plan: Plan, config: DebateRunConfig, shard: Shard, job: dict[str, Any]
+) -> dict[str, Any]:
+    """Count one debate's calls: its turns, then A's conclusion (earlier turns at full budget).
+
+    Returns:
+        The debate's record as a run would write it, its texts `stand_in`s at their budgets.
+    """
     topic, stance, argument = job["topic"], job["stance"], job["argument"] or UNKNOWN_ARGUMENT
     budget = config.turn_tokens
     history: list[Turn] = []
@@ -426,11 +437,20 @@ def _plan_debate(plan: Plan, config: DebateRunConfig, job: dict[str, Any]) -> No
         plan.add_calls(role.name, turn_stage(turn), role.spec, 1, prompt, budget)
         side = stance if speaker == "A" else opposite(stance)
         history.append(Turn(speaker, side, turn // 2, ""))
+    conclusion = stand_in(budget)  # 0 rounds: the statement
     if config.rounds:
         messages = conclusion_messages(topic, stance, argument, history)
         prompt = count_message_tokens(messages) + len(history) * budget
         role = config.debater_a
         plan.add_calls(role.name, "conclusion", role.spec, 1, prompt, config.conclusion_tokens)
+        conclusion = stand_in(config.conclusion_tokens)
+    turns = (
+        [{**asdict(turn), "text": stand_in(budget)} for turn in history] if config.rounds else []
+    )
+    job = {**job, "argument": argument}
+    return _debate_record(
+        job, config.debater_a, config.debater_b, config.rounds, shard, turns, conclusion
+    )
 
 
 def _lists_wanted(lists: dict[int, list[str]], pairs: int, k: int, limit: int | None) -> list[int]:
@@ -480,17 +500,32 @@ async def _debate(
         durability=durability,
         done=lambda state: bool(state.get("conclusion")),
     )
+    conclusion = None if error else final["conclusion"]
+    turns = final.get("turns", [])
+    record = _debate_record(
+        job, context.debater_a, context.debater_b, context.rounds, shard, turns, conclusion
+    )
+    return record | ({"status": "failed", "error": str(error)} if error else {})
+
+
+def _debate_record(
+    job: dict[str, Any],
+    debater_a: Role,
+    debater_b: Role,
+    rounds: int,
+    shard: Shard,
+    turns: list[dict[str, Any]],
+    conclusion: str | None,
+) -> dict[str, Any]:
+    """A finished debate's record in ``debates.jsonl`` (docs/schemas.md)."""
     return {
         **job,
-        "status": "failed" if error else "ok",
-        "error": str(error) if error else None,
-        "transcript": final.get("turns", []),
-        "conclusion": None if error else final["conclusion"],
-        "models": {
-            "debater_a": context.debater_a.spec.name,
-            "debater_b": context.debater_b.spec.name,
-        },
-        "rounds": context.rounds,
+        "status": "ok",
+        "error": None,
+        "transcript": turns,
+        "conclusion": conclusion,
+        "models": {"debater_a": debater_a.spec.name, "debater_b": debater_b.spec.name},
+        "rounds": rounds,
         "shard": str(shard),
     }
 

@@ -33,8 +33,10 @@ from moot.core.metrics.debatune import SUMMARY_KEYS
 from moot.core.runs import format_cost
 from moot.core.tables import render_table, show
 
-#: The keys of a recipe besides ``stages``.
-RECIPE_KEYS = ("stages", "report")
+#: What a recipe may say of the whole run (`moot run`'s flags; the command line wins).
+RUN_OPTIONS = ("budget", "prices")
+#: The keys of a recipe.
+RECIPE_KEYS = ("stages", "report", *RUN_OPTIONS)
 #: ``{name}``: the output of the stage called name.
 REFERENCE = re.compile(r"\{([^{}]*)\}")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -79,12 +81,15 @@ class Recipe:
             ``eval controllability`` stage), ``quality`` (an ``eval quality`` stage) and
             ``debatrix`` (a `moot judge` stage over a sample of the debates).
         digest: SHA-256 of the file.
+        options: What it says of the whole run (`RUN_OPTIONS`), as written (the CLI checks
+            them as `moot run`'s own flags).
     """
 
     path: Path
     stages: list[Stage]
     report: dict[str, Any] = field(default_factory=dict)
     digest: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 def load_recipe(path: Path) -> Recipe:
@@ -122,7 +127,9 @@ def load_recipe(path: Path) -> Recipe:
             if ref not in earlier:
                 raise InputError(path, f"{where}: {{{ref}}} names no earlier stage")
         stages.append(Stage(name, tuple(body["command"].split()), options))
-    recipe = Recipe(Path(path), stages, data.get("report") or {}, hashlib.sha256(raw).hexdigest())
+    options = {key: data[key] for key in RUN_OPTIONS if key in data}
+    report = data.get("report") or {}
+    recipe = Recipe(Path(path), stages, report, hashlib.sha256(raw).hexdigest(), options)
     _check_report(recipe)
     return recipe
 
@@ -202,7 +209,7 @@ def stage_key(
     """
     inputs = {}
     run = Path(out).resolve()
-    for text in _strings(_what_to_make(resolved)):
+    for text in option_strings(_what_to_make(resolved)):
         path = Path(text.partition("=")[2] if "=" in text else text)  # `data.train=FILE` too
         if len(text) < 4096 and path.is_file() and run not in path.resolve().parents:
             inputs[text] = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -216,15 +223,16 @@ def stage_key(
     return {"key": hashlib.sha256(text.encode()).hexdigest()[:16], "inputs": inputs}
 
 
-def _strings(value: Any) -> Iterable[str]:
+def option_strings(value: Any) -> Iterable[str]:
+    """Every string in options (inside lists and mappings too): where paths can be named."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _strings(item)
+            yield from option_strings(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _strings(item)
+            yield from option_strings(item)
 
 
 class Manifest:

@@ -18,6 +18,7 @@ __getattr__, __all__ = lazy_exports(
         "moot.training.debatune_data": (
             "instruction",
             "sft_record",
+            "sft_records",
             "write_sft_dataset",
         ),
         "moot.training.merge": ("merge_adapter",),

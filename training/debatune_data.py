@@ -55,6 +55,11 @@ def sft_record(debate: dict[str, Any], seed: int = 0) -> dict[str, Any]:
     }
 
 
+def sft_records(debates: Iterable[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]:
+    """The SFT records of the successful debates, in order (what ``dataset.jsonl`` holds)."""
+    return [sft_record(d, seed) for d in debates if d.get("status") == "ok"]
+
+
 def write_sft_dataset(debates: Iterable[dict[str, Any]], out_dir: Path, seed: int = 0) -> int:
     """Write ``dataset.jsonl`` and a `datasets` copy (``dataset/``) of the successful debates.
 
@@ -63,7 +68,7 @@ def write_sft_dataset(debates: Iterable[dict[str, Any]], out_dir: Path, seed: in
     import datasets
 
     datasets.disable_progress_bars()
-    records = [sft_record(d, seed) for d in debates if d.get("status") == "ok"]
+    records = sft_records(debates, seed)
     write_jsonl(out_dir / "dataset.jsonl", records)
     features = datasets.Features(
         {

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from moot.core.data.planned import planned_text
 from moot.core.errors import ConfigError, InputError
 
 
@@ -462,6 +463,9 @@ def read_input_text(path: str | Path) -> str:
         InputError: The file is missing, not UTF-8 (the first bad byte named), or holds only
             whitespace.
     """
+    planned = planned_text(path)  # `moot run --dry-run`: what an earlier stage would write
+    if planned is not None:
+        return planned
     if not Path(path).is_file():
         raise InputError(path, "file not found")
     try:

@@ -225,6 +225,7 @@ def run_merge(args: argparse.Namespace) -> int:
 
 def _generate_inputs(args: argparse.Namespace) -> tuple[list[Any], Any, int | None]:
     """`moot generate`'s instructions (``--limit`` applied), role and ``--max-tokens``."""
+    from moot.core.data.planned import is_planned
     from moot.core.data.records import check_out_file
     from moot.core.data.topics import load_topics
     from moot.core.errors import ConfigError
@@ -233,7 +234,8 @@ def _generate_inputs(args: argparse.Namespace) -> tuple[list[Any], Any, int | No
 
     check_out_file(args.out, [args.dataset])
     items = debate_test_instructions(load_topics(args.dataset), args.dataset)
-    text = f"hf/{args.model}" if Path(args.model).is_dir() else args.model
+    local = Path(args.model).is_dir() or is_planned(args.model)  # `{sft}/adapter` in a dry run
+    text = f"hf/{args.model}" if local else args.model
     template = template_source(f"chat_templates/{args.template}.j2") if args.template else None
     role = runtime.role_from(args, "generator", text, chat_template=template)
     if template and role.spec.transport != "hf":

@@ -38,6 +38,7 @@ def register(commands: Commands) -> None:
         default="runs/<recipe name>",
         resolve=lambda args: Path("runs") / args.recipe.stem,
     )
+    opt.cost_options(run)
     opt.common_options(run)
 
 
@@ -191,9 +192,11 @@ def run_recipe(args: argparse.Namespace) -> int:
     if not args.recipe.is_file():
         raise ConfigError(f"{args.recipe}: recipe not found")
     recipe = load_recipe(args.recipe)
+    run_options(args, recipe)
     stages = plan(recipe, args.out, args.root_parser, args.quiet, args.verbose)
     manifest = Manifest(args.out, recipe)
     say = (lambda line: None) if args.quiet else print
+    spent = 0.0  # USD this run's stages spent, against its --budget
     for item in stages:
         name, key = item.stage.name, item.key["key"]
         entry = manifest.stages.get(name, {})
@@ -223,6 +226,7 @@ def run_recipe(args: argparse.Namespace) -> int:
             exit_code=None,
             error=None,
         )
+        for_the_run(item.args, args, spent)
         started = time.perf_counter()
         try:
             code = execute(item.args)
@@ -236,12 +240,20 @@ def run_recipe(args: argparse.Namespace) -> int:
             write_run_view(args.out, manifest)
             write_report(args.out, recipe, manifest)
             raise
+        spent += stage_spent(item.args)
         status = {0: "done", BUDGET_EXIT: "stopped"}.get(code, "failed")
         _record(manifest, item, started, status, code)
         if code:
             write_run_view(args.out, manifest)
             write_report(args.out, recipe, manifest)
-            how = "stopped at its --budget" if status == "stopped" else "failed"
+            how = "failed"
+            if status == "stopped":
+                how = "stopped at its --budget"
+                if args.budget is not None:
+                    how = (
+                        f"stopped at the run's --budget ${args.budget:.4f} "
+                        f"(${spent:.4f} spent by this run)"
+                    )
             print(
                 f"moot: stage {name} {how} (exit {code}); the stages after it did not run; "
                 f"rerun `moot run {args.recipe}` to resume it"
@@ -255,15 +267,71 @@ def run_recipe(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_options(args: argparse.Namespace, recipe: Any) -> None:
+    """The whole run's ``--budget`` and ``--prices``: the command line's, else the recipe's.
+
+    The recipe's are checked as the flags' own values; the prices (a file, or a mapping
+    inline) are read now, so a wrong one is refused before any stage runs.
+
+    Raises:
+        InputError: A recipe value the flag refuses, or a wrong price file or mapping.
+    """
+    from moot.cli.config import option_defaults
+    from moot.cli.runtime import check_paths, prices_from
+    from moot.core.llm.prices import load_prices
+
+    given = {key: value for key, value in recipe.options.items() if getattr(args, key) is None}
+    inline = isinstance(given.get("prices"), dict)
+    for dest, value in option_defaults(args.command_parser, given, recipe.path).items():
+        setattr(args, dest, value)
+    check_paths(args, "prices")
+    if inline:
+        load_prices(recipe.path, args.prices, where="prices")
+    else:
+        prices_from(args)
+
+
+def for_the_run(stage: argparse.Namespace, args: argparse.Namespace, spent: float) -> None:
+    """Give a stage the run's prices (unless it has its own) and what is left of its budget.
+
+    A stage's own ``budget`` still bounds it; its spending is counted through the model clients
+    its command makes (``stage.clients``, `stage_spent`).
+
+    Args:
+        stage: The stage's parsed command line.
+        args: `moot run`'s.
+        spent: USD the run's earlier stages spent.
+    """
+    stage.clients = []
+    if hasattr(stage, "prices") and stage.prices is None:
+        stage.prices = args.prices
+    if hasattr(stage, "budget") and args.budget is not None:
+        left = max(0.0, args.budget - spent)
+        stage.budget = left if stage.budget is None else min(stage.budget, left)
+
+
+def stage_spent(stage: argparse.Namespace) -> float:
+    """USD a stage's model clients spent (a run with a budget prices every call).
+
+    The clients are let go of then: an ``hf/`` model's weights are not held for later stages.
+    """
+    clients, stage.clients = getattr(stage, "clients", []), []
+    return sum(client.ledger.spent() or 0.0 for client in clients)
+
+
 def plan_recipe(args: argparse.Namespace) -> Any:
     """`moot run --dry-run`: every stage's plan in one, stage by stage; nothing run or written.
 
     A stage done before is skipped, as a run skips it. A stage that reads the output of a stage
-    not yet done cannot be counted from its input, so it is named in a note and left out of the
-    totals (a real run plans it once that output exists: `moot run --dry-run` again then).
+    not yet done is planned from what that stage's plan says it would write (`Plan.outputs`,
+    read through `moot.core.data.planned`: the records done, stand-ins at their full budgets
+    for the replies to come); a folder that a stage calling no model would make (`moot train
+    sft`'s adapter) counts as there. A stage whose input no earlier plan can tell is named in a
+    note and left out of the totals.
     """
     from moot.cli.runtime import check_paths, check_required, plan_for
-    from moot.core.errors import ConfigError
+    from moot.core.data.planned import planned_files
+    from moot.core.errors import ConfigError, MootError
     from moot.core.llm.prices import Prices
     from moot.core.plan import Plan, PlanItems
     from moot.graphs.loop import Manifest, load_recipe
@@ -271,35 +339,90 @@ def plan_recipe(args: argparse.Namespace) -> Any:
     if not args.recipe.is_file():
         raise ConfigError(f"{args.recipe}: recipe not found")
     recipe = load_recipe(args.recipe)
+    run_options(args, recipe)
     manifest = Manifest(args.out, recipe)  # read only: written by a run
-    whole, done, own = Plan(), set(), {}
-    for item in plan(recipe, args.out, args.root_parser, quiet=True):
-        name = item.stage.name
-        if manifest.done(name, item.key["key"]) and (item.output is None or item.output.exists()):
-            whole.notes.append(f"stage {name}: done before, skipped")
-            done.add(name)
-            continue
-        waits = [stage for stage in item.depends_on if stage not in done]
-        if waits:
-            whole.notes.append(
-                f"stage {name} ({item.stage.title}): not in the estimate; it reads the output "
-                f"of {', '.join(waits)}, which does not exist yet"
-            )
-            continue
-        if getattr(item.args, "plan_fn", None) is None:
-            whole.notes.append(f"stage {name} ({item.stage.title}): calls no model")
-            continue
-        check_required(item.args)
-        check_paths(item.args)
-        stage = plan_for(item.args)
-        whole.items += [PlanItems(f"{name}: {i.unit}", i.planned, i.done) for i in stage.items]
-        for row in stage.rows:
-            tokens = (row.input_tokens, row.output_tokens)
-            whole.add_calls(f"{name}/{row.role}", row.stage, row.spec, row.calls, *tokens)
-        whole.notes += [f"stage {name}: {text}" for text in stage.notes]
-        own.update(stage.prices.own)
+    whole, done, unknown, own = Plan(), set(), [], {}
+    with planned_files() as planned:
+        for item in plan(recipe, args.out, args.root_parser, quiet=True):
+            name, title = item.stage.name, item.stage.title
+            if manifest.done(name, item.key["key"]) and (
+                item.output is None or item.output.exists()
+            ):
+                whole.notes.append(f"stage {name}: done before, skipped")
+                done.add(name)
+                continue
+            waits = [stage for stage in item.depends_on if stage not in done]
+            if blocked := [stage for stage in waits if stage in unknown]:
+                whole.notes.append(
+                    f"stage {name} ({title}): not in the estimate; it reads the output of "
+                    f"{', '.join(blocked)}, which is not in it either"
+                )
+                unknown.append(name)
+                continue
+            for_the_run(item.args, args, 0.0)  # the prices a run would give it
+            if getattr(item.args, "plan_fn", None) is None:
+                whole.notes.append(f"stage {name} ({title}): calls no model{_reads(item, planned)}")
+                if item.output is not None:
+                    planned.add_folder(item.output)
+                continue
+            try:
+                check_required(item.args)
+                check_paths(item.args)
+                stage = plan_for(item.args)
+            except MootError as exc:
+                if not _unknown_inputs(item, planned):  # bad input: refused as a run would
+                    raise
+                whole.notes.append(
+                    f"stage {name} ({title}): not in the estimate; it reads the output of "
+                    f"{', '.join(waits)}, which their plans cannot tell ({exc})"
+                )
+                unknown.append(name)
+                continue
+            whole.items += [PlanItems(f"{name}: {i.unit}", i.planned, i.done) for i in stage.items]
+            whole.calls_at_most |= stage.calls_at_most  # e.g. a ReAct stage's bound
+            for row in stage.rows:
+                tokens = (row.input_tokens, row.output_tokens)
+                whole.add_calls(f"{name}/{row.role}", row.stage, row.spec, row.calls, *tokens)
+            if waits:
+                whole.notes.append(
+                    f"stage {name}: planned from what {', '.join(waits)} would write (replies "
+                    "not yet made counted at their full budgets)"
+                )
+            whole.notes += [f"stage {name}: {text}" for text in stage.notes]
+            own.update(stage.prices.own)
+            for path, records in stage.outputs.items():
+                planned.add_file(path, records)
+            if item.output is not None:
+                planned.add_folder(item.output)
+    if unknown and args.budget is not None:
+        whole.notes.append(
+            f"--budget: {', '.join(unknown)} not in the estimate, so the whole run may cost more"
+        )
     whole.prices = Prices(own)
     return whole
+
+
+def _unknown_inputs(item: PlannedStage, planned: Any) -> list[str]:
+    """The paths the stage's options name that an earlier stage would make, contents unknown."""
+    from moot.core.data.planned import is_planned
+    from moot.graphs.loop import option_strings
+
+    paths = (
+        text.partition("=")[2] if "=" in text else text for text in option_strings(item.options)
+    )
+    return [path for path in paths if is_planned(path) and planned.records(path) is None]
+
+
+def _reads(item: PlannedStage, planned: Any) -> str:
+    """``; it reads F (N records, from ...)`` for each planned file the stage's options name."""
+    from moot.graphs.loop import option_strings
+
+    found = []
+    for text in option_strings(item.options):
+        records = planned.records(text.partition("=")[2] if "=" in text else text)
+        if records is not None:
+            found.append(f"{text.rpartition('=')[2]}: {len(records)} records")
+    return f"; it reads {', '.join(found)} (as planned)" if found else ""
 
 
 def _record(

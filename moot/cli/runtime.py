@@ -90,8 +90,11 @@ def check_paths(args: argparse.Namespace, *dests: str) -> None:
 
 
 def _check_input(flag: str, path: Any, kind: str) -> None:
+    from moot.core.data.planned import is_planned
     from moot.core.errors import ConfigError
 
+    if is_planned(path):  # `moot run --dry-run`: an earlier stage would write it
+        return
     if not path.exists():
         raise ConfigError(f"{flag} {path}: {kind} not found")
     if kind == "file" and path.is_dir():
@@ -156,7 +159,7 @@ def plan_for(args: argparse.Namespace) -> Any:
             args.out = args.out_default(args)
         check_owner(args.out, args.command_parser.prog)
     plan = args.plan_fn(args)
-    if hasattr(args, "prices"):  # `moot run`'s plan is priced by its stages' own prices
+    if hasattr(args, "prices") and not plan.prices.own:  # `moot run`'s: priced by its stages
         plan.prices = prices_from(args)
     for spec in dict.fromkeys(row.spec for row in plan.rows):
         plan.keys.append((spec.name, key_needs(spec)))
@@ -301,6 +304,9 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
         prices=prices,
         budget=getattr(args, "budget", None),
     )
+    clients = getattr(args, "clients", None)
+    if clients is not None:  # a `moot run` stage: what it spends counts against the run's budget
+        clients.append(client)
     if args.verbose:
         log_retries()
     for spec in specs:

@@ -117,10 +117,12 @@ def test_the_loop_runs_reports_skips_on_rerun_and_redoes_a_changed_stage(tmp_pat
     out = tmp_path / "out"
     with ScriptedServer(rules=RULES) as server:
         path = write(tmp_path / "loop.yaml", recipe(tmp_path, server.url))
+        planned = check_dry_run(path, out, env, server)
         result = run_moot("run", path, "--out", out, env=env)
         assert result.returncode == 0, result.stderr
         assert server.requests
         check_manifest(out)
+        check_planned_calls(planned, out, server)
         check_report(out)
         check_view(out)
 
@@ -146,6 +148,44 @@ def test_the_loop_runs_reports_skips_on_rerun_and_redoes_a_changed_stage(tmp_pat
         assert "stage generate-base changed" in result.stderr
         manifest = json.loads((moved / "manifest.json").read_text())
         assert manifest["stages"]["generate-base"]["options"]["seed"] == 7
+
+
+def check_dry_run(path: Path, out: Path, env: dict, server: ScriptedServer) -> dict[str, int]:
+    """`moot run --dry-run` of the fresh recipe: every stage that calls a model is counted, from
+    what the stages before it would write; no request, nothing written. Its calls per stage."""
+    result = run_moot("run", path, "--out", out, "--dry-run", env=env)
+    assert result.returncode == 0, result.stderr
+    assert server.requests == [] and not out.exists()
+    assert not Path(env["MOOT_CACHE_DIR"]).exists()
+    assert "not in the estimate" not in result.stdout
+    calls: dict[str, int] = {}
+    for line in result.stdout.splitlines():
+        role, *rest = line.split() or [""]
+        if "/" in role and len(rest) == 6:  # role, stage, model, calls, tokens in and out, cost
+            stage = role.split("/")[0]
+            calls[stage] = calls.get(stage, 0) + int(rest[2])
+    assert set(calls) == set(STAGES) - {"sft"}
+    assert f"{out / 'sft'}/adapter" in result.stdout  # the adapter to be, a local model
+    # the dataset follows the debates: one statement each
+    assert f"sft (moot train sft): calls no model; it reads {out / 'debate'}/dataset.jsonl: 2 " in (
+        result.stdout
+    )
+    return calls
+
+
+def check_planned_calls(planned: dict[str, int], out: Path, server: ScriptedServer) -> None:
+    """The dry run's calls per stage are the real run's: its ledgers, or the server's log."""
+    stages = json.loads((out / "manifest.json").read_text())["stages"]
+    real = {
+        name: stages[name]["ledger"]["total"]["calls"]
+        for name in planned
+        if stages[name]["ledger"] is not None
+    }
+    assert set(real) == {"debate", "control-base", "control-tuned", "quality", "debatrix"}
+    answers = [r for r in server.requests if r.body and r.body.get("model") == "base"]
+    real["generate-base"] = len(answers)
+    real["generate-tuned"] = len(json.loads((out / "generate-tuned.json").read_text()))
+    assert planned == real
 
 
 def check_view(out: Path) -> None:
@@ -226,32 +266,6 @@ def test_a_failed_stage_resumes_on_rerun_and_the_earlier_ones_are_skipped(tmp_pa
         assert len(server.requests) == 1  # only the failed judgment is paid again
 
 
-def test_a_stage_stopped_by_its_budget_is_stopped_not_failed_and_a_rerun_goes_on(tmp_path, env):
-    """A stage's --budget stop (exit 3) stops the recipe as `stopped`; a larger budget goes on."""
-    prices = tmp_path / "prices.json"
-    prices.write_text(json.dumps({"openai/judge": {"input": 1000, "output": 1000}}))
-    with ScriptedServer(rules=RULES) as server:
-        data = recipe(tmp_path, server.url)
-        stages = {name: data["stages"][name] for name in ("generate-base", "control-base")}
-        stages["control-base"] |= {"prices": str(prices), "budget": 0.5}  # not one judgment
-        path = write(tmp_path / "loop.yaml", {"stages": stages})
-        result = run_moot("run", path, "--out", tmp_path / "out", env=env)
-        assert result.returncode == 3, result.stderr
-        assert "stage control-base stopped at its --budget (exit 3)" in result.stderr
-        manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-        assert manifest["stages"]["control-base"]["status"] == "stopped"
-        assert not any("supporting versus opposing" in str(r) for r in server.requests)
-        stages["control-base"]["budget"] = 100
-        server.clear_log()
-        result = run_moot(
-            "run", write(path, {"stages": stages}), "--out", tmp_path / "out", env=env
-        )
-        assert result.returncode == 0, result.stderr
-        assert "stage generate-base: done before" in result.stdout
-        assert "changed" not in result.stderr  # a budget says how it runs: resumed, not redone
-        assert len(server.requests) == 2  # the two judgments, once each
-
-
 def test_a_killed_stage_resumes_on_rerun_without_paying_twice(tmp_path, env):
     with ScriptedServer(rules=RULES) as server:
         data = recipe(tmp_path, server.url)
@@ -319,16 +333,82 @@ def test_the_shipped_recipes_parse_and_resolve(tmp_path):
         assert f"data.train={tmp_path / 'out' / 'debate'}/dataset.jsonl" in sft.args.overrides
 
 
-def test_dry_run_of_a_recipe_plans_the_stages_it_can_and_names_the_others(tmp_path):
-    """`moot run --dry-run`: the stages whose inputs exist are planned, later ones named; the
-    embedded model is not started and nothing is written."""
+def test_dry_run_of_the_tiny_loop_prices_every_stage_and_says_if_the_budget_fits(tmp_path):
+    """`moot run --dry-run` of a fresh examples/loop-tiny.yaml: every model stage is counted
+    (the later ones from what the earlier ones would write), the embedded model is not started,
+    nothing is written, and the whole recipe's estimate is set against --budget."""
     out = tmp_path / "loop"
+    recipe_ = ROOT / "examples" / "loop-tiny.yaml"
+    result = run_moot("run", recipe_, "--out", out, "--dry-run", "--budget", "0.01")
+    assert result.returncode == 0, result.stderr
+    for stage in ("debate", "generate-base", "generate-tuned", "control-base", "quality"):
+        assert f"\n{stage}: " in result.stdout, stage  # its items
+    assert f"generate-tuned/generator             generate         hf/{out}/sft/adapter " in (
+        result.stdout
+    )
+    assert "not in the estimate" not in result.stdout
+    assert "budget: the estimate fits within --budget $0.0100" in result.stdout  # local: $0
+    assert not out.exists()
+
+
+def test_the_run_budget_is_shared_a_stopped_stage_ends_the_run_and_a_rerun_pays_nothing_twice(
+    tmp_path, env
+):
+    """The recipe's `budget:` is the whole run's: a stage gets what the stages before it left,
+    is stopped by it (exit 3, `stopped`, not failed), and a rerun with a larger --budget (the
+    command line's wins) and a `budget` of the stage's own (how it runs: its key stays) resumes
+    it: the requests of both runs are a clean run's."""
+    prices = tmp_path / "prices.json"
+    price = {"input": 1000, "output": 1000}  # $0.001 a token
+    prices.write_text(json.dumps({"openai/base": price, "openai/judge": price}))
+    with ScriptedServer(rules=RULES) as server:
+        data = recipe(tmp_path, server.url)
+        stages = {name: data["stages"][name] for name in ("generate-base", "control-base")}
+        stages["generate-base"]["max-tokens"] = 16
+        # a judgment reserves about $0.9 (its prompt and 512 tokens): not one fits in $0.5
+        path = write(
+            tmp_path / "loop.yaml", {"stages": stages, "budget": 0.5, "prices": str(prices)}
+        )
+        result = run_moot("run", path, "--out", tmp_path / "out", env=env)
+        assert result.returncode == 3, result.stderr
+        spent = re.search(r"stopped at the run's --budget \$0\.5000 \(\$(\S+) spent", result.stderr)
+        assert spent and float(spent.group(1)) > 0, result.stderr  # by generate-base
+        left = re.search(r"budget reached: spent \$0\.0000 of \$(\S+);", result.stderr)
+        assert left and float(left.group(1)) == pytest.approx(0.5 - float(spent.group(1)), abs=1e-4)
+        manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+        assert manifest["stages"]["generate-base"]["status"] == "done"
+        assert manifest["stages"]["control-base"]["status"] == "stopped"
+        first = len(server.requests)
+        assert first == 2  # the answers; no judgment
+        stages["control-base"]["budget"] = 50
+        path = write(path, {"stages": stages, "budget": 0.5, "prices": str(prices)})
+        result = run_moot("run", path, "--out", tmp_path / "out", "--budget", "100", env=env)
+        assert result.returncode == 0, result.stderr
+        assert "stage generate-base: done before" in result.stdout
+        assert "changed" not in result.stderr
+        assert len(server.requests) == first + 2  # the two judgments: a clean run's 4 requests
+
+
+def test_dry_run_refuses_a_stage_s_own_bad_input_and_notes_an_input_no_plan_tells(tmp_path):
+    """A later stage's own missing file is refused (exit 2, one line) before a run would pay for
+    the stages before it; a file of an earlier stage that its plan does not describe is noted."""
+    data = recipe(tmp_path, "http://127.0.0.1:9")
+    stages = {name: data["stages"][name] for name in ("debate", "generate-base", "quality")}
+    stages["quality"] |= {"responses": "{generate-base}", "baseline": str(tmp_path / "no.json")}
+    out = tmp_path / "out"
     result = run_moot(
-        "run", str(ROOT / "examples" / "loop-tiny.yaml"), "--out", str(out), "--dry-run"
+        "run", write(tmp_path / "a.yaml", {"stages": stages}), "--out", out, "--dry-run"
+    )
+    assert result.returncode == 2
+    assert result.stderr == f"moot: error: --baseline {tmp_path / 'no.json'}: file not found\n"
+    stages = {"debate": stages["debate"], "answers": dict(stages["generate-base"])}
+    stages["answers"]["dataset"] = "{debate}/arguments.jsonl"  # written, but not planned
+    result = run_moot(
+        "run", write(tmp_path / "b.yaml", {"stages": stages}), "--out", out, "--dry-run"
     )
     assert result.returncode == 0, result.stderr
-    assert "debate: debates" in result.stdout and "generate-base: instructions" in result.stdout
-    assert "debate/debater_a" in result.stdout and "generate-base/generator" in result.stdout
-    assert "stage quality (moot eval quality): not in the estimate" in result.stdout
-    assert "stage sft (moot train sft): not in the estimate" in result.stdout
+    assert "note: stage answers (moot generate): not in the estimate; it reads the output of " in (
+        result.stdout
+    )
+    assert "debate: debates" in result.stdout and "answers:" not in result.stdout
     assert not out.exists()
