@@ -47,7 +47,7 @@ from moot.core.llm.ledger import call_usage, record_usage
 from moot.core.llm.models import Completion, ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics.stats import mean
-from moot.core.runs import STOPPED, Progress, RunOutput, run_claimed
+from moot.core.runs import Progress, RunOutput, outcome_counts, run_claimed
 from moot.graphs.debatune_debate import call_seed
 from moot.prompts import render, template_digest
 
@@ -359,8 +359,7 @@ async def answer_questions(
         **identity,
         "questions": len(records),
         "answered": len(answered),
-        "errors": sum(1 for r in records if r["status"] == "error"),
-        "stopped": sum(1 for r in records if r["status"] == STOPPED),  # by --budget
+        **outcome_counts(records),
         "empty_answers": sum(1 for r in answered if not r["answer"]),
         "mean_answer_words": mean([len(r["answer"].split()) for r in answered], digits=2),
         "ledger": ctx.client.ledger.to_json(),
