@@ -15,7 +15,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from moot.core.data.records import atomic_replace_dir, package_versions, write_j
 from moot.core.errors import ConfigError, InputError
 from moot.training.chat_templates import ChatFamily, chat_family, has_generation_markers
 from moot.training.sft_config import SFTRunConfig
-from moot.training.sft_data import load_sft_dataset
+from moot.training.sft_data import load_sft_dataset, read_sft_rows
 
 SCRATCH_WAIT = 600.0  # seconds other processes wait for the main one to build a scratch base
 VERSIONED = ("moot", "torch", "transformers", "trl", "peft", "accelerate", "datasets")
@@ -79,24 +79,19 @@ def train_sft(
             the chat template does not fit the tokenizer, or QLoRA cannot run here.
         InputError: Unusable training data (missing columns, empty, every sample too long).
     """
-    import torch
-
     if not _is_main():
         log = _silent
+    out = Path(config.training.output_dir)
+    method = config.training.method
+    weights = out / _weights_folder(method)
+    identity = _claim(out, config, check_data(config))  # bad data or folder: before torch
+    import torch
+
     if not progress:
         from transformers.utils import logging
 
         logging.set_verbosity_error()
         logging.disable_progress_bar()
-    out = Path(config.training.output_dir)
-    method = config.training.method
-    weights = out / _weights_folder(method)
-    eval_source = _eval_source(config)
-    data = {
-        "train": _digest(_load(config.data.train, "train")),
-        "eval": _digest(_load(eval_source, "eval")) if eval_source else None,
-    }
-    identity = _claim(out, config, data)
     manifest_path = out / "manifest.json"
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -372,6 +367,24 @@ def _eval_source(config: SFTRunConfig) -> str | None:
     return None
 
 
+def check_data(config: SFTRunConfig) -> dict[str, str | None]:
+    """Read and check the run's train and eval data; their content hashes (`_digest`).
+
+    Reads data files without torch, transformers or `datasets` (`read_sft_rows`), so bad data
+    is refused in a moment, before any heavy import, and before a launch starts its workers.
+
+    Raises:
+        InputError: Unusable training or eval data (see `read_sft_rows`).
+        ConfigError: A hub dataset that cannot be loaded.
+    """
+    eval_source = _eval_source(config)
+    rows = {"train": read_sft_rows(config.data.train, split="train")}
+    if eval_source:
+        rows["eval"] = read_sft_rows(eval_source, split="eval")
+    digests = {split: _digest(r["messages"] for r in found) for split, found in rows.items()}
+    return {"train": digests["train"], "eval": digests.get("eval")}
+
+
 def _load(source: str, split: str) -> Any:
     return load_sft_dataset(source, split=split).select_columns(["messages"])
 
@@ -525,7 +538,7 @@ def _fit_lengths(rows: Any, tokenizer: Any, config: SFTRunConfig, source: str) -
         "overlong": overlong,
         "overlong_policy": config.data.overlong,
         "tokens": sum(min(size, limit) for size in sizes),
-        "sha256": _digest(rows),
+        "sha256": _digest(rows["messages"]),
     }
     if config.data.overlong == "drop" and overlong:
         measured = measured.filter(lambda row: row["length"] <= limit)
@@ -544,10 +557,10 @@ def _length_line(split: str, report: dict[str, Any], config: SFTRunConfig) -> st
     return line
 
 
-def _digest(rows: Any) -> str:
-    """A content hash of the samples, in order."""
+def _digest(conversations: Iterable[Any]) -> str:
+    """A content hash of the samples' messages, in order."""
     digest = hashlib.sha256()
-    for messages in rows["messages"]:
+    for messages in conversations:
         digest.update(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode())
     return digest.hexdigest()
 
