@@ -202,7 +202,7 @@ def build_trainer(
     out = Path(config.training.output_dir)
     eval_source = _eval_source(config)
     train_rows = _load(config.data.train, "train")  # bad data fails before torch is imported
-    eval_rows = _load(eval_source, "eval") if eval_source else None
+    eval_rows = _load(eval_source, _eval_split(eval_source)) if eval_source else None
     family = chat_family(config.model.chat_template) if config.model.chat_template else None
     from moot.core.metrics.perspective_diversity import EMBEDDED, embedded_hf_folder
 
@@ -380,9 +380,14 @@ def check_data(config: SFTRunConfig) -> dict[str, str | None]:
     eval_source = _eval_source(config)
     rows = {"train": read_sft_rows(config.data.train, split="train")}
     if eval_source:
-        rows["eval"] = read_sft_rows(eval_source, split="eval")
+        rows["eval"] = read_sft_rows(eval_source, split=_eval_split(eval_source))
     digests = {split: _digest(r["messages"] for r in found) for split, found in rows.items()}
     return {"train": digests["train"], "eval": digests.get("eval")}
+
+
+def _eval_split(source: str) -> str:
+    """The split of the eval data to read: a file is one split (``train``: all of it)."""
+    return "train" if Path(source).is_file() else "eval"
 
 
 def _load(source: str, split: str) -> Any:
