@@ -84,7 +84,7 @@ def train_sft(
     out = Path(config.training.output_dir)
     method = config.training.method
     weights = out / _weights_folder(method)
-    identity = _claim(out, config, check_data(config))  # bad data or folder: before torch
+    identity = _claim(out, config, check_inputs(config))  # bad input or folder: before torch
     import torch
 
     if not progress:
@@ -367,22 +367,44 @@ def _eval_source(config: SFTRunConfig) -> str | None:
     return None
 
 
-def check_data(config: SFTRunConfig) -> dict[str, str | None]:
-    """Read and check the run's train and eval data; their content hashes (`_digest`).
+def check_inputs(config: SFTRunConfig) -> dict[str, str | None]:
+    """Check what the run needs before any model loads; its data's content hashes (`_digest`).
 
-    Reads data files without torch, transformers or `datasets` (`read_sft_rows`), so bad data
+    The base must be on this machine (`_check_base`) and the train and eval data usable. Data
+    files are read without torch, transformers or `datasets` (`read_sft_rows`), so a bad input
     is refused in a moment, before any heavy import, and before a launch starts its workers.
 
     Raises:
         InputError: Unusable training or eval data (see `read_sft_rows`).
-        ConfigError: A hub dataset that cannot be loaded.
+        ConfigError: A base model that is not on this machine, or a hub dataset that cannot be
+            loaded.
     """
+    _check_base(config)
     eval_source = _eval_source(config)
     rows = {"train": read_sft_rows(config.data.train, split="train")}
     if eval_source:
         rows["eval"] = read_sft_rows(eval_source, split=_eval_split(eval_source))
     digests = {split: _digest(r["messages"] for r in found) for split, found in rows.items()}
     return {"train": digests["train"], "eval": digests.get("eval")}
+
+
+def _check_base(config: SFTRunConfig) -> None:
+    """Refuse a base that cannot be here: a missing local path, or offline, an uncached hub id.
+
+    Other problems (a corrupt folder, a gated repo online) surface when the model loads.
+    """
+    from moot.core.metrics.perspective_diversity import EMBEDDED
+
+    base = config.model.base
+    if config.model.init is not None or not base or base == EMBEDDED or Path(base).exists():
+        return
+    if base.startswith((".", "/", "~")):
+        raise ConfigError(f"cannot load model {base!r}: no such folder")
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(base, "config.json"), str):
+            raise ConfigError(_not_here(base))
 
 
 def _eval_split(source: str) -> str:
@@ -518,11 +540,15 @@ def _quantization(qlora: bool | str) -> Any:
 
 def _unloadable(base: str, exc: Exception) -> str:
     if not Path(base).exists() and os.environ.get("HF_HUB_OFFLINE") == "1":
-        return (
-            f"cannot load model {base!r}: not a local folder, and not in the Hugging Face cache "
-            "(HF_HUB_OFFLINE=1)"
-        )
+        return _not_here(base)
     return f"cannot load model {base!r}: {str(exc).strip().splitlines()[0]}"
+
+
+def _not_here(base: str) -> str:
+    return (
+        f"cannot load model {base!r}: not a local folder, and not in the Hugging Face cache "
+        "(HF_HUB_OFFLINE=1)"
+    )
 
 
 def _fit_lengths(rows: Any, tokenizer: Any, config: SFTRunConfig, source: str) -> tuple:

@@ -76,6 +76,24 @@ def test_bad_data_is_refused_before_heavy_imports(
     assert not (tmp_path / "run").exists()  # nothing claimed, nothing half-written
 
 
+@pytest.mark.parametrize(
+    ("base", "problem"),
+    [
+        ("meta-llama/Llama-2-7b-hf", "not a local folder, and not in the Hugging Face cache"),
+        ("./models/no-such-model", "no such folder"),
+    ],
+)
+def test_a_base_model_not_on_this_machine_is_refused_before_heavy_imports(
+    tmp_path: Path, base: str, problem: str
+) -> None:
+    line, modules = refusal(tmp_path, *train(tmp_path, "model.init=null", f"model.base={base}"))
+    assert line == f"moot: error: cannot load model {base!r}: {problem}" + (
+        " (HF_HUB_OFFLINE=1)" if "cache" in problem else ""
+    )
+    assert not modules & HEAVY
+    assert not (tmp_path / "run").exists()
+
+
 def test_mix_refuses_bad_data_before_importing_datasets(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text(COLUMNS)
