@@ -137,11 +137,6 @@ class RunOutput:
         """Items whose call failed for good (a rerun retries them); stopped ones are not."""
         return outcome_counts(self.records)["errors"]
 
-    @property
-    def stopped(self) -> int:
-        """Items ``--budget`` stopped (a rerun with a larger budget does them)."""
-        return outcome_counts(self.records)["stopped"]
-
 
 @dataclass
 class Progress:
