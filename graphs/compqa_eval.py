@@ -7,13 +7,13 @@ rerun judges only what is missing; the folder is claimed for one judge and its s
 that failed for good is an ``error`` (exit 1, judged again on rerun). Then, atomically:
 
 - ``judged/<input file name>``: the answer records with ``score_dict``, ``score``,
-  ``categories``, ``status`` (ok | invalid | error | stopped), ``problem``, ``repaired``, ``replies``,
-  ``judge`` (read back by `moot.core.data.compqa.load_judged`);
+  ``categories``, ``status`` (ok | invalid | error | stopped), ``problem``, ``repaired``,
+  ``replies``, ``judge`` (read back by `moot.core.data.compqa.load_judged`);
 - ``summary.json`` and ``summary.md``: per file and overall,
-  `moot.core.metrics.compqa_report.group_stats`
-  of the judged file as written (answers, valid, invalid, errors, stopped, mean total ± sample std of the
-  valid judgments, category and criterion means), repairs, and the token ledger. Invalid and
-  failed judgments are counted, never summed.
+  `moot.core.metrics.compqa_report.group_stats` of the judged file as written (answers, valid,
+  invalid, errors, stopped, mean total ± sample std of the valid judgments, category and
+  criterion means), repairs, and the token ledger. Invalid, failed and stopped judgments are
+  counted, never summed.
 """
 
 from __future__ import annotations
