@@ -9,12 +9,15 @@ finished items only; the second is whole, and nothing was paid twice.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from moot.cli import main
 from moot.core.data.compqa import load_judged
 from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from tests.cli.helpers import run_moot
@@ -45,14 +48,16 @@ def stop_then_finish(
     """Run `args` with a budget for `done` of its `items` equally priced items, then finish.
 
     The budget comes from the command's own ``--dry-run`` estimate (prompt tokens, as the run
-    counts them): `done` items and half of the next.
+    counts them): `done` items and half of the next. The plan is asked in this process (it
+    sends and writes nothing), which spares a process per test.
     """
     prices = folder / "prices.json"
     prices.write_text(json.dumps({"openai/judge": {"input": 1000, "output": 0}}))
     args = [*args, "--prices", prices, "--cache", folder / "cache.sqlite", "--concurrency", 1]
-    plan = run_moot(*args, "--dry-run")
-    assert plan.returncode == 0, plan.stderr
-    total = float(re.search(r"cost about \$([\d.]+)", plan.stdout)[1])  # type: ignore[index]
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown):
+        assert main([*map(str, args), "--dry-run"]) == 0
+    total = float(re.search(r"cost about \$([\d.]+)", shown.getvalue())[1])  # type: ignore[index]
     stopped = run_moot(*args, "--budget", f"{total * (done + 0.5) / items:.6f}")
     summary = folder / "out" / "summary.json"
     first = json.loads(summary.read_text())
