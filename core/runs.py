@@ -52,6 +52,17 @@ def is_error(record: Record) -> bool:
     return record.get("status") == "error"
 
 
+def outcome_counts(records: Sequence[Record]) -> dict[str, int]:
+    """How many of a run's records did not finish, as every ``summary.json`` counts them.
+
+    ``errors``: a call failed for good (a failure: the command exits 1, a rerun retries it).
+    ``stopped``: ``--budget`` stopped the item before it finished (`STOPPED`): not a failure,
+    never in a figure, and the next run with a larger budget does it.
+    """
+    statuses = [record["status"] for record in records]
+    return {"errors": statuses.count("error"), "stopped": statuses.count(STOPPED)}
+
+
 def error_record(item: Record, exc: ModelCallError) -> Record:
     """The default failure record: the item, ``status: error`` and the error message."""
     return {**item, "status": "error", "error": str(exc)}
@@ -123,8 +134,8 @@ class RunOutput:
 
     @property
     def errors(self) -> int:
-        """Items whose record is not ``ok``: a call failed for good (a rerun retries them)."""
-        return sum(1 for r in self.records if r["status"] != "ok")
+        """Items whose call failed for good (a rerun retries them); stopped ones are not."""
+        return outcome_counts(self.records)["errors"]
 
 
 @dataclass

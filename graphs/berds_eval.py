@@ -31,7 +31,7 @@ from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics.berds import berds_summary, detector_scores
 from moot.core.plan import Plan
-from moot.core.runs import Progress, run_claimed
+from moot.core.runs import Progress, outcome_counts, run_claimed
 from moot.graphs.judging import EvalResult, judge_identity, plan_judgments
 
 TSV_COLUMNS = ("question", "id", "document", "perspective", "label")
@@ -296,7 +296,7 @@ async def evaluate_berds(
         "detection_parse_failures": sum(
             1 for r in records if r["status"] == "ok" and not r["judgment"]["ok"]
         ),
-        "errors": sum(1 for r in records if r["status"] != "ok"),
+        **outcome_counts(records),
         "ledger": client.ledger.to_json(),
     }
     return EvalResult(records, summary, [run.tally])
@@ -356,7 +356,7 @@ async def evaluate_detector(
         "detector_prompt": prompt,
         **scores,
         "pairs": len(pairs),
-        "errors": sum(1 for _, r in done if r["status"] != "ok"),
+        **outcome_counts(records),
         "ledger": client.ledger.to_json(),
     }
     return EvalResult(records, summary, [run.tally])

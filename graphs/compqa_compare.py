@@ -49,7 +49,7 @@ from moot.core.llm.spec import Role
 from moot.core.llm.tokens import count_message_tokens
 from moot.core.metrics.stats import mean
 from moot.core.plan import Plan, items_of
-from moot.core.runs import HOLDS, Progress, Tally, run_claimed
+from moot.core.runs import HOLDS, Progress, Tally, outcome_counts, run_claimed
 from moot.graphs.debatune_debate import call_seed
 from moot.prompts import render, template_digest
 
@@ -332,7 +332,7 @@ async def compare_questions(
         "answered": len(answers),
         "no_arguments": _count(records, "no_arguments"),
         "parse_failures": _count(records, "parse_failure"),
-        "errors": _count(records, "error"),
+        **outcome_counts(records),
         "mean_answer_words": mean([len(a["comparison"].split()) for a in answers], digits=2),
         "answers": path.name if path else None,
         # every recorded question's calls (earlier runs too); `ledger` is this run's alone

@@ -7,13 +7,13 @@ rerun judges only what is missing; the folder is claimed for one judge and its s
 that failed for good is an ``error`` (exit 1, judged again on rerun). Then, atomically:
 
 - ``judged/<input file name>``: the answer records with ``score_dict``, ``score``,
-  ``categories``, ``status`` (ok | invalid | error), ``problem``, ``repaired``, ``replies``,
-  ``judge`` (read back by `moot.core.data.compqa.load_judged`);
+  ``categories``, ``status`` (ok | invalid | error | stopped), ``problem``, ``repaired``,
+  ``replies``, ``judge`` (read back by `moot.core.data.compqa.load_judged`);
 - ``summary.json`` and ``summary.md``: per file and overall,
-  `moot.core.metrics.compqa_report.group_stats`
-  of the judged file as written (answers, valid, invalid, errors, mean total ± sample std of the
-  valid judgments, category and criterion means), repairs, and the token ledger. Invalid and
-  failed judgments are counted, never summed.
+  `moot.core.metrics.compqa_report.group_stats` of the judged file as written (answers, valid,
+  invalid, errors, stopped, mean total ± sample std of the valid judgments, category and
+  criterion means), repairs, and the token ledger. Invalid, failed and stopped judgments are
+  counted, never summed.
 """
 
 from __future__ import annotations
@@ -214,14 +214,15 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     """``summary.md``: one row per file and an overall row, then the token totals."""
     names = list(CATEGORIES)
     table: list[list[object]] = [
-        ["file", "answers", "valid", "invalid", "errors", "repaired", "mean ± std", *names]
+        ["file", "answers", "valid", "invalid", "errors", "stopped", "repaired", "mean ± std"]
+        + names
     ]
     groups = [*summary["files"].items(), ("**overall**", summary["overall"])]
     for name, s in groups:
         spread = show(s["mean"])
         if s["std"] is not None:
             spread += f" ± {show(s['std'])}"
-        counts = [s[k] for k in ("n", "n_valid", "invalid", "errors", "repaired")]
+        counts = [s[k] for k in ("n", "n_valid", "invalid", "errors", "stopped", "repaired")]
         means = [show(s["categories"][n]) for n in names]
         table.append([name, *counts, spread, *means])
     total = summary["ledger"]["total"]
@@ -229,7 +230,8 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"# CompQA rubric: judge {summary['judge']}, {summary['shots']}-shot",
         "",
         f"Totals out of {summary['max_score']}, over valid judgments only; invalid judgments "
-        "(the reply broke the rubric) and errors (the call failed) are counted, never summed.",
+        "(the reply broke the rubric), errors (the call failed) and stopped answers (not judged: "
+        "--budget was reached) are counted, never summed.",
         "",
         render_table(table, markdown=True),
         "",
@@ -256,7 +258,7 @@ def _judged(answer: Comparison, logged: dict[str, Any], judge: str) -> dict[str,
             "repaired": False,
             "replies": [],
         }
-        status = "error"
+        status = STOPPED if logged["status"] == STOPPED else "error"
     else:
         judgment = logged["judgment"]
         status = "ok" if judgment["score_dict"] is not None else "invalid"

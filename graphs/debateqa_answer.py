@@ -49,7 +49,7 @@ from moot.core.llm.spec import Role
 from moot.core.llm.tokens import count_message_tokens
 from moot.core.metrics.stats import mean
 from moot.core.plan import Plan, items_of
-from moot.core.runs import HOLDS, STOPPED, Progress, RunOutput, run_claimed
+from moot.core.runs import HOLDS, Progress, RunOutput, outcome_counts, run_claimed
 from moot.graphs.debatune_debate import call_seed
 from moot.prompts import render, template_digest
 
@@ -382,8 +382,7 @@ async def answer_questions(
         **identity,
         "questions": len(records),
         "answered": len(answered),
-        "errors": sum(1 for r in records if r["status"] == "error"),
-        "stopped": sum(1 for r in records if r["status"] == STOPPED),  # by --budget
+        **outcome_counts(records),
         "empty_answers": sum(1 for r in answered if not r["answer"]),
         "mean_answer_words": mean([len(r["answer"].split()) for r in answered], digits=2),
         "ledger": ctx.client.ledger.to_json(),

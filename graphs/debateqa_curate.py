@@ -35,7 +35,7 @@ from moot.core.llm.spec import Role
 from moot.core.llm.tokens import count_message_tokens
 from moot.core.plan import Plan, items_of
 from moot.core.retrieval.embeddings import unit_rows
-from moot.core.runs import HOLDS, Progress, RunOutput, run_claimed
+from moot.core.runs import HOLDS, Progress, RunOutput, outcome_counts, run_claimed
 from moot.graphs.checkpoints import invoke, settled
 from moot.graphs.debateqa_answer import retriever_identity, search
 from moot.graphs.debatune_debate import call_seed
@@ -328,7 +328,7 @@ async def curate(
         "questions": len(records),
         "curated": len(curated),
         "unparsed": sum(1 for r in records if r["status"] == "ok" and r.get("failure")),
-        "errors": sum(1 for r in records if r["status"] != "ok"),
+        **outcome_counts(records),
         "povs_extracted": len(povs),
         "duplicates_removed": sum(1 for p in povs if "duplicate_of" in p),
         "cut_at_300_words": sum(1 for p in povs if p["cut_at_300_words"]),

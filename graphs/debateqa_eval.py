@@ -25,7 +25,7 @@ from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.plan import Plan
-from moot.core.runs import Progress, run_claimed
+from moot.core.runs import Progress, outcome_counts, run_claimed
 from moot.graphs.judging import EvalResult, judge_identity, plan_judgments
 
 
@@ -98,7 +98,7 @@ async def evaluate_dispute_awareness(
         "answers": len(records),
         "scored": len(labels),
         "parse_failures": len(judged) - len(labels),
-        "errors": len(records) - len(judged),
+        **outcome_counts(records),
         "dispute_aware": sum(labels),
         "da": sum(labels) / len(labels) if labels else None,
         "ledger": client.ledger.to_json(),

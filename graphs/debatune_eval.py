@@ -28,7 +28,7 @@ from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics import debatune as metrics
 from moot.core.plan import Plan
-from moot.core.runs import Progress, run_claimed
+from moot.core.runs import Progress, outcome_counts, run_claimed
 from moot.core.tables import render_table, show
 from moot.graphs.judging import EvalResult, judge_identity, plan_judgments
 
@@ -75,7 +75,7 @@ async def evaluate_controllability(
         "evaluation": "controllability",
         **identity,
         **metrics.controllability(judged),
-        "errors": len(records) - len(judged),
+        **outcome_counts(records),
         "ledger": client.ledger.to_json(),
     }
     return EvalResult(records, summary, [run.tally])
@@ -204,7 +204,7 @@ async def evaluate_quality(
         **metrics.pairwise(
             [r["outcome"] for r in judged], [r["inconsistent"] for r in judged], seed=seed
         ),
-        "errors": len(records) - len(judged),
+        **outcome_counts(records),
         "ledger": client.ledger.to_json(),
     }
     return EvalResult(records, summary, [run.tally])

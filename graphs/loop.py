@@ -47,7 +47,15 @@ REPORT_STAGES = {
     "debatrix": "judge",
 }
 #: What the report shows of a Debatrix `moot judge` stage's summary.json.
-DEBATRIX_KEYS = ("judgments", "complete", "incomplete", "errors", "parse_failures", "final_winners")
+DEBATRIX_KEYS = (
+    "judgments",
+    "complete",
+    "incomplete",
+    "errors",
+    "stopped",
+    "parse_failures",
+    "final_winners",
+)
 
 
 @dataclass(frozen=True)

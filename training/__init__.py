@@ -14,7 +14,7 @@ __getattr__, __all__ = lazy_exports(
             "chat_family",
         ),
         "moot.training.compqa_data": ("distill_compqa",),
-        "moot.training.sft_data": ("load_sft_dataset",),
+        "moot.training.sft_data": ("load_sft_dataset", "read_sft_rows"),
         "moot.training.debatune_data": (
             "instruction",
             "sft_record",

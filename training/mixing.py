@@ -1,6 +1,6 @@
 """Mixing SFT datasets into one train/eval dataset (``moot data mix``).
 
-Each input is read with `load_sft_dataset` (its ``train`` split). Rows are deduplicated on their
+Each input is read with `read_sft_rows` (its ``train`` split). Rows are deduplicated on their
 messages, whitespace collapsed and case kept: the first occurrence in input order wins. A weight
 then scales each input: its integer part is how many times every row is repeated, its fraction a
 seeded sample of the rows that get one more copy (1 = all rows, 0.5 = a seeded half, 2 = every row
@@ -28,7 +28,7 @@ from moot.core.data.records import (
 )
 from moot.core.errors import ConfigError
 from moot.core.tables import render_table
-from moot.training.sft_data import load_sft_dataset, sft_features, source_digest
+from moot.training.sft_data import read_sft_rows, sft_features, source_digest
 
 KIND = "mix"
 DEFAULT_EVAL_FRACTION = 0.05
@@ -90,7 +90,7 @@ def mix_datasets(
     inputs and options give byte-identical files.
 
     Args:
-        sources: Anything `load_sft_dataset` reads, one per input.
+        sources: Anything `read_sft_rows` reads, one per input.
         out: The output folder: new, empty, or an earlier ``moot data mix`` output.
         weights: One weight > 0 per input (default all 1; see the module docstring).
         eval_fraction: The expected share of rows in ``eval``, in [0, 1); 0 writes no eval split.
@@ -98,7 +98,7 @@ def mix_datasets(
 
     Raises:
         ConfigError: Bad weights or eval fraction, an unusable `out`, or an empty train split.
-        InputError: An input that `load_sft_dataset` rejects.
+        InputError: An input that `read_sft_rows` rejects.
     """
     weights = [1.0] * len(sources) if weights is None else [float(w) for w in weights]
     if not sources:
@@ -115,7 +115,7 @@ def mix_datasets(
     seen: set[str] = set()
     splits: dict[str, list[dict[str, Any]]] = {"train": [], "eval": []}
     for source, weight in zip(sources, weights, strict=True):
-        rows = load_sft_dataset(source).to_list()
+        rows = read_sft_rows(source)
         fresh = []
         for row in rows:
             key = json.dumps([[m["role"], " ".join(m["content"].split())] for m in row["messages"]])

@@ -63,7 +63,9 @@ class DataConfig:
     Args:
         train: Anything `moot.training.load_sft_dataset` reads (a `moot data mix` folder, a
             `moot debate` folder, JSONL, a cached hub dataset).
-        eval: Evaluation data; None uses the ``eval`` split of a `moot data mix` folder if any.
+        eval: Evaluation data: a JSON/JSONL file (all its records), or the ``eval`` split of a
+            folder or hub dataset; None uses the ``eval`` split of a `moot data mix` folder
+            given as `train`, if any.
         max_length: Longest sample in tokens, chat template included.
         overlong: What to do with longer samples: ``truncate`` (keep the start) or ``drop``.
     """

@@ -48,11 +48,28 @@ def sft_features() -> datasets.Features:
 def load_sft_dataset(source: str | Path, *, split: str = "train") -> datasets.Dataset:
     """Load and validate an SFT dataset as a `datasets.Dataset` of ``id``, ``source``, ``messages``.
 
+    The rows of `read_sft_rows`, which says what `source` may be and raises what it refuses
+    (`InputError`, `ConfigError`).
+    """
+    import datasets
+
+    datasets.disable_progress_bars()  # for good: the trainer's maps over these rows too
+    records = read_sft_rows(source, split=split)
+    columns = {name: [r[name] for r in records] for name in ("id", "source", "messages")}
+    return datasets.Dataset.from_dict(columns, features=sft_features())
+
+
+def read_sft_rows(source: str | Path, *, split: str = "train") -> list[dict[str, Any]]:
+    """Read and validate an SFT dataset's rows: ``{id, source, messages}`` dicts, in order.
+
     `source` is, in this order: a folder holding a `datasets` DatasetDict (a ``moot data mix``
     output's ``dataset/``) or Dataset (``save_to_disk``); an output folder of ``moot debate``,
     ``moot data distill-compqa`` or ``moot data mix`` (its ``dataset/``, else its
     ``dataset.jsonl``); a JSON list or JSONL file; else a hub dataset name, loaded with
     ``datasets.load_dataset(name, split=split)`` (from the local cache only when offline).
+
+    A file is read without importing `datasets` (seconds of imports, more under load), so the
+    trainer and ``moot data mix`` refuse bad data files at once.
 
     A record's own ``id`` (as a string) is kept, else the id is a hash of its messages. A record's
     own non-empty ``source`` string is kept, else the source is `source` as given.
@@ -69,9 +86,6 @@ def load_sft_dataset(source: str | Path, *, split: str = "train") -> datasets.Da
         ConfigError: `source` is not a local path and cannot be loaded from the hub (or, offline,
             is not in the Hugging Face cache).
     """
-    import datasets
-
-    datasets.disable_progress_bars()
     label = str(source)
     path = _resolve(label)
     if path is None:
@@ -84,8 +98,7 @@ def load_sft_dataset(source: str | Path, *, split: str = "train") -> datasets.Da
     records = [_sft_row(path or label, item, where, label) for where, item in rows]
     if not records:
         raise InputError(path or label, "no records")
-    columns = {name: [r[name] for r in records] for name in ("id", "source", "messages")}
-    return datasets.Dataset.from_dict(columns, features=sft_features())
+    return records
 
 
 def normalise_messages(messages: Any, path: object, where: str) -> list[dict[str, str]]:
@@ -192,6 +205,7 @@ def _check_split(path: object, split: str, splits: list[str]) -> None:
 def _disk_rows(path: Path, split: str) -> Iterator[tuple[str, Any]]:
     import datasets
 
+    datasets.disable_progress_bars()
     try:
         loaded = datasets.load_from_disk(str(path))
     except Exception as exc:  # datasets raises many types; all mean "cannot read this folder"
@@ -207,6 +221,7 @@ def _disk_rows(path: Path, split: str) -> Iterator[tuple[str, Any]]:
 def _hub_rows(name: str, split: str) -> Iterator[tuple[str, Any]]:
     import datasets
 
+    datasets.disable_progress_bars()
     try:
         loaded = datasets.load_dataset(name, split=split)
     except ValueError as exc:

@@ -15,7 +15,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from moot.core.data.records import atomic_replace_dir, package_versions, write_j
 from moot.core.errors import ConfigError, InputError
 from moot.training.chat_templates import ChatFamily, chat_family, has_generation_markers
 from moot.training.sft_config import SFTRunConfig
-from moot.training.sft_data import load_sft_dataset
+from moot.training.sft_data import load_sft_dataset, read_sft_rows
 
 SCRATCH_WAIT = 600.0  # seconds other processes wait for the main one to build a scratch base
 VERSIONED = ("moot", "torch", "transformers", "trl", "peft", "accelerate", "datasets")
@@ -79,24 +79,19 @@ def train_sft(
             the chat template does not fit the tokenizer, or QLoRA cannot run here.
         InputError: Unusable training data (missing columns, empty, every sample too long).
     """
-    import torch
-
     if not _is_main():
         log = _silent
+    out = Path(config.training.output_dir)
+    method = config.training.method
+    weights = out / _weights_folder(method)
+    identity = _claim(out, config, check_inputs(config))  # bad input or folder: before torch
+    import torch
+
     if not progress:
         from transformers.utils import logging
 
         logging.set_verbosity_error()
         logging.disable_progress_bar()
-    out = Path(config.training.output_dir)
-    method = config.training.method
-    weights = out / _weights_folder(method)
-    eval_source = _eval_source(config)
-    data = {
-        "train": _digest(_load(config.data.train, "train")),
-        "eval": _digest(_load(eval_source, "eval")) if eval_source else None,
-    }
-    identity = _claim(out, config, data)
     manifest_path = out / "manifest.json"
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -207,7 +202,7 @@ def build_trainer(
     out = Path(config.training.output_dir)
     eval_source = _eval_source(config)
     train_rows = _load(config.data.train, "train")  # bad data fails before torch is imported
-    eval_rows = _load(eval_source, "eval") if eval_source else None
+    eval_rows = _load(eval_source, _eval_split(eval_source)) if eval_source else None
     family = chat_family(config.model.chat_template) if config.model.chat_template else None
     from moot.core.metrics.perspective_diversity import EMBEDDED, embedded_hf_folder
 
@@ -372,6 +367,51 @@ def _eval_source(config: SFTRunConfig) -> str | None:
     return None
 
 
+def check_inputs(config: SFTRunConfig) -> dict[str, str | None]:
+    """Check what the run needs before any model loads; its data's content hashes (`_digest`).
+
+    The base must be on this machine (`_check_base`) and the train and eval data usable. Data
+    files are read without torch, transformers or `datasets` (`read_sft_rows`), so a bad input
+    is refused in a moment, before any heavy import, and before a launch starts its workers.
+
+    Raises:
+        InputError: Unusable training or eval data (see `read_sft_rows`).
+        ConfigError: A base model that is not on this machine, or a hub dataset that cannot be
+            loaded.
+    """
+    _check_base(config)
+    eval_source = _eval_source(config)
+    rows = {"train": read_sft_rows(config.data.train, split="train")}
+    if eval_source:
+        rows["eval"] = read_sft_rows(eval_source, split=_eval_split(eval_source))
+    digests = {split: _digest(r["messages"] for r in found) for split, found in rows.items()}
+    return {"train": digests["train"], "eval": digests.get("eval")}
+
+
+def _check_base(config: SFTRunConfig) -> None:
+    """Refuse a base that cannot be here: a missing local path, or offline, an uncached hub id.
+
+    Other problems (a corrupt folder, a gated repo online) surface when the model loads.
+    """
+    from moot.core.metrics.perspective_diversity import EMBEDDED
+
+    base = config.model.base
+    if config.model.init is not None or not base or base == EMBEDDED or Path(base).exists():
+        return
+    if base.startswith((".", "/", "~")):
+        raise ConfigError(f"cannot load model {base!r}: no such folder")
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(base, "config.json"), str):
+            raise ConfigError(_not_here(base))
+
+
+def _eval_split(source: str) -> str:
+    """The split of the eval data to read: a file is one split (``train``: all of it)."""
+    return "train" if Path(source).is_file() else "eval"
+
+
 def _load(source: str, split: str) -> Any:
     return load_sft_dataset(source, split=split).select_columns(["messages"])
 
@@ -500,11 +540,15 @@ def _quantization(qlora: bool | str) -> Any:
 
 def _unloadable(base: str, exc: Exception) -> str:
     if not Path(base).exists() and os.environ.get("HF_HUB_OFFLINE") == "1":
-        return (
-            f"cannot load model {base!r}: not a local folder, and not in the Hugging Face cache "
-            "(HF_HUB_OFFLINE=1)"
-        )
+        return _not_here(base)
     return f"cannot load model {base!r}: {str(exc).strip().splitlines()[0]}"
+
+
+def _not_here(base: str) -> str:
+    return (
+        f"cannot load model {base!r}: not a local folder, and not in the Hugging Face cache "
+        "(HF_HUB_OFFLINE=1)"
+    )
 
 
 def _fit_lengths(rows: Any, tokenizer: Any, config: SFTRunConfig, source: str) -> tuple:
@@ -525,7 +569,7 @@ def _fit_lengths(rows: Any, tokenizer: Any, config: SFTRunConfig, source: str) -
         "overlong": overlong,
         "overlong_policy": config.data.overlong,
         "tokens": sum(min(size, limit) for size in sizes),
-        "sha256": _digest(rows),
+        "sha256": _digest(rows["messages"]),
     }
     if config.data.overlong == "drop" and overlong:
         measured = measured.filter(lambda row: row["length"] <= limit)
@@ -544,10 +588,10 @@ def _length_line(split: str, report: dict[str, Any], config: SFTRunConfig) -> st
     return line
 
 
-def _digest(rows: Any) -> str:
-    """A content hash of the samples, in order."""
+def _digest(conversations: Iterable[Any]) -> str:
+    """A content hash of the samples' messages, in order."""
     digest = hashlib.sha256()
-    for messages in rows["messages"]:
+    for messages in conversations:
         digest.update(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode())
     return digest.hexdigest()
 

@@ -69,6 +69,8 @@ CATEGORIES: dict[str, tuple[int, ...]] = {
 }
 MAX_SCORE = sum(MAXIMA.values())  # 19
 SCENARIOS = (1, 2, 3, 4)
+#: A judged answer's ``status`` (`Judged`); ``stopped`` is the run engine's `STOPPED`.
+STATUSES = ("ok", "invalid", "error", "stopped")
 
 _SCENARIO_NAME = re.compile(r"(?P<generator>.+)_scenario_(?P<scenario>\d+)")
 # "7: 1", "C7 = 1", "criterion 7: 1 point" - a whole line and nothing else, so that a judge
@@ -234,8 +236,9 @@ class Judged:
         total: The sum of `scores` when they are valid, else the total the file records
             (``score``; None for moot's own invalid or failed judgments).
         problem: Why the judgment is invalid or failed; None when it is ``ok``.
-        status: ``ok``; ``invalid`` (the reply or ``score_dict`` breaks the rubric); or
-            ``error`` (the judge call failed for good).
+        status: ``ok``; ``invalid`` (the reply or ``score_dict`` breaks the rubric); ``error``
+            (the judge call failed for good); or ``stopped`` (not judged: ``--budget`` was
+            reached first; not a failure).
     """
 
     answer: Comparison
@@ -320,7 +323,7 @@ def load_judged(path: Path) -> list[Judged]:
     for answer in load_comparisons(path):
         record, where = answer.record, answer.where
         status = record.get("status", "ok")
-        if status not in ("ok", "invalid", "error"):
+        if status not in STATUSES:
             raise InputError(path, f"unknown status {status!r}", where)
         scores, total, problem = None, None, record.get("problem")
         if status == "ok":

@@ -19,6 +19,7 @@ from moot.core.data.compqa import CATEGORIES, MAXIMA, Comparison, Judged, catego
 from moot.core.errors import ConfigError
 from moot.core.metrics.compqa_human import SHOWN, HumanTable, agreement_report
 from moot.core.metrics.stats import mean, stdev
+from moot.core.runs import STOPPED
 from moot.core.tables import render_table
 
 BY_KEYS = ("generator", "scenario")
@@ -66,6 +67,7 @@ def group_stats(judged: Sequence[Judged]) -> dict[str, Any]:
         "n_valid": len(valid),
         "invalid": sum(j.status == "invalid" for j in judged),
         "errors": sum(j.status == "error" for j in judged),
+        "stopped": sum(j.status == STOPPED for j in judged),
         "categories": {name: mean([s[name] for s in sums]) for name in CATEGORIES},
         "criteria": {f"C{n}": m for n, m in criteria.items()},
         "lost": {f"C{n}": None if m is None else 1 - m / MAXIMA[n] for n, m in criteria.items()},
@@ -114,6 +116,7 @@ def file_summary(path: Path, judged: Sequence[Judged]) -> dict[str, Any]:
         "n": len(judged),
         "invalid": sum(j.status == "invalid" for j in bad),
         "errors": sum(j.status == "error" for j in bad),
+        "stopped": sum(j.status == STOPPED for j in bad),
         "unchecked": sum(j.status == "ok" and not j.valid for j in judged),
         "invalid_total_kept": sum(j.total is not None for j in bad),
         "problems": [
@@ -198,7 +201,7 @@ def report_markdown(report: dict[str, Any], full: bool = True) -> str:
     lines = ["# CompQA report", ""]
     if full:
         lines += [report["note"], ""]
-    header = [*by, "n", "mean ± std", "structure", "relevance", "quality", "invalid", "errors"]
+    header = [*by, "n", "mean ± std", *CATEGORIES, "invalid", "errors", "stopped"]
     rows = [header]
     for group in [*report["groups"], dict.fromkeys(by, "") | {by[0]: "all"} | overall]:
         rows.append(
@@ -209,6 +212,7 @@ def report_markdown(report: dict[str, Any], full: bool = True) -> str:
                 *(_fixed(group["categories"][c], 2) for c in CATEGORIES),
                 str(group["invalid"]),
                 str(group["errors"]),
+                str(group["stopped"]),
             ]
         )
     lines += [
@@ -240,14 +244,14 @@ def report_markdown(report: dict[str, Any], full: bool = True) -> str:
 
 
 def _files_markdown(files: list[dict[str, Any]]) -> list[str]:
-    keys = ("n", "invalid", "errors", "unchecked", "invalid_total_kept")
-    rows = [["file", "n", "invalid", "errors", "unchecked", "invalid, total kept"]]
+    keys = ("n", "invalid", "errors", "stopped", "unchecked", "invalid_total_kept")
+    rows = [["file", "n", "invalid", "errors", "stopped", "unchecked", "invalid, total kept"]]
     rows += [[Path(f["file"]).name, *(str(f[k]) for k in keys)] for f in files]
     lines = ["## Judged files", "", render_table(rows, left=1, markdown=True), ""]
     for f in files:
         for p in f["problems"]:
             lines.append(f"- {Path(f['file']).name}, {p['where']}: {p['status']}: {p['problem']}")
-        more = f["invalid"] + f["errors"] - len(f["problems"])
+        more = f["invalid"] + f["errors"] + f["stopped"] - len(f["problems"])
         if more > 0:
             lines.append(f"- {Path(f['file']).name}: {more} more")
     return [*lines, ""] if lines[-1] else lines

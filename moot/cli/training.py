@@ -106,7 +106,9 @@ def run_sft(args: argparse.Namespace) -> int:
         raise ConfigError(f"{given} need --launch (e.g. --launch ddp)")
     if args.launch:
         from moot.training.launch import run_launch
+        from moot.training.sft_trainer import check_inputs
 
+        check_inputs(config)  # once here, not in every worker after its heavy imports
         return run_launch(
             args.launch,
             args.train_config,

@@ -34,7 +34,7 @@ def test_judges_real_answers_and_a_rerun_costs_nothing(tmp_path):
         assert len(server.requests) == 3
         prompt = server.requests[0].body["messages"][1]["content"]
         assert "Example 1:" in prompt and "Example 2:" not in prompt
-        assert "| **overall** | 3 | 3 | 0 | 0 | 0 | 18.000 ± 0.000 |" in result.stdout
+        assert "| **overall** | 3 | 3 | 0 | 0 | 0 | 0 | 18.000 ± 0.000 |" in result.stdout
         server.clear_log()
         rerun = run_moot(*args, *judge)
         assert rerun.returncode == 0, rerun.stderr

@@ -72,30 +72,6 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     assert manifest["steps"] == 120 and manifest["epochs"] == 40
 
 
-def test_bad_configs_and_data_exit_2_with_one_line(tmp_path):
-    typo = train(tmp_path / "a", "training.learnin_rate=1e-3")
-    assert typo.returncode == 2
-    assert typo.stderr.strip().splitlines() == [
-        f"moot: error: {EXAMPLE}: training: unknown key 'learnin_rate' "
-        "(did you mean 'learning_rate'?)"
-    ]
-    alone = train(tmp_path / "a", "--num-processes", "2", "--machine-rank", "3")
-    assert alone.returncode == 2
-    assert "--num-processes, --machine-rank need --launch" in alone.stderr
-    empty = tmp_path / "empty.jsonl"
-    empty.write_text("")
-    result = train(tmp_path / "b", f"data.train={empty}")
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert str(empty) in result.stderr
-    columns = tmp_path / "columns.jsonl"
-    columns.write_text(json.dumps({"question": "q", "answer": "a"}) + "\n")
-    result = train(tmp_path / "c", f"data.train={columns}")
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert str(columns) in result.stderr and not (tmp_path / "c" / "adapter").exists()
-    result = run_moot("train", "merge", "--adapter", tmp_path, "--out", tmp_path / "m", env=ENV)
-    assert result.returncode == 2 and "not a LoRA adapter folder" in result.stderr
-
-
 def test_a_run_killed_mid_save_resumes_from_its_last_complete_checkpoint(tmp_path):
     from safetensors.torch import load_file
 

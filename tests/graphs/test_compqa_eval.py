@@ -93,7 +93,7 @@ def test_judged_files_summary_errors_and_resumption(tmp_path):
         assert summary["files"]["other.jsonl"]["errors"] == 1
         assert summary["ledger"]["total"]["calls"] == 6
         table = (out / "summary.md").read_text()
-        assert "| gen_scenario_1.json | 3 | 2 | 1 | 0 | 2 | 17.500 ± 2.121 |" in table
+        assert "| gen_scenario_1.json | 3 | 2 | 1 | 0 | 0 | 2 | 17.500 ± 2.121 |" in table
 
         server.clear_log()
         retried = run(server, paths, out)  # only the failed call is made again

@@ -11,7 +11,7 @@ import pytest
 
 from moot.core.errors import ConfigError, InputError
 from moot.training.sft_config import load_sft_config
-from moot.training.sft_trainer import build_trainer, train_sft
+from moot.training.sft_trainer import build_trainer, check_inputs, train_sft
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "train-tiny.yaml"
@@ -151,6 +151,14 @@ def test_a_mix_folder_gives_train_and_eval_splits(tmp_path):
     assert train["samples"] + evaluation["samples"] == 12 and evaluation["samples"] > 0
     assert train["source"] == evaluation["source"] == str(tmp_path / "mix")
     assert manifest["losses"]["eval_loss"] > 0 and manifest["steps"] == 2
+
+
+def test_an_eval_file_is_read_whole_and_the_data_checked_without_torch(tmp_path):
+    data = ROOT / "examples" / "sft-tiny.jsonl"
+    digests = check_inputs(tiny(tmp_path, f"data.eval={data}"))  # a file is one split: all of it
+    assert digests["eval"] == digests["train"] and len(digests["train"]) == 64
+    assert check_inputs(tiny(tmp_path))["eval"] is None
+    assert not (tmp_path / "run").exists()  # checked, nothing claimed
 
 
 WORKER_END = """

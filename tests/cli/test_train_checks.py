@@ -1,0 +1,111 @@
+"""`moot train sft|merge` and `moot data mix` refuse a bad config or bad data before heavy imports.
+
+Each case runs moot in a fresh interpreter with its import log on (``PYTHONPROFILEIMPORTTIME``),
+so the test sees both the one error line and every module the refusal loaded: none of torch,
+transformers, trl, peft, accelerate or datasets (seconds of imports, tens under load).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import moot_env, run_fresh_moot
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "train-tiny.yaml"
+DATA = ROOT / "examples" / "sft-tiny.jsonl"
+HEAVY = {"torch", "transformers", "trl", "peft", "accelerate", "datasets"}
+COLUMNS = json.dumps({"question": "q", "answer": "a"}) + "\n"  # no SFT columns
+
+
+def refusal(tmp_path: Path, *args: object) -> tuple[str, set[str]]:
+    """Run moot fresh; check it exits 2 with one line; that line and the modules it imported."""
+    env = moot_env(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPROFILEIMPORTTIME="1")
+    result = run_fresh_moot(*args, env=env)
+    lines = result.stderr.splitlines()
+    log = [line for line in lines if line.startswith("import time:")]
+    said = [line for line in lines if not line.startswith("import time:")]
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert len(said) == 1 and said[0].startswith("moot: error: "), said
+    return said[0], {line.rsplit("|", 1)[1].strip().split(".")[0] for line in log}
+
+
+def train(tmp_path: Path, *extra: object) -> list[object]:
+    out = f"training.output_dir={tmp_path / 'run'}"
+    return ["train", "sft", "--config", EXAMPLE, f"data.train={DATA}", out, *extra]
+
+
+def test_a_config_typo_is_one_line_before_heavy_imports(tmp_path: Path) -> None:
+    line, modules = refusal(tmp_path, *train(tmp_path, "training.learnin_rate=1e-3"))
+    assert line == (
+        f"moot: error: {EXAMPLE}: training: unknown key 'learnin_rate' "
+        "(did you mean 'learning_rate'?)"
+    )
+    assert not modules & HEAVY
+
+
+def test_launch_flags_without_launch_are_one_line(tmp_path: Path) -> None:
+    line, modules = refusal(tmp_path, *train(tmp_path, "--num-processes", 2, "--machine-rank", 3))
+    assert "--num-processes, --machine-rank need --launch" in line
+    assert not modules & HEAVY
+
+
+@pytest.mark.parametrize(
+    ("where", "text", "problem"),
+    [
+        ("data.train", "", "file is empty"),
+        ("data.train", COLUMNS, "line 1: no recognised columns (found 'question', 'answer'"),
+        ("data.eval", COLUMNS, "line 1: no recognised columns"),
+        ("--launch", COLUMNS, "line 1: no recognised columns"),  # before any worker starts
+    ],
+)
+def test_bad_data_is_refused_before_heavy_imports(
+    tmp_path: Path, where: str, text: str, problem: str
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(text)
+    args = train(tmp_path, f"data.train={bad}" if where == "--launch" else f"{where}={bad}")
+    if where == "--launch":
+        args[2:2] = ["--launch", "ddp"]
+    line, modules = refusal(tmp_path, *args)
+    assert line.startswith(f"moot: error: {bad}") and problem in line, line
+    assert not modules & HEAVY
+    assert not (tmp_path / "run").exists()  # nothing claimed, nothing half-written
+
+
+@pytest.mark.parametrize(
+    ("base", "problem"),
+    [
+        ("meta-llama/Llama-2-7b-hf", "not a local folder, and not in the Hugging Face cache"),
+        ("./models/no-such-model", "no such folder"),
+    ],
+)
+def test_a_base_model_not_on_this_machine_is_refused_before_heavy_imports(
+    tmp_path: Path, base: str, problem: str
+) -> None:
+    line, modules = refusal(tmp_path, *train(tmp_path, "model.init=null", f"model.base={base}"))
+    assert line == f"moot: error: cannot load model {base!r}: {problem}" + (
+        " (HF_HUB_OFFLINE=1)" if "cache" in problem else ""
+    )
+    assert not modules & HEAVY
+    assert not (tmp_path / "run").exists()
+
+
+def test_mix_refuses_bad_data_before_importing_datasets(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(COLUMNS)
+    line, modules = refusal(tmp_path, "data", "mix", "--in", DATA, bad, "--out", tmp_path / "o")
+    assert line.startswith(f"moot: error: {bad}, line 1: no recognised columns"), line
+    assert not modules & HEAVY
+    assert not (tmp_path / "o").exists()
+
+
+def test_merge_refuses_a_folder_that_is_no_adapter_before_heavy_imports(tmp_path: Path) -> None:
+    line, modules = refusal(
+        tmp_path, "train", "merge", "--adapter", tmp_path, "--out", tmp_path / "m"
+    )
+    assert "not a LoRA adapter folder" in line
+    assert not modules & HEAVY
