@@ -303,7 +303,8 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
     if args.verbose:
         log_retries()
     for spec in specs:
-        client.prepare(spec)
+        for text in client.prepare(spec):
+            note(args, text)
     if any(spec.transport == "embedded" for spec in specs):
         note(args, DEMO_NOTE)
     for text in concurrency_notes(args, specs):
