@@ -412,6 +412,8 @@ class ModelClient:
             exc = state.outcome.exception()
             if isinstance(exc, Transient) and exc.retry_after is not None:
                 return min(exc.retry_after, policy.max_retry_after)
+            if spec.api_bases and state.attempt_number == 1:  # another endpoint may take it now
+                return 0.0
             return backoff(state)
 
         def told(state: Any) -> None:  # the messages are scrubbed of keys by `classify`

@@ -302,7 +302,7 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
     )
     if args.verbose:
         log_retries()
-    for spec in specs:
+    for spec in dict.fromkeys(specs):  # each model once (both debaters may share one)
         for text in client.prepare(spec):
             note(args, text)
     if any(spec.transport == "embedded" for spec in specs):
