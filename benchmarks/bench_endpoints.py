@@ -24,10 +24,12 @@ import time
 import _common
 
 
-async def workload(urls: list[str], args: argparse.Namespace) -> tuple[float, dict, int]:
-    """Calls/s, calls per endpoint, and debates served by more than one endpoint.
+async def workload(urls: list[str], args: argparse.Namespace) -> tuple[float, float, dict, int]:
+    """Calls/s, client CPU ms per call, calls per endpoint, debates on more than one endpoint.
 
     Each debate's calls are their own ledger stage, so the ledger says where each debate went.
+    The CPU time is this process's (the servers run in their own): what the client spends per
+    call, which the machine's other tenants do not inflate as they do the wall time.
     """
     from moot.core.llm.endpoints import sticky
     from moot.core.llm.models import ModelClient, RetryPolicy
@@ -49,16 +51,17 @@ async def workload(urls: list[str], args: argparse.Namespace) -> tuple[float, di
                     reply = await client.complete(role, messages, stage=stage, max_tokens=32)
                     history += " " + reply.text[:80]
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(debate(s) for s in range(args.sessions)))
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     endpoints: collections.Counter = collections.Counter()
     wandering = 0
     for (_, stage, _), usage in client.ledger.entries.items():
         if stage != "warm-up":
             endpoints.update(usage.endpoints)
             wandering += len(usage.endpoints) > 1
-    return args.sessions * args.turns / seconds, dict(endpoints), wandering
+    calls = args.sessions * args.turns
+    return calls / seconds, 1000 * cpu / calls, dict(endpoints), wandering
 
 
 def main() -> None:
@@ -83,18 +86,21 @@ def main() -> None:
             for _ in range(args.replicas)
         ]
         rates: dict[str, list[float]] = {"one": [], "several": []}
+        cpus: dict[str, list[float]] = {"one": [], "several": []}
         spread: collections.Counter = collections.Counter()
         wandering = 0
         for round_ in range(args.rounds):
             order = ("one", "several") if round_ % 2 == 0 else ("several", "one")
             for mode in order:
                 chosen = urls[:1] if mode == "one" else urls
-                rate, endpoints, moved = asyncio.run(workload(chosen, args))
+                rate, cpu, endpoints, moved = asyncio.run(workload(chosen, args))
                 rates[mode].append(rate)
+                cpus[mode].append(cpu)
                 if mode == "several":
                     spread.update(endpoints)
                     wandering += moved
-                print(f"round {round_} {mode:8s} {rate:7.1f} calls/s {endpoints}")
+                shown = f"{rate:7.1f} calls/s, client CPU {cpu:5.1f} ms/call"
+                print(f"round {round_} {mode:8s} {shown} {endpoints}")
     one, several = (statistics.median(rates[m]) for m in ("one", "several"))
     print(
         f"replicas={args.replicas} latency={args.latency}s slots={args.slots} "
@@ -102,6 +108,11 @@ def main() -> None:
     )
     print(f"one endpoint: {one:.1f} calls/s (median of {args.rounds})")
     print(f"{args.replicas} endpoints: {several:.1f} calls/s; ratio {several / one:.2f}x")
+    one_cpu, several_cpu = (statistics.median(cpus[m]) for m in ("one", "several"))
+    print(
+        f"client CPU per call: {one_cpu:.1f} ms direct, {several_cpu:.1f} ms through the Router "
+        f"({several_cpu / one_cpu:.2f}x)"
+    )
     total = sum(spread.values())
     shares = ", ".join(f"{100 * n / total:.0f}%" for n in spread.values())
     print(f"share per endpoint over all rounds: {shares}")

@@ -45,6 +45,7 @@ __getattr__, __all__ = lazy_exports(
             "PlanRow",
             "items_of",
         ),
+        "moot.core.llm.endpoints": ("sticky",),
         "moot.core.llm.models": (
             "Completion",
             "ModelClient",

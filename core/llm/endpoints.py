@@ -125,3 +125,12 @@ def endpoint_of(spec: ModelSpec, deployment: object) -> str | None:
         return public_url(spec.endpoints[int(str(deployment))])
     except (ValueError, IndexError):
         return None
+
+
+def all_out(exc: Exception) -> float | None:
+    """Seconds until an endpoint is back, if `exc` says every endpoint is out (cooling down)."""
+    from litellm.types.router import RouterRateLimitError
+
+    if isinstance(exc, RouterRateLimitError):
+        return float(exc.cooldown_time)
+    return None

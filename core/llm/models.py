@@ -611,6 +611,12 @@ class _RouterTransport(_Transport):
             response = await request
         except Exception as exc:  # the endpoint that failed, when the Router says which
             endpoints.unpin(self._router, self.spec)
+            resting = endpoints.all_out(exc)
+            if resting is not None:  # every endpoint is out: wait for the first to come back
+                raise Transient(
+                    f"every endpoint of {self.spec.name} failed and is out for {resting:g}s",
+                    retry_after=resting,
+                ) from None
             failed = getattr(exc, "failed_deployment_id", None)
             url = self.spec.endpoints[int(failed)] if str(failed).isdigit() else None
             raise classify(exc, self.spec, url, self._key) from None

@@ -160,3 +160,23 @@ def test_every_endpoint_refusing_is_one_line_exit_2_without_credentials(tmp_path
     assert result.stderr.strip() == (
         f"moot: error: cannot reach http://127.0.0.1:{first}/v1?key=***: connection refused"
     )
+
+
+def test_every_endpoint_failing_fails_the_items_cleanly(tmp_path):
+    topics = write_topics(tmp_path / "topics.json", TOPICS)
+    failing = [Fault("500", times=10**6)]
+    with ScriptedServer(faults=failing) as a, ScriptedServer(faults=failing) as b:
+        result = run_moot(
+            "debate",
+            *("--topics", topics, "--out", tmp_path / "out", "--model", "openai/scripted"),
+            *("--api-base", f"{a.url},{b.url}", "--max-retries", 1, "--no-cache"),
+        )
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    lists = read_jsonl(tmp_path / "out" / "arguments.jsonl")
+    assert len(lists) == 6 and {r["status"] for r in lists} == {"failed"}
+    # each error names the endpoint that failed, or says every one is out
+    assert all(
+        "HTTP 500 from http://127.0.0.1" in r["error"] or "every endpoint" in r["error"]
+        for r in lists
+    )
