@@ -60,6 +60,7 @@ def run(tmp_path_factory):
             *("--api-base", f"{a.url},{b.url}"),  # commas and a repeated flag
             *("--api-base", failing.url, "--api-base", f"{with_password(refused)}?key={SECRET}"),
             *("--arguments-per-stance", 2, "--concurrency", 6, "--no-cache"),
+            *("--max-concurrency", 2),  # to each endpoint
         )
         yield {
             "result": result,
@@ -67,6 +68,7 @@ def run(tmp_path_factory):
             "healthy": {a.url: a.requests, b.url: b.requests},
             "failing": failing.requests,
             "urls": [a.url, b.url, failing.url, f"{refused}?key=***"],
+            "peaks": [a.peak_in_flight, b.peak_in_flight],
         }
 
 
@@ -91,6 +93,8 @@ def test_requests_spread_and_each_debate_stays_on_one_endpoint(run):
                 served[argument.group()].add(url)
     assert len(served) == 12
     assert {k: v for k, v in served.items() if len(v) > 1} == {}
+    # --max-concurrency 2 bounds each endpoint, not the model's endpoints together
+    assert max(run["peaks"]) == 2
 
 
 def test_the_failing_endpoints_share_moves_to_the_others(run):
