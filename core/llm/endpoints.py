@@ -56,9 +56,11 @@ def sticky(key: str) -> Iterator[None]:
 def build_router(spec: ModelSpec, api_key: str | None) -> Any:
     """A litellm ``Router`` with one deployment per endpoint of `spec`, deployment ids 0, 1, ...
 
-    Each deployment sends at most ``spec.max_concurrency`` requests at once (when set), with no
-    retries of its own (moot's retry loop is the one), and its key: `api_key`, else the
-    placeholder ``EMPTY`` (never a provider's own key, which litellm would otherwise send).
+    Each deployment sends its requests with no retries of its own (moot's retry loop is the one)
+    and with its key: `api_key`, else the placeholder ``EMPTY`` (never a provider's own key,
+    which litellm would otherwise send). No ``max_parallel_requests``: litellm refuses a request
+    over it (a 429, which also takes the endpoint out) instead of queueing it; `ModelClient`
+    bounds the model's requests itself.
     """
     from moot.core.llm.litellm_import import litellm
 
@@ -71,8 +73,6 @@ def build_router(spec: ModelSpec, api_key: str | None) -> Any:
             "timeout": spec.timeout,
             "max_retries": 0,
         }
-        if spec.max_concurrency is not None:
-            params["max_parallel_requests"] = spec.max_concurrency
         deployments.append(
             {"model_name": spec.name, "litellm_params": params, "model_info": {"id": str(index)}}
         )

