@@ -590,14 +590,13 @@ class _RouterTransport(_Transport):
 
     def __init__(self, spec: ModelSpec, api_key: str | None):
         self.spec, self.api_base, self.identity, self._key = spec, spec.api_base, spec.name, api_key
-        self._router = endpoints.build_router(spec, api_key)  # now: a bad one fails in prepare()
+        self._router: Any = None  # built by the first request: importing litellm takes seconds
         self._loop: asyncio.AbstractEventLoop | None = None  # its clients' loop
 
     async def send(self, messages: Messages, params: dict[str, Any]) -> _Reply:
         loop = asyncio.get_running_loop()
-        if loop is not self._loop:
-            if self._loop is not None:  # its pooled clients die with the loop that opened them
-                self._router = endpoints.build_router(self.spec, self._key)
+        if loop is not self._loop:  # its pooled clients die with the loop that opened them
+            self._router = endpoints.build_router(self.spec, self._key)
             self._loop = loop
         request = asyncio.wait_for(
             self._router.acompletion(
