@@ -49,12 +49,17 @@ def guard_loopback() -> None:
 
 @contextlib.contextmanager
 def scripted_server(
-    latency: float, *, rules: Sequence[Any] = (), startup_timeout: float = 60.0
+    latency: float,
+    *,
+    rules: Sequence[Any] = (),
+    startup_timeout: float = 60.0,
+    slots: int | None = None,
 ) -> Iterator[str]:
     """Run ``python -m moot.core.testing.scripted_server`` in its own process; yield its base URL.
 
     A separate process keeps the server's threads off the client's GIL. `rules` are its
-    scripted replies (``Rule``s), handed over in a ``ServerConfig`` file.
+    scripted replies (``Rule``s), handed over in a ``ServerConfig`` file; `slots` bounds the
+    requests it answers at once (a replica's batch).
     """
     with temp_dir("moot-bench-server-") as folder:
         config = folder / "server.json"
@@ -72,6 +77,7 @@ def scripted_server(
             "--port",
             "0",
             *(["--config", str(config)] if rules else []),
+            *(["--slots", str(slots)] if slots else []),
         ]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=offline_env())
         try:

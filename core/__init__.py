@@ -51,6 +51,7 @@ __getattr__, __all__ = lazy_exports(
             "is_planned",
             "planned_files",
         ),
+        "moot.core.llm.endpoints": ("sticky",),
         "moot.core.llm.models": (
             "Completion",
             "ModelClient",

@@ -6,7 +6,9 @@ the input), so a rerun recognises it. For each run the engine
 - skips the items whose logged record is finished (what finishes an item is the pipeline's
   `finished` rule: ``ok``, or ``complete`` and ``incomplete`` for judgments, ...);
 - runs the others, at most `concurrency` at a time; each task resumes its own interrupted work
-  (from its LangGraph checkpoint, or free from the request cache);
+  (from its LangGraph checkpoint, or free from the request cache); an item's requests to a model
+  with several endpoints all go to one of them (`moot.core.llm.endpoints.sticky`), so a
+  debate's transcript stays in one server's prefix cache;
 - turns a call that failed for good (`ModelCallError`) into a failure record, kept apart from the
   results and retried by the next run;
 - stops handing out items once the model layer refuses a call for ``--budget`` (`BudgetReached`):
@@ -34,6 +36,7 @@ from typing import Any
 
 from moot.core.data.records import ResultLog, claim_folder
 from moot.core.errors import BudgetReached, ModelCallError
+from moot.core.llm.endpoints import sticky
 
 Record = dict[str, Any]
 
@@ -236,7 +239,8 @@ async def run_items(
             if budget_reached:
                 return
             try:
-                record = await task(item)
+                with sticky(item["id"]):  # one endpoint per item, of a model with several
+                    record = await task(item)
             except ModelCallError as exc:
                 record = on_error(item, exc)
             except BudgetReached:  # not done, not failed: the rerun does it

@@ -12,10 +12,9 @@ import email.utils
 import json
 import time
 from typing import Any
-from urllib.parse import urlparse
 
 from moot.core.errors import ConfigError, ContextWindowExceeded, ModelCallError, MootError
-from moot.core.llm.spec import ModelSpec, public_url
+from moot.core.llm.spec import ModelSpec, public_url, url_secrets
 
 
 class Transient(Exception):
@@ -43,7 +42,8 @@ def classify(exc: Exception, spec: ModelSpec, api_base: str | None, key: str | N
     import openai
 
     shown = where(spec, api_base)
-    secrets = [key, urlparse(api_base).password if api_base else None]
+    urls = [*spec.endpoints, *([api_base] if api_base else [])]
+    secrets = [key, *(secret for url in urls for secret in url_secrets(url))]
 
     def clean(text: str) -> str:  # an SDK message must never carry a secret into a log
         text = " ".join(str(text).split())[:300]

@@ -24,6 +24,8 @@ class Usage:
         cached_prompt_tokens: Of the prompt tokens, those the provider read from its prompt
             cache (``usage.prompt_tokens_details.cached_tokens``), priced at its cached rate.
         cost_usd: USD paid; None once a paid call's price is unknown (unpriced).
+        endpoints: For a model with several endpoints, the calls each answered, by URL
+            (without credentials); empty otherwise.
     """
 
     calls: int = 0
@@ -35,12 +37,24 @@ class Usage:
     failures: int = 0
     latency_s: float = 0.0
     cached_prompt_tokens: int = 0
+    endpoints: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: Usage) -> None:
         """Add another usage's counters to this one (an unpriced cost stays unpriced)."""
         for name, value in asdict(other).items():
             mine = getattr(self, name)
+            if name == "endpoints":
+                for url, calls in value.items():
+                    mine[url] = mine.get(url, 0) + calls
+                continue
             setattr(self, name, None if mine is None or value is None else mine + value)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-safe form (``endpoints`` only when several endpoints answered)."""
+        data = asdict(self)
+        if not self.endpoints:
+            del data["endpoints"]
+        return data
 
 
 @dataclass
@@ -64,11 +78,12 @@ class UsageLedger:
         retries: int = 0,
         failed: bool = False,
         latency: float = 0.0,
+        endpoint: str | None = None,
     ) -> None:
         """Count one call; cache hits count tokens but cost nothing.
 
         A failed call costs the tokens its replies were paid for (an empty reply is paid for,
-        then retried).
+        then retried). `endpoint` is the one of several that answered it, if any.
         """
         usage = self.entries.setdefault((role, stage, spec.name), Usage())
         usage.calls += 1
@@ -79,6 +94,8 @@ class UsageLedger:
         usage.retries += retries
         usage.failures += int(failed)
         usage.latency_s += latency
+        if endpoint is not None:
+            usage.endpoints[endpoint] = usage.endpoints.get(endpoint, 0) + 1
         if cached or (failed and not prompt_tokens + completion_tokens):
             return
         cost = self.prices.cost(spec, prompt_tokens, completion_tokens, cached_prompt_tokens)
@@ -102,10 +119,11 @@ class UsageLedger:
     def to_json(self) -> dict[str, Any]:
         """JSON-safe form: a list of rows plus totals."""
         rows = [
-            {"role": role, "stage": stage, "model": model, **asdict(usage)}
+            {"role": role, "stage": stage, "model": model, **usage.to_json()}
             for (role, stage, model), usage in sorted(self.entries.items())
         ]
-        return {"by_role": rows, "total": asdict(self.total()), "unpriced": sorted(self.unpriced)}
+        total = self.total().to_json()
+        return {"by_role": rows, "total": total, "unpriced": sorted(self.unpriced)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> UsageLedger:

@@ -10,7 +10,9 @@ Transports: OpenAI-compatible servers (OpenAI, vLLM, llama.cpp, the embedded mod
 langchain-openai's ``ChatOpenAI``, which resolves the client configuration; the hot path calls its
 underlying async OpenAI client directly, because ``ChatOpenAI.ainvoke`` adds about 2 ms of callback
 machinery per call (measured against the raw SDK on loopback). Other providers go through
-``litellm.acompletion``. Both run with their own retries off, so there is exactly one retry loop.
+``litellm.acompletion``, and a model with several endpoints through a litellm ``Router``
+(`moot.core.llm.endpoints`: spread, one debate per endpoint, failing endpoints taken out for a
+while). All run with their own retries off, so there is exactly one retry loop.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import re
 import socket
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
@@ -39,6 +41,7 @@ from moot.core.errors import (
     ModelCallError,
     MootError,
 )
+from moot.core.llm import endpoints
 from moot.core.llm.cache import RequestCache, request_key
 from moot.core.llm.failures import Transient, classify, where
 from moot.core.llm.ledger import UsageLedger
@@ -136,12 +139,16 @@ class ModelClient:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._limits: dict[tuple[str, str | None], asyncio.Semaphore] = {}
 
-    def prepare(self, spec: ModelSpec) -> None:
+    def prepare(self, spec: ModelSpec) -> list[str]:
         """Check credentials and reachability of `spec` now, before any work starts.
+
+        Returns:
+            Notes on endpoints of a model with several that refuse connections now: the others
+            take their requests, and they are tried again later.
 
         Raises:
             ConfigError: A needed key is missing, or a budget is set and `spec` is unpriced.
-            EndpointError: The endpoint does not accept connections.
+            EndpointError: The endpoint does not accept connections (with several, none does).
         """
         if self.budget is not None and self.ledger.prices.price(spec) is None:
             raise ConfigError(
@@ -153,8 +160,23 @@ class ModelClient:
             missing = missing_litellm_keys(spec)
             if missing:
                 raise ConfigError(f"missing API key for {spec.name}: set {', '.join(missing)}")
+        if spec.api_bases:
+            refused = []
+            for url in spec.api_bases:
+                try:
+                    check_reachable(url)
+                except EndpointError as exc:
+                    refused.append(exc)
+            if len(refused) == len(spec.api_bases):
+                raise refused[0]
+            return [
+                f"note: {exc}; the other endpoints of {spec.name} take its requests, and it is "
+                "tried again later"
+                for exc in refused
+            ]
         if transport.api_base:
             check_reachable(transport.api_base)
+        return []
 
     def context_window(self, spec: ModelSpec) -> int | None:
         """The model's context window: the spec's, else what its server reports (embedded)."""
@@ -381,7 +403,10 @@ class ModelClient:
         spec, policy = role.spec, self.retry
         key = (transport.identity, spec.api_base)
         if spec.max_concurrency is not None:  # else the run's own concurrency is the bound
-            self._limits.setdefault(key, asyncio.Semaphore(spec.max_concurrency))
+            # several endpoints: N each on average, held here for all of them together, because
+            # litellm's per-endpoint limit refuses a request over it (a 429) instead of queueing it
+            bound = spec.max_concurrency * max(1, len(spec.api_bases))
+            self._limits.setdefault(key, asyncio.Semaphore(bound))
         limit = self._limits.get(key) or contextlib.nullcontext()
         backoff = wait_random_exponential(multiplier=policy.initial_wait, max=policy.max_wait)
 
@@ -389,6 +414,8 @@ class ModelClient:
             exc = state.outcome.exception()
             if isinstance(exc, Transient) and exc.retry_after is not None:
                 return min(exc.retry_after, policy.max_retry_after)
+            if spec.api_bases and state.attempt_number == 1:  # another endpoint may take it now
+                return 0.0
             return backoff(state)
 
         def told(state: Any) -> None:  # the messages are scrubbed of keys by `classify`
@@ -453,6 +480,7 @@ class ModelClient:
             prompt_tokens=tokens[0],
             completion_tokens=tokens[1],
             cached_prompt_tokens=tokens[2],
+            endpoint=reply.endpoint,
         )
         return Completion(
             reply.text,
@@ -478,6 +506,7 @@ class _Reply:
     prompt_tokens: int
     completion_tokens: int
     cached_prompt_tokens: int = 0
+    endpoint: str | None = None  # which of several endpoints answered (shown: no credentials)
 
 
 class _Transport:
@@ -556,6 +585,50 @@ class _LiteLLMTransport(_Transport):
         return await _request(request, self.spec, self.api_base, self._key)
 
 
+class _RouterTransport(_Transport):
+    """Several endpoints of one model, through a litellm Router (`moot.core.llm.endpoints`)."""
+
+    def __init__(self, spec: ModelSpec, api_key: str | None):
+        self.spec, self.api_base, self.identity, self._key = spec, spec.api_base, spec.name, api_key
+        self._router: Any = None  # built by the first request: importing litellm takes seconds
+        self._loop: asyncio.AbstractEventLoop | None = None  # its clients' loop
+
+    async def send(self, messages: Messages, params: dict[str, Any]) -> _Reply:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # its pooled clients die with the loop that opened them
+            self._router = endpoints.build_router(self.spec, self._key)
+            self._loop = loop
+        request = asyncio.wait_for(
+            self._router.acompletion(
+                model=self.spec.name,
+                messages=messages,
+                metadata=endpoints.session_metadata(),
+                drop_params=True,
+                **params,
+            ),
+            self.spec.timeout,
+        )
+        try:
+            response = await request
+        except Exception as exc:  # the endpoint that failed, when the Router says which
+            endpoints.unpin(self._router, self.spec)
+            resting = endpoints.all_out(exc)
+            if resting is not None:  # every endpoint is out: wait for the first to come back
+                raise Transient(
+                    f"every endpoint of {self.spec.name} failed and is out for {resting:g}s",
+                    retry_after=resting,
+                ) from None
+            failed = getattr(exc, "failed_deployment_id", None)
+            url = self.spec.endpoints[int(failed)] if str(failed).isdigit() else None
+            raise classify(exc, self.spec, url, self._key) from None
+        deployment = (getattr(response, "_hidden_params", None) or {}).get("model_id")
+        if deployment is not None:
+            endpoints.repin(self._router, self.spec, str(deployment))
+        shown = endpoints.endpoint_of(self.spec, deployment)
+        reply = _read_reply(response, shown or where(self.spec, None))
+        return replace(reply, endpoint=shown)
+
+
 class _HFTransport(_Transport):
     """A local transformers model: generation in a worker thread, one request at a time."""
 
@@ -586,6 +659,8 @@ def _make_transport(spec: ModelSpec) -> _Transport:
     if spec.transport == "hf":
         return _HFTransport(spec)
     key = resolve_api_key(spec)
+    if spec.api_bases:
+        return _RouterTransport(spec, key)
     if spec.transport == "openai":
         return _OpenAITransport(spec, spec.api_base, key, spec.name)
     return _LiteLLMTransport(spec, key)

@@ -11,9 +11,10 @@ import functools
 import importlib.util
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import parse_qsl, urlencode, urlparse
 
 from moot.core.errors import ConfigError
 
@@ -35,7 +36,11 @@ class ModelSpec:
     Args:
         provider: litellm provider (``openai``, ``anthropic``, ``ollama_chat`` ...) or ``local``.
         model: The model name as the provider knows it.
-        api_base: Base URL of an OpenAI-compatible or self-hosted server.
+        api_base: Base URL of an OpenAI-compatible or self-hosted server (the first of
+            `api_bases` when there are several).
+        api_bases: Every endpoint, when the model is served by several (replicas of one model):
+            requests spread across them, each debate sticking to one (`moot.core.llm.endpoints`);
+            empty for one endpoint or none.
         api_key_env: Name of the environment variable holding the key. Defaults to the provider's
             usual variable (``OPENAI_API_KEY`` ...) for its own endpoint. A key is never sent to a
             custom ``api_base`` unless this names it (or ``MOOT_API_KEY`` is set).
@@ -54,6 +59,7 @@ class ModelSpec:
     provider: str
     model: str
     api_base: str | None = None
+    api_bases: tuple[str, ...] = ()
     api_key_env: str | None = None
     max_concurrency: int | None = None
     timeout: float = 120.0
@@ -74,6 +80,11 @@ class ModelSpec:
             return "hf"
         return "openai" if self.provider in OPENAI_COMPATIBLE else "litellm"
 
+    @property
+    def endpoints(self) -> tuple[str, ...]:
+        """Every endpoint of the model: `api_bases`, else `api_base` alone, else none."""
+        return self.api_bases or ((self.api_base,) if self.api_base else ())
+
     def with_options(self, **changes: object) -> ModelSpec:
         """Return a copy with some fields changed (``None`` values are ignored)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -81,18 +92,34 @@ class ModelSpec:
     def describe(self) -> dict[str, object]:
         """A JSON-safe description for manifests (never includes a key)."""
         api_base = public_url(self.api_base) if self.api_base else None
-        return {"spec": self.name, "api_base": api_base, "context_window": self.context_window}
+        described: dict[str, object] = {"spec": self.name, "api_base": api_base}
+        if self.api_bases:
+            described["api_bases"] = [public_url(url) for url in self.api_bases]
+        return {**described, "context_window": self.context_window}
 
 
 def public_url(url: str) -> str:
-    """`url` without the credentials a URL may embed (``https://user:password@host/...``).
+    """`url` without the credentials a URL may embed.
 
-    Every message, record and manifest that names an endpoint shows this form.
+    Its user and password (``https://user:password@host/...``) are dropped, its query's values
+    (``?api-key=...``) masked. Every message, record, ledger and manifest that names an
+    endpoint shows this form.
     """
-    if "@" not in url:
+    if "@" not in url and "?" not in url:
         return url
     parts = urlparse(url)
-    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    return parts._replace(
+        netloc=parts.netloc.rpartition("@")[2],
+        query=urlencode([(name, "***") for name, _ in query], safe="*"),
+    ).geturl()
+
+
+def url_secrets(url: str) -> list[str]:
+    """What in `url` may be a credential (its password, its query's values), to scrub."""
+    parts = urlparse(url)
+    values = [value for _, value in parse_qsl(parts.query) if len(value) > 3]
+    return [secret for secret in (parts.password, *values) if secret]
 
 
 @dataclass(frozen=True)
@@ -115,21 +142,26 @@ class Role:
         return {"role": self.name, **self.spec.describe(), "temperature": self.temperature}
 
 
-def parse_spec(text: str, *, api_base: str | None = None, **options: object) -> ModelSpec:
+def parse_spec(
+    text: str, *, api_base: str | Sequence[str] | None = None, **options: object
+) -> ModelSpec:
     """Parse and validate a ``provider/model`` spec string.
 
     Args:
         text: The spec, e.g. ``openai/gpt-4o-mini`` or ``local/smollm2``.
-        api_base: Base URL for OpenAI-compatible or self-hosted servers.
+        api_base: Base URL for OpenAI-compatible or self-hosted servers, or several (replicas
+            of one model, each a URL or comma-separated URLs): requests spread across them.
         **options: Other `ModelSpec` fields (``None`` values are ignored).
 
     Returns:
         The validated spec.
 
     Raises:
-        ConfigError: The spec is malformed, names an unknown provider or embedded model, or lacks
-            an ``api_base`` it needs.
+        ConfigError: The spec is malformed, names an unknown provider or embedded model, lacks
+            an ``api_base`` it needs, or an endpoint is not an http(s) URL or given twice.
     """
+    bases = endpoint_list(text, api_base)
+    api_base = bases[0] if bases else None
     provider, sep, model = text.strip().partition("/")
     hint = "expected provider/model, e.g. openai/gpt-4o-mini or local/smollm2"
     if not sep or not provider or not model:
@@ -155,17 +187,37 @@ def parse_spec(text: str, *, api_base: str | None = None, **options: object) -> 
         raise ConfigError(f"unknown model spec {text!r}: unknown provider {provider!r} ({hint})")
     if provider == "hosted_vllm" and not api_base:
         raise ConfigError(f"model spec {text!r} needs --api-base (the vLLM server's URL)")
-    if api_base:
-        url = urlparse(api_base)
-        if url.scheme not in ("http", "https") or not url.netloc:
-            shown = public_url(api_base)
-            raise ConfigError(
-                f"invalid --api-base {shown!r} for {text!r}: expected http(s)://host:port/..."
-            )
-    spec = ModelSpec(provider=provider, model=model, api_base=api_base or None)
+    spec = ModelSpec(
+        provider=provider,
+        model=model,
+        api_base=api_base,
+        api_bases=bases if len(bases) > 1 else (),
+    )
     if provider == "local":  # a 2-core CPU takes minutes for long completions
         spec = spec.with_options(timeout=EMBEDDED_TIMEOUT)
     return spec.with_options(**options)
+
+
+def endpoint_list(text: str, given: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The endpoints `given` for model `text`: each a URL, or several separated by commas.
+
+    Raises:
+        ConfigError: One is not an http(s) URL, or one is given twice (named without credentials).
+    """
+    values = ([given] if given else []) if isinstance(given, str) else list(given or ())
+    urls = [url.strip() for value in values for url in value.split(",")]
+    seen: set[str] = set()
+    for url in urls:
+        parts = urlparse(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(
+                f"invalid --api-base {public_url(url)!r} for {text!r}: expected "
+                "http(s)://host:port/..., several separated by commas"
+            )
+        if url.rstrip("/") in seen:
+            raise ConfigError(f"--api-base {public_url(url)!r} is given twice for {text!r}")
+        seen.add(url.rstrip("/"))
+    return tuple(urls)
 
 
 def resolve_api_key(spec: ModelSpec) -> str | None:

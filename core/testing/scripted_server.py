@@ -121,6 +121,8 @@ class ServerConfig:
         api_key: If set, requests to ``/v1/*`` need ``Authorization: Bearer <api_key>``.
         cached_prompt_tokens: Report up to this many of each reply's prompt tokens as read from
             a prompt cache (``usage.prompt_tokens_details.cached_tokens``), as OpenAI does.
+        slots: If set, at most this many chat requests are answered at once (each taking
+            `latency`); the others wait for a slot, as on a server with a finite batch.
     """
 
     latency: float = 0.0
@@ -130,6 +132,7 @@ class ServerConfig:
     model: str = "scripted"
     api_key: str | None = None
     cached_prompt_tokens: int = 0
+    slots: int | None = None
 
     def to_json(self) -> str:
         """Serialise the configuration to a JSON string."""
@@ -361,6 +364,8 @@ class ScriptedServer:
         self._log: list[tuple[int, LoggedRequest]] = []
         self._arrivals = 0
         self._in_flight = self._peak = 0
+        slots = self.config.slots
+        self._slots = threading.BoundedSemaphore(slots) if slots else contextlib.nullcontext()
         self._handling = 0  # requests inside _handle: stop() waits for them to be logged
         self._handled = threading.Condition(self._lock)
         self._connections: set[socket.socket] = set()
@@ -531,7 +536,8 @@ class ScriptedServer:
                 self._in_flight -= 1
 
     def _answer(self, body: JSON) -> tuple[int, bytes, JSON, str]:
-        self._stopping.wait(self.config.latency)  # an Event, so stop() cuts the sleep short
+        with self._slots:
+            self._stopping.wait(self.config.latency)  # an Event, so stop() cuts the sleep short
         fault = self._take_fault(body)
         if fault is not None and fault.kind in ("429", "500", "503", "400"):
             raise self._fault_reply(fault)
@@ -646,10 +652,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, help="seconds slept before each reply")
     parser.add_argument("--config", type=Path, help="JSON file written by ServerConfig.to_json")
     parser.add_argument("--port", type=int, default=0, help="port (0: let the OS pick)")
+    parser.add_argument("--slots", type=int, help="chat requests answered at once (default: all)")
     args = parser.parse_args(argv)
     config = ServerConfig.from_json(args.config.read_text()) if args.config else ServerConfig()
     if args.latency is not None:
         config.latency = args.latency
+    if args.slots is not None:
+        config.slots = args.slots
     done = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: done.set())

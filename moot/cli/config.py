@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from moot.cli.options import INLINE_MAPPINGS
+from moot.cli.options import INLINE_MAPPINGS, Endpoints
 from moot.core.data.records import refuse_surrogates
 from moot.core.errors import InputError
 
@@ -98,7 +98,7 @@ def _value(path: object, key: str, action: argparse.Action, value: object) -> ob
         return action.const if value else None
     if isinstance(value, dict) and action.dest in INLINE_MAPPINGS:
         return value  # read where it is used (`moot.cli.runtime.prices_from`)
-    if action.nargs in _LISTS or isinstance(action, argparse._AppendAction):
+    if action.nargs in _LISTS or isinstance(action, argparse._AppendAction | Endpoints):
         items = value if isinstance(value, list) else [value]
         return [_one(path, key, action, item) for item in items]
     if isinstance(value, list | dict):

@@ -40,10 +40,27 @@ def plan_check(args: argparse.Namespace) -> Any:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    """`moot models check SPEC`: the reply's latency and tokens, without the cache or retries."""
-    from moot.core.errors import EndpointError, ModelCallError
+    """`moot models check SPEC`: the reply's latency and tokens, without the cache or retries.
+
+    A model with several endpoints is checked at each of them, one after the other; the first
+    that fails ends the check (exit 2).
+    """
+    from dataclasses import replace
+
+    from moot.core.llm.spec import Role, public_url
 
     role = runtime.role_from(args, "check", args.spec)
+    if not role.spec.api_bases:
+        return _check_one(args, role, role.spec.name)
+    for url in role.spec.api_bases:
+        one = replace(role.spec, api_base=url, api_bases=())
+        _check_one(args, Role(role.name, one, role.temperature), f"{one.name} at {public_url(url)}")
+    return 0
+
+
+def _check_one(args: argparse.Namespace, role: Any, shown: str) -> int:
+    from moot.core.errors import EndpointError, ModelCallError
+
     client = runtime.client_for(args, role.spec)
     start = time.perf_counter()
     try:
@@ -56,7 +73,7 @@ def run_check(args: argparse.Namespace) -> int:
     if args.quiet:
         return 0
     print(
-        f"{role.spec.name}: ok in {latency * 1000:.0f} ms, {reply.prompt_tokens} prompt + "
+        f"{shown}: ok in {latency * 1000:.0f} ms, {reply.prompt_tokens} prompt + "
         f"{reply.completion_tokens} completion tokens"
     )
     print(f"reply: {reply.text.strip()[:200]}")

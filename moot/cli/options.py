@@ -133,6 +133,42 @@ def non_blank(text: str) -> str:
     return text
 
 
+class Endpoints(argparse.Action):
+    """``--api-base``: a list of endpoints; each use adds one, or several separated by commas.
+
+    Given on the command line, it replaces the list from ``--config`` instead of adding to it.
+    The URLs are checked where the model spec is made (`moot.core.llm.spec.endpoint_list`).
+    """
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        """Add this use's value to the list (the first use on the command line starts one)."""
+        current = getattr(namespace, self.dest, None)
+        given = [] if current is None or current is self.default else list(current)
+        setattr(namespace, self.dest, [*given, str(values)])
+
+
+def endpoint_option(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    flag: str,
+    help: str | None = None,
+    dest: str | None = None,
+) -> None:
+    """An endpoint flag (``--api-base``, ``--api-base-a`` ...): repeatable, commas allowed."""
+    parser.add_argument(
+        flag,
+        action=Endpoints,
+        metavar="URL",
+        help=help,
+        **({"dest": dest} if dest else {}),
+    )
+
+
 def required(parser: argparse.ArgumentParser, *dests: str) -> None:
     """Mark flags the command needs, on the command line or in ``--config``."""
     marked = parser.get_default("required_flags") or ()
@@ -304,7 +340,12 @@ def call_options(parser: argparse.ArgumentParser, temperature: float | None = 0.
     A `temperature` of None sends none, so the model's own default applies.
     """
     group = parser.add_argument_group("model calls")
-    group.add_argument("--api-base", metavar="URL", help="OpenAI-compatible server of the model")
+    endpoint_option(
+        group,
+        "--api-base",
+        "OpenAI-compatible server of the model; several (replicas of one model: repeat the "
+        "flag or separate URLs by commas) share the requests, each debate on one",
+    )
     group.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the key")
     shown = "none sent: the model's own" if temperature is None else f"{temperature:g}"
     group.add_argument(
@@ -363,7 +404,7 @@ def debater_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("debaters (default: --model, --api-base, --temperature)")
     for role in ("a", "b"):
         group.add_argument(f"--model-{role}", metavar="SPEC", help=f"debater {role.upper()}")
-        group.add_argument(f"--api-base-{role}", metavar="URL")
+        endpoint_option(group, f"--api-base-{role}")
         group.add_argument(f"--temperature-{role}", type=sampling_temperature, metavar="T")
 
 
@@ -376,7 +417,7 @@ def agent_options(parser: argparse.ArgumentParser, note: str = "") -> None:
     group.add_argument(
         "--agent-model", dest="model_agent", metavar="SPEC", help=f"agent model{note}"
     )
-    group.add_argument("--agent-api-base", dest="api_base_agent", metavar="URL")
+    endpoint_option(group, "--agent-api-base", dest="api_base_agent")
     group.add_argument(
         "--agent-temperature", dest="temperature_agent", type=sampling_temperature, metavar="T"
     )

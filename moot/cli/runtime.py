@@ -309,8 +309,9 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
         clients.append(client)
     if args.verbose:
         log_retries()
-    for spec in specs:
-        client.prepare(spec)
+    for spec in dict.fromkeys(specs):  # each model once (both debaters may share one)
+        for text in client.prepare(spec):
+            note(args, text)
     if any(spec.transport == "embedded" for spec in specs):
         note(args, DEMO_NOTE)
     for text in concurrency_notes(args, specs):
@@ -329,9 +330,12 @@ def concurrency_notes(args: argparse.Namespace, specs: Sequence[Any]) -> list[st
     wanted = getattr(args, "concurrency", None)
     notes = []
     for spec in dict.fromkeys(specs):  # each model once, in order
-        if wanted and spec.max_concurrency and spec.max_concurrency < wanted:
+        # several endpoints: N each on average (`ModelClient` holds N x endpoints for the model)
+        bound = (spec.max_concurrency or 0) * max(1, len(spec.api_bases))
+        if wanted and bound and bound < wanted:
+            each = f" ({len(spec.api_bases)} endpoints)" if spec.api_bases else ""
             notes.append(
-                f"note: at most {spec.max_concurrency} requests in flight to {spec.name} "
+                f"note: at most {bound} requests in flight to {spec.name}{each} "
                 f"(--max-concurrency {spec.max_concurrency}), fewer than --concurrency {wanted}"
             )
         if wanted and spec.transport == "embedded" and wanted > SLOTS:

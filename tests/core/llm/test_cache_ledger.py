@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import threading
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -243,4 +242,4 @@ def test_merged_sums_entries_and_unions_unpriced() -> None:
     assert merged.total().calls == first.total().calls + second.total().calls == 6
     # merging never changes its inputs
     assert row(first, "judge", "verdict")["calls"] == 1
-    assert UsageLedger.merged([]).to_json()["total"] == asdict(Usage())
+    assert UsageLedger.merged([]).to_json()["total"] == Usage().to_json()

@@ -1,0 +1,136 @@
+"""Several endpoints for one model: litellm's Router spreads the requests, moot keeps debates put.
+
+A model served by several replicas (``--api-base A,B,C``) is one litellm ``Router`` model group,
+one deployment per endpoint. The Router picks an endpoint for each request (``simple-shuffle``:
+at random, weighted by each deployment's ``weight``), takes an endpoint that fails out for
+`COOLDOWN_SECONDS` once it fails more than `ALLOWED_FAILS` times in a minute, and tries it
+again after that. Its ``session_affinity`` check sends every request of one session to the
+endpoint the session's first request went to, so the server's prefix cache keeps the session's
+transcript.
+
+A session is one work item of the run engine (`moot.core.runs.run_items` sets `SESSION` to the
+item's id around its task), so one debate stays on one endpoint.
+
+What moot layers on the Router, and why: litellm pins a session before its first request is
+sent and keeps the pin whatever happens to that request, so a debate whose first request went to
+an endpoint that then failed would wander from endpoint to endpoint for the pin's whole life (an
+hour), its prefix cache lost on each. `repin` moves the pin to the endpoint that answered, and
+`unpin` drops it when a request failed, so the retry is routed afresh. ``least-busy`` routing
+was tried and left: it counts requests in flight only once they are sent, so the first requests
+of a burst of debates all saw every endpoint idle and were all pinned to the first one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from typing import Any
+
+from moot.core.llm.spec import ModelSpec, public_url
+
+#: The work item (its id) whose requests are being sent: requests of one item share an endpoint.
+SESSION: contextvars.ContextVar[str | None] = contextvars.ContextVar("moot_session", default=None)
+
+#: Failures of one endpoint in a minute it may have before it is taken out (litellm's v1 rule:
+#: out once the count passes this).
+ALLOWED_FAILS = 1
+
+#: Seconds an endpoint that failed stays out before requests are sent to it again.
+COOLDOWN_SECONDS = 30.0
+
+#: How long a session stays pinned to its endpoint after its last request, in seconds.
+PIN_SECONDS = 3600
+
+
+@contextlib.contextmanager
+def sticky(key: str) -> Iterator[None]:
+    """Send the requests made inside to one endpoint per model: the session `key`'s."""
+    token = SESSION.set(key)
+    try:
+        yield
+    finally:
+        SESSION.reset(token)
+
+
+def build_router(spec: ModelSpec, api_key: str | None) -> Any:
+    """A litellm ``Router`` with one deployment per endpoint of `spec`, deployment ids 0, 1, ...
+
+    Each deployment sends its requests with no retries of its own (moot's retry loop is the one)
+    and with its key: `api_key`, else the placeholder ``EMPTY`` (never a provider's own key,
+    which litellm would otherwise send). No ``max_parallel_requests``: litellm refuses a request
+    over it (a 429, which also takes the endpoint out) instead of queueing it; `ModelClient`
+    bounds the model's requests itself.
+    """
+    from moot.core.llm.litellm_import import litellm
+
+    deployments = []
+    for index, url in enumerate(spec.endpoints):
+        params: dict[str, Any] = {
+            "model": spec.name,
+            "api_base": url,
+            "api_key": api_key or "EMPTY",
+            "timeout": spec.timeout,
+            "max_retries": 0,
+        }
+        deployments.append(
+            {"model_name": spec.name, "litellm_params": params, "model_info": {"id": str(index)}}
+        )
+    return litellm.Router(
+        model_list=deployments,
+        routing_strategy="simple-shuffle",
+        num_retries=0,
+        retry_after=0,
+        allowed_fails=ALLOWED_FAILS,
+        cooldown_time=COOLDOWN_SECONDS,
+        optional_pre_call_checks=["session_affinity"],
+        deployment_affinity_ttl_seconds=PIN_SECONDS,
+    )
+
+
+def session_metadata() -> dict[str, Any]:
+    """The request metadata that keeps the current session on its endpoint (none outside one)."""
+    session = SESSION.get()
+    return {"session_id": session} if session is not None else {}
+
+
+def _pin_key(spec: ModelSpec, session: str) -> str:
+    from litellm.router_utils.pre_call_checks.deployment_affinity_check import (
+        DeploymentAffinityCheck,
+    )
+
+    return DeploymentAffinityCheck.get_session_affinity_cache_key(spec.name, session, None)
+
+
+def repin(router: Any, spec: ModelSpec, deployment: str) -> None:
+    """Pin the current session to `deployment`, the endpoint that just answered it."""
+    from litellm.caching.affinity_cache import set_local_affinity_pin
+
+    session = SESSION.get()
+    if session is not None:
+        value = {"model_id": deployment}
+        set_local_affinity_pin(router.cache, _pin_key(spec, session), value, PIN_SECONDS)
+
+
+def unpin(router: Any, spec: ModelSpec) -> None:
+    """Forget the current session's endpoint: its request failed there; the retry is re-routed."""
+    session = SESSION.get()
+    if session is not None:
+        router.cache.in_memory_cache.delete_cache(_pin_key(spec, session))
+
+
+def endpoint_of(spec: ModelSpec, deployment: object) -> str | None:
+    """The endpoint (as shown: no credentials) of a deployment id of `build_router`'s Router."""
+    try:
+        return public_url(spec.endpoints[int(str(deployment))])
+    except (ValueError, IndexError):
+        return None
+
+
+def all_out(exc: Exception) -> float | None:
+    """Seconds until an endpoint is back, if `exc` says every endpoint is out (cooling down)."""
+    from litellm.types.router import RouterRateLimitError
+
+    if isinstance(exc, RouterRateLimitError):
+        return float(exc.cooldown_time)
+    return None

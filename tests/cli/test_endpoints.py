@@ -1,0 +1,189 @@
+"""Several endpoints of one model (`--api-base A,B --api-base C`), through real HTTP.
+
+One `moot debate` run against two healthy scripted servers, one answering 500 to everything and
+one port refusing connections: every debate is done, the healthy two share the requests, each
+debate's requests go to one of them, the failing ones are taken out, and the ledger names the
+endpoint of every call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from tests.cli.helpers import read_jsonl, run_moot, write_topics
+
+TOPICS = ["Should zoos be banned?", "Is remote work better?", "Should meat be taxed?"]
+ARGUMENT = re.compile(r"Argument [a-z]\d+[ab] holds\.")
+
+
+def rules(server: str) -> list[Rule]:
+    """Argument lists whose arguments no other server (and no other list) repeats."""
+    reply = f'{{"arguments": ["Argument {server}{{n}}a holds.", "Argument {server}{{n}}b holds."]}}'
+    return [Rule(pattern="list your arguments", reply=reply)]
+
+
+SECRET = "s3cretPW"
+
+
+def closed_port() -> int:
+    """A port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def with_password(url: str) -> str:
+    """`url` with a user and password (a proxy's basic auth), which no output may show."""
+    return url.replace("http://", f"http://moot:{SECRET}@")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("endpoints")
+    topics = write_topics(tmp / "topics.json", TOPICS)
+    refused = f"http://127.0.0.1:{closed_port()}/v1"  # with credentials: never shown
+    with (
+        ScriptedServer(rules=rules("a"), latency=0.02) as a,
+        ScriptedServer(rules=rules("b"), latency=0.02) as b,
+        ScriptedServer(rules=rules("c"), faults=[Fault("500", times=10**6)]) as failing,
+    ):
+        result = run_moot(
+            "debate",
+            *("--topics", topics, "--out", tmp / "out", "--model", "openai/scripted"),
+            *("--api-base", f"{a.url},{b.url}"),  # commas and a repeated flag
+            *("--api-base", failing.url, "--api-base", f"{with_password(refused)}?key={SECRET}"),
+            *("--arguments-per-stance", 2, "--concurrency", 6, "--no-cache"),
+            *("--max-concurrency", 2),  # 2 per endpoint on average
+        )
+        yield {
+            "result": result,
+            "out": tmp / "out",
+            "healthy": {a.url: a.requests, b.url: b.requests},
+            "failing": failing.requests,
+            "urls": [a.url, b.url, failing.url, f"{refused}?key=***"],
+            "peaks": [a.peak_in_flight, b.peak_in_flight],
+        }
+
+
+def test_every_debate_is_done_despite_a_failing_and_a_refusing_endpoint(run):
+    result = run["result"]
+    assert result.returncode == 0, result.stderr
+    debates = read_jsonl(run["out"] / "debates.jsonl")
+    assert len(debates) == 12 and {d["status"] for d in debates} == {"ok"}
+    # the refusing endpoint is named once, up front, and the run goes on without it
+    assert result.stderr.count(f"note: cannot reach {run['urls'][3]}: connection refused") == 1
+
+
+def test_requests_spread_and_each_debate_stays_on_one_endpoint(run):
+    served: dict[str, set[str]] = defaultdict(set)
+    for url, requests in run["healthy"].items():
+        ok = [r for r in requests if r.outcome == "ok"]
+        assert len(ok) >= 5, f"{url} took {len(ok)} requests: not spread"
+        for request in ok:
+            text = "\n".join(m["content"] for m in request.body["messages"])
+            argument = ARGUMENT.search(text)
+            if argument:  # a debate's request (the others list arguments)
+                served[argument.group()].add(url)
+    assert len(served) == 12
+    assert {k: v for k, v in served.items() if len(v) > 1} == {}
+    # --max-concurrency 2 with 4 endpoints: 8 in flight to the model, more than the 6 debates
+    assert max(run["peaks"]) <= 6
+
+
+def test_the_failing_endpoints_share_moves_to_the_others(run):
+    # taken out after its second failure (cooled down for 30 s): the others take its share
+    assert 1 <= len(run["failing"]) <= 4
+    assert {r.outcome for r in run["failing"]} == {"500"}
+
+
+def test_the_ledger_names_the_endpoint_of_every_call_and_no_secret(run):
+    manifest = json.loads((run["out"] / "manifest.json").read_text())
+    a, b, *_ = run["urls"]
+    rows = manifest["ledger"]["by_role"]
+    assert rows and all(sum(r["endpoints"].values()) == r["calls"] for r in rows)
+    # retried: only what the failing endpoints failed (each out after 2), never a refusal of the
+    # client's own (litellm's per-endpoint limit answers 429 instead of queueing: not used)
+    assert manifest["ledger"]["total"]["retries"] <= 12
+    total = manifest["ledger"]["total"]["endpoints"]
+    assert set(total) == {a, b}  # never the failing ones
+    healthy = run["healthy"]
+    assert total == {url: sum(r.outcome == "ok" for r in healthy[url]) for url in (a, b)}
+    # the spec's endpoints, in the order given (commas, then each repeated flag), no credentials
+    assert manifest["roles"][0]["api_bases"] == run["urls"]
+    result = run["result"]
+    files = [p.read_text(errors="replace") for p in Path(run["out"]).rglob("*") if p.is_file()]
+    assert not any(SECRET in text for text in [result.stdout, result.stderr, *files])
+
+
+def test_config_lists_endpoints_and_the_command_line_replaces_them(tmp_path):
+    with ScriptedServer() as a, ScriptedServer() as b, ScriptedServer() as c:
+        config = tmp_path / "check.yaml"
+        config.write_text(json.dumps({"api-base": [a.url, b.url]}))
+        both = run_moot("models", "check", "openai/scripted", "--config", config)
+        assert both.returncode == 0, both.stderr
+        assert [line.split(": ok")[0] for line in both.stdout.splitlines() if ": ok" in line] == [
+            f"openai/scripted at {a.url}",
+            f"openai/scripted at {b.url}",
+        ]
+        given = run_moot(
+            "models", "check", "openai/scripted", "--config", config, "--api-base", c.url
+        )
+        assert given.returncode == 0, given.stderr
+        assert (len(a.requests), len(b.requests), len(c.requests)) == (1, 1, 1)
+
+
+@pytest.mark.parametrize(
+    ("endpoints", "problem"),
+    [
+        (["http://127.0.0.1:9/v1,not-a-url"], "invalid --api-base 'not-a-url'"),
+        (["http://127.0.0.1:9/v1,"], "invalid --api-base ''"),
+        (["http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1/"], "is given twice"),
+        ([f"htp://u:{SECRET}@127.0.0.1:9/v1?key={SECRET}"], "'htp://127.0.0.1:9/v1?key=***'"),
+    ],
+)
+def test_bad_endpoints_are_one_line_exit_2(endpoints, problem):
+    flags = [part for url in endpoints for part in ("--api-base", url)]
+    result = run_moot("models", "check", "openai/scripted", *flags)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and problem in result.stderr, result.stderr
+    assert SECRET not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_every_endpoint_refusing_is_one_line_exit_2_without_credentials(tmp_path):
+    first, second = closed_port(), closed_port()
+    urls = f"http://u:{SECRET}@127.0.0.1:{first}/v1?key={SECRET},http://127.0.0.1:{second}/v1"
+    topics = write_topics(tmp_path / "topics.json", TOPICS)
+    out = tmp_path / "out"
+    args = ("--topics", topics, "--out", out, "--model", "openai/scripted", "--api-base", urls)
+    result = run_moot("debate", *args)
+    assert result.returncode == 2 and not out.exists()
+    assert result.stderr.strip() == (
+        f"moot: error: cannot reach http://127.0.0.1:{first}/v1?key=***: connection refused"
+    )
+
+
+def test_every_endpoint_failing_fails_the_items_cleanly(tmp_path):
+    topics = write_topics(tmp_path / "topics.json", TOPICS)
+    failing = [Fault("500", times=10**6)]
+    with ScriptedServer(faults=failing) as a, ScriptedServer(faults=failing) as b:
+        result = run_moot(
+            "debate",
+            *("--topics", topics, "--out", tmp_path / "out", "--model", "openai/scripted"),
+            *("--api-base", f"{a.url},{b.url}", "--max-retries", 1, "--no-cache"),
+        )
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    lists = read_jsonl(tmp_path / "out" / "arguments.jsonl")
+    assert len(lists) == 6 and {r["status"] for r in lists} == {"failed"}
+    # each error names the endpoint that failed, or says every one is out
+    assert all(
+        "HTTP 500 from http://127.0.0.1" in r["error"] or "every endpoint" in r["error"]
+        for r in lists
+    )

@@ -1,0 +1,44 @@
+"""Several endpoints of one model: the spec's list, URLs shown without credentials, sessions."""
+
+from __future__ import annotations
+
+import pytest
+
+from moot.core.errors import ConfigError
+from moot.core.llm.endpoints import SESSION, sticky
+from moot.core.llm.spec import parse_spec, public_url
+
+
+def test_endpoints_come_from_commas_and_lists_in_order():
+    spec = parse_spec("openai/m", api_base=["http://a:1/v1,http://b:1/v1", "http://c:1/v1"])
+    assert spec.api_bases == ("http://a:1/v1", "http://b:1/v1", "http://c:1/v1")
+    assert spec.api_base == "http://a:1/v1" and spec.endpoints == spec.api_bases
+    one = parse_spec("openai/m", api_base=["http://a:1/v1"])
+    assert (one.api_base, one.api_bases, one.endpoints) == ("http://a:1/v1", (), ("http://a:1/v1",))
+    assert parse_spec("openai/m", api_base="").endpoints == ()
+
+
+@pytest.mark.parametrize(
+    ("given", "problem"),
+    [
+        ("http://a:1/v1,", "invalid --api-base ''"),
+        ("http://a:1/v1, a:1/v1", "invalid --api-base 'a:1/v1'"),
+        (["http://a:1/v1", "http://a:1/v1/"], "given twice"),
+    ],
+)
+def test_a_bad_or_repeated_endpoint_is_refused(given, problem):
+    with pytest.raises(ConfigError, match=problem):
+        parse_spec("openai/m", api_base=given)
+
+
+def test_public_url_drops_the_password_and_masks_query_values():
+    shown = public_url("https://user:pw@host:8000/v1?api-key=abcdef&x=1")
+    assert shown == "https://host:8000/v1?api-key=***&x=***"
+    assert public_url("http://host/v1") == "http://host/v1"
+
+
+def test_sticky_names_the_session_inside_only():
+    assert SESSION.get() is None
+    with sticky("debate-1"):
+        assert SESSION.get() == "debate-1"
+    assert SESSION.get() is None
