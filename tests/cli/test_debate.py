@@ -116,7 +116,7 @@ def test_resume_after_kill_repays_no_finished_call(tmp_path):
     with ScriptedServer(rules=rules, latency=0.15) as server:
         args = debate_args(server, topics, tmp_path / "out", "--concurrency", 2)
         process = popen_moot(*args, env=env)
-        deadline = time.time() + 60
+        deadline = time.time() + 600  # a hang guard: a loaded machine took over 60 s to start
         log = tmp_path / "out" / "debates.jsonl"
         while time.time() < deadline and not (log.exists() and log.read_text().count("\n") >= 2):
             time.sleep(0.05)
@@ -254,7 +254,7 @@ def test_an_interrupted_run_still_refuses_other_options(tmp_path):
     rules = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]
     with ScriptedServer(rules=rules, latency=0.3) as server:
         process = popen_moot(*debate_args(server, topics, tmp_path / "out"))
-        deadline = time.time() + 60
+        deadline = time.time() + 600  # a hang guard: a loaded machine took over 60 s to start
         while time.time() < deadline and not server.requests:
             time.sleep(0.02)
         process.send_signal(signal.SIGKILL)
@@ -357,7 +357,7 @@ def test_resume_after_kill_without_cache_redoes_only_unfinished_work(tmp_path):
         args = debate_args(server, topics, tmp_path / "out", "--concurrency", 2, "--no-cache")
         process = popen_moot(*args)
         log = tmp_path / "out" / "debates.jsonl"
-        deadline = time.time() + 60
+        deadline = time.time() + 600  # a hang guard: a loaded machine took over 60 s to start
         while time.time() < deadline and not (log.exists() and log.read_text().count("\n") >= 2):
             time.sleep(0.05)
         process.send_signal(signal.SIGKILL)

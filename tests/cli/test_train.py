@@ -55,10 +55,14 @@ def test_example_trains_merges_and_generates(tmp_path):
 
 def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     run = tmp_path / "run"
-    overrides = ["training.epochs=40", "training.save_steps=20", "training.save_total_limit=1"]
+    # 30 steps, a checkpoint every 10: the kill lands after the first whole one, 20 steps before
+    # the end (the poll below is every 50 ms); more steps only lengthened the resumed run
+    overrides = ["training.epochs=10", "training.save_steps=10", "training.save_total_limit=1"]
     args = ["train", "sft", "--config", EXAMPLE, f"data.train={DATA}"]
     process = popen_moot(*args, f"training.output_dir={run}", *overrides, env=ENV)
-    deadline = time.monotonic() + 120
+    # a guard against a hang, not a speed limit: on 2 cores at load 18 a fresh interpreter took
+    # over 120 s to import torch and reach its first checkpoint
+    deadline = time.monotonic() + 600
     while not list((run / "checkpoints").glob("checkpoint-*/moot-complete.json")):  # whole
         assert process.poll() is None and time.monotonic() < deadline, "no checkpoint written"
         time.sleep(0.05)
@@ -69,24 +73,26 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "resuming from checkpoint-" in result.stdout
     manifest = json.loads((run / "manifest.json").read_text())
-    assert manifest["steps"] == 120 and manifest["epochs"] == 40
+    assert manifest["steps"] == 30 and manifest["epochs"] == 10
 
 
 def test_a_run_killed_mid_save_resumes_from_its_last_complete_checkpoint(tmp_path):
     from safetensors.torch import load_file
 
     run = tmp_path / "run"
-    overrides = ["training.save_steps=10", "training.save_total_limit=3"]
+    # 12 steps (3 a epoch), a checkpoint every 4: the fewest that leave one whole checkpoint, one
+    # torn one and one after it
+    overrides = ["training.epochs=4", "training.save_steps=4", "training.save_total_limit=3"]
     assert train(run, *overrides).returncode == 0
     finished = load_file(run / "adapter" / "adapter_model.safetensors")
-    # What a kill while checkpoint-20 was being saved leaves: checkpoint-10 whole, checkpoint-20
-    # with half its weights and nothing after them (no completion mark), no checkpoint-30, no
+    # What a kill while checkpoint-8 was being saved leaves: checkpoint-4 whole, checkpoint-8
+    # with half its weights and nothing after them (no completion mark), no checkpoint-12, no
     # weights, no manifest
     checkpoints = run / "checkpoints"
-    shutil.rmtree(checkpoints / "checkpoint-30")
+    shutil.rmtree(checkpoints / "checkpoint-12")
     shutil.rmtree(run / "adapter")
     (run / "manifest.json").unlink()
-    torn = checkpoints / "checkpoint-20"
+    torn = checkpoints / "checkpoint-8"
     weights = torn / "adapter_model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     for name in ["optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json"]:
@@ -95,12 +101,12 @@ def test_a_run_killed_mid_save_resumes_from_its_last_complete_checkpoint(tmp_pat
     result = train(run, *overrides)
     assert result.returncode == 0, result.stderr
     assert (
-        "checkpoint-20 is incomplete (a kill cut its save or deletion short): deleted"
+        "checkpoint-8 is incomplete (a kill cut its save or deletion short): deleted"
         in result.stdout
     )
-    assert "resuming from checkpoint-10" in result.stdout
+    assert "resuming from checkpoint-4" in result.stdout
     assert (torn / "trainer_state.json").is_file() and (torn / "moot-complete.json").is_file()
-    assert json.loads((run / "manifest.json").read_text())["steps"] == 30
+    assert json.loads((run / "manifest.json").read_text())["steps"] == 12
     resumed = load_file(run / "adapter" / "adapter_model.safetensors")
     assert resumed.keys() == finished.keys()
     assert all((resumed[k] == finished[k]).all() for k in finished)  # as if never interrupted

@@ -178,6 +178,7 @@ def long_debates() -> list[Debate]:
     return made
 
 
+@pytest.mark.slow  # 9 judgings of 15-17k-token debates (70 s on an idle machine): started first
 def test_debatrix_fits_a_16k_window_that_transcript_judges_cannot(tmp_path):
     debates = long_debates()
     sizes = [sum(count_tokens(s.content) for s in d.speeches) for d in debates]
