@@ -240,9 +240,10 @@ def run_recipe(args: argparse.Namespace) -> int:
             write_run_view(args.out, manifest)
             write_report(args.out, recipe, manifest)
             raise
-        spent += stage_spent(item.args)
+        used = stage_ledger(item.args)
+        spent += used.spent() or 0.0
         status = {0: "done", BUDGET_EXIT: "stopped"}.get(code, "failed")
-        _record(manifest, item, started, status, code)
+        _record(manifest, item, started, status, code, used=used)
         if code:
             write_run_view(args.out, manifest)
             write_report(args.out, recipe, manifest)
@@ -295,7 +296,7 @@ def for_the_run(stage: argparse.Namespace, args: argparse.Namespace, spent: floa
     """Give a stage the run's prices (unless it has its own) and what is left of its budget.
 
     A stage's own ``budget`` still bounds it; its spending is counted through the model clients
-    its command makes (``stage.clients``, `stage_spent`).
+    its command makes (``stage.clients``, `stage_ledger`).
 
     Args:
         stage: The stage's parsed command line.
@@ -310,13 +311,15 @@ def for_the_run(stage: argparse.Namespace, args: argparse.Namespace, spent: floa
         stage.budget = left if stage.budget is None else min(stage.budget, left)
 
 
-def stage_spent(stage: argparse.Namespace) -> float:
-    """USD a stage's model clients spent (a run with a budget prices every call).
+def stage_ledger(stage: argparse.Namespace) -> Any:
+    """What a stage's model clients used in this run (a run with a budget prices every call).
 
     The clients are let go of then: an ``hf/`` model's weights are not held for later stages.
     """
+    from moot.core.llm.ledger import UsageLedger
+
     clients, stage.clients = getattr(stage, "clients", []), []
-    return sum(client.ledger.spent() or 0.0 for client in clients)
+    return UsageLedger.merged(client.ledger for client in clients)
 
 
 def plan_recipe(args: argparse.Namespace) -> Any:
@@ -432,9 +435,18 @@ def _record(
     status: str,
     code: int,
     error: str | None = None,
+    used: Any = None,
 ) -> None:
-    """A stage's end in the manifest: status, exit code, time, the ledger it wrote, outputs."""
+    """A stage's end in the manifest: status, exit code, time, ledger, outputs.
+
+    The ledger is the one the command wrote (every run on its folder); a command that writes
+    none (`moot generate`) has its model clients' ledger of this run, ``used``.
+    """
     from moot.graphs.loop import listed, now, written_ledger
+
+    ledger = written_ledger(item.output)
+    if ledger is None and used is not None and used.entries:
+        ledger = used.to_json()
 
     manifest.update(
         item.stage.name,
@@ -443,6 +455,6 @@ def _record(
         error=error,
         finished=now(),
         seconds=round(time.perf_counter() - started, 1),
-        ledger=written_ledger(item.output),
+        ledger=ledger,
         outputs=listed(item.output),
     )
