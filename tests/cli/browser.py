@@ -64,3 +64,10 @@ def open_page(context: Any, path: Path) -> Any:
     page.goto(path.resolve().as_uri())
     page.wait_for_selector("body[data-ready='1']", timeout=20_000)
     return page
+
+
+def items_tab(context: Any, page_path: Path, run: str) -> Any:
+    """The page at ``page_path``, on the items tab of the run named ``run``."""
+    page = open_page(context, page_path)
+    page.click(f"[data-tab='Items: {run}']")
+    return page

@@ -10,7 +10,7 @@ import pytest
 from moot.core.data.compqa import MAXIMA
 from moot.core.retrieval.index import build_index
 from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
-from tests.cli.browser import chromium, open_page
+from tests.cli.browser import items_tab, open_page
 from tests.cli.helpers import moot_env, run_moot
 from tests.conftest import built_once, shared_data
 
@@ -166,17 +166,9 @@ def make_runs(tmp: Path) -> dict:
     return found
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as context:
-        yield context
-
-
 def items_of(runs: dict, browser, run: str):
     """The page of the judge, controllability and CompQA runs, on `run`'s items."""
-    page = open_page(browser, runs["pages"]["kinds"])
-    page.click(f"[data-tab='Items: {runs[run]}']")
-    return page
+    return items_tab(browser, runs["pages"]["kinds"], runs[run])
 
 
 def test_the_page_names_where_it_went_and_counts_failures(runs):

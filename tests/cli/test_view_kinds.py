@@ -17,7 +17,7 @@ import pytest
 from moot.core.retrieval.index import build_index
 from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from moot.prompts import fence
-from tests.cli.browser import chromium, open_page
+from tests.cli.browser import items_tab, open_page
 from tests.cli.helpers import moot_env, read_jsonl, run_moot
 from tests.cli.test_berds import (
     DA_RULES,
@@ -183,17 +183,9 @@ def make_compare(tmp: Path, env: dict):
         )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as context:
-        yield context
-
-
 def items_of(runs: dict, browser, run: str):
     """The page of the six runs, on `run`'s items."""
-    page = open_page(browser, runs["pages"]["kinds"])
-    page.click(f"[data-tab='Items: {runs[run]}']")
-    return page
+    return items_tab(browser, runs["pages"]["kinds"], runs[run])
 
 
 def rows_by_status(page) -> list[str]:
