@@ -62,7 +62,7 @@ def planned_files() -> Iterator[PlannedFiles]:
 def planned_text(path: str | Path) -> str | None:
     """The text a planned file would hold (its records as a JSON list), or None."""
     planned = _PLANNED.get()
-    records = planned.files.get(_key(path)) if planned else None
+    records = planned.records(path) if planned else None
     return None if records is None else json.dumps(records, ensure_ascii=False)
 
 
