@@ -45,6 +45,7 @@ CORE_LEVELS = {
     "errors": 0,
     "lazy": 0,
     "tables": 0,
+    "validation": 0,
     "llm": 1,  # errors
     "data": 2,  # errors, llm (compqa's rubric parses model output)
     "testing": 2,  # llm (the scripted server counts tokens like the model layer)

@@ -27,10 +27,14 @@ def train(out: Path, *overrides: str, **options):
 
 def test_example_trains_merges_and_generates(tmp_path):
     run = tmp_path / "run"
-    result = train(run)
+    # logged to TensorBoard (offline, into the run folder) and evaluated every 10 steps: the
+    # example's one training run serves those asserts too
+    tracking = ["training.report_to=[tensorboard]", f"data.eval={DATA}", "training.eval_steps=10"]
+    result = train(run, *tracking)
     assert result.returncode == 0, result.stderr
     assert "train: 12 samples, 1629 tokens" in result.stdout
     assert "trained 30 steps (10.00 epochs) on 1 process(es)" in result.stdout
+    assert_tensorboard_has_the_trainers_log(run)
     merged = tmp_path / "merged"
     result = run_moot("train", "merge", "--adapter", run / "adapter", "--out", merged, env=ENV)
     assert result.returncode == 0, result.stderr
@@ -51,6 +55,23 @@ def test_example_trains_merges_and_generates(tmp_path):
     responses = json.loads(out.read_text())
     assert [r["side"] for r in responses] == ["affirmative", "negative"]
     assert all(r["raw_output"] for r in responses)
+
+
+def assert_tensorboard_has_the_trainers_log(run: Path) -> None:
+    """The event file in OUT/logs holds every loss the trainer logged, at its step."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    history = json.loads((run / "manifest.json").read_text())["log_history"]
+    assert list((run / "logs").glob("events.out.tfevents.*"))  # the final evaluation adds one
+    board = EventAccumulator(str(run / "logs"))  # every event file in the folder, in order
+    board.Reload()
+    for tag, key in (("train/loss", "loss"), ("eval/loss", "eval_loss")):
+        logged = [(entry["step"], entry[key]) for entry in history if key in entry]
+        shown = [(event.step, event.value) for event in board.Scalars(tag)]
+        assert [step for step, _ in shown] == [step for step, _ in logged], tag
+        assert [value for _, value in shown] == pytest.approx([v for _, v in logged], rel=1e-6)
+    assert [event.step for event in board.Scalars("train/loss")] == [5, 10, 15, 20, 25, 30]
+    assert [event.step for event in board.Scalars("eval/loss")] == [10, 20, 30, 30]  # + final
 
 
 def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path):
