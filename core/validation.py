@@ -94,7 +94,7 @@ def _path(loc: tuple, model: type[BaseModel]) -> tuple[str, type[BaseModel] | No
             kind = cls.model_fields[part].annotation
             inner = _model_of(kind)
             if inner is not None:
-                cls = inner
+                cls, kind = inner, inner  # an optional section is its model inside
                 continue
             cls = None
             continue
