@@ -102,11 +102,11 @@ def _path(loc: tuple, model: type[BaseModel]) -> tuple[str, type[BaseModel] | No
             tags.append(part)  # pydantic names the union member that failed: the key ends here
             break
         path += f".{part}" if path else str(part)  # a key of a free mapping (or an unknown key)
-    return path, cls if cls is not None else None, tags
+    return path, cls, tags
 
 
 def _model_of(kind: Any) -> type[BaseModel] | None:
-    """The model a field holds (``Section`` or ``Section | None``), if it holds one."""
+    """The model a field holds (``Section``, ``Section | None``, ``dict[str, Section]``), if any."""
     options = typing.get_args(kind) if typing.get_origin(kind) else (kind,)
     for option in options:
         if isinstance(option, type) and issubclass(option, BaseModel):
