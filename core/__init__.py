@@ -30,6 +30,12 @@ __getattr__, __all__ = lazy_exports(
             "ModelCallError",
             "MootError",
         ),
+        "moot.core.validation": (
+            "ConfigModel",
+            "YamlFloat",
+            "did_you_mean",
+            "problem",
+        ),
         "moot.core.llm.prices": (
             "Price",
             "Prices",
