@@ -48,7 +48,8 @@ def problem(exc: ValidationError, model: type[BaseModel]) -> str:
             location and to find the closest known key of a misspelt one.
 
     Returns:
-        E.g. ``training.learnin_rate: unknown key (did you mean 'learning_rate'?)``,
+        E.g. ``training.learnin_rate: unknown key (did you mean 'learning_rate'?)`` (with no
+        close one, the known keys),
         ``lora.r: must be greater than 0, got 0``, ``data.train: required``.
     """
     errors = exc.errors()
@@ -57,8 +58,9 @@ def problem(exc: ValidationError, model: type[BaseModel]) -> str:
     key = path or "the file"
     kind = first["type"]
     if kind == "extra_forbidden":
-        name = str(first["loc"][-1])
-        return f"{key}: unknown key{did_you_mean(name, parent.model_fields if parent else ())}"
+        known = list(parent.model_fields) if parent else []
+        hint = did_you_mean(str(first["loc"][-1]), known) or f" (known: {', '.join(known)})"
+        return f"{key}: unknown key{hint}"
     if kind == "missing":
         return f"{key}: required"
     if tags:  # a union: every member failed; name them all once, with the value given

@@ -42,6 +42,7 @@ def first_problem(data: dict) -> str:
     [
         ({}, "name: required"),
         ({"name": "x", "innr": {}}, "innr: unknown key (did you mean 'inner'?)"),
+        ({"name": "x", "zzz": 1}, "zzz: unknown key (known: name, inner, optional, parts)"),
         ({"name": "x", "inner": {"rat": 1}}, "inner.rat: unknown key (did you mean 'rate'?)"),
         ({"name": "x", "optional": {"rat": 1}}, "optional.rat: unknown key (did you mean 'rate'?)"),
         ({"name": "x", "parts": {"a": {"rate": 0}}}, "parts.a.rate: must be greater than 0, got 0"),
