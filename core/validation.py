@@ -52,7 +52,8 @@ def problem(exc: ValidationError, model: type[BaseModel]) -> str:
         close one, the known keys),
         ``lora.r: must be greater than 0, got 0``, ``data.train: required``.
     """
-    errors = exc.errors()
+    # a misspelt key explains the required one it leaves missing: say it first
+    errors = sorted(exc.errors(), key=lambda error: error["type"] != "extra_forbidden")
     first = errors[0]
     path, parent, tags = _path(first["loc"], model)
     key = path or "the file"

@@ -41,6 +41,7 @@ def first_problem(data: dict) -> str:
     ("data", "line"),
     [
         ({}, "name: required"),
+        ({"nme": "x"}, "nme: unknown key (did you mean 'name'?)"),  # before the missing name
         ({"name": "x", "innr": {}}, "innr: unknown key (did you mean 'inner'?)"),
         ({"name": "x", "zzz": 1}, "zzz: unknown key (known: name, inner, optional, parts)"),
         ({"name": "x", "inner": {"rat": 1}}, "inner.rat: unknown key (did you mean 'rate'?)"),
