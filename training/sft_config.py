@@ -9,6 +9,7 @@ line naming the file and the key, not a traceback an hour in.
 from __future__ import annotations
 
 import importlib.util
+import json
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -288,6 +289,31 @@ class SFTRunConfig(ConfigModel):
         for key in WATCHING:
             del settings["training"][key]
         return settings
+
+    def claimed_by(self, claimed: dict[str, Any]) -> bool:
+        """Whether `claimed` (a folder's recorded `trained_settings`) is this configuration.
+
+        A key the recorded settings lack was added to moot after the run began: it matches
+        while it holds its default, so a run folder survives an upgrade.
+        """
+        current = json.loads(json.dumps(self.trained_settings()))
+        for section, values in current.items():
+            if not isinstance(values, dict):
+                if claimed.get(section) != values:
+                    return False
+                continue
+            fields = type(getattr(self, section)).model_fields
+            recorded = claimed.get(section) or {}
+            for key, value in values.items():
+                if key in recorded:
+                    expected = recorded[key]
+                elif fields[key].is_required():
+                    return False
+                else:
+                    expected = fields[key].get_default(call_default_factory=True)
+                if json.loads(json.dumps(expected)) != value:
+                    return False
+        return True
 
     def gradient_accumulation(self, processes: int) -> int:
         """Accumulation steps that make up `effective_batch_size` on `processes` processes.

@@ -337,7 +337,11 @@ def _claim(out: Path, config: SFTRunConfig, data: dict[str, str | None]) -> str:
     identity = hashlib.sha256(text.encode()).hexdigest()[:16]
     path = out / ".moot" / "train.json"
     if path.exists():
-        if json.loads(path.read_text(encoding="utf-8")).get("identity") != identity:
+        claim = json.loads(path.read_text(encoding="utf-8"))
+        same = claim.get("identity") == identity or (
+            claim.get("data") == data and config.claimed_by(claim.get("config") or {})
+        )
+        if not same:
             raise ConfigError(
                 f"{out} holds a training run of another configuration or other data; use a new "
                 "training.output_dir"

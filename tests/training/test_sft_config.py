@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from moot.core.errors import ConfigError
@@ -151,6 +153,17 @@ def test_a_tracker_is_not_part_of_what_a_run_folder_is_claimed_for():
     assert plain.to_dict() != watched.to_dict()  # the manifest still records it
     other = load_sft_config(None, [*REQUIRED, "training.optim=sgd"])
     assert other.trained_settings() != plain.trained_settings()
+
+
+def test_a_folder_claimed_before_a_key_existed_is_still_claimed_while_the_key_holds_its_default():
+    plain = load_sft_config(None, REQUIRED)
+    older = json.loads(json.dumps(plain.trained_settings()))
+    del older["training"]["optim"], older["lora"]["dropout"]  # as an earlier moot recorded it
+    assert plain.claimed_by(older)
+    assert not load_sft_config(None, [*REQUIRED, "training.optim=sgd"]).claimed_by(older)
+    changed = json.loads(json.dumps(plain.trained_settings()))
+    changed["training"]["learning_rate"] = 1.0
+    assert not plain.claimed_by(changed)
 
 
 def test_required_values_are_named(tmp_path):
