@@ -82,6 +82,7 @@ def sft_card(manifest: dict[str, Any], weights: Path) -> Card:
                 "{r} / {alpha} / {target_modules}".format(**config["lora"]),
             )
         )
+    table = render_table([("setting", "value"), *settings], left=2, markdown=True)
     return Card(
         kind="model",
         title=f"moot SFT {'adapter' if lora else 'model'} on {shown}",
@@ -107,6 +108,6 @@ def sft_card(manifest: dict[str, Any], weights: Path) -> Card:
         base_model=base_id,
         datasets=[d for d in map(hub_id, sources) if d],
         library_name="peft" if lora else "transformers",
-        notes=[("Training", render_table([("setting", "value"), *settings], left=2, markdown=True))],
+        notes=[("Training", table)],
         inputs=sources,
     )

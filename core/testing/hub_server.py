@@ -92,9 +92,9 @@ class HubRepo:
 
 
 class _Refusal(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, **more: str) -> None:
         super().__init__(message)
-        self.status = status
+        self.status, self.more = status, more
 
 
 class ScriptedHub:
@@ -177,7 +177,7 @@ class ScriptedHub:
         try:
             return 200, getattr(self, f"_{route}")(match, body)
         except _Refusal as refusal:
-            return refusal.status, {"error": str(refusal)}
+            return refusal.status, {"error": str(refusal), **refusal.more}
 
     def _find(self, match: re.Match) -> HubRepo:
         key = (match["kind"].removesuffix("s"), unquote(match["repo"]))
@@ -189,13 +189,14 @@ class ScriptedHub:
         payload = json.loads(body)
         repo_id = f"{payload['organization']}/{payload['name']}"
         kind = payload.get("type") or "model"
+        prefix = "" if kind == "model" else f"{kind}s/"
+        url = f"{self.url}/{prefix}{repo_id}"
         with self._lock:
-            if (kind, repo_id) in self.repos:
-                raise _Refusal(409, "You already created this repo")
+            if (kind, repo_id) in self.repos:  # the Hub names the repo in its 409 too
+                raise _Refusal(409, "You already created this repo", url=url)
             private = payload.get("visibility") == "private" or bool(payload.get("private"))
             self.repos[(kind, repo_id)] = HubRepo(repo_id, kind, private)
-        prefix = "" if kind == "model" else f"{kind}s/"
-        return {"url": f"{self.url}/{prefix}{repo_id}", "name": repo_id}
+        return {"url": url, "name": repo_id}
 
     def _validate_yaml(self, match: re.Match, body: bytes) -> Any:
         import yaml

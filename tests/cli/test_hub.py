@@ -1,0 +1,273 @@
+"""Cards and ``--push-to-hub`` end to end, against the scripted Hub on 127.0.0.1.
+
+The moot processes get ``HF_ENDPOINT`` pointed at `ScriptedHub` (huggingface_hub reads it when it
+is imported, in the child), a token in ``HF_TOKEN`` and an empty ``HF_HOME``: nothing leaves the
+machine, and no saved login is read.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from huggingface_hub import DatasetCard, ModelCard
+
+from moot.core.testing.hub_server import ScriptedHub
+from moot.core.testing.scripted_server import Rule, ScriptedServer
+from tests.cli.helpers import ARGUMENTS_REPLY, moot_env, run_moot, write_topics
+
+TOKEN = "hf_scriptedHubToken0123456789"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def hub_env(hub: ScriptedHub, home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a moot process that pushes to `hub`."""
+    return moot_env(
+        HF_ENDPOINT=hub.url,
+        HF_TOKEN=TOKEN,
+        HF_HOME=str(home / "hf-home"),
+        HF_HUB_OFFLINE="0",
+        HF_HUB_DISABLE_XET="0",  # the Hub's own answers keep uploads off Xet storage
+        MOOT_CACHE_DIR=str(home / "moot-cache"),
+        **extra,
+    )
+
+
+def local_files(folder: Path) -> dict[str, bytes]:
+    """The files of `folder` a push sends: all but moot's own marks."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and ".moot" not in p.relative_to(folder).parts
+    }
+
+
+def assert_no_token(*texts: str | bytes) -> None:
+    for text in texts:
+        blob = text if isinstance(text, bytes) else text.encode()
+        assert TOKEN.encode() not in blob
+
+
+def assert_one_line(result: subprocess.CompletedProcess, code: int, *needles: str) -> str:
+    assert result.returncode == code, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.strip().splitlines() if line.startswith("moot:")]
+    assert len(lines) == 1, result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def debate_args(server: ScriptedServer, topics: Path, out: Path, *extra: object) -> list[object]:
+    return [
+        "debate",
+        "--topics",
+        topics,
+        "--out",
+        out,
+        "--model",
+        "openai/scripted",
+        "--api-base",
+        server.url,
+        "--arguments-per-stance",
+        1,
+        "--rounds",
+        1,
+        *extra,
+    ]
+
+
+@pytest.fixture(scope="module")
+def debated(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A debate whose first push the Hub refuses (401), then the same command run again."""
+    tmp = tmp_path_factory.mktemp("hub-debate")
+    topics = write_topics(tmp / "topics.json", ["Should zoos be banned?"])
+    rules = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]
+    with ScriptedHub(TOKEN) as hub, ScriptedServer(rules=rules) as server:
+        env = hub_env(hub, tmp)
+        args = debate_args(server, topics, tmp / "out", "--push-to-hub", "me/debates")
+        hub.refuse("commit", 401)
+        refused = run_moot(*args, env=env)
+        calls = len(server.requests)
+        pushed = run_moot(*args, env=env)
+        yield SimpleNamespace(
+            hub=hub,
+            out=tmp / "out",
+            refused=refused,
+            pushed=pushed,
+            calls=calls,
+            rerun_calls=len(server.requests) - calls,
+        )
+
+
+def test_a_refused_push_exits_1_in_one_line_and_keeps_the_dataset(debated: Any) -> None:
+    line = assert_one_line(debated.refused, 1, "push to me/debates failed: HTTP 401")
+    assert "rerun the same command to push it" in line
+    assert debated.calls > 0
+    manifest = json.loads((debated.out / "manifest.json").read_text())
+    assert manifest["counts"]["dataset_records"] == 2
+    assert (debated.out / "README.md").is_file()
+
+
+def test_the_rerun_pushes_without_a_model_call(debated: Any) -> None:
+    assert debated.pushed.returncode == 0, debated.pushed.stderr
+    assert debated.rerun_calls == 0  # every debate was done: the rerun only pushed
+    assert "pushed    " in debated.pushed.stdout
+    repo = debated.hub.repo("me/debates", "dataset")
+    assert repo.files == local_files(debated.out)  # every file, byte for byte
+    assert "dataset/data-00000-of-00001.arrow" in repo.files
+    assert not any(path.startswith(".moot") for path in repo.files)
+    assert len(repo.commits) == 1  # the refused push left nothing half-written
+
+
+def test_the_debate_card_carries_its_metadata_and_run(debated: Any) -> None:
+    card = DatasetCard.load(debated.out / "README.md")
+    data = card.data.to_dict()
+    assert data["license"] == "unknown"  # DEBATunE's release states none
+    assert data["task_categories"] == ["text-generation"]
+    assert data["size_categories"] == ["n<1K"]
+    assert {"moot", "debatune"} <= set(data["tags"])
+    files = data["configs"][0]["data_files"]
+    assert files == [{"split": "train", "path": "dataset.jsonl"}]
+    text = card.text
+    assert "moot debate --topics" in text and "--push-to-hub me/debates" in text
+    assert "`openai/scripted`" in text
+    assert "`prompts/debatune/turn.j2` | DEBATunE, Section 3.1" in text
+    total = json.loads((debated.out / "manifest.json").read_text())["ledger_total"]["total"]
+    assert f"| total |  |  | {total['calls']} | {total['cache_hits']} |" in text
+    assert "| records | 2 |" in text
+    assert "states no licence" in text
+    assert "Output folder of `moot debate`" in text
+
+
+def test_no_token_in_outputs_logs_or_requests(debated: Any) -> None:
+    for result in (debated.refused, debated.pushed):
+        assert_no_token(result.stdout, result.stderr)
+    assert_no_token(*local_files(debated.out).values())
+    assert_no_token(*(request.body for request in debated.hub.requests))
+    writes = [r for r in debated.hub.requests if r.method == "POST" and "yaml" not in r.path]
+    assert writes and all(r.authorized for r in writes)
+    assert {r.path.split("/")[-2] for r in writes if "/api/datasets/" in r.path} == {
+        "preupload",
+        "commit",
+    }  # no LFS batch, no Xet: every file went inline
+
+
+@pytest.mark.parametrize(
+    ("repo", "env_change", "needle"),
+    [
+        ("not a repo", {}, "--push-to-hub"),
+        ("me/x", {"HF_TOKEN": ""}, "no Hugging Face token"),
+        ("me/x", {"HF_HUB_OFFLINE": "1"}, "HF_HUB_OFFLINE is set"),
+    ],
+)
+def test_a_push_that_cannot_happen_exits_2_before_any_call(
+    tmp_path: Path, repo: str, env_change: dict[str, str], needle: str
+) -> None:
+    topics = write_topics(tmp_path / "topics.json", ["Should zoos be banned?"])
+    with ScriptedHub(TOKEN) as hub, ScriptedServer() as server:
+        env = {k: v for k, v in {**hub_env(hub, tmp_path), **env_change}.items() if v}
+        args = debate_args(server, topics, tmp_path / "out", "--push-to-hub", repo)
+        result = run_moot(*args, env=env)
+        assert server.requests == [] and hub.requests == []
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and needle in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def judged_file(path: Path) -> Path:
+    """A CompQA judged-answers file: three answers, two of them at or above 18."""
+    answers = [
+        {"object1": "Tea", "object2": "Coffee", "aspect": "", "comparison": f"Answer {i}."}
+        | {"score_dict": None, "score": score}
+        for i, score in enumerate([19, 18, 9])
+    ]
+    path.write_text(json.dumps(answers), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """distill-compqa → data mix → train sft → train merge, each pushed to its own repo."""
+    tmp = tmp_path_factory.mktemp("hub-train")
+    judged = judged_file(tmp / "gpt4_scenario_1.json")
+    with ScriptedHub(TOKEN) as hub:
+        env = hub_env(hub, tmp, OMP_NUM_THREADS="1")
+        runs = {
+            "distill": run_moot(
+                *("data", "distill-compqa", "--judged", judged, "--out", tmp / "distill"),
+                *("--push-to-hub", "me/distill"),
+                env=env,
+            )
+        }
+        runs["mix"] = run_moot(
+            *("data", "mix", "--in", tmp / "distill", ROOT / "examples" / "sft-tiny.jsonl"),
+            *("--eval-fraction", "0", "--out", tmp / "mix", "--push-to-hub", "me/mix"),
+            env=env,
+        )
+        runs["sft"] = run_moot(
+            *("train", "sft", "--config", ROOT / "examples" / "train-tiny.yaml"),
+            *(f"data.train={tmp / 'mix'}", f"training.output_dir={tmp / 'run'}"),
+            *("training.epochs=1", "--push-to-hub", "me/adapter", "--quiet"),
+            env=env,
+            timeout=600,
+        )
+        runs["merge"] = run_moot(
+            *("train", "merge", "--adapter", tmp / "run" / "adapter", "--out", tmp / "merged"),
+            *("--push-to-hub", "me/merged", "--hub-private"),
+            env=env,
+        )
+        yield SimpleNamespace(hub=hub, tmp=tmp, runs=runs)
+
+
+@pytest.mark.slow  # one tiny LoRA run (about 20 s) and its merge
+def test_every_training_artifact_is_pushed_whole(trained: Any) -> None:
+    folders = {
+        "distill": ("me/distill", "dataset", trained.tmp / "distill"),
+        "mix": ("me/mix", "dataset", trained.tmp / "mix"),
+        "sft": ("me/adapter", "model", trained.tmp / "run" / "adapter"),
+        "merge": ("me/merged", "model", trained.tmp / "merged"),
+    }
+    for name, (repo, kind, folder) in folders.items():
+        result = trained.runs[name]
+        assert result.returncode == 0, (name, result.stderr)
+        assert_no_token(result.stdout, result.stderr, *local_files(folder).values())
+        assert trained.hub.repo(repo, kind).files == local_files(folder), name
+    assert trained.hub.repo("me/merged", "model").private
+    assert not trained.hub.repo("me/adapter", "model").private
+
+
+@pytest.mark.slow
+def test_dataset_cards_name_their_paper_and_licence(trained: Any) -> None:
+    distill = DatasetCard.load(trained.tmp / "distill" / "README.md")
+    assert distill.data.license == "unknown" and "compqa" in distill.data.tags
+    assert "`prompts/compqa/question.j2` | CompQA, Section 4" in distill.text
+    assert "| records | 2 |" in distill.text
+    mix = DatasetCard.load(trained.tmp / "mix" / "README.md")
+    assert mix.data.license == "unknown"
+    assert f"`{trained.tmp / 'distill'}`: licence `unknown`, by its card" in mix.text
+    assert "sft-tiny.jsonl`: licence not known (no moot card)" in mix.text
+    assert mix.data.to_dict()["configs"][0]["data_files"] == [
+        {"split": "train", "path": "train.jsonl"}
+    ]
+
+
+@pytest.mark.slow
+def test_model_cards_name_base_data_and_sizes(trained: Any) -> None:
+    manifest = json.loads((trained.tmp / "run" / "manifest.json").read_text())
+    adapter = ModelCard.load(trained.tmp / "run" / "adapter" / "README.md")
+    data = adapter.data.to_dict()
+    assert data["library_name"] == "peft" and {"moot", "lora"} <= set(data["tags"])
+    assert data["datasets"] == ["me/mix"]  # the folder it trained on was pushed there
+    assert "base_model" not in data  # a random-weight local base has no Hub id
+    assert data["license"] == "unknown"
+    assert f"| trainable parameters | {manifest['trainable_parameters']['trainable']} |" in (
+        adapter.text
+    )
+    assert "Model Card for Model ID" not in adapter.text  # peft's template card is replaced
+    merged = ModelCard.load(trained.tmp / "merged" / "README.md").data.to_dict()
+    assert merged["library_name"] == "transformers" and merged["datasets"] == ["me/mix"]
