@@ -14,42 +14,22 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from huggingface_hub import DatasetCard, ModelCard
+from huggingface_hub import DatasetCard
 
 from moot.core.testing.hub_server import ScriptedHub
 from moot.core.testing.scripted_server import Rule, ScriptedServer
-from tests.cli.helpers import ARGUMENTS_REPLY, moot_env, run_moot, write_topics
+from moot.training.sft_card import hub_id
+from tests.cli.helpers import (
+    ARGUMENTS_REPLY,
+    TOKEN,
+    assert_no_token,
+    hub_env,
+    local_files,
+    run_moot,
+    write_topics,
+)
 
-TOKEN = "hf_scriptedHubToken0123456789"
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def hub_env(hub: ScriptedHub, home: Path, **extra: str) -> dict[str, str]:
-    """The environment of a moot process that pushes to `hub`."""
-    return moot_env(
-        HF_ENDPOINT=hub.url,
-        HF_TOKEN=TOKEN,
-        HF_HOME=str(home / "hf-home"),
-        HF_HUB_OFFLINE="0",
-        HF_HUB_DISABLE_XET="0",  # the Hub's own answers keep uploads off Xet storage
-        MOOT_CACHE_DIR=str(home / "moot-cache"),
-        **extra,
-    )
-
-
-def local_files(folder: Path) -> dict[str, bytes]:
-    """The files of `folder` a push sends: all but moot's own marks."""
-    return {
-        str(p.relative_to(folder)): p.read_bytes()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and ".moot" not in p.relative_to(folder).parts
-    }
-
-
-def assert_no_token(*texts: str | bytes) -> None:
-    for text in texts:
-        blob = text if isinstance(text, bytes) else text.encode()
-        assert TOKEN.encode() not in blob
 
 
 def assert_one_line(result: subprocess.CompletedProcess, code: int, *needles: str) -> str:
@@ -190,84 +170,38 @@ def judged_file(path: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """distill-compqa → data mix → train sft → train merge, each pushed to its own repo."""
-    tmp = tmp_path_factory.mktemp("hub-train")
-    judged = judged_file(tmp / "gpt4_scenario_1.json")
+def test_data_commands_push_whole_with_their_cards(tmp_path: Path) -> None:
+    """distill-compqa, then data mix of it, each pushed to its own repo."""
+    judged = judged_file(tmp_path / "gpt4_scenario_1.json")
+    distilled, mixed = tmp_path / "distill", tmp_path / "mix"
     with ScriptedHub(TOKEN) as hub:
-        env = hub_env(hub, tmp, OMP_NUM_THREADS="1")
-        runs = {
-            "distill": run_moot(
-                *("data", "distill-compqa", "--judged", judged, "--out", tmp / "distill"),
-                *("--push-to-hub", "me/distill"),
-                env=env,
-            )
-        }
-        runs["mix"] = run_moot(
-            *("data", "mix", "--in", tmp / "distill", ROOT / "examples" / "sft-tiny.jsonl"),
-            *("--eval-fraction", "0", "--out", tmp / "mix", "--push-to-hub", "me/mix"),
+        env = hub_env(hub, tmp_path)
+        distill = run_moot(
+            *("data", "distill-compqa", "--judged", judged, "--out", distilled),
+            *("--push-to-hub", "me/distill"),
             env=env,
         )
-        runs["sft"] = run_moot(
-            *("train", "sft", "--config", ROOT / "examples" / "train-tiny.yaml"),
-            *(f"data.train={tmp / 'mix'}", f"training.output_dir={tmp / 'run'}"),
-            *("training.epochs=1", "--push-to-hub", "me/adapter", "--quiet"),
-            env=env,
-            timeout=600,
-        )
-        runs["merge"] = run_moot(
-            *("train", "merge", "--adapter", tmp / "run" / "adapter", "--out", tmp / "merged"),
-            *("--push-to-hub", "me/merged", "--hub-private"),
+        mix = run_moot(
+            *("data", "mix", "--in", distilled, ROOT / "examples" / "sft-tiny.jsonl"),
+            *("--eval-fraction", "0", "--out", mixed, "--push-to-hub", "me/mix", "--hub-private"),
             env=env,
         )
-        yield SimpleNamespace(hub=hub, tmp=tmp, runs=runs)
-
-
-@pytest.mark.slow  # one tiny LoRA run (about 20 s) and its merge
-def test_every_training_artifact_is_pushed_whole(trained: Any) -> None:
-    folders = {
-        "distill": ("me/distill", "dataset", trained.tmp / "distill"),
-        "mix": ("me/mix", "dataset", trained.tmp / "mix"),
-        "sft": ("me/adapter", "model", trained.tmp / "run" / "adapter"),
-        "merge": ("me/merged", "model", trained.tmp / "merged"),
-    }
-    for name, (repo, kind, folder) in folders.items():
-        result = trained.runs[name]
-        assert result.returncode == 0, (name, result.stderr)
+    for result, repo, folder in ((distill, "me/distill", distilled), (mix, "me/mix", mixed)):
+        assert result.returncode == 0, result.stderr
         assert_no_token(result.stdout, result.stderr, *local_files(folder).values())
-        assert trained.hub.repo(repo, kind).files == local_files(folder), name
-    assert trained.hub.repo("me/merged", "model").private
-    assert not trained.hub.repo("me/adapter", "model").private
+        assert hub.repo(repo, "dataset").files == local_files(folder)
+    assert hub.repo("me/mix", "dataset").private
+    assert not hub.repo("me/distill", "dataset").private
+    # where it went, for the card of a model trained on it (`datasets:`)
+    assert hub_id(str(mixed)) == "me/mix"
 
-
-@pytest.mark.slow
-def test_dataset_cards_name_their_paper_and_licence(trained: Any) -> None:
-    distill = DatasetCard.load(trained.tmp / "distill" / "README.md")
-    assert distill.data.license == "unknown" and "compqa" in distill.data.tags
-    assert "`prompts/compqa/question.j2` | CompQA, Section 4" in distill.text
-    assert "| records | 2 |" in distill.text
-    mix = DatasetCard.load(trained.tmp / "mix" / "README.md")
-    assert mix.data.license == "unknown"
-    assert f"`{trained.tmp / 'distill'}`: licence `unknown`, by its card" in mix.text
-    assert "sft-tiny.jsonl`: licence not known (no moot card)" in mix.text
-    assert mix.data.to_dict()["configs"][0]["data_files"] == [
-        {"split": "train", "path": "train.jsonl"}
-    ]
-
-
-@pytest.mark.slow
-def test_model_cards_name_base_data_and_sizes(trained: Any) -> None:
-    manifest = json.loads((trained.tmp / "run" / "manifest.json").read_text())
-    adapter = ModelCard.load(trained.tmp / "run" / "adapter" / "README.md")
-    data = adapter.data.to_dict()
-    assert data["library_name"] == "peft" and {"moot", "lora"} <= set(data["tags"])
-    assert data["datasets"] == ["me/mix"]  # the folder it trained on was pushed there
-    assert "base_model" not in data  # a random-weight local base has no Hub id
-    assert data["license"] == "unknown"
-    assert f"| trainable parameters | {manifest['trainable_parameters']['trainable']} |" in (
-        adapter.text
-    )
-    assert "Model Card for Model ID" not in adapter.text  # peft's template card is replaced
-    merged = ModelCard.load(trained.tmp / "merged" / "README.md").data.to_dict()
-    assert merged["library_name"] == "transformers" and merged["datasets"] == ["me/mix"]
+    card = DatasetCard.load(distilled / "README.md")
+    assert card.data.license == "unknown" and "compqa" in card.data.tags
+    assert "`prompts/compqa/question.j2` | CompQA, Section 4" in card.text
+    assert "| records | 2 |" in card.text
+    card = DatasetCard.load(mixed / "README.md")
+    assert card.data.license == "unknown"
+    assert f"`{distilled}`: licence `unknown`, by its card" in card.text
+    assert "sft-tiny.jsonl`: licence not known (no moot card)" in card.text
+    files = card.data.to_dict()["configs"][0]["data_files"]
+    assert files == [{"split": "train", "path": "train.jsonl"}]
