@@ -28,6 +28,7 @@ from tests.cli.helpers import (
     run_moot,
     write_topics,
 )
+from tests.cli.test_debate import debate_args
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,23 +43,9 @@ def assert_one_line(result: subprocess.CompletedProcess, code: int, *needles: st
     return lines[0]
 
 
-def debate_args(server: ScriptedServer, topics: Path, out: Path, *extra: object) -> list[object]:
-    return [
-        "debate",
-        "--topics",
-        topics,
-        "--out",
-        out,
-        "--model",
-        "openai/scripted",
-        "--api-base",
-        server.url,
-        "--arguments-per-stance",
-        1,
-        "--rounds",
-        1,
-        *extra,
-    ]
+def small_debate(server: ScriptedServer, topics: Path, out: Path, *extra: object) -> list[object]:
+    """`moot debate` of one argument per stance, one round: 2 debates, 8 calls per topic."""
+    return debate_args(server, topics, out, "--arguments-per-stance", 1, "--rounds", 1, *extra)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +56,7 @@ def debated(tmp_path_factory: pytest.TempPathFactory) -> Any:
     rules = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]
     with ScriptedHub(TOKEN) as hub, ScriptedServer(rules=rules) as server:
         env = hub_env(hub, tmp)
-        args = debate_args(server, topics, tmp / "out", "--push-to-hub", "me/debates")
+        args = small_debate(server, topics, tmp / "out", "--push-to-hub", "me/debates")
         hub.refuse("commit", 401)
         refused = run_moot(*args, env=env)
         calls = len(server.requests)
@@ -124,6 +111,15 @@ def test_the_debate_card_carries_its_metadata_and_run(debated: Any) -> None:
     assert "Output folder of `moot debate`" in text
 
 
+def test_the_debate_card_makes_the_folder_loadable(debated: Any, tmp_path: Path) -> None:
+    import datasets
+
+    loaded = datasets.load_dataset(str(debated.out), cache_dir=str(tmp_path))  # by `configs:`
+    assert list(loaded) == ["train"]
+    lines = (debated.out / "dataset.jsonl").read_text().splitlines()
+    assert loaded["train"]["id"] == [json.loads(line)["id"] for line in lines]
+
+
 def test_no_token_in_outputs_logs_or_requests(debated: Any) -> None:
     for result in (debated.refused, debated.pushed):
         assert_no_token(result.stdout, result.stderr)
@@ -151,7 +147,7 @@ def test_a_push_that_cannot_happen_exits_2_before_any_call(
     topics = write_topics(tmp_path / "topics.json", ["Should zoos be banned?"])
     with ScriptedHub(TOKEN) as hub, ScriptedServer() as server:
         env = {k: v for k, v in {**hub_env(hub, tmp_path), **env_change}.items() if v}
-        args = debate_args(server, topics, tmp_path / "out", "--push-to-hub", repo)
+        args = small_debate(server, topics, tmp_path / "out", "--push-to-hub", repo)
         result = run_moot(*args, env=env)
         assert server.requests == [] and hub.requests == []
     assert result.returncode == 2, result.stderr
