@@ -38,7 +38,8 @@ def check_repo_id(repo: str) -> str:
     try:
         validate_repo_id(repo)
     except HFValidationError as exc:
-        raise ConfigError(f"--push-to-hub {repo!r}: {exc}") from None
+        problem = str(exc).replace(" Use `repo_type` argument if needed.", "")  # not ours
+        raise ConfigError(f"--push-to-hub {repo!r}: {problem}") from None
     if repo.count("/") != 1:
         raise ConfigError(f"--push-to-hub {repo!r}: expected owner/name")
     return repo
