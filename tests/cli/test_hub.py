@@ -17,7 +17,7 @@ import pytest
 from huggingface_hub import DatasetCard
 
 from moot.core.testing.hub_server import ScriptedHub
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from moot.training.sft_card import hub_id
 from tests.cli.helpers import (
     ARGUMENTS_REPLY,
@@ -50,40 +50,55 @@ def small_debate(server: ScriptedServer, topics: Path, out: Path, *extra: object
 
 @pytest.fixture(scope="module")
 def debated(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """A debate whose first push the Hub refuses (401), then the same command run again."""
+    """One `moot debate --push-to-hub` command run three times.
+
+    The first run has a failed debate (so it does not push), the second retries it and finishes
+    but the Hub refuses the push (401), the third only pushes.
+    """
     tmp = tmp_path_factory.mktemp("hub-debate")
     topics = write_topics(tmp / "topics.json", ["Should zoos be banned?"])
     rules = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]
     with ScriptedHub(TOKEN) as hub, ScriptedServer(rules=rules) as server:
         env = hub_env(hub, tmp)
         args = small_debate(server, topics, tmp / "out", "--push-to-hub", "me/debates")
-        hub.refuse("commit", 401)
-        refused = run_moot(*args, env=env)
-        calls = len(server.requests)
-        pushed = run_moot(*args, env=env)
+        # both attempts (--max-retries 1) of one conclusion fail
+        server.add_fault(Fault(kind="500", times=2, match="watching a debate.*You are Affirmative"))
+        runs, calls, hub_requests = [], [], []
+        for refusal in (None, 401, None):
+            if refusal:
+                hub.refuse("commit", refusal)
+            before = len(server.requests)
+            runs.append(run_moot(*args, env=env))
+            calls.append(len(server.requests) - before)
+            hub_requests.append(len(hub.requests))
         yield SimpleNamespace(
-            hub=hub,
-            out=tmp / "out",
-            refused=refused,
-            pushed=pushed,
-            calls=calls,
-            rerun_calls=len(server.requests) - calls,
+            hub=hub, out=tmp / "out", runs=runs, calls=calls, hub_requests=hub_requests
         )
 
 
+def test_an_unfinished_run_is_not_pushed(debated: Any) -> None:
+    first = debated.runs[0]
+    assert first.returncode == 1 and "Traceback" not in first.stderr
+    assert "moot: 1 of 2 debates failed" in first.stderr  # the debate's failure, as ever
+    assert "moot: not pushed to me/debates: the run is not finished (exit 1)" in first.stderr
+    assert debated.hub_requests[0] == 0  # not one request to the Hub
+
+
 def test_a_refused_push_exits_1_in_one_line_and_keeps_the_dataset(debated: Any) -> None:
-    line = assert_one_line(debated.refused, 1, "push to me/debates failed: HTTP 401")
+    refused = debated.runs[1]
+    line = assert_one_line(refused, 1, "push to me/debates failed: HTTP 401")
     assert "rerun the same command to push it" in line
-    assert debated.calls > 0
+    assert debated.calls[1] > 0  # it finished the failed debate first
     manifest = json.loads((debated.out / "manifest.json").read_text())
-    assert manifest["counts"]["dataset_records"] == 2
+    assert manifest["counts"]["dataset_records"] == 2 and not manifest["failures"]
     assert (debated.out / "README.md").is_file()
 
 
 def test_the_rerun_pushes_without_a_model_call(debated: Any) -> None:
-    assert debated.pushed.returncode == 0, debated.pushed.stderr
-    assert debated.rerun_calls == 0  # every debate was done: the rerun only pushed
-    assert "pushed    " in debated.pushed.stdout
+    pushed = debated.runs[2]
+    assert pushed.returncode == 0, pushed.stderr
+    assert debated.calls[2] == 0  # every debate was done: the rerun only pushed
+    assert "pushed    " in pushed.stdout
     repo = debated.hub.repo("me/debates", "dataset")
     assert repo.files == local_files(debated.out)  # every file, byte for byte
     assert "dataset/data-00000-of-00001.arrow" in repo.files
@@ -121,7 +136,7 @@ def test_the_debate_card_makes_the_folder_loadable(debated: Any, tmp_path: Path)
 
 
 def test_no_token_in_outputs_logs_or_requests(debated: Any) -> None:
-    for result in (debated.refused, debated.pushed):
+    for result in debated.runs:
         assert_no_token(result.stdout, result.stderr)
     assert_no_token(*local_files(debated.out).values())
     assert_no_token(*(request.body for request in debated.hub.requests))
