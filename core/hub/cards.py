@@ -127,8 +127,9 @@ def command_line(argv: Sequence[str] | None = None) -> str:
             it is the moot command).
     """
     if argv is None:
-        program = Path(sys.argv[0]).name
-        moot = program in ("moot", "__main__.py", "-c") or program.startswith("moot")
+        program = Path(sys.argv[0])
+        # the `moot` script, or `python -m moot` (whose argv[0] is moot/__main__.py)
+        moot = program.name == "moot" or program.parent.name == "moot"
         argv = ["moot", *sys.argv[1:]] if moot else list(sys.argv)
     text = shlex.join(argv)
     secrets = [s for arg in argv if "://" in arg for s in url_secrets(arg)]
