@@ -172,7 +172,7 @@ def render_card(card: Card, command: str | None = None) -> str:
 
     tags = list(dict.fromkeys(["moot", *card.tags]))
     if card.kind == "dataset":
-        records = next((int(n) for what, n in card.sizes if what == "records"), 0)
+        records = int(dict(card.sizes)["records"])  # every dataset card counts its records
         data: Any = DatasetCardData(
             license=licence(card),
             tags=tags,

@@ -126,6 +126,8 @@ def run_sft(args: argparse.Namespace) -> int:
         )
         if code != 0:
             return runtime.push(args, None, "model", code)
+        if args.machine_rank != 0:  # the weights and manifest are machine 0's, and so is the push
+            return 0
         weights = write_sft_card(config.training.output_dir)  # the workers have finished
         return runtime.push(args, weights, "model")
     from moot.training.sft_card import write_sft_card

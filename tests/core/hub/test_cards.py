@@ -39,7 +39,13 @@ def test_size_categories_are_the_hubs(records: int, category: str) -> None:
 
 
 def card(**fields: object) -> Card:
-    base = {"kind": "dataset", "title": "T", "summary": "S.", "schema": "X", "sizes": []}
+    base = {
+        "kind": "dataset",
+        "title": "T",
+        "summary": "S.",
+        "schema": "X",
+        "sizes": [("records", 1)],
+    }
     return Card(**{**base, **fields})  # type: ignore[arg-type]
 
 
