@@ -53,7 +53,8 @@ CORE_LEVELS = {
     "retrieval": 3,  # errors, llm, data (corpus, records)
     "metrics": 4,  # errors, llm, data
     "plan": 4,  # llm (prices), data (logs), runs (the `finished` rules)
-    "view": 3,  # errors, data (folders, records)
+    "view": 3,  # errors, llm (secrets), data (folders, records)
+    "hub": 3,  # errors, llm (secrets), data (records), tables
 }
 
 

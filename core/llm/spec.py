@@ -122,6 +122,20 @@ def url_secrets(url: str) -> list[str]:
     return [secret for secret in (parts.password, *values) if secret]
 
 
+def secrets_in_environment() -> list[str]:
+    """Values of the environment's keys and tokens (longest first): never written anywhere.
+
+    `moot view`'s page and the Hub cards (`moot.core.hub.cards`) replace each with
+    ``[redacted]``.
+    """
+    names = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+    return sorted(
+        {v for k, v in os.environ.items() if k.upper().endswith(names) and len(v) >= 8},
+        key=len,
+        reverse=True,
+    )
+
+
 @dataclass(frozen=True)
 class Role:
     """A speaking part (debater A, judge ...) bound to a model and its sampling temperature.

@@ -180,6 +180,7 @@ def register(commands: Commands) -> None:
         help="lowest total score kept, 0-19 (default 18, the paper's threshold)",
     )
     opt.common_options(distill)
+    opt.hub_options(distill, "dataset")
 
 
 def _compare_inputs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
@@ -406,7 +407,7 @@ def run_distill(args: argparse.Namespace) -> int:
         runtime.note(
             args, f"note: {summary.unchecked_scores} score(s) kept unchecked: no score_dict"
         )
-    return 0
+    return runtime.push(args, args.out, "dataset")
 
 
 def _chart(cells: list[dict[str, Any]], path: Path) -> None:
