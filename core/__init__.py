@@ -73,6 +73,7 @@ __getattr__, __all__ = lazy_exports(
             "load_questions",
         ),
         "moot.core.metrics.agreement": (
+            "Correlation",
             "krippendorff_alpha",
             "pearson",
             "spearman",
