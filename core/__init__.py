@@ -125,6 +125,7 @@ __getattr__, __all__ = lazy_exports(
             "ParseFailure",
             "Structured",
             "parse_structured",
+            "repaired_values",
         ),
         "moot.core.data.topics": (
             "Topic",

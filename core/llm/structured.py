@@ -113,27 +113,27 @@ def parse_structured(text: str, schema: type[T]) -> T:
     raise OutputParseError("no JSON object found in the reply")
 
 
-def repaired_values(text: str) -> Iterator[dict[str, Any] | list[Any]]:
-    """What ``json_repair`` reads in `text`'s bracketed spans, where our strict readers fail.
+def repaired_values(text: str) -> Iterator[dict[str, Any]]:
+    """What ``json_repair`` reads in `text`'s ``{...}`` spans, where our strict readers fail.
 
-    json_repair turns almost anything into something, so a reading counts only when it is the
-    container its span opens with, not empty, every string value in it was quoted in the reply
-    (it may mend the structure around what the model wrote, not turn prose into values), and,
-    for a bracket left open at the end of the reply, the reply was not cut off inside a value.
+    json_repair turns almost anything into something, so a reading counts only when it is a
+    non-empty object read from a span that opens with ``{`` (every schema is an object; prose
+    brackets such as citations ``[1]`` would otherwise become lists), every string value in
+    it stands quoted in its span (json_repair may mend the structure around what the model
+    wrote, not turn prose into values), and, for a brace left open at the end of the reply, the
+    reply was not cut off inside a value.
     """
-    closed = dict.fromkeys(c for c in candidates(text) if _closed(c))  # in order, once each
-    for span in closed:
+    spans = [(c, False) for c in dict.fromkeys(candidates(text)) if _closed(c)]
+    start = text.find("{")  # the outermost brace that never closes, read to the end
+    while start != -1 and _balanced_end(text, start, "{", "}") is not None:
+        start = text.find("{", start + 1)
+    if start != -1:
+        spans.append((text[start:], True))
+    for span, open_ended in spans:
         value = _repair(span)
-        if value is not None and _quoted_strings(value, text):
-            yield value
-    for opener, closer in ("{}", "[]"):  # the outermost bracket that never closes
-        start = text.find(opener)
-        while start != -1 and _balanced_end(text, start, opener, closer) is not None:
-            start = text.find(opener, start + 1)
-        if start == -1:
+        if value is None or not _quoted_strings(value, span):
             continue
-        value = _repair(text[start:])
-        if value is not None and _quoted_strings(value, text) and not _cut_off(text[start:], value):
+        if not (open_ended and _cut_off(span, value)):
             yield value
 
 
@@ -148,22 +148,18 @@ def _readings(text: str) -> Iterator[Any]:
     yield from repaired_values(text)
 
 
-def _repair(span: str) -> dict[str, Any] | list[Any] | None:
-    """json_repair's reading of `span` if it is the non-empty container `span` opens with."""
+def _repair(span: str) -> dict[str, Any] | None:
+    """json_repair's reading of `span` if it is a non-empty object."""
     try:
         value = json_repair.loads(span)
     except (ValueError, RecursionError):
         return None
-    container = dict if span.startswith("{") else list
-    return value if isinstance(value, container) and value else None
+    return value if isinstance(value, dict) and value else None
 
 
 def _closed(span: str) -> bool:
-    """True when `span` is one bracketed value: it opens with a bracket that closes at its end."""
-    if span[:1] not in ("{", "["):
-        return False
-    closer = "}" if span[0] == "{" else "]"
-    return _balanced_end(span, 0, span[0], closer) == len(span) - 1
+    """True when `span` is one ``{...}`` object: its first brace closes at its end."""
+    return span.startswith("{") and _balanced_end(span, 0, "{", "}") == len(span) - 1
 
 
 def _cut_off(tail: str, value: Any) -> bool:

@@ -133,6 +133,7 @@ def test_json_slips_are_repaired(text: str) -> None:
         "The {weird} aside, then A wins with 7.",
         "1. [Reason] because it is so\n2. [Evidence] none",
         '{"winner": A, "score": 7}',  # an unquoted value is prose, not a string the model wrote
+        "As shown in [1\\] and [\\[2\\]], it is [never] 'never' enough.",  # PanelBench markdown
     ],
 )
 def test_prose_is_not_repaired_into_a_value(text: str) -> None:
