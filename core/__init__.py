@@ -72,6 +72,7 @@ __getattr__, __all__ = lazy_exports(
             "load_partial_answers",
             "load_questions",
         ),
+        "moot.core.charts": ("NEUTRAL", "PALETTE", "STYLE", "chart", "save_png"),
         "moot.core.metrics.agreement": (
             "Correlation",
             "krippendorff_alpha",
