@@ -123,7 +123,12 @@ def repaired_values(text: str) -> Iterator[dict[str, Any]]:
     wrote, not turn prose into values), and, for a brace left open at the end of the reply, the
     reply was not cut off inside a value.
     """
-    spans = [(c, False) for c in dict.fromkeys(candidates(text)) if _closed(c)]
+    return _repaired(text, list(candidates(text)))
+
+
+def _repaired(text: str, chunks: list[str]) -> Iterator[dict[str, Any]]:
+    """`repaired_values` of `text`, given its `candidates` (found once per reply)."""
+    spans = [(c, False) for c in dict.fromkeys(chunks) if _closed(c)]
     start = text.find("{")  # the outermost brace that never closes, read to the end
     while start != -1 and _balanced_end(text, start, "{", "}") is not None:
         start = text.find("{", start + 1)
@@ -139,13 +144,15 @@ def repaired_values(text: str) -> Iterator[dict[str, Any]]:
 
 def _readings(text: str) -> Iterator[Any]:
     """Every value `text` may hold: strict JSON, then Python literals, then json_repair's."""
+    chunks: list[str] = []  # found lazily: most replies parse at the first chunk
     for chunk in candidates(text):
+        chunks.append(chunk)
         for loader in (json.loads, ast.literal_eval):
             try:
                 yield loader(chunk)
             except (ValueError, SyntaxError, MemoryError, RecursionError):
                 continue
-    yield from repaired_values(text)
+    yield from _repaired(text, chunks)
 
 
 def _repair(span: str) -> dict[str, Any] | None:

@@ -191,3 +191,8 @@ def test_json_schema_format() -> None:
     schema = fmt["json_schema"]["schema"]
     assert set(schema["properties"]) == {"winner", "score"}
     assert set(schema["required"]) == {"winner", "score"}
+
+
+def test_deep_nesting_is_read_not_a_crash() -> None:
+    # json.loads raises RecursionError here (main let it escape and crash the run)
+    assert isinstance(extract_value("[" * 1200 + "]" * 1200), list)
