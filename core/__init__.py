@@ -78,7 +78,9 @@ __getattr__, __all__ = lazy_exports(
             "load_partial_answers",
             "load_questions",
         ),
+        "moot.core.charts": ("NEUTRAL", "PALETTE", "STYLE", "chart", "save_png"),
         "moot.core.metrics.agreement": (
+            "Correlation",
             "krippendorff_alpha",
             "pearson",
             "spearman",
@@ -130,6 +132,7 @@ __getattr__, __all__ = lazy_exports(
             "ParseFailure",
             "Structured",
             "parse_structured",
+            "repaired_values",
         ),
         "moot.core.data.topics": (
             "Topic",

@@ -50,6 +50,7 @@ CORE_LEVELS = {
     "data": 2,  # errors, llm (compqa's rubric parses model output)
     "testing": 2,  # llm (the scripted server counts tokens like the model layer)
     "runs": 3,  # errors, data (ResultLog)
+    "charts": 3,  # data (atomic writes)
     "retrieval": 3,  # errors, llm, data (corpus, records)
     "metrics": 4,  # errors, llm, data
     "plan": 4,  # llm (prices), data (logs), runs (the `finished` rules)

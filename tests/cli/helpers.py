@@ -92,6 +92,13 @@ def popen_moot(*args: object, env: dict[str, str] | None = None) -> subprocess.P
     )
 
 
+def png_size(path: Path) -> tuple[int, int]:
+    """(width, height) in pixels of the PNG at `path`, from its header (fails on a non-PNG)."""
+    head = Path(path).read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR", f"{path}: not a PNG"
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 

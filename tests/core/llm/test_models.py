@@ -578,6 +578,24 @@ def test_structured_prose_wrapped_and_fenced(server: ScriptedServer) -> None:
     assert len(chat_requests(server)) == 1
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"winner": "B", "score": 6, "close": false,}',  # trailing comma beside a JSON literal
+        "{'winner': 'B', 'score': 6, 'notes': null}",  # single quotes beside a JSON literal
+        '{"winner": "B", "score": 6\n\nB answered every point.',  # unclosed brace
+    ],
+)
+def test_structured_json_slips_cost_no_repair_round(server: ScriptedServer, reply: str) -> None:
+    server.add_rule(Rule("could not be read", '{"winner": "A", "score": 1}', role="last"))
+    server.add_rule(Rule("Who won", reply, role="last"))
+    client = ModelClient(retry=FAST)
+    result = structured(client, make_role(server))
+    assert result.ok and result.value == Verdict(winner="B", score=6)
+    assert len(chat_requests(server)) == 1
+    assert {row["stage"] for row in client.ledger.to_json()["by_role"]} == {"judge"}
+
+
 def test_structured_repair_round(server: ScriptedServer) -> None:
     server.add_rule(Rule("could not be read", '{"winner": "B", "score": 4}', role="last"))
     server.add_rule(Rule("Who won", "Debater B clearly won.", role="last"))
