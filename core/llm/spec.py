@@ -14,9 +14,13 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlparse
 
 from moot.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from moot.core.llm.router_file import RouterGroup
 
 #: The embedded models, by name. SmolLM2-135M is a demo model: fluent, often off-topic or on the
 #: wrong side. Use a real model for real data.
@@ -25,7 +29,7 @@ EMBEDDED_MODELS = ("smollm2",)
 #: Default request timeout of the embedded model, in seconds.
 EMBEDDED_TIMEOUT = 600.0
 
-#: Providers served through langchain-openai's client: anything speaking the OpenAI chat API.
+#: Providers served through the OpenAI SDK's client: anything speaking the OpenAI chat API.
 OPENAI_COMPATIBLE = ("openai", "hosted_vllm")
 
 
@@ -50,6 +54,13 @@ class ModelSpec:
         context_window: Prompt plus completion tokens the model accepts; prompts that cannot fit
             are refused before sending, and ``max_tokens`` is clamped to what is left.
         chat_template: For ``hf/<path>`` models, a Jinja chat template replacing the tokenizer's.
+        router: The model's deployments in a ``--router`` file (a litellm Router config), used
+            instead of `api_bases`, which then lists their servers.
+        cooldown: Seconds one of several endpoints stays out once taken out; None: the
+            ``--router`` file's ``cooldown_time``, else `moot.core.llm.endpoints.COOLDOWN_SECONDS`.
+        max_fails: Failures, each within `cooldown` of the one before, that take one of several
+            endpoints out; None: the file's ``allowed_fails`` + 1, else
+            `moot.core.llm.endpoints.MAX_FAILS`.
 
     Example:
         >>> parse_spec("openai/llama3", api_base="http://127.0.0.1:8000/v1").transport
@@ -65,6 +76,9 @@ class ModelSpec:
     timeout: float = 120.0
     context_window: int | None = None
     chat_template: str | None = None
+    router: RouterGroup | None = None
+    cooldown: float | None = None
+    max_fails: int | None = None
 
     @property
     def name(self) -> str:
@@ -73,7 +87,7 @@ class ModelSpec:
 
     @property
     def transport(self) -> str:
-        """``embedded``, ``hf`` (in process), ``openai`` (langchain-openai) or ``litellm``."""
+        """``embedded``, ``hf`` (in process), ``openai`` (the OpenAI SDK) or ``litellm``."""
         if self.provider == "local":
             return "embedded"
         if self.provider == "hf":
@@ -95,6 +109,8 @@ class ModelSpec:
         described: dict[str, object] = {"spec": self.name, "api_base": api_base}
         if self.api_bases:
             described["api_bases"] = [public_url(url) for url in self.api_bases]
+        if self.router is not None:
+            described["router"] = self.router.path
         return {**described, "context_window": self.context_window}
 
 
@@ -198,8 +214,12 @@ def parse_spec(
     return spec.with_options(**options)
 
 
-def endpoint_list(text: str, given: str | Sequence[str] | None) -> tuple[str, ...]:
+def endpoint_list(
+    text: str, given: str | Sequence[str] | None, flag: str = "--api-base"
+) -> tuple[str, ...]:
     """The endpoints `given` for model `text`: each a URL, or several separated by commas.
+
+    `flag` names where they come from, in messages.
 
     Raises:
         ConfigError: One is not an http(s) URL, or one is given twice (named without credentials).
@@ -211,11 +231,12 @@ def endpoint_list(text: str, given: str | Sequence[str] | None) -> tuple[str, ..
         parts = urlparse(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(
-                f"invalid --api-base {public_url(url)!r} for {text!r}: expected "
-                "http(s)://host:port/..., several separated by commas"
+                f"invalid {flag} {public_url(url)!r} for {text!r}: expected "
+                "http(s)://host:port/..."
+                + (", several separated by commas" if flag.startswith("--") else "")
             )
         if url.rstrip("/") in seen:
-            raise ConfigError(f"--api-base {public_url(url)!r} is given twice for {text!r}")
+            raise ConfigError(f"{flag} {public_url(url)!r} is given twice for {text!r}")
         seen.add(url.rstrip("/"))
     return tuple(urls)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import socket
 import threading
@@ -37,14 +36,7 @@ def server() -> Iterator[ScriptedServer]:
         yield running
 
 
-_UNIQUE = itertools.count(1)
-
-
 def make_spec(server: ScriptedServer, *, timeout: float = 5.0, **options: Any) -> ModelSpec:
-    # langchain-openai caches one httpx client per (base_url, timeout) for the whole process and
-    # the OS reuses ports of stopped servers: a unique timeout keeps each spec off a client bound
-    # to an earlier test's closed event loop (see test_sequential_event_loops_...).
-    timeout += next(_UNIQUE) * 1e-6
     return parse_spec("openai/scripted", api_base=server.url, timeout=timeout, **options)
 
 
@@ -461,7 +453,7 @@ def test_credentials_in_the_api_base_never_reach_a_message() -> None:
         server.add_fault(Fault("500", times=9, match="server error"))
         url = server.url
         api_base = url.replace("http://", "http://user:sk-URL-SECRET@")
-        spec = parse_spec("openai/scripted", api_base=api_base, timeout=5 + next(_UNIQUE) * 1e-6)
+        spec = parse_spec("openai/scripted", api_base=api_base, timeout=5)
         client, role = ModelClient(retry=FAST), Role("judge", spec)
         messages = []
         for text in ("bad request", "server error"):
