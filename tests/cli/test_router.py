@@ -125,4 +125,5 @@ def test_router_with_api_base_is_refused(tmp_path):
     path = write(tmp_path / "router.yaml", router_config(URL))
     result = run_moot("models", "check", MODEL, "--router", path, "--api-base", URL)
     assert result.returncode == 2
-    assert result.stderr == f"moot: error: --router {path} names the endpoints: give no --api-base\n"
+    refusal = f"--router {path} names the endpoints: give no --api-base"
+    assert result.stderr == f"moot: error: {refusal}\n"

@@ -32,7 +32,10 @@ def write(tmp_path: Path, data: object) -> Path:
 
 def test_a_group_keeps_its_deployments_keys_resolved_and_the_settings(tmp_path, monkeypatch):
     monkeypatch.setenv("RK", "rk-SECRET")
-    other = {"model_name": "openai/other", "litellm_params": {"model": "x/y", "api_base": "http://c"}}
+    other = {
+        "model_name": "openai/other",
+        "litellm_params": {"model": "x/y", "api_base": "http://c"},
+    }
     data = config(routing_strategy="least-busy", cooldown_time=5, allowed_fails=0, num_retries=0)
     data["model_list"].append(other)
     group = load_router(write(tmp_path, data), MODEL)
