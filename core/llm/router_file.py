@@ -16,14 +16,13 @@ references; a referenced variable must be set, and no value is ever shown.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from moot.core.errors import ConfigError, InputError
-from moot.core.llm.spec import endpoint_list
+from moot.core.llm.spec import RouterGroup, endpoint_list
 
 #: litellm's routing strategies that need nothing but this process.
 STRATEGIES = Literal[
@@ -91,39 +90,6 @@ class _Config(BaseModel):
     allowed_fails: int | None = Field(default=None, ge=0)
     cooldown_time: float | None = Field(default=None, gt=0)
     num_retries: Literal[0] | None = None
-
-
-@dataclass(frozen=True)
-class RouterGroup:
-    """The deployments of one model in a ``--router`` file, and the file's Router settings.
-
-    Two groups are equal when they are the same model of the same file: one model client then
-    keeps one Router for every role using it, so a debate's roles share its endpoint.
-
-    Args:
-        path: The file, for messages.
-        name: The model group (the spec's name).
-        deployments: Each deployment's ``litellm_params``, ``os.environ/`` references resolved.
-        settings: The Router's own arguments from the file (``routing_strategy`` ...).
-    """
-
-    path: str
-    name: str
-    deployments: tuple[dict[str, Any], ...] = field(compare=False, repr=False)
-    settings: dict[str, Any] = field(compare=False, repr=False, hash=False)
-
-    @property
-    def api_bases(self) -> tuple[str, ...]:
-        """Each deployment's server, in the file's order."""
-        return tuple(str(params["api_base"]) for params in self.deployments)
-
-    def secrets(self) -> list[str]:
-        """The keys the file gives (its own or from the environment): scrubbed from messages."""
-        return [str(p["api_key"]) for p in self.deployments if p.get("api_key")]
-
-    def only(self, index: int) -> RouterGroup:
-        """This group with its `index`-th deployment alone (`moot models check`, one by one)."""
-        return RouterGroup(self.path, self.name, (self.deployments[index],), self.settings)
 
 
 def load_router(path: Path, name: str) -> RouterGroup:

@@ -12,15 +12,12 @@ import importlib.util
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlparse
 
 from moot.core.errors import ConfigError
-
-if TYPE_CHECKING:
-    from moot.core.llm.router_file import RouterGroup
 
 #: The embedded models, by name. SmolLM2-135M is a demo model: fluent, often off-topic or on the
 #: wrong side. Use a real model for real data.
@@ -31,6 +28,41 @@ EMBEDDED_TIMEOUT = 600.0
 
 #: Providers served through the OpenAI SDK's client: anything speaking the OpenAI chat API.
 OPENAI_COMPATIBLE = ("openai", "hosted_vllm")
+
+
+@dataclass(frozen=True)
+class RouterGroup:
+    """The deployments of one model in a ``--router`` file, and the file's Router settings.
+
+    Read and checked by `moot.core.llm.router_file.load_router`.
+
+    Two groups are equal when they are the same model of the same file: one model client then
+    keeps one Router for every role using it, so a debate's roles share its endpoint.
+
+    Args:
+        path: The file, for messages.
+        name: The model group (the spec's name).
+        deployments: Each deployment's ``litellm_params``, ``os.environ/`` references resolved.
+        settings: The Router's own arguments from the file (``routing_strategy`` ...).
+    """
+
+    path: str
+    name: str
+    deployments: tuple[dict[str, Any], ...] = field(compare=False, repr=False)
+    settings: dict[str, Any] = field(compare=False, repr=False, hash=False)
+
+    @property
+    def api_bases(self) -> tuple[str, ...]:
+        """Each deployment's server, in the file's order."""
+        return tuple(str(params["api_base"]) for params in self.deployments)
+
+    def secrets(self) -> list[str]:
+        """The keys the file gives (its own or from the environment): scrubbed from messages."""
+        return [str(p["api_key"]) for p in self.deployments if p.get("api_key")]
+
+    def only(self, index: int) -> RouterGroup:
+        """This group with its `index`-th deployment alone (`moot models check`, one by one)."""
+        return RouterGroup(self.path, self.name, (self.deployments[index],), self.settings)
 
 
 @dataclass(frozen=True)
