@@ -306,6 +306,8 @@ def key_needs(spec: ModelSpec) -> str:
     def state(var: str) -> str:
         return f"{var} ({'set' if os.environ.get(var) else 'not set'})"
 
+    if spec.router is not None and len(spec.router.secrets()) == len(spec.router.deployments):
+        return f"the keys in {spec.router.path} (read, set)"
     if spec.api_key_env:
         return state(spec.api_key_env)
     if spec.api_base:

@@ -121,6 +121,14 @@ def test_a_router_file_moot_cannot_honour_is_one_line_exit_2(tmp_path):
     )
 
 
+def test_a_dry_run_says_the_keys_come_from_the_file(tmp_path):
+    path = write(tmp_path / "router.yaml", router_config(URL, "http://127.0.0.1:9/v2"))
+    result = run_moot("models", "check", MODEL, "--router", path, "--dry-run", env=moot_env(**KEYS))
+    assert result.returncode == 0, result.stderr
+    assert f"key: {MODEL}: the keys in {path} (read, set)" in result.stdout
+    assert not any(key in result.stdout + result.stderr for key in KEYS.values())
+
+
 def test_router_with_api_base_is_refused(tmp_path):
     path = write(tmp_path / "router.yaml", router_config(URL))
     result = run_moot("models", "check", MODEL, "--router", path, "--api-base", URL)

@@ -9,6 +9,7 @@ import yaml
 
 from moot.core.errors import InputError
 from moot.core.llm.router_file import load_router
+from moot.core.llm.spec import key_needs, parse_spec
 
 MODEL = "openai/llama"
 
@@ -49,6 +50,9 @@ def test_a_group_keeps_its_deployments_keys_resolved_and_the_settings(tmp_path, 
     }
     assert group.only(1).api_bases == ("http://b:1/v1",)
     assert group == load_router(write(tmp_path, data), MODEL)  # one Router for every role
+    spec = parse_spec(MODEL, api_base=list(group.api_bases), router=group)
+    assert spec.describe()["router"] == str(tmp_path / "router.yaml")  # in manifests' roles
+    assert "rk-SECRET" not in repr(spec) + key_needs(spec)
 
 
 @pytest.mark.parametrize(
