@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -81,6 +82,14 @@ def test_plain_call_returns_text_usage_and_sends_parameters(server: ScriptedServ
     assert (row["role"], row["stage"], row["model"]) == ("debater_a", "opening", "openai/scripted")
     assert row["calls"] == 1 and row["prompt_tokens"] == reply.prompt_tokens
     assert row["completion_tokens"] == reply.completion_tokens
+
+
+def test_an_openai_compatible_server_is_reached_through_the_openai_sdk_alone(
+    server: ScriptedServer,
+) -> None:
+    # one way to reach it: openai.AsyncOpenAI, no LangChain chat model built around it
+    assert complete(ModelClient(retry=FAST), make_role(server)).text
+    assert "langchain_openai" not in sys.modules and "openai" in sys.modules
 
 
 def test_unset_options_are_not_sent(server: ScriptedServer) -> None:
