@@ -10,10 +10,10 @@ Transports: OpenAI-compatible servers (OpenAI, vLLM, llama.cpp, the embedded mod
 the OpenAI SDK's ``AsyncOpenAI`` client, one per endpoint, with an HTTP transport of ours that is
 the request's deadline (no LangChain chat model: ``ChatOpenAI.ainvoke`` adds about 2 ms of
 callback machinery per call, and building one also builds a sync client moot never uses). Other
-providers go through
-``litellm.acompletion``, and a model with several endpoints through a litellm ``Router``
-(`moot.core.llm.endpoints`: spread, one debate per endpoint, failing endpoints taken out for a
-while). All run with their own retries off, so there is exactly one retry loop.
+providers go through ``litellm.acompletion``, and a model with several endpoints (or a
+``--router`` file) through a litellm ``Router`` (`moot.core.llm.endpoints`: spread, one debate
+per endpoint, failing endpoints taken out for a while). All run with their own retries off, so
+there is exactly one retry loop.
 """
 
 from __future__ import annotations
