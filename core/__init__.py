@@ -58,6 +58,7 @@ __getattr__, __all__ = lazy_exports(
             "planned_files",
         ),
         "moot.core.llm.endpoints": ("sticky",),
+        "moot.core.llm.router_file": ("load_router",),
         "moot.core.llm.models": (
             "Completion",
             "ModelClient",
@@ -125,6 +126,7 @@ __getattr__, __all__ = lazy_exports(
         "moot.core.llm.spec": (
             "ModelSpec",
             "Role",
+            "RouterGroup",
             "parse_spec",
         ),
         "moot.core.llm.structured": (

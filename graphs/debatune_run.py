@@ -61,7 +61,7 @@ PROMPTS = (
     "debatune/conclusion.j2",
 )
 # what the manifest's "versions" lists besides Python
-PACKAGES = ("moot", "langgraph", "langchain-openai", "openai", "litellm", "datasets", "xllamacpp")
+PACKAGES = ("moot", "langgraph", "openai", "litellm", "datasets", "xllamacpp")
 
 
 @dataclass(frozen=True)

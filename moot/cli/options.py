@@ -346,6 +346,27 @@ def call_options(parser: argparse.ArgumentParser, temperature: float | None = 0.
         "OpenAI-compatible server of the model; several (replicas of one model: repeat the "
         "flag or separate URLs by commas) share the requests, each debate on one",
     )
+    group.add_argument(
+        "--router",
+        type=input_file,
+        metavar="FILE",
+        help="litellm Router config (YAML: model_list, routing_strategy, ...) whose model_name "
+        "is the model spec, instead of --api-base (docs/scaling.md)",
+    )
+    group.add_argument(
+        "--endpoint-cooldown",
+        type=seconds,
+        metavar="S",
+        help="seconds one of several endpoints stays out once it failed --endpoint-max-fails "
+        "times (default 30)",
+    )
+    group.add_argument(
+        "--endpoint-max-fails",
+        type=positive,
+        metavar="N",
+        help="failures, each within --endpoint-cooldown of the one before, that take one of "
+        "several endpoints out (default 2)",
+    )
     group.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the key")
     shown = "none sent: the model's own" if temperature is None else f"{temperature:g}"
     group.add_argument(

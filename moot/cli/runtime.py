@@ -219,16 +219,36 @@ def _cost(plan: Any, row: Any) -> str:
 
 
 def spec_from(args: argparse.Namespace, text: str, **options: Any) -> Any:
-    """A model spec from its text and the command's `call_options`."""
+    """A model spec from its text and the command's `call_options`.
+
+    With ``--router FILE``, the spec's endpoints are the file's deployments of the model.
+
+    Raises:
+        ConfigError: The spec is refused, or ``--router`` comes with an endpoint flag.
+        InputError: The ``--router`` file is refused, or has no deployment of the model.
+    """
+    from moot.core.errors import ConfigError
     from moot.core.llm.spec import parse_spec
 
+    api_base = options.pop("api_base", args.api_base)
+    router = None
+    if args.router is not None:
+        from moot.core.llm.router_file import load_router
+
+        if api_base:
+            raise ConfigError(f"--router {args.router} names the endpoints: give no --api-base")
+        router = load_router(args.router, text.strip())
+        api_base = list(router.api_bases)
     return parse_spec(
         text,
-        api_base=options.pop("api_base", args.api_base),
+        api_base=api_base,
         api_key_env=args.api_key_env,
         timeout=args.timeout,
         max_concurrency=args.max_concurrency,
         context_window=args.context_window,
+        router=router,
+        cooldown=args.endpoint_cooldown,
+        max_fails=args.endpoint_max_fails,
         **options,
     )
 
