@@ -58,6 +58,7 @@ __getattr__, __all__ = lazy_exports(
             "planned_files",
         ),
         "moot.core.llm.endpoints": ("sticky",),
+        "moot.core.llm.langchain": ("chat_model",),
         "moot.core.llm.router_file": ("load_router",),
         "moot.core.llm.models": (
             "Completion",
