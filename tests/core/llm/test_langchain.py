@@ -12,7 +12,8 @@ SECRET = "sk-test-LANGCHAIN42"
 
 def test_a_spec_becomes_a_langchain_chat_model_on_the_same_server(monkeypatch):
     monkeypatch.setenv("MOOT_TEST_KEY", SECRET)
-    with ScriptedServer(api_key=SECRET, rules=[Rule("uniforms", "uniforms level the field")]) as server:
+    rules = [Rule("uniforms", "uniforms level the field")]
+    with ScriptedServer(api_key=SECRET, rules=rules) as server:
         spec = parse_spec("openai/scripted", api_base=server.url, api_key_env="MOOT_TEST_KEY")
         model = chat_model(spec, temperature=0.0, max_tokens=16)
         reply = model.invoke("Give one argument for school uniforms.")
