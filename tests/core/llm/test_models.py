@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -87,9 +88,21 @@ def test_plain_call_returns_text_usage_and_sends_parameters(server: ScriptedServ
 def test_an_openai_compatible_server_is_reached_through_the_openai_sdk_alone(
     server: ScriptedServer,
 ) -> None:
-    # one way to reach it: openai.AsyncOpenAI, no LangChain chat model built around it
-    assert complete(ModelClient(retry=FAST), make_role(server)).text
-    assert "langchain_openai" not in sys.modules and "openai" in sys.modules
+    # one way to reach it: openai.AsyncOpenAI, no LangChain chat model built around it (in a
+    # fresh interpreter: `moot.core.chat_model`'s own test imports langchain_openai)
+    script = (
+        "import asyncio, sys\n"
+        "from moot.core.llm.models import ModelClient\n"
+        "from moot.core.llm.spec import Role, parse_spec\n"
+        f"role = Role('a', parse_spec('openai/scripted', api_base={server.url!r}), 0.0)\n"
+        "hi = [{'role': 'user', 'content': 'hi'}]\n"
+        "reply = asyncio.run(ModelClient().complete(role, hi, stage='s'))\n"
+        "assert reply.text\n"
+        "print('langchain_openai' in sys.modules, 'openai' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
 
 
 def test_unset_options_are_not_sent(server: ScriptedServer) -> None:
