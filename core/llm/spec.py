@@ -50,6 +50,12 @@ class ModelSpec:
         context_window: Prompt plus completion tokens the model accepts; prompts that cannot fit
             are refused before sending, and ``max_tokens`` is clamped to what is left.
         chat_template: For ``hf/<path>`` models, a Jinja chat template replacing the tokenizer's.
+        device: For ``hf/<path>`` models, where they run: ``auto`` (None), ``cpu``, ``cuda``,
+            ``cuda:N`` or ``mps`` (`moot.core.llm.devices`).
+        dtype: For ``hf/<path>`` models, their weights' precision: ``auto`` (None), ``float32``,
+            ``bfloat16`` or ``float16``.
+        batch_size: For ``hf/<path>`` models, most greedy requests generated in one call.
+        backend: For ``hf/<path>`` models, the engine: ``transformers`` or ``vllm``.
 
     Example:
         >>> parse_spec("openai/llama3", api_base="http://127.0.0.1:8000/v1").transport
@@ -65,6 +71,10 @@ class ModelSpec:
     timeout: float = 120.0
     context_window: int | None = None
     chat_template: str | None = None
+    device: str | None = None
+    dtype: str | None = None
+    batch_size: int = 1
+    backend: str = "transformers"
 
     @property
     def name(self) -> str:

@@ -124,9 +124,8 @@ def register(commands: Commands) -> None:
         default="mean",
         help="mean (default: the paper's tables), sum (Equation 1 as printed) or released",
     )
-    pd.add_argument(
-        "--batch-size", type=opt.positive, default=8, metavar="N", help="partial answers per pass"
-    )
+    opt.batch_options(pd, 8, "partial answers")
+    opt.local_options(pd.add_argument_group("scorer device"), dtype="float32")
     pd.add_argument(
         "--max-length",
         type=opt.positive,
