@@ -639,7 +639,13 @@ class _HFTransport(_Transport):
         if spec.backend == "vllm":
             from moot.core.llm.local_vllm import VLLMModel
 
-            self._model: Any = VLLMModel(spec.model, spec.chat_template, dtype=spec.dtype)
+            self._model: Any = VLLMModel(
+                spec.model,
+                spec.chat_template,
+                dtype=spec.dtype,
+                device=spec.device,
+                batch_size=spec.batch_size,
+            )
         else:
             from moot.core.llm.local_hf import LocalModel
 

@@ -413,13 +413,25 @@ def run_pd(args: argparse.Namespace) -> int:
         "variant": args.variant,
         "max_length": args.max_length,
     }
+    # float32 through transformers was the only setting before these options: claims without
+    # them stay valid, and any other precision or engine scores differently, so it is claimed
+    if args.dtype != "float32":
+        claim["dtype"] = args.dtype or "auto"
+    if args.backend != "transformers":
+        claim["backend"] = args.backend
 
     def make_scorer() -> PerspectiveDiversityScorer:
         from transformers.utils import logging
 
         logging.disable_progress_bar()
         return PerspectiveDiversityScorer(
-            args.scorer, args.variant, batch_size=args.batch_size, max_length=args.max_length
+            args.scorer,
+            args.variant,
+            batch_size=args.batch_size,
+            max_length=args.max_length,
+            device=args.device,
+            dtype=args.dtype,
+            backend=args.backend,
         )
 
     run = asyncio.run(
