@@ -3,15 +3,16 @@
 Same model, same prompts, one process. The model is the tests' tiny random Llama
 (``tests/tiny.py``: 1 layer, width 16, a word-level tokenizer; it never says a special token, so
 every reply runs its whole budget), in float32 on the CPU. ``--requests`` chat prompts of 3 to
-40 words, ``--max-tokens`` new tokens each, greedy. Modes, alternated over ``--rounds`` rounds
-(their order reversed every other round):
+40 words, ``--max-tokens`` new tokens each, greedy, ``--rounds`` times. Modes, alternated on
+each chunk of ``--batch-size`` requests (their order reversed every other chunk), so a shared
+machine's swings of load fall on both:
 
 - one at a time: ``LocalModel(batch_size=1)``, the requests in turn (what `moot generate` did
   before ``--batch-size``: one ``generate`` call per request under a lock);
 - batched: ``LocalModel(batch_size=N)``, every request submitted at once, so its batcher
   left-pads them into ``generate`` calls of up to N rows.
 
-Printed: requests/s per mode (median round), the batch sizes used, whether the replies are
+Printed: requests/s per mode (all chunks), the batch sizes used, whether the replies are
 identical (they must be), and the ratio batched / one at a time last.
 """
 
@@ -64,32 +65,38 @@ def main() -> int:
             "batched": LocalModel(model, batch_size=args.batch_size),
         }
 
-        def one_at_a_time() -> list:
-            return [models["one at a time"].generate(chat, params) for chat in chats]
+        def one_at_a_time(chunk: list) -> list:
+            return [models["one at a time"].generate(chat, params) for chat in chunk]
 
-        def batched() -> list:
-            futures = [models["batched"].submit(chat, params) for chat in chats]
+        def batched(chunk: list) -> list:
+            futures = [models["batched"].submit(chat, params) for chat in chunk]
             return [future.result() for future in futures]
 
         runs = {"one at a time": one_at_a_time, "batched": batched}
         for run in runs.values():  # warm-up: first calls allocate and pick kernels
-            run()
-        seconds: dict[str, list[float]] = {mode: [] for mode in runs}
-        replies: dict[str, list] = {}
-        for index in range(rounds):
+            run(chats[: args.batch_size])
+        # the machine is shared and its load swings within seconds: the modes alternate on
+        # each chunk of batch-size requests, so both see the same load
+        seconds = dict.fromkeys(runs, 0.0)
+        replies: dict[str, list] = {mode: [] for mode in runs}
+        step = args.batch_size
+        chunks = [chats[i : i + step] for i in range(0, len(chats), step)]
+        for index, chunk in enumerate(chunks * rounds):
             order = list(runs) if index % 2 == 0 else list(runs)[::-1]
             for mode in order:
                 with _common.Stopwatch() as watch:
-                    replies[mode] = runs[mode]()
-                seconds[mode].append(watch.seconds)
+                    answered = runs[mode](chunk)
+                seconds[mode] += watch.seconds
+                if index < len(chunks):
+                    replies[mode] += answered
         for mode in runs:
-            median = _common.median(seconds[mode])
-            print(f"  {mode:14s} {count / median:8.2f} requests/s (median {median:.2f} s a round)")
+            rate = count * rounds / seconds[mode]
+            print(f"  {mode:14s} {rate:8.2f} requests/s ({seconds[mode]:.1f} s in all)")
         sizes = models["batched"].batch_sizes
         print(f"  batch sizes used (size: calls, warm-up included): {dict(sorted(sizes.items()))}")
         same = replies["batched"] == replies["one at a time"]
         print(f"  replies identical: {same}")
-        ratio = _common.median(seconds["one at a time"]) / _common.median(seconds["batched"])
+        ratio = seconds["one at a time"] / seconds["batched"]
     print(f"\nratio (throughput batched / one at a time, same run): {ratio:.2f}x")
     return 0 if same else 1
 
