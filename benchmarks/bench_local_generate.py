@@ -19,7 +19,6 @@ identical (they must be), and the ratio batched / one at a time last.
 from __future__ import annotations
 
 import argparse
-import sys
 
 import _common
 
@@ -43,15 +42,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per mode (3)")
     parser.add_argument("--quick", action="store_true", help="8 requests, 1 round")
     args = parser.parse_args()
-    _common.offline_env()
-    _common.guard_loopback()
-    sys.path.insert(0, str(_common.ROOT))
-    from transformers.utils import logging
-
+    _common.local_model_env()
     from moot.core.llm.local_hf import LocalModel
     from tests.tiny import tiny_llama
 
-    logging.disable_progress_bar()
     count, rounds = (8, 1) if args.quick else (args.requests, args.rounds)
     chats = prompts(count)
     params = {"max_tokens": args.max_tokens, "temperature": 0.0}
