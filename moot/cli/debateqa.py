@@ -443,6 +443,8 @@ def run_pd(args: argparse.Namespace) -> int:
         scorer=args.scorer,
         scorer_identity=claim["scorer"],
         window=run.window or _previous_window(out),
+        dtype=args.dtype or "auto",
+        backend=args.backend,
         partial_answer_sets_without_answer=len(unused),
         sources={"answers": str(args.answers), "partial_answers": str(args.partial_answers)},
         versions=package_versions("moot", "transformers", "torch"),

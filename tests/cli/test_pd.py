@@ -133,5 +133,7 @@ def test_eval_pd_device_dtype_and_backend(gpt2: Path, tmp_path: Path) -> None:
     assert half.returncode == 0, half.stderr
     claim = json.loads((out / ".moot" / "pd.json").read_text(encoding="utf-8"))
     assert claim["dtype"] == "bfloat16" and "backend" not in claim
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert (summary["dtype"], summary["backend"]) == ("bfloat16", "transformers")
     again = run_moot(*args, "--out", out)
     assert again.returncode == 2 and "P.D. scores from another scorer or settings" in again.stderr
