@@ -33,7 +33,7 @@ def offline_env() -> dict[str, str]:
         "TOKENIZERS_PARALLELISM": "false",
     }
     os.environ.update(values)
-    # Loopback only: no proxy may see the traffic (and NO_PROXY would make langchain-openai warn).
+    # Loopback only: no proxy may see the traffic .
     for name in list(os.environ):
         if name.lower() in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
             del os.environ[name]

@@ -30,6 +30,12 @@ __getattr__, __all__ = lazy_exports(
             "ModelCallError",
             "MootError",
         ),
+        "moot.core.validation": (
+            "ConfigModel",
+            "YamlFloat",
+            "did_you_mean",
+            "problem",
+        ),
         "moot.core.llm.prices": (
             "Price",
             "Prices",
@@ -52,6 +58,8 @@ __getattr__, __all__ = lazy_exports(
             "planned_files",
         ),
         "moot.core.llm.endpoints": ("sticky",),
+        "moot.core.llm.langchain": ("chat_model",),
+        "moot.core.llm.router_file": ("load_router",),
         "moot.core.llm.models": (
             "Completion",
             "ModelClient",
@@ -72,7 +80,9 @@ __getattr__, __all__ = lazy_exports(
             "load_partial_answers",
             "load_questions",
         ),
+        "moot.core.charts": ("NEUTRAL", "PALETTE", "STYLE", "chart", "save_png"),
         "moot.core.metrics.agreement": (
+            "Correlation",
             "krippendorff_alpha",
             "pearson",
             "spearman",
@@ -117,6 +127,7 @@ __getattr__, __all__ = lazy_exports(
         "moot.core.llm.spec": (
             "ModelSpec",
             "Role",
+            "RouterGroup",
             "parse_spec",
         ),
         "moot.core.llm.structured": (
@@ -124,6 +135,7 @@ __getattr__, __all__ = lazy_exports(
             "ParseFailure",
             "Structured",
             "parse_structured",
+            "repaired_values",
         ),
         "moot.core.data.topics": (
             "Topic",

@@ -21,7 +21,8 @@ from moot.agents.debatune_judges import (
     pair_variables,
     run_judge,
 )
-from moot.core.data.records import atomic_write, stable_id, write_json
+from moot.core.charts import NEUTRAL, PALETTE, chart, save_png
+from moot.core.data.records import stable_id, write_json
 from moot.core.data.responses import Response
 from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
@@ -284,41 +285,28 @@ def _table_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _chart(summary: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.2), dpi=120)
-    if summary["evaluation"] == "controllability":
-        labels, values = (
-            ["CC_P", "CC_N", "overall"],
-            [summary["cc_p"], summary["cc_n"], summary["overall"]],
-        )
-        ax.set_ylim(0, 1.12)  # room for the value labels
-        ax.set_ylabel("share judged 100% on its side")
-    else:
-        labels, values = (
-            ["win", "tie", "loss"],
-            [summary["wins"], summary["ties"], summary["losses"]],
-        )
-        ax.set_ylabel("items")
-        ax.margins(y=0.15)
-    bars = ax.bar(labels, [v or 0 for v in values], color=["#3b7dd8", "#9aa5b1", "#d8643b"])
-    for bar, value in zip(bars, values, strict=True):
-        ax.annotate(
-            show(value),
-            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-            ha="center",
-            va="bottom",
+    with chart(5, 3.2) as (fig, (ax,)):
+        if summary["evaluation"] == "controllability":
+            labels, values = (
+                ["CC_P", "CC_N", "overall"],
+                [summary["cc_p"], summary["cc_n"], summary["overall"]],
+            )
+            ax.set_ylim(0, 1.12)  # room for the value labels
+            ax.set_ylabel("share judged 100% on its side")
+        else:
+            labels, values = (
+                ["win", "tie", "loss"],
+                [summary["wins"], summary["ties"], summary["losses"]],
+            )
+            ax.set_ylabel("items")
+            ax.margins(y=0.15)
+        bars = ax.bar(labels, [v or 0 for v in values], color=[PALETTE[0], NEUTRAL, PALETTE[1]])
+        ax.bar_label(bars, [show(v) for v in values], fontsize=9)
+        failures = summary["parse_failures"]
+        ax.set_title(
+            f"{summary['evaluation']} — judge {summary['judge']} "
+            f"({summary['items']} items, {failures} unparsed)",
             fontsize=9,
         )
-    failures = summary["parse_failures"]
-    ax.set_title(
-        f"{summary['evaluation']} — judge {summary['judge']} "
-        f"({summary['items']} items, {failures} unparsed)",
-        fontsize=9,
-    )
-    fig.tight_layout()
-    atomic_write(path, lambda f: fig.savefig(f, format="png"), binary=True)
-    plt.close(fig)
+        fig.tight_layout()
+        save_png(fig, path)

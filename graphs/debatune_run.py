@@ -36,6 +36,7 @@ from moot.core.data.records import (
 )
 from moot.core.data.topics import STANCES, Topic
 from moot.core.errors import ConfigError, InputError
+from moot.core.hub.cards import Card, folder_bytes, write_card
 from moot.core.llm.ledger import UsageLedger
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
@@ -50,7 +51,7 @@ from moot.graphs.debatune_debate import (
     recursion_limit,
 )
 from moot.prompts import template_digest
-from moot.training.debatune_data import sft_records, write_sft_dataset
+from moot.training.debatune_data import INSTRUCTIONS_FILE, sft_records, write_sft_dataset
 
 PROMPTS = (
     "debatune/debater_system.j2",
@@ -60,7 +61,7 @@ PROMPTS = (
     "debatune/conclusion.j2",
 )
 # what the manifest's "versions" lists besides Python
-PACKAGES = ("moot", "langgraph", "langchain-openai", "openai", "litellm", "datasets", "xllamacpp")
+PACKAGES = ("moot", "langgraph", "openai", "litellm", "datasets", "xllamacpp")
 
 
 @dataclass(frozen=True)
@@ -252,7 +253,8 @@ async def run_debatune(
     # the dataset holds every debate in the log, this run's first (earlier runs' are kept)
     summary.dataset_records = write_sft_dataset(debate_log.load().values(), out_dir, config.seed)
     summary.seconds = time.time() - started
-    _write_manifest(out_dir, config, shard, source, summary, previous, started)
+    manifest = _write_manifest(out_dir, config, shard, source, summary, previous, started)
+    write_card(out_dir, _card(out_dir, manifest))
     return summary
 
 
@@ -591,43 +593,88 @@ def _write_manifest(
     summary: RunSummary,
     previous: dict[str, Any],
     started: float,
-) -> None:
+) -> dict[str, Any]:
     ledger = summary.ledger
     before = (
         UsageLedger.from_json(previous["ledger_total"]) if previous.get("ledger_total") else None
     )
     total = UsageLedger.merged([ledger, before]) if before else ledger
-    write_json(
-        out_dir / "manifest.json",
-        {
-            "kind": "debatune",
-            "identity": config.identity(),
-            "roles": [config.debater_a.describe(), config.debater_b.describe()],
-            "shard": str(shard),
-            "topics_source": source,
-            "counts": {
-                "debates": summary.planned,
-                "debates_ok": summary.planned
-                - sum(1 for f in summary.failures if f["kind"] == "debate")
-                - summary.tallies[-1].stopped,
-                "failures": len(summary.failures),
-                # --budget: argument lists and debates not done (the rerun does them)
-                "stopped": sum(t.stopped for t in summary.tallies),
-                "dataset_records": summary.dataset_records,
-            },
-            "failures": summary.failures,
-            "ledger": ledger.to_json(),
-            "ledger_total": total.to_json(),
-            "runs": [
-                *previous.get("runs", []),
-                {"started": started, "seconds": round(summary.seconds, 3)},
-            ],
-            "versions": package_versions(*PACKAGES),
-            "outputs": {
-                "debates": "debates.jsonl",
-                "arguments": "arguments.jsonl",
-                "dataset_jsonl": "dataset.jsonl",
-                "dataset": "dataset/",
-            },
+    manifest = {
+        "kind": "debatune",
+        "identity": config.identity(),
+        "roles": [config.debater_a.describe(), config.debater_b.describe()],
+        "shard": str(shard),
+        "topics_source": source,
+        "counts": {
+            "debates": summary.planned,
+            "debates_ok": summary.planned
+            - sum(1 for f in summary.failures if f["kind"] == "debate")
+            - summary.tallies[-1].stopped,
+            "failures": len(summary.failures),
+            # --budget: argument lists and debates not done (the rerun does them)
+            "stopped": sum(t.stopped for t in summary.tallies),
+            "dataset_records": summary.dataset_records,
         },
+        "failures": summary.failures,
+        "ledger": ledger.to_json(),
+        "ledger_total": total.to_json(),
+        "runs": [
+            *previous.get("runs", []),
+            {"started": started, "seconds": round(summary.seconds, 3)},
+        ],
+        "versions": package_versions(*PACKAGES),
+        "outputs": {
+            "debates": "debates.jsonl",
+            "arguments": "arguments.jsonl",
+            "dataset_jsonl": "dataset.jsonl",
+            "dataset": "dataset/",
+        },
+    }
+    write_json(out_dir / "manifest.json", manifest)
+    return manifest
+
+
+#: The paper's sections each template follows (for the card).
+_SECTIONS = {
+    "debatune/debater_system.j2": "DEBATunE, Section 3.1 (Debate)",
+    "debatune/arguments.j2": "DEBATunE, Section 2 (Debate Dataset: arguments per stance)",
+    "debatune/turn.j2": "DEBATunE, Section 3.1 (Debate)",
+    "debatune/conclusion_system.j2": "DEBATunE, Section 3.1 (the supporting agent concludes)",
+    "debatune/conclusion.j2": "DEBATunE, Section 3.1 (the supporting agent concludes)",
+    INSTRUCTIONS_FILE: "DEBATunE, Section 3.2 (Training: the reference's SFT instructions)",
+}
+
+
+def _card(out_dir: Path, manifest: dict[str, Any]) -> Card:
+    """The card of a debate run's dataset (`moot.core.hub.cards`)."""
+    counts = manifest["counts"]
+    models = [role["spec"] for role in manifest["roles"]]
+    return Card(
+        kind="dataset",
+        title="DEBATunE debate data",
+        summary=(
+            "Controllable controversial statements made by debate, as chat SFT records: for each "
+            "topic, stance and argument two LLM agents with opposite stances debate "
+            f"{manifest['identity']['rounds']} round(s), then the supporting agent concludes "
+            "with a statement, the record's assistant turn; the user turn is one of the "
+            "reference's instructions. Made by `moot debate` (DEBATunE, Li et al., ACL 2024, "
+            f"Section 3). Topics: `{manifest['topics_source']}`; shard {manifest['shard']}."
+        ),
+        schema="Output folder of `moot debate`",
+        sizes=[
+            ("records", counts["dataset_records"]),
+            ("debates planned / failed / stopped", _slashed(counts, "debates")),
+            ("`dataset.jsonl` bytes", (out_dir / "dataset.jsonl").stat().st_size),
+            ("folder bytes", folder_bytes(out_dir)),
+        ],
+        papers=["debatune"],
+        prompts=[(name, _SECTIONS[name]) for name in (*PROMPTS, INSTRUCTIONS_FILE)],
+        models=list(dict.fromkeys(models)),
+        ledger=manifest["ledger_total"],
+        tags=["debate", "debatune", "synthetic", "sft"],
+        data_files={"train": "dataset.jsonl"},
     )
+
+
+def _slashed(counts: dict[str, int], what: str) -> str:
+    return f"{counts[what]} / {counts['failures']} / {counts['stopped']}"

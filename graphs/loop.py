@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError, field_validator
+
 from moot.core.data.records import (
     atomic_write,
     package_versions,
@@ -32,11 +34,10 @@ from moot.core.errors import InputError
 from moot.core.metrics.debatune import SUMMARY_KEYS
 from moot.core.runs import format_cost
 from moot.core.tables import render_table, show
+from moot.core.validation import ConfigModel, problem
 
 #: What a recipe may say of the whole run (`moot run`'s flags; the command line wins).
 RUN_OPTIONS = ("budget", "prices")
-#: The keys of a recipe.
-RECIPE_KEYS = ("stages", "report", *RUN_OPTIONS)
 #: ``{name}``: the output of the stage called name.
 REFERENCE = re.compile(r"\{([^{}]*)\}")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -100,12 +101,49 @@ class Recipe:
     options: dict[str, Any] = field(default_factory=dict)
 
 
+class _StageFile(ConfigModel, extra="allow"):
+    """A stage as written: ``command:`` and that command's options (the CLI checks those)."""
+
+    command: str
+
+
+class _Controllability(ConfigModel):
+    base: str
+    tuned: str
+
+
+class _ReportFile(ConfigModel):
+    """``report:``: which stages the report compares (`REPORT_STAGES`)."""
+
+    controllability: _Controllability | None = None
+    quality: str | None = None
+    debatrix: str | None = None
+
+
+class _RecipeFile(ConfigModel):
+    """A recipe file's shape; `RUN_OPTIONS` are checked by the CLI as `moot run`'s flags."""
+
+    stages: dict[str, _StageFile]
+    report: _ReportFile | None = None
+    budget: Any = None
+    prices: Any = None
+
+    @field_validator("stages")
+    @classmethod
+    def _names(cls, stages: dict[str, _StageFile]) -> dict[str, _StageFile]:
+        for name in stages:
+            if not _NAME.fullmatch(name):
+                raise ValueError(f"stage {name!r}: a name of letters, digits, - and _ expected")
+        return stages
+
+
 def load_recipe(path: Path) -> Recipe:
     """Read and check a recipe's shape (the stages' options are the CLI's to check).
 
     Raises:
         InputError: Unreadable, not a mapping, an unknown key, a stage without ``command``, a
-            bad stage name, a reference to no earlier stage, or a bad ``report`` section.
+            bad stage name, a reference to no earlier stage, or a bad ``report`` section: one
+            line naming the file and the key.
     """
     import yaml
 
@@ -117,48 +155,36 @@ def load_recipe(path: Path) -> Recipe:
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise InputError(path, f"cannot read recipe: {str(exc).splitlines()[0]}") from None
     refuse_surrogates(path, None, data)
-    if not isinstance(data, dict) or not isinstance(data.get("stages"), dict):
+    if not isinstance(data, dict):
         raise InputError(path, "expected a mapping with `stages:` (stage name: its options)")
-    for key in data:
-        if key not in RECIPE_KEYS:
-            raise InputError(path, f"unknown key {key!r} (known: {', '.join(RECIPE_KEYS)})")
+    try:
+        shape = _RecipeFile.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(path, problem(exc, _RecipeFile)) from None
     stages: list[Stage] = []
-    for name, body in data["stages"].items():
-        where = f"stage {name}"
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
-            raise InputError(path, f"{where}: a name of letters, digits, - and _ expected")
-        if not isinstance(body, dict) or not isinstance(body.get("command"), str):
-            raise InputError(path, f"{where}: expected a mapping with `command:` (e.g. debate)")
-        options = {k: v for k, v in body.items() if k != "command"}
+    for name, body in shape.stages.items():
+        options = dict(body.model_extra or {})
         earlier = {stage.name for stage in stages}
         for ref in references(options):
             if ref not in earlier:
-                raise InputError(path, f"{where}: {{{ref}}} names no earlier stage")
-        stages.append(Stage(name, tuple(body["command"].split()), options))
+                raise InputError(path, f"stage {name}: {{{ref}}} names no earlier stage")
+        stages.append(Stage(name, tuple(body.command.split()), options))
     options = {key: data[key] for key in RUN_OPTIONS if key in data}
-    report = data.get("report") or {}
+    report = shape.report.model_dump(exclude_none=True) if shape.report else {}
     recipe = Recipe(Path(path), stages, report, hashlib.sha256(raw).hexdigest(), options)
     _check_report(recipe)
     return recipe
 
 
 def _check_report(recipe: Recipe) -> None:
+    """Each stage the report names is a stage of the recipe running the right command."""
     by_name = {stage.name: stage for stage in recipe.stages}
-    if not isinstance(recipe.report, dict):
-        raise InputError(recipe.path, "report: expected a mapping")
     for key, value in recipe.report.items():
-        if key not in REPORT_STAGES:
-            raise InputError(recipe.path, f"report: unknown key {key!r}")
-        names = value
-        if key == "controllability":
-            if not isinstance(value, dict) or set(value) != {"base", "tuned"}:
-                raise InputError(recipe.path, "report: controllability: expected base: and tuned:")
-            names = list(value.values())
-        for name in [names] if isinstance(names, str) else names:
+        for name in value.values() if isinstance(value, dict) else [value]:
             stage = by_name.get(name)
             if stage is None or " ".join(stage.command) != REPORT_STAGES[key]:
                 raise InputError(
-                    recipe.path, f"report: {key}: {name!r} is not a `{REPORT_STAGES[key]}` stage"
+                    recipe.path, f"report.{key}: {name!r} is not a `{REPORT_STAGES[key]}` stage"
                 )
 
 

@@ -45,14 +45,17 @@ CORE_LEVELS = {
     "errors": 0,
     "lazy": 0,
     "tables": 0,
+    "validation": 0,
     "llm": 1,  # errors
     "data": 2,  # errors, llm (compqa's rubric parses model output)
     "testing": 2,  # llm (the scripted server counts tokens like the model layer)
     "runs": 3,  # errors, data (ResultLog)
+    "charts": 3,  # data (atomic writes)
     "retrieval": 3,  # errors, llm, data (corpus, records)
     "metrics": 4,  # errors, llm, data
     "plan": 4,  # llm (prices), data (logs), runs (the `finished` rules)
-    "view": 3,  # errors, data (folders, records)
+    "view": 3,  # errors, llm (secrets), data (folders, records)
+    "hub": 3,  # errors, llm (secrets), data (records), tables
 }
 
 

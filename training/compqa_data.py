@@ -37,6 +37,7 @@ from moot.core.data.records import (
     write_jsonl,
 )
 from moot.core.errors import ConfigError
+from moot.core.hub.cards import Card, folder_bytes, write_card
 from moot.core.tables import render_table
 from moot.prompts import render, template_source
 from moot.training.sft_data import source_digest
@@ -72,12 +73,12 @@ class CompqaSummary:
     invalid_judgments: int = 0
     unchecked_scores: int = 0
 
-    def table(self) -> str:
-        """A plain-text table of answers read and kept per generator."""
+    def table(self, markdown: bool = False) -> str:
+        """A table of answers read and kept per generator: plain text, or Markdown."""
         rows = [("generator", "read", "kept")]
         rows += [(g, str(c["read"]), str(c["kept"])) for g, c in self.by_generator.items()]
         rows.append(("total", str(self.read), str(self.kept)))
-        return render_table(rows)
+        return render_table(rows, markdown=markdown)
 
 
 def question(object1: str, object2: str, aspect: str | None) -> str:
@@ -215,7 +216,7 @@ def _write(
     columns = {name: [record[name] for record in records] for name in features}
     datasets.Dataset.from_dict(columns, features=features).save_to_disk(str(tmp / "dataset"))
     write_json(tmp / "manifest.json", _manifest(summary, inputs))
-    (tmp / "README.md").write_text(_data_card(summary), encoding="utf-8")
+    write_card(tmp, _card(tmp, summary))
 
 
 def _manifest(summary: CompqaSummary, inputs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -242,30 +243,31 @@ def _manifest(summary: CompqaSummary, inputs: list[dict[str, Any]]) -> dict[str,
     }
 
 
-def _data_card(summary: CompqaSummary) -> str:
-    return f"""# CompQA distilled answers
-
-Comparative answers from CompQA (Nikishina et al., 2025) judged at least {summary.min_score:g} of \
-{MAX_SCORE}, as chat SFT records; built by `moot data distill-compqa`. The user turn asks "What is
-better: A or B?" (adding "Focus on <aspect>." when the question has one); the assistant turn is
-the judged answer.
-
-- records: {summary.kept}, from {summary.read} answers read
-- repeated question-and-answer pairs dropped: {summary.duplicates}
-- invalid or failed judgments skipped: {summary.invalid_judgments}
-- scores kept without a `score_dict` to check them: {summary.unchecked_scores}
-
-Answers read and kept per generator:
-
-```
-{summary.table()}
-```
-
-Files: `dataset.jsonl` and `dataset/` (`datasets.load_from_disk`) hold the same records, with
-columns `id`, `source` (`compqa:<generator>`), `generator`, `scenario`, `object1`, `object2`,
-`aspect`, `score`, `messages`, `prompt`, `completion`; `manifest.json` holds the inputs (with
-their SHA-256), the threshold and the counts per generator and scenario.
-
-Train on it with `data.train` set to this folder (`moot train sft --config ...`), or combine it
-with debate data first: `moot data mix --in <debate run> <this folder> --out <mix>`.
-"""
+def _card(tmp: Path, summary: CompqaSummary) -> Card:
+    """The distilled dataset's card (`moot.core.hub.cards`), from the folder being built."""
+    return Card(
+        kind="dataset",
+        title="CompQA distilled answers",
+        summary=(
+            "Comparative answers from CompQA's judged files that scored at least "
+            f"{summary.min_score:g} of {MAX_SCORE}, as chat SFT records, built by "
+            "`moot data distill-compqa` as CompQA (Nikishina et al., 2025) Section 4 builds its "
+            'SFT data. The user turn asks "What is better: A or B?" (adding "Focus on '
+            '<aspect>." when the question has one); the assistant turn is the judged answer. '
+            f"Repeated question-and-answer pairs dropped: {summary.duplicates}; invalid or "
+            f"failed judgments skipped: {summary.invalid_judgments}; scores kept without a "
+            f"`score_dict` to check them: {summary.unchecked_scores}."
+        ),
+        schema="Output folder of `moot data distill-compqa`",
+        sizes=[
+            ("records", summary.kept),
+            ("answers read", summary.read),
+            ("`dataset.jsonl` bytes", (tmp / "dataset.jsonl").stat().st_size),
+            ("bytes", folder_bytes(tmp)),
+        ],
+        papers=["compqa"],
+        prompts=[(QUESTION_TEMPLATE, "CompQA, Section 4 (the SFT data's questions)")],
+        tags=["compqa", "comparative-qa", "sft", "distillation"],
+        data_files={"train": "dataset.jsonl"},
+        notes=[("Answers read and kept per generator", summary.table(markdown=True))],
+    )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from moot.core.data.records import atomic_replace_dir, check_out_dir, write_json
 from moot.core.errors import ConfigError, InputError
+from moot.core.hub.cards import Card, folder_bytes, write_card
 
 KIND = "merged-model"
 
@@ -62,6 +63,43 @@ def merge_adapter(adapter_dir: Path, out_dir: Path) -> Path:
         write_json(
             folder / "manifest.json", {"kind": KIND, "adapter": str(adapter_dir), "base": base}
         )
+        parameters = sum(p.numel() for p in merged.parameters())
+        write_card(folder, merged_card(adapter_dir, base, parameters, folder_bytes(folder)))
 
     atomic_replace_dir(build, out_dir)
     return out_dir
+
+
+def merged_card(adapter_dir: Path, base: str, parameters: int, size: int) -> Card:
+    """The merged model's card (`moot.core.hub.cards`): the adapter's base and data carry over.
+
+    The Hub ids of the base and the training data are read from the adapter's own card (a
+    `moot train sft` adapter has one), else the base is named as the adapter names it.
+    """
+    from huggingface_hub import ModelCard
+
+    from moot.training.sft_card import hub_id
+
+    known: dict = {}
+    if (adapter_dir / "README.md").is_file():
+        known = ModelCard.load(adapter_dir / "README.md").data.to_dict()
+    base_id = known.get("base_model") or hub_id(base)
+    datasets = known.get("datasets") or []
+    return Card(
+        kind="model",
+        title=f"moot merged model on {base_id or base}",
+        summary=(
+            f"The LoRA adapter `{adapter_dir}` merged into its base `{base_id or base}` by "
+            "`moot train merge` (peft's `merge_and_unload`): one plain transformers model folder "
+            "that `moot generate`, vLLM or any OpenAI-compatible server loads without peft; the "
+            "tokenizer and its chat template come with it."
+        ),
+        schema="Output folder of `moot train merge`",
+        sizes=[("parameters", parameters), ("bytes", size)],
+        models=[base_id or base],
+        tags=["sft", "merged", "moot-sft"],
+        base_model=base_id,
+        datasets=datasets if isinstance(datasets, list) else [datasets],
+        library_name="transformers",
+        inputs=[adapter_dir],
+    )

@@ -27,6 +27,7 @@ from moot.core.data.records import (
     write_jsonl,
 )
 from moot.core.errors import ConfigError
+from moot.core.hub.cards import Card, folder_bytes, write_card
 from moot.core.tables import render_table
 from moot.training.sft_data import read_sft_rows, sft_features, source_digest
 
@@ -183,44 +184,39 @@ def _write(
         "outputs": {"dataset": "dataset/", **{name: f"{name}.jsonl" for name in splits}},
     }
     write_json(tmp / "manifest.json", manifest)
-    (tmp / "README.md").write_text(_data_card(summary, options), encoding="utf-8")
+    write_card(tmp, _card(tmp, summary, options))
 
 
-def _data_card(summary: MixSummary, options: dict[str, Any]) -> str:
+def _card(tmp: Path, summary: MixSummary, options: dict[str, Any]) -> Card:
+    """The mix's card (`moot.core.hub.cards`), from the folder being built."""
     fraction = options["eval_fraction"]
-    files = (
-        "a DatasetDict with splits `train` and `eval`; the same rows as `train.jsonl` and "
-        "`eval.jsonl`"
-        if fraction
-        else "a DatasetDict with split `train` only, as the eval fraction is 0; the same rows "
-        "as `train.jsonl`"
+    splits = {"train": "train.jsonl", **({"eval": "eval.jsonl"} if fraction else {})}
+    return Card(
+        kind="dataset",
+        title="SFT data mix",
+        summary=(
+            f"Chat SFT rows combined by `moot data mix` from {len(summary.sources)} input(s): "
+            "deduplicated on their messages (whitespace collapsed, the first occurrence kept), "
+            "weighted, and split by a seeded hash of each row's id "
+            f"(seed {options['seed']}, eval fraction {fraction:g})."
+        ),
+        schema="Output folder of `moot data mix`",
+        sizes=[
+            ("records", summary.train + summary.eval),
+            ("train / eval rows", f"{summary.train} / {summary.eval}"),
+            ("duplicates dropped", summary.duplicates),
+            ("bytes", folder_bytes(tmp)),
+        ],
+        tags=["sft", "moot-mix"],
+        data_files=splits,
+        notes=[
+            ("Inputs", summary.table(markdown=True)),
+            (
+                "Train on it",
+                "Set `data.train` to this folder in the config of `moot train sft --config "
+                "FILE`; without `data.eval`, its `eval` split is used.\n\n"
+                f"```yaml\ndata:\n  train: {summary.out_dir}\n```",
+            ),
+        ],
+        inputs=[s["source"] for s in summary.sources],
     )
-    return f"""# SFT data mix
-
-Built by `moot data mix` from {len(summary.sources)} input(s); rows are deduplicated on their
-messages (whitespace collapsed, the first occurrence kept), weighted, and split by a seeded hash
-of their id.
-
-- seed: {options["seed"]}; eval fraction: {fraction:g}
-- train rows: {summary.train}; eval rows: {summary.eval}
-- rows dropped as duplicates: {summary.duplicates}
-
-`rows` counts the rows read from each input; `train` and `eval` count the rows written, copies
-made by weights above 1 included.
-
-{summary.table(markdown=True)}
-
-Columns: `id` (the row's own id, or a hash of its messages), `source` (where the row came from),
-`messages` (`[{{"role", "content"}}]`, the assistant's turn last).
-
-Files: `dataset/` (`datasets.load_from_disk`: {files}); `manifest.json` (inputs with their
-SHA-256, weights, seed, counts).
-
-Train on it: set `data.train` to this folder in the config of `moot train sft --config FILE`;
-without `data.eval`, the `eval` split is used for evaluation.
-
-```yaml
-data:
-  train: {summary.out_dir}
-```
-"""

@@ -1,25 +1,25 @@
 """The configuration of an SFT run (full or LoRA): a YAML file over a preset, with overrides.
 
 Layers, later ones winning: the field defaults, the preset the file names (``preset:``), the file,
-then command-line overrides such as ``training.learning_rate=1e-5``. Every key and value is
-checked before anything is loaded, so a typo is a one-line error, not a traceback an hour in.
+then command-line overrides such as ``training.learning_rate=1e-5``. The merged tree is checked
+by the pydantic models below (`moot.core.validation`) before anything is loaded, so a typo is one
+line naming the file and the key, not a traceback an hour in.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
-import types
-import typing
+import importlib.util
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from moot.core.errors import ConfigError
+from moot.core.validation import ConfigModel, YamlFloat, problem
 
 PRESETS = (
     "debatune-llama2",
@@ -29,9 +29,31 @@ PRESETS = (
     "compqa-distill",
 )
 
+#: ``training.report_to`` names (transformers' integrations) and the package each needs:
+#: (module to find, what to pip install).
+REPORTERS = {
+    "tensorboard": ("tensorboard", "tensorboard"),
+    "wandb": ("wandb", "wandb"),
+    "trackio": ("trackio", "trackio"),
+    "mlflow": ("mlflow", "mlflow"),
+    "comet_ml": ("comet_ml", "comet-ml"),
+    "clearml": ("clearml", "clearml"),
+    "dvclive": ("dvclive", "dvclive"),
+    "neptune": ("neptune", "neptune"),
+    "swanlab": ("swanlab", "swanlab"),
+    "codecarbon": ("codecarbon", "codecarbon"),
+}
 
-@dataclass(frozen=True)
-class ModelConfig:
+#: Keys of ``training`` that change where a run is watched, not what it trains.
+WATCHING = ("report_to", "run_name")
+
+#: Where the trainer's logs go in the run folder (TensorBoard's event files).
+LOGS = "logs"
+
+Strategy = Literal["steps", "epoch", "no"]
+
+
+class ModelConfig(ConfigModel):
     """The base model.
 
     Args:
@@ -50,14 +72,29 @@ class ModelConfig:
 
     base: str | None = None
     init: dict[str, Any] | None = None
-    tokenizer_vocab: int = 1024
+    tokenizer_vocab: int = Field(1024, gt=0)
     chat_template: str | None = None
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     attn_implementation: str | None = None
 
+    @field_validator("init")
+    @classmethod
+    def _init_names_its_type(cls, init: dict[str, Any] | None) -> dict[str, Any] | None:
+        if init is not None and "model_type" not in init:
+            raise ValueError("needs a model_type (e.g. llama)")
+        return init
 
-@dataclass(frozen=True)
-class DataConfig:
+    @field_validator("chat_template")
+    @classmethod
+    def _known_family(cls, name: str | None) -> str | None:
+        from moot.training.chat_templates import FAMILIES
+
+        if name is not None and name not in FAMILIES:
+            raise ValueError(f"unknown chat template {name!r} (known: {', '.join(FAMILIES)})")
+        return name
+
+
+class DataConfig(ConfigModel):
     """The training data.
 
     Args:
@@ -70,14 +107,13 @@ class DataConfig:
         overlong: What to do with longer samples: ``truncate`` (keep the start) or ``drop``.
     """
 
-    train: str = ""
+    train: str = Field(min_length=1)
     eval: str | None = None
-    max_length: int = 2048
+    max_length: int = Field(2048, gt=0)
     overlong: Literal["truncate", "drop"] = "truncate"
 
 
-@dataclass(frozen=True)
-class LoraSettings:
+class LoraSettings(ConfigModel):
     """The LoRA adapter (peft ``LoraConfig``); used only with ``training.method: lora``.
 
     Args:
@@ -89,19 +125,18 @@ class LoraSettings:
             (when both are present).
     """
 
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
+    r: int = Field(16, gt=0)
+    alpha: int = Field(32, gt=0)
+    dropout: YamlFloat = Field(0.05, ge=0, lt=1)
     target_modules: list[str] | str = "all-linear"
     qlora: bool | Literal["auto"] = False
 
 
-@dataclass(frozen=True)
-class TrainingSettings:
-    """The optimisation (trl ``SFTConfig``).
+class TrainingSettings(ConfigModel):
+    """The optimisation (trl ``SFTConfig``, transformers ``TrainingArguments``).
 
     Args:
-        output_dir: Run folder: checkpoints, the trained weights, the manifest.
+        output_dir: Run folder: checkpoints, the trained weights, the logs, the manifest.
         method: ``lora`` (train a LoRA adapter, written to ``adapter/``) or ``full`` (train every
             weight, written as a whole model to ``model/``).
         epochs: Passes over the training data.
@@ -110,42 +145,100 @@ class TrainingSettings:
         lr_scheduler: A transformers scheduler name (``cosine``, ``linear``, ``constant``...).
         warmup_ratio: Share of the steps spent warming up.
         weight_decay: AdamW weight decay.
+        optim: A transformers optimizer name (``adamw_torch``, ``adafactor``, ``sgd``...,
+            transformers' ``OptimizerNames``); None: transformers' default (``adamw_torch_fused``).
+        max_grad_norm: Gradients are clipped to this norm (0: no clipping).
         per_device_batch_size: Samples per process per forward pass.
         effective_batch_size: Samples per optimizer step over all processes; gradient
             accumulation makes up the difference. None: no accumulation.
         packing: Pack samples into ``max_length`` blocks (best-fit, padding-free).
         padding_free: Flatten each batch into one sequence without padding (needs FlashAttention
             without packing).
-        activation_checkpointing: Recompute activations in the backward pass to save memory.
+        activation_checkpointing: Recompute activations in the backward pass to save memory
+            (transformers' gradient checkpointing, under its v5 name).
         precision: ``auto`` (bf16 on GPUs that have it, else fp32), ``fp32``, ``bf16``, ``fp16``.
         seed: Seed of the initialisation, the data order and dropout.
+        logging_strategy: Log the loss every ``logging_steps`` steps, every epoch, or never.
         logging_steps: Log the loss every this many steps.
-        save_steps: Checkpoint every this many steps (None: every epoch).
+        eval_strategy: Evaluate every ``eval_steps`` steps, every epoch, or never; None: steps
+            when ``eval_steps`` is set, else every epoch (with eval data; without, never).
+        eval_steps: Evaluate every this many steps.
+        save_strategy: Checkpoint every ``save_steps`` steps, every epoch, or never (then a
+            killed run starts over); None: steps when ``save_steps`` is set, else every epoch.
+        save_steps: Checkpoint every this many steps.
         save_total_limit: Checkpoints kept.
+        report_to: Experiment trackers the trainer logs to (transformers' integrations:
+            ``tensorboard``, ``wandb``, ``trackio``, ``mlflow``...); each one's package must be
+            installed. ``[]`` or ``none``: none.
+        run_name: The run's name in the trackers; None: the output folder's name.
     """
 
-    output_dir: str = ""
+    output_dir: str = Field(min_length=1)
     method: Literal["lora", "full"] = "lora"
-    epochs: float = 3.0
+    epochs: YamlFloat = Field(3.0, gt=0)
     max_steps: int = -1
-    learning_rate: float = 2e-5
+    learning_rate: YamlFloat = Field(2e-5, gt=0)
     lr_scheduler: str = "cosine"
-    warmup_ratio: float = 0.03
-    weight_decay: float = 0.0
-    per_device_batch_size: int = 4
-    effective_batch_size: int | None = None
+    warmup_ratio: YamlFloat = Field(0.03, ge=0, lt=1)
+    weight_decay: YamlFloat = 0.0
+    optim: str | None = None
+    max_grad_norm: YamlFloat = Field(1.0, ge=0)
+    per_device_batch_size: int = Field(4, gt=0)
+    effective_batch_size: int | None = Field(None, gt=0)
     packing: bool = False
     padding_free: bool = False
     activation_checkpointing: bool = True
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     seed: int = 42
-    logging_steps: int = 10
-    save_steps: int | None = None
-    save_total_limit: int = 2
+    logging_strategy: Strategy = "steps"
+    logging_steps: int = Field(10, gt=0)
+    eval_strategy: Strategy | None = None
+    eval_steps: int | None = Field(None, gt=0)
+    save_strategy: Strategy | None = None
+    save_steps: int | None = Field(None, gt=0)
+    save_total_limit: int = Field(2, gt=0)
+    report_to: list[str] = []
+    run_name: str | None = None
+
+    @field_validator("max_steps")
+    @classmethod
+    def _steps(cls, steps: int) -> int:
+        if steps == 0 or steps < -1:
+            raise ValueError(f"must be -1 (all epochs) or more than 0, got {steps}")
+        return steps
+
+    @field_validator("report_to", mode="before")
+    @classmethod
+    def _one_or_none(cls, value: Any) -> Any:
+        """``report_to: tensorboard`` is a list of one; ``none`` (transformers' word) is none."""
+        if value == "none" or value is None:
+            return []
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("report_to")
+    @classmethod
+    def _installed(cls, names: list[str]) -> list[str]:
+        """A tracker is refused here, before torch loads, if its package is missing."""
+        for name in names:
+            if name not in REPORTERS:
+                raise ValueError(f"unknown tracker {name!r} (known: {', '.join(REPORTERS)})")
+            module, package = REPORTERS[name]
+            if importlib.util.find_spec(module) is None:
+                raise ValueError(
+                    f"{name} needs the {package} package, which is not installed "
+                    f"(pip install {package})"
+                )
+        return names
+
+    def strategy(self, what: Literal["eval", "save"]) -> str:
+        """The ``eval`` or ``save`` strategy in force: as given, else by whether steps are set."""
+        given = getattr(self, f"{what}_strategy")
+        if given is not None:
+            return given
+        return "steps" if getattr(self, f"{what}_steps") is not None else "epoch"
 
 
-@dataclass(frozen=True)
-class SFTRunConfig:
+class SFTRunConfig(ConfigModel):
     """A whole SFT run. See docs/cli.md (``moot train sft``) for the YAML form.
 
     Example:
@@ -156,14 +249,71 @@ class SFTRunConfig:
     """
 
     preset: str | None = None
-    model: ModelConfig = field(default_factory=ModelConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    lora: LoraSettings = field(default_factory=LoraSettings)
-    training: TrainingSettings = field(default_factory=TrainingSettings)
+    model: ModelConfig = ModelConfig()
+    data: DataConfig
+    lora: LoraSettings = LoraSettings()
+    training: TrainingSettings
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SFTRunConfig:
+        if (self.model.base is None) == (self.model.init is None):
+            raise ValueError("set exactly one of model.base and model.init")
+        if self.training.method == "full" and self.lora.qlora is True:
+            raise ValueError("lora.qlora needs training.method lora (a 4-bit base is frozen)")
+        training = self.training
+        for what in ("eval", "save"):
+            strategy, steps = (
+                getattr(training, f"{what}_strategy"),
+                getattr(training, f"{what}_steps"),
+            )
+            if strategy == "steps" and steps is None:
+                raise ValueError(f"training.{what}_strategy steps needs training.{what}_steps")
+            if strategy not in (None, "steps") and steps is not None:
+                raise ValueError(
+                    f"training.{what}_steps needs training.{what}_strategy steps (or none), "
+                    f"not {strategy}"
+                )
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         """The configuration as plain data (what the manifest records)."""
-        return dataclasses.asdict(self)
+        return self.model_dump()
+
+    def trained_settings(self) -> dict[str, Any]:
+        """`to_dict` less the keys that only say where the run is watched (`WATCHING`).
+
+        A run folder is claimed for these: resuming with a tracker added or renamed is the same
+        run.
+        """
+        settings = self.to_dict()
+        for key in WATCHING:
+            del settings["training"][key]
+        return settings
+
+    def claimed_by(self, claimed: dict[str, Any]) -> bool:
+        """Whether `claimed` (a folder's recorded `trained_settings`) is this configuration.
+
+        A key the recorded settings lack was added to moot after the run began: it matches
+        while it holds its default, so a run folder survives an upgrade.
+        """
+        current = json.loads(json.dumps(self.trained_settings()))
+        for section, values in current.items():
+            if not isinstance(values, dict):
+                if claimed.get(section) != values:
+                    return False
+                continue
+            fields = type(getattr(self, section)).model_fields
+            recorded = claimed.get(section) or {}
+            for key, value in values.items():
+                if key in recorded:
+                    expected = recorded[key]
+                elif fields[key].is_required():
+                    return False
+                else:
+                    expected = fields[key].get_default(call_default_factory=True)
+                if json.loads(json.dumps(expected)) != value:
+                    return False
+        return True
 
     def gradient_accumulation(self, processes: int) -> int:
         """Accumulation steps that make up `effective_batch_size` on `processes` processes.
@@ -183,12 +333,8 @@ class SFTRunConfig:
         return wanted // per_step
 
 
-_SECTION_TYPES = {
-    "model": ModelConfig,
-    "data": DataConfig,
-    "lora": LoraSettings,
-    "training": TrainingSettings,
-}
+#: The sections of a config file, each a mapping.
+SECTIONS = ("model", "data", "lora", "training")
 
 
 def load_sft_config(path: Path | str | None, overrides: Sequence[str] = ()) -> SFTRunConfig:
@@ -201,7 +347,7 @@ def load_sft_config(path: Path | str | None, overrides: Sequence[str] = ()) -> S
 
     Raises:
         ConfigError: An unreadable file, an unknown preset, section or key, a value of the wrong
-            type, or a missing required value.
+            type, or a missing required value: one line naming the file and the key.
     """
     where = str(path) if path else "config"
     tree = _read_yaml(Path(path)) if path else {}
@@ -210,19 +356,15 @@ def load_sft_config(path: Path | str | None, overrides: Sequence[str] = ()) -> S
         if not sep or not key.strip():
             raise ConfigError(f"override {override!r}: expected section.key=value")
         _assign(tree, key.strip(), _yaml_value(text, override), override)
-    preset = tree.pop("preset", None)
+    preset = tree.get("preset")
     if preset is not None:
         tree = _merge(_preset(preset, where), tree)
-    sections = {}
-    for name, values in tree.items():
-        if name not in _SECTION_TYPES:
-            raise ConfigError(f"{where}: unknown section {name!r}{_hint(name, _SECTION_TYPES)}")
-        if not isinstance(values, dict):
-            raise ConfigError(f"{where}: section {name!r} must be a mapping")
-        sections[name] = _build(_SECTION_TYPES[name], values, f"{where}: {name}")
-    config = SFTRunConfig(preset=preset, **sections)
-    _check(config, where)
-    return config
+    for name in SECTIONS:  # a section left out is all defaults (or its required keys missing)
+        tree.setdefault(name, {})
+    try:
+        return SFTRunConfig.model_validate(tree)
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: {problem(exc, SFTRunConfig)}") from None
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -276,113 +418,3 @@ def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
         else:
             merged[key] = value
     return merged
-
-
-def _build(cls: type, values: dict[str, Any], where: str) -> Any:
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    hints = typing.get_type_hints(cls)
-    built = {}
-    for key, value in values.items():
-        if key not in fields:
-            raise ConfigError(f"{where}: unknown key {key!r}{_hint(key, fields)}")
-        value = _number(value) if _fits(0.5, hints[key]) else value
-        if not _fits(value, hints[key]):
-            raise ConfigError(f"{where}.{key}: expected {_describe(hints[key])}, got {value!r}")
-        built[key] = float(value) if hints[key] is float else value
-    return cls(**built)
-
-
-def _number(value: Any) -> Any:
-    """YAML reads ``2e-5`` as text (it wants ``2.0e-5``); a float field takes it as a number."""
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return value
-    return value
-
-
-def _fits(value: Any, kind: Any) -> bool:
-    """Whether a YAML value fits a field's annotation."""
-    origin = typing.get_origin(kind)
-    if origin in (typing.Union, types.UnionType):
-        return any(_fits(value, option) for option in typing.get_args(kind))
-    if origin is Literal:
-        return any(value == option and type(value) is type(option) for option in kind.__args__)
-    if origin is list:
-        (item,) = typing.get_args(kind)
-        return isinstance(value, list) and all(_fits(v, item) for v in value)
-    if origin is dict:
-        return isinstance(value, dict)
-    if kind is type(None):
-        return value is None
-    if kind is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if kind is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, kind)
-
-
-def _describe(kind: Any) -> str:
-    origin = typing.get_origin(kind)
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_describe(option) for option in typing.get_args(kind))
-    if origin is Literal:
-        return " or ".join(repr(option) for option in kind.__args__)
-    if origin is list:
-        return f"a list of {_describe(typing.get_args(kind)[0])}"
-    if origin is dict:
-        return "a mapping"
-    return "null" if kind is type(None) else {"str": "text"}.get(kind.__name__, kind.__name__)
-
-
-def _hint(name: str, known: typing.Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, list(known), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _check(config: SFTRunConfig, where: str) -> None:
-    """Required values and ranges that the types alone do not catch."""
-    model, data, lora, training = config.model, config.data, config.lora, config.training
-    if (model.base is None) == (model.init is None):
-        raise ConfigError(f"{where}: set exactly one of model.base and model.init")
-    if model.init is not None and "model_type" not in model.init:
-        raise ConfigError(f"{where}: model.init needs a model_type (e.g. llama)")
-    if not data.train:
-        raise ConfigError(f"{where}: data.train is required")
-    if not training.output_dir:
-        raise ConfigError(f"{where}: training.output_dir is required")
-    positive = {
-        "data.max_length": data.max_length,
-        "lora.r": lora.r,
-        "lora.alpha": lora.alpha,
-        "training.epochs": training.epochs,
-        "training.learning_rate": training.learning_rate,
-        "training.per_device_batch_size": training.per_device_batch_size,
-        "training.logging_steps": training.logging_steps,
-        "training.save_total_limit": training.save_total_limit,
-        "model.tokenizer_vocab": model.tokenizer_vocab,
-    }
-    if training.effective_batch_size is not None:
-        positive["training.effective_batch_size"] = training.effective_batch_size
-    if training.save_steps is not None:
-        positive["training.save_steps"] = training.save_steps
-    for key, value in positive.items():
-        if value <= 0:
-            raise ConfigError(f"{where}: {key} must be more than 0, got {value}")
-    for key, value in {
-        "lora.dropout": lora.dropout,
-        "training.warmup_ratio": training.warmup_ratio,
-    }.items():
-        if not 0 <= value < 1:
-            raise ConfigError(f"{where}: {key} must be in [0, 1), got {value}")
-    if training.max_steps == 0 or training.max_steps < -1:
-        raise ConfigError(f"{where}: training.max_steps must be -1 (all epochs) or more than 0")
-    if training.method == "full" and lora.qlora is True:
-        raise ConfigError(
-            f"{where}: lora.qlora needs training.method lora (a 4-bit base is frozen)"
-        )
-    if model.chat_template is not None:
-        from moot.training.chat_templates import chat_family
-
-        chat_family(model.chat_template)

@@ -23,7 +23,7 @@ from typing import Any
 from moot.core.data.records import atomic_replace_dir, package_versions, write_json
 from moot.core.errors import ConfigError, InputError
 from moot.training.chat_templates import ChatFamily, chat_family, has_generation_markers
-from moot.training.sft_config import SFTRunConfig
+from moot.training.sft_config import LOGS, SFTRunConfig
 from moot.training.sft_data import load_sft_dataset, read_sft_rows
 
 SCRATCH_WAIT = 600.0  # seconds other processes wait for the main one to build a scratch base
@@ -237,6 +237,7 @@ def build_trainer(
         peft_config=_lora_config(config),
     )
     trainer.add_callback(_completion_callback(config.training.save_total_limit))
+    _tensorboard_logs(trainer, out / LOGS)
     if not progress:
         from transformers.trainer_callback import PrinterCallback
 
@@ -331,12 +332,16 @@ def _scratch_base(config: SFTRunConfig, family: ChatFamily | None, rows: Any, fo
 
 def _claim(out: Path, config: SFTRunConfig, data: dict[str, str | None]) -> str:
     """Claim `out` for this configuration and data (``.moot/train.json``); return the identity."""
-    settings = config.to_dict()
+    settings = config.trained_settings()
     text = json.dumps({"config": settings, "data": data}, sort_keys=True)
     identity = hashlib.sha256(text.encode()).hexdigest()[:16]
     path = out / ".moot" / "train.json"
     if path.exists():
-        if json.loads(path.read_text(encoding="utf-8")).get("identity") != identity:
+        claim = json.loads(path.read_text(encoding="utf-8"))
+        same = claim.get("identity") == identity or (
+            claim.get("data") == data and config.claimed_by(claim.get("config") or {})
+        )
+        if not same:
             raise ConfigError(
                 f"{out} holds a training run of another configuration or other data; use a new "
                 "training.output_dir"
@@ -376,11 +381,17 @@ def check_inputs(config: SFTRunConfig) -> dict[str, str | None]:
 
     Raises:
         InputError: Unusable training or eval data (see `read_sft_rows`).
-        ConfigError: A base model that is not on this machine, or a hub dataset that cannot be
-            loaded.
+        ConfigError: A base model that is not on this machine, a hub dataset that cannot be
+            loaded, or an evaluation schedule without eval data.
     """
     _check_base(config)
     eval_source = _eval_source(config)
+    training = config.training
+    if not eval_source and (training.eval_steps or training.eval_strategy not in (None, "no")):
+        raise ConfigError(
+            "training.eval_strategy and eval_steps need eval data: set data.eval, or train on a "
+            "moot data mix folder with an eval split"
+        )
     rows = {"train": read_sft_rows(config.data.train, split="train")}
     if eval_source:
         rows["eval"] = read_sft_rows(eval_source, split=_eval_split(eval_source))
@@ -428,6 +439,9 @@ def _sft_args(config: SFTRunConfig, out: Path, has_eval: bool, progress: bool) -
     if precision != "fp32" and not cuda:
         raise ConfigError(f"training.precision {precision} needs a GPU here; use fp32 or auto")
     processes = int(os.environ.get("WORLD_SIZE", "1"))
+    options: dict[str, Any] = {}
+    if training.optim is not None:  # else transformers' own default
+        options["optim"] = _optimizer(training.optim)
     return SFTConfig(
         output_dir=str(out / "checkpoints"),
         num_train_epochs=training.epochs,
@@ -436,6 +450,7 @@ def _sft_args(config: SFTRunConfig, out: Path, has_eval: bool, progress: bool) -
         lr_scheduler_type=training.lr_scheduler,
         warmup_steps=training.warmup_ratio,  # a float below 1 is a ratio of all steps
         weight_decay=training.weight_decay,
+        max_grad_norm=training.max_grad_norm,
         per_device_train_batch_size=training.per_device_batch_size,
         per_device_eval_batch_size=training.per_device_batch_size,
         gradient_accumulation_steps=config.gradient_accumulation(processes),
@@ -449,16 +464,48 @@ def _sft_args(config: SFTRunConfig, out: Path, has_eval: bool, progress: bool) -
         use_cpu=not cuda,
         seed=training.seed,
         data_seed=training.seed,
+        logging_strategy=training.logging_strategy,
         logging_steps=training.logging_steps,
-        save_strategy="steps" if training.save_steps else "epoch",
-        save_steps=training.save_steps or 500,
+        save_strategy=training.strategy("save"),
+        save_steps=training.save_steps or 500,  # read only with the steps strategy
         save_total_limit=None,  # the completion callback rotates, after marking
-        eval_strategy="epoch" if has_eval else "no",
+        eval_strategy=training.strategy("eval") if has_eval else "no",
+        eval_steps=training.eval_steps,
         include_num_input_tokens_seen="non_padding",
-        report_to=[],
+        report_to=list(training.report_to),
+        run_name=training.run_name or out.name,
         disable_tqdm=not progress,
         ddp_find_unused_parameters=False,
+        **options,
     )
+
+
+def _optimizer(name: str) -> str:
+    """`name` if transformers knows the optimizer (its ``OptimizerNames``), else a ConfigError."""
+    from transformers.training_args import OptimizerNames
+
+    from moot.core.validation import did_you_mean
+
+    known = [member.value for member in OptimizerNames]
+    if name not in known:
+        raise ConfigError(
+            f"training.optim: unknown optimizer {name!r}{did_you_mean(name, known)} "
+            "(transformers' OptimizerNames)"
+        )
+    return name
+
+
+def _tensorboard_logs(trainer: Any, folder: Path) -> None:
+    """Point the TensorBoard callback at `folder` (``OUT/logs``), not ``checkpoints/runs/<time>``.
+
+    The callback's only setting is the ``TENSORBOARD_LOGGING_DIR`` variable; one set by the user
+    wins. A resumed run adds an event file to the same folder, so its curve goes on.
+    """
+    from transformers.integrations import TensorBoardCallback
+
+    for callback in trainer.callback_handler.callbacks:
+        if isinstance(callback, TensorBoardCallback) and callback.logging_dir is None:
+            callback.logging_dir = str(folder)
 
 
 def _tokenizer(base: str, family: ChatFamily | None) -> Any:

@@ -1,12 +1,13 @@
 """Several endpoints for one model: litellm's Router spreads the requests, moot keeps debates put.
 
 A model served by several replicas (``--api-base A,B,C``) is one litellm ``Router`` model group,
-one deployment per endpoint. The Router picks an endpoint for each request (``simple-shuffle``:
-at random, weighted by each deployment's ``weight``), takes an endpoint that fails out for
-`COOLDOWN_SECONDS` once it fails more than `ALLOWED_FAILS` times in a minute, and tries it
-again after that. Its ``session_affinity`` check sends every request of one session to the
-endpoint the session's first request went to, so the server's prefix cache keeps the session's
-transcript.
+one deployment per endpoint; a ``--router`` file (`moot.core.llm.router_file`) gives the
+deployments and the Router's settings instead. The Router picks an endpoint for each request
+(``simple-shuffle``: at random, weighted by each deployment's ``weight``), takes an endpoint out
+for `COOLDOWN_SECONDS` once it failed `MAX_FAILS` times, each within the cooldown of the one
+before (``--endpoint-cooldown``, ``--endpoint-max-fails``), and tries it again after that.
+Its ``session_affinity`` check sends every request of one session to the endpoint the session's
+first request went to, so the server's prefix cache keeps the session's transcript.
 
 A session is one work item of the run engine (`moot.core.runs.run_items` sets `SESSION` to the
 item's id around its task), so one debate stays on one endpoint.
@@ -32,9 +33,10 @@ from moot.core.llm.spec import ModelSpec, public_url
 #: The work item (its id) whose requests are being sent: requests of one item share an endpoint.
 SESSION: contextvars.ContextVar[str | None] = contextvars.ContextVar("moot_session", default=None)
 
-#: Failures of one endpoint in a minute it may have before it is taken out (litellm's v1 rule:
-#: out once the count passes this).
-ALLOWED_FAILS = 1
+#: Failures that take an endpoint out, each within the cooldown of the one before (litellm counts
+#: them with the cooldown as time to live, and takes it out once the count passes its
+#: ``allowed_fails``, this less one).
+MAX_FAILS = 2
 
 #: Seconds an endpoint that failed stays out before requests are sent to it again.
 COOLDOWN_SECONDS = 30.0
@@ -56,33 +58,39 @@ def sticky(key: str) -> Iterator[None]:
 def build_router(spec: ModelSpec, api_key: str | None) -> Any:
     """A litellm ``Router`` with one deployment per endpoint of `spec`, deployment ids 0, 1, ...
 
-    Each deployment sends its requests with no retries of its own (moot's retry loop is the one)
-    and with its key: `api_key`, else the placeholder ``EMPTY`` (never a provider's own key,
-    which litellm would otherwise send). No ``max_parallel_requests``: litellm refuses a request
-    over it (a 429, which also takes the endpoint out) instead of queueing it; `ModelClient`
-    bounds the model's requests itself.
+    The deployments are `spec`'s endpoints, or its ``--router`` file's (`ModelSpec.router`),
+    whose own keys and parameters they keep. Each sends its requests with no retries of its own
+    (moot's retry loop is the one) and with its key: the file's, else `api_key`, else the
+    placeholder ``EMPTY`` (never a provider's own key, which litellm would otherwise send). No
+    ``max_parallel_requests``: litellm refuses a request over it (a 429, which also takes the
+    endpoint out) instead of queueing it; `ModelClient` bounds the model's requests itself.
+
+    The cooldown is `spec`'s, else the file's, else `COOLDOWN_SECONDS` and `MAX_FAILS`. The
+    failures allowed are set on each deployment as well as on the Router: litellm reads a
+    Router-wide value equal to its own default (3) as unset, and then applies another rule.
     """
     from moot.core.llm.litellm_import import litellm
 
+    group = spec.router
+    settings: dict[str, Any] = {"routing_strategy": "simple-shuffle"}
+    settings.update(group.settings if group is not None else {})
+    filed = settings.pop("allowed_fails", None)
+    max_fails = spec.max_fails or (filed + 1 if filed is not None else MAX_FAILS)
+    settings["cooldown_time"] = spec.cooldown or settings.get("cooldown_time") or COOLDOWN_SECONDS
+    given = group.deployments if group is not None else [{} for _ in spec.endpoints]
     deployments = []
-    for index, url in enumerate(spec.endpoints):
-        params: dict[str, Any] = {
-            "model": spec.name,
-            "api_base": url,
-            "api_key": api_key or "EMPTY",
-            "timeout": spec.timeout,
-            "max_retries": 0,
-        }
-        deployments.append(
-            {"model_name": spec.name, "litellm_params": params, "model_info": {"id": str(index)}}
-        )
+    for index, (url, own) in enumerate(zip(spec.endpoints, given, strict=True)):
+        params: dict[str, Any] = {"model": spec.name, "api_key": api_key or "EMPTY", **own}
+        params.update(api_base=url, timeout=spec.timeout, max_retries=0)
+        params.pop("num_retries", None)  # 0 if given: the Router's is 0
+        info = {"id": str(index), "allowed_fails": max_fails - 1}
+        deployments.append({"model_name": spec.name, "litellm_params": params, "model_info": info})
     return litellm.Router(
         model_list=deployments,
-        routing_strategy="simple-shuffle",
+        **settings,
         num_retries=0,
         retry_after=0,
-        allowed_fails=ALLOWED_FAILS,
-        cooldown_time=COOLDOWN_SECONDS,
+        allowed_fails=max_fails - 1,
         optional_pre_call_checks=["session_affinity"],
         deployment_affinity_ttl_seconds=PIN_SECONDS,
     )

@@ -44,6 +44,7 @@ def classify(exc: Exception, spec: ModelSpec, api_base: str | None, key: str | N
     shown = where(spec, api_base)
     urls = [*spec.endpoints, *([api_base] if api_base else [])]
     secrets = [key, *(secret for url in urls for secret in url_secrets(url))]
+    secrets += spec.router.secrets() if spec.router is not None else []
 
     def clean(text: str) -> str:  # an SDK message must never carry a secret into a log
         text = " ".join(str(text).split())[:300]

@@ -7,12 +7,13 @@ the request's identity, a token and cost ledger per role and stage, context-wind
 optional budget (`ModelClient` refuses a paid call that could pass it: `BudgetReached`).
 
 Transports: OpenAI-compatible servers (OpenAI, vLLM, llama.cpp, the embedded model) go through
-langchain-openai's ``ChatOpenAI``, which resolves the client configuration; the hot path calls its
-underlying async OpenAI client directly, because ``ChatOpenAI.ainvoke`` adds about 2 ms of callback
-machinery per call (measured against the raw SDK on loopback). Other providers go through
-``litellm.acompletion``, and a model with several endpoints through a litellm ``Router``
-(`moot.core.llm.endpoints`: spread, one debate per endpoint, failing endpoints taken out for a
-while). All run with their own retries off, so there is exactly one retry loop.
+the OpenAI SDK's ``AsyncOpenAI`` client, one per endpoint, with an HTTP transport of ours that is
+the request's deadline (no LangChain chat model: ``ChatOpenAI.ainvoke`` adds about 2 ms of
+callback machinery per call, and building one also builds a sync client moot never uses). Other
+providers go through ``litellm.acompletion``, and a model with several endpoints (or a
+``--router`` file) through a litellm ``Router`` (`moot.core.llm.endpoints`: spread, one debate
+per endpoint, failing endpoints taken out for a while). All run with their own retries off, so
+there is exactly one retry loop.
 """
 
 from __future__ import annotations
@@ -527,25 +528,28 @@ class _OpenAITransport(_Transport):
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop `_create` is bound to
 
     def _connect(self) -> Callable[..., Any]:
-        """A fresh async client's ``chat.completions.create``."""
-        import httpx
-        from langchain_openai import ChatOpenAI
+        """A fresh async client's ``chat.completions.create``.
 
-        # Our own HTTP client: langchain-openai otherwise shares one per endpoint process-wide,
-        # whose pooled connections die with the event loop that opened them.
+        The OpenAI SDK's own client, with an HTTP client of our own per transport (pooled
+        connections die with the event loop that opened them) whose transport is the deadline,
+        and no retries of its own (`ModelClient` retries). With no ``api_base`` the SDK reads
+        ``OPENAI_BASE_URL`` and ``OPENAI_ORG_ID`` as usual.
+        """
+        import httpx
+        import openai
+
         limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-        chat_model = ChatOpenAI(
-            model=self.spec.model,
+        client = openai.AsyncOpenAI(
             base_url=self.api_base,
-            api_key=self._key or "EMPTY",
+            api_key=self._key or "EMPTY",  # a server without keys still wants the header
             max_retries=0,
             timeout=self.spec.timeout,
-            http_async_client=httpx.AsyncClient(
+            http_client=httpx.AsyncClient(
                 timeout=self.spec.timeout,
                 transport=_deadline_transport(self.spec.timeout, limits),
             ),
         )
-        return chat_model.async_client.create
+        return client.chat.completions.create
 
     async def send(self, messages: Messages, params: dict[str, Any]) -> _Reply:
         loop = asyncio.get_running_loop()
@@ -683,7 +687,7 @@ def _make_transport(spec: ModelSpec) -> _Transport:
     if spec.transport == "hf":
         return _HFTransport(spec)
     key = resolve_api_key(spec)
-    if spec.api_bases:
+    if spec.api_bases or spec.router is not None:
         return _RouterTransport(spec, key)
     if spec.transport == "openai":
         return _OpenAITransport(spec, spec.api_base, key, spec.name)

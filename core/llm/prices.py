@@ -17,18 +17,32 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field, ValidationError
+
 from moot.core.errors import InputError
 from moot.core.llm.spec import ModelSpec
+from moot.core.validation import ConfigModel, problem
 
-#: A price file's keys per model, in USD per million tokens (``cached_input`` is optional).
-PRICE_KEYS = ("input", "output", "cached_input")
+
+class PriceEntry(ConfigModel):
+    """A model's entry in a price file: USD per million tokens, each 0 or more and finite.
+
+    Attributes:
+        input: A prompt token's price.
+        output: A completion token's price.
+        cached_input: A cached prompt token's price; None: the input price.
+    """
+
+    input: float = Field(ge=0, allow_inf_nan=False)
+    output: float = Field(ge=0, allow_inf_nan=False)
+    cached_input: float | None = Field(None, ge=0, allow_inf_nan=False)
+
 
 PER_MILLION = 1_000_000
 
@@ -161,24 +175,16 @@ def load_prices(source: Path, data: Any = None, *, where: str | None = None) -> 
             raise InputError(source, "expected a model spec, provider/model", f"{prefix}{model!r}")
         if not isinstance(entry, dict):
             raise InputError(source, "expected a mapping with input and output prices", record)
-        for key in entry:
-            if key not in PRICE_KEYS:
-                raise InputError(
-                    source, f"unknown key {key!r} (known: {', '.join(PRICE_KEYS)})", record
-                )
-        values = {}
-        for key in PRICE_KEYS:
-            value = entry.get(key)
-            if value is None and key == "cached_input":
-                continue
-            if value is None:
-                raise InputError(source, f"missing {key!r} (USD per million tokens)", record)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise InputError(source, f"{key!r} must be a number, got {value!r}", record)
-            if not 0 <= value < math.inf:
-                raise InputError(source, f"{key!r} must be 0 or more, got {value!r}", record)
-            values[key] = value / PER_MILLION
-        own[model.strip()] = Price(values["input"], values["output"], values.get("cached_input"))
+        try:
+            given = PriceEntry.model_validate(entry)
+        except ValidationError as exc:
+            raise InputError(source, problem(exc, PriceEntry), record) from None
+        cached = given.cached_input
+        own[model.strip()] = Price(
+            given.input / PER_MILLION,
+            given.output / PER_MILLION,
+            None if cached is None else cached / PER_MILLION,
+        )
     return Prices(own)
 
 

@@ -12,8 +12,9 @@ import importlib.util
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlparse
 
 from moot.core.errors import ConfigError
@@ -25,8 +26,43 @@ EMBEDDED_MODELS = ("smollm2",)
 #: Default request timeout of the embedded model, in seconds.
 EMBEDDED_TIMEOUT = 600.0
 
-#: Providers served through langchain-openai's client: anything speaking the OpenAI chat API.
+#: Providers served through the OpenAI SDK's client: anything speaking the OpenAI chat API.
 OPENAI_COMPATIBLE = ("openai", "hosted_vllm")
+
+
+@dataclass(frozen=True)
+class RouterGroup:
+    """The deployments of one model in a ``--router`` file, and the file's Router settings.
+
+    Read and checked by `moot.core.llm.router_file.load_router`.
+
+    Two groups are equal when they are the same model of the same file: one model client then
+    keeps one Router for every role using it, so a debate's roles share its endpoint.
+
+    Args:
+        path: The file, for messages.
+        name: The model group (the spec's name).
+        deployments: Each deployment's ``litellm_params``, ``os.environ/`` references resolved.
+        settings: The Router's own arguments from the file (``routing_strategy`` ...).
+    """
+
+    path: str
+    name: str
+    deployments: tuple[dict[str, Any], ...] = field(compare=False, repr=False)
+    settings: dict[str, Any] = field(compare=False, repr=False, hash=False)
+
+    @property
+    def api_bases(self) -> tuple[str, ...]:
+        """Each deployment's server, in the file's order."""
+        return tuple(str(params["api_base"]) for params in self.deployments)
+
+    def secrets(self) -> list[str]:
+        """The keys the file gives (its own or from the environment): scrubbed from messages."""
+        return [str(p["api_key"]) for p in self.deployments if p.get("api_key")]
+
+    def only(self, index: int) -> RouterGroup:
+        """This group with its `index`-th deployment alone (`moot models check`, one by one)."""
+        return RouterGroup(self.path, self.name, (self.deployments[index],), self.settings)
 
 
 @dataclass(frozen=True)
@@ -50,6 +86,13 @@ class ModelSpec:
         context_window: Prompt plus completion tokens the model accepts; prompts that cannot fit
             are refused before sending, and ``max_tokens`` is clamped to what is left.
         chat_template: For ``hf/<path>`` models, a Jinja chat template replacing the tokenizer's.
+        router: The model's deployments in a ``--router`` file (a litellm Router config), used
+            instead of `api_bases`, which then lists their servers.
+        cooldown: Seconds one of several endpoints stays out once taken out; None: the
+            ``--router`` file's ``cooldown_time``, else `moot.core.llm.endpoints.COOLDOWN_SECONDS`.
+        max_fails: Failures, each within `cooldown` of the one before, that take one of several
+            endpoints out; None: the file's ``allowed_fails`` + 1, else
+            `moot.core.llm.endpoints.MAX_FAILS`.
         device: For ``hf/<path>`` models, where they run: ``auto`` (None), ``cpu``, ``cuda``,
             ``cuda:N`` or ``mps`` (`moot.core.llm.devices`).
         dtype: For ``hf/<path>`` models, their weights' precision: ``auto`` (None), ``float32``,
@@ -71,6 +114,9 @@ class ModelSpec:
     timeout: float = 120.0
     context_window: int | None = None
     chat_template: str | None = None
+    router: RouterGroup | None = None
+    cooldown: float | None = None
+    max_fails: int | None = None
     device: str | None = None
     dtype: str | None = None
     batch_size: int = 1
@@ -83,7 +129,7 @@ class ModelSpec:
 
     @property
     def transport(self) -> str:
-        """``embedded``, ``hf`` (in process), ``openai`` (langchain-openai) or ``litellm``."""
+        """``embedded``, ``hf`` (in process), ``openai`` (the OpenAI SDK) or ``litellm``."""
         if self.provider == "local":
             return "embedded"
         if self.provider == "hf":
@@ -105,6 +151,8 @@ class ModelSpec:
         described: dict[str, object] = {"spec": self.name, "api_base": api_base}
         if self.api_bases:
             described["api_bases"] = [public_url(url) for url in self.api_bases]
+        if self.router is not None:
+            described["router"] = self.router.path
         return {**described, "context_window": self.context_window}
 
 
@@ -130,6 +178,20 @@ def url_secrets(url: str) -> list[str]:
     parts = urlparse(url)
     values = [value for _, value in parse_qsl(parts.query) if len(value) > 3]
     return [secret for secret in (parts.password, *values) if secret]
+
+
+def secrets_in_environment() -> list[str]:
+    """Values of the environment's keys and tokens (longest first): never written anywhere.
+
+    `moot view`'s page and the Hub cards (`moot.core.hub.cards`) replace each with
+    ``[redacted]``.
+    """
+    names = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+    return sorted(
+        {v for k, v in os.environ.items() if k.upper().endswith(names) and len(v) >= 8},
+        key=len,
+        reverse=True,
+    )
 
 
 @dataclass(frozen=True)
@@ -208,8 +270,12 @@ def parse_spec(
     return spec.with_options(**options)
 
 
-def endpoint_list(text: str, given: str | Sequence[str] | None) -> tuple[str, ...]:
+def endpoint_list(
+    text: str, given: str | Sequence[str] | None, flag: str = "--api-base"
+) -> tuple[str, ...]:
     """The endpoints `given` for model `text`: each a URL, or several separated by commas.
+
+    `flag` names where they come from, in messages.
 
     Raises:
         ConfigError: One is not an http(s) URL, or one is given twice (named without credentials).
@@ -221,11 +287,12 @@ def endpoint_list(text: str, given: str | Sequence[str] | None) -> tuple[str, ..
         parts = urlparse(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(
-                f"invalid --api-base {public_url(url)!r} for {text!r}: expected "
-                "http(s)://host:port/..., several separated by commas"
+                f"invalid {flag} {public_url(url)!r} for {text!r}: expected "
+                "http(s)://host:port/..."
+                + (", several separated by commas" if flag.startswith("--") else "")
             )
         if url.rstrip("/") in seen:
-            raise ConfigError(f"--api-base {public_url(url)!r} is given twice for {text!r}")
+            raise ConfigError(f"{flag} {public_url(url)!r} is given twice for {text!r}")
         seen.add(url.rstrip("/"))
     return tuple(urls)
 
@@ -263,6 +330,8 @@ def key_needs(spec: ModelSpec) -> str:
     def state(var: str) -> str:
         return f"{var} ({'set' if os.environ.get(var) else 'not set'})"
 
+    if spec.router is not None and len(spec.router.secrets()) == len(spec.router.deployments):
+        return f"the keys in {spec.router.path} (read, set)"
     if spec.api_key_env:
         return state(spec.api_key_env)
     if spec.api_base:

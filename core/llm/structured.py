@@ -1,9 +1,11 @@
 """Structured output: tolerant parsing of model replies into pydantic models.
 
-Models wrap JSON in prose and code fences, write Python dict reprs, or stop half way. The
-parser tries, in order: the whole reply, fenced blocks, then every balanced ``{...}``/``[...]``
-span, each as JSON and then as a Python literal. What still fails becomes an explicit
-`ParseFailure`; callers never substitute a default value for it.
+Models wrap JSON in prose and code fences, write Python dict reprs, slip (a trailing comma, an
+unquoted key, a missing brace), or stop half way. The parser tries, in order: the whole reply,
+fenced blocks, then every balanced ``{...}``/``[...]`` span, each as JSON and then as a Python
+literal; only when none of these reads, ``json_repair`` on the same spans and on a bracket left
+open (`repaired_values`), so a slip costs no paid repair round. What still fails becomes an
+explicit `ParseFailure`; callers never substitute a default value for it.
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+import json_repair
 from pydantic import BaseModel, ValidationError
 
 T = TypeVar("T", bound=BaseModel)
 V = TypeVar("V")
 
 _FENCE = re.compile(r"```(?:json|python|JSON)?\s*(.*?)```", re.S)
+# one more character after a reply cut off inside a value would change that value ("1" -> "10")
+_PROBES = ("0", "x")
 
 
 class OutputParseError(ValueError):
@@ -81,45 +86,104 @@ def candidates(text: str) -> Iterator[str]:
 
 
 def extract_value(text: str) -> Any:
-    """The first JSON (or Python-literal) value found in `text`.
+    """The first JSON (or Python-literal) value found in `text`; json_repair's reading last.
 
     Raises:
         OutputParseError: No candidate parses.
     """
-    for chunk in candidates(text):
-        if not chunk:
-            continue
-        try:
-            return json.loads(chunk)
-        except ValueError:
-            pass
-        try:
-            return ast.literal_eval(chunk)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            pass
+    for value in _readings(text):
+        return value
     raise OutputParseError("no JSON object found in the reply")
 
 
 def parse_structured(text: str, schema: type[T]) -> T:
-    """Parse `text` into `schema`, tolerating prose, fences and Python reprs.
+    """Parse `text` into `schema`, tolerating prose, fences, Python reprs and JSON slips.
 
     Raises:
         OutputParseError: Nothing in the reply validates against `schema`.
     """
     errors: list[str] = []
-    for chunk in candidates(text):
-        for loader in (json.loads, ast.literal_eval):
-            try:
-                value = loader(chunk)
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
-                continue
-            try:
-                return schema.model_validate(value)
-            except ValidationError as exc:
-                errors.append(_short(exc))
+    for value in _readings(text):
+        try:
+            return schema.model_validate(value)
+        except ValidationError as exc:
+            errors.append(_short(exc))
     if errors:
         raise OutputParseError(f"reply does not match the schema: {errors[0]}")
     raise OutputParseError("no JSON object found in the reply")
+
+
+def repaired_values(text: str) -> Iterator[dict[str, Any]]:
+    """What ``json_repair`` reads in `text`'s ``{...}`` spans, where our strict readers fail.
+
+    json_repair turns almost anything into something, so a reading counts only when it is a
+    non-empty object read from a span that opens with ``{`` (every schema is an object; prose
+    brackets such as citations ``[1]`` would otherwise become lists), every string value in
+    it stands quoted in its span (json_repair may mend the structure around what the model
+    wrote, not turn prose into values), and, for a brace left open at the end of the reply, the
+    reply was not cut off inside a value.
+    """
+    return _repaired(text, list(candidates(text)))
+
+
+def _repaired(text: str, chunks: list[str]) -> Iterator[dict[str, Any]]:
+    """`repaired_values` of `text`, given its `candidates` (found once per reply)."""
+    spans = [(c, False) for c in dict.fromkeys(chunks) if _closed(c)]
+    start = text.find("{")  # the outermost brace that never closes, read to the end
+    while start != -1 and _balanced_end(text, start, "{", "}") is not None:
+        start = text.find("{", start + 1)
+    if start != -1:
+        spans.append((text[start:], True))
+    for span, open_ended in spans:
+        value = _repair(span)
+        if value is None or not _quoted_strings(value, span):
+            continue
+        if not (open_ended and _cut_off(span, value)):
+            yield value
+
+
+def _readings(text: str) -> Iterator[Any]:
+    """Every value `text` may hold: strict JSON, then Python literals, then json_repair's."""
+    chunks: list[str] = []  # found lazily: most replies parse at the first chunk
+    for chunk in candidates(text):
+        chunks.append(chunk)
+        for loader in (json.loads, ast.literal_eval):
+            try:
+                yield loader(chunk)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                continue
+    yield from _repaired(text, chunks)
+
+
+def _repair(span: str) -> dict[str, Any] | None:
+    """json_repair's reading of `span` if it is a non-empty object."""
+    try:
+        value = json_repair.loads(span)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) and value else None
+
+
+def _closed(span: str) -> bool:
+    """True when `span` is one ``{...}`` object: its first brace closes at its end."""
+    return span.startswith("{") and _balanced_end(span, 0, "{", "}") == len(span) - 1
+
+
+def _cut_off(tail: str, value: Any) -> bool:
+    """True when `tail` (a reply's end) stops inside a value: one more character changes it."""
+    return any(_repair(tail + probe) != value for probe in _PROBES)
+
+
+def _quoted_strings(value: Any, text: str) -> bool:
+    """True when every string value (not key) in `value` stands quoted in `text`."""
+    if isinstance(value, dict):
+        return all(_quoted_strings(v, text) for v in value.values())
+    if isinstance(value, list):
+        return all(_quoted_strings(v, text) for v in value)
+    if isinstance(value, str):
+        quoted = (json.dumps(value), json.dumps(value, ensure_ascii=False), f"'{value}'")
+        return any(q in text for q in quoted)
+    return True
 
 
 def json_schema_format(schema: type[BaseModel]) -> dict[str, Any]:

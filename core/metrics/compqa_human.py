@@ -426,12 +426,12 @@ def agreement_report(judged: Sequence[Judged], tables: Sequence[HumanTable]) -> 
 def _coefficients(pairs: Sequence[tuple[float | None, float | None]]) -> dict[str, Any]:
     both = [(x, y) for x, y in pairs if x is not None and y is not None]
     xs, ys = [x for x, _ in both], [y for _, y in both]
-    return {
-        "n": len(both),
-        "pearson": pearson(xs, ys),
-        "spearman": spearman(xs, ys),
-        "alpha": krippendorff_alpha([xs, ys], "interval"),
-    }
+    coefficients: dict[str, Any] = {"n": len(both)}
+    for name, correlation in (("pearson", pearson(xs, ys)), ("spearman", spearman(xs, ys))):
+        coefficients[name] = None if correlation is None else correlation.r
+        coefficients[f"{name}_p"] = None if correlation is None else correlation.p
+    coefficients["alpha"] = krippendorff_alpha([xs, ys], "interval")
+    return coefficients
 
 
 def _table_summary(matching: Matching) -> dict[str, Any]:

@@ -257,6 +257,13 @@ def _files_markdown(files: list[dict[str, Any]]) -> list[str]:
     return [*lines, ""] if lines[-1] else lines
 
 
+_PER_CRITERION = (
+    ("pearson", "Pearson r"),
+    ("pearson_p", "Pearson r's p-value"),
+    ("alpha", "Krippendorff's α (interval)"),
+)
+
+
 def _agreement_markdown(agreement: dict[str, Any], full: bool) -> list[str]:
     lines = ["## Agreement with human annotations", ""]
     if full:
@@ -285,20 +292,23 @@ def _agreement_markdown(agreement: dict[str, Any], full: bool) -> list[str]:
             counts = ", ".join(f"{r} {c}" for r, c in wrong.items())
             lines.append(f"- {name}: recorded totals that differ from the criteria sum: {counts}")
     lines += ["", "### Totals", ""]
-    rows = [["a", "b", "n", "Pearson r", "Spearman ρ", "α (interval)", "separately: ρ", "α"]]
+    rows = [
+        ["a", "b", "n", "Pearson r (p)", "Spearman ρ (p)", "α (interval)", "separately: ρ (p)", "α"]
+    ]
     for pair in agreement["pairs"]:
         total, pooled = pair["total"], pair["separately"]
         rows.append(
             [pair["a"], pair["b"], str(total["n"])]
-            + [_fixed(total[k], 3, "undefined") for k in ("pearson", "spearman", "alpha")]
-            + [_fixed(pooled[k], 3, "undefined") for k in ("spearman", "alpha")]
+            + [_with_p(total, "pearson"), _with_p(total, "spearman")]
+            + [_fixed(total["alpha"], 3, "undefined"), _with_p(pooled, "spearman")]
+            + [_fixed(pooled["alpha"], 3, "undefined")]
         )
     lines += [render_table(rows, left=2, markdown=True), ""]
     if full:
-        for key, title in (("pearson", "Pearson r"), ("alpha", "Krippendorff's α (interval)")):
+        for key, title in _PER_CRITERION:
             rows = [["a", "b", *(f"C{n}" for n in MAXIMA)]]
             for pair in agreement["pairs"]:
-                cells = [_fixed(c[key], 2, "undef.") for c in pair["criteria"].values()]
+                cells = [_number(c[key], key) for c in pair["criteria"].values()]
                 rows.append([pair["a"], pair["b"], *cells])
             lines += [
                 f"### Per criterion: {title}",
@@ -318,6 +328,29 @@ def _mean_std(group: dict[str, Any]) -> str:
 
 def _fixed(value: float | None, digits: int, missing: str = "—") -> str:
     return missing if value is None else f"{value:.{digits}f}"
+
+
+def _with_p(coefficients: dict[str, Any], key: str) -> str:
+    """``0.567 (p=1.2e-22)``: a correlation with its p-value, each "undefined" where it is."""
+    r, p = coefficients[key], coefficients[f"{key}_p"]
+    if r is None:
+        return "undefined"
+    text = _p_value(p)
+    return f"{r:.3f} (p{'' if text.startswith('<') else '='}{text})"
+
+
+def _number(value: float | None, key: str) -> str:
+    """A per-criterion cell: p-values in two significant digits, coefficients in two decimals."""
+    if value is None:
+        return "undef."
+    return _p_value(value) if key.endswith("_p") else f"{value:.2f}"
+
+
+def _p_value(p: float | None) -> str:
+    """``1.2e-22``; ``<1e-300`` where scipy's p underflowed to 0.0 (thousands of pairs)."""
+    if p is None:
+        return "undefined"
+    return "<1e-300" if p == 0 else f"{p:.2g}"
 
 
 def _key(value: Any) -> str:

@@ -24,6 +24,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from moot.core.charts import NEUTRAL, chart, save_png
 from moot.core.data.debates import BP_TEAMS, LABELS, Debate, load_debates
 from moot.core.data.records import ResultLog, atomic_write, write_json
 from moot.core.errors import InputError
@@ -599,45 +600,38 @@ def _percent(value: float | None) -> str:
 
 def _chart(summary: dict[str, Any], path: Path) -> None:
     """RMSE × 100 per column and framework, one panel per mode; BP in a panel of its own."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
     frameworks = summary["frameworks"]
     panels = [
         *(MODES if summary["debates"]["1v1"] else ()),
         *(("bp",) if summary["debates"]["bp"] else ()),
     ]
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.4), dpi=120)
-    axes = list(axes) if len(panels) > 1 else [axes]
-    for ax, panel in zip(axes, panels, strict=True):
-        if panel == "bp":
-            groups = {"accuracy": "accuracy", "accuracy_all": "missing = wrong"}
-            groups["closing_share"] = "closing share"
-            values = [[f["bp"][k] for k in groups] for f in frameworks]
-            _bars(ax, list(groups.values()), values, frameworks, "%.2f")
-            ax.set_ylim(0, 1.1)
-            ax.set_ylabel("share of items")
-            ax.set_title("BP: final winner", fontsize=10)
-            continue
-        columns = list(dict.fromkeys(c for f in frameworks for c in f["debateart"]["columns"]))
-        cells = [f["debateart"][panel] for f in frameworks]
-        values = [[(c.get(k) or {}).get("rmse") for k in columns] for c in cells]
-        _bars(ax, columns, values, frameworks, "%.1f")
-        ax.set_ylim(0, 110)  # labels lie in [0, 1], so RMSE × 100 lies in [0, 100]
-        ax.set_ylabel("RMSE × 100 (lower is better)")
-        ax.set_title(f"DebateArt: {MODE_TITLES[panel].lower()}", fontsize=10)
-        for name, style in zip(BASELINES, ("--", ":", "-."), strict=True):
-            if summary["baselines"]:  # reference lines across the final column
-                value = summary["baselines"][f"always_{name}"]
-                label = f"always {name} ({value:.1f})"
-                ax.hlines(value, -0.45, 0.45, "dimgray", style, label=label, zorder=3)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.14, 1, 1))
-    atomic_write(path, lambda f: fig.savefig(f, format="png"), binary=True)
-    plt.close(fig)
+    with chart(5.5 * len(panels), 4.4, panels=len(panels)) as (fig, axes):
+        for ax, panel in zip(axes, panels, strict=True):
+            if panel == "bp":
+                groups = {"accuracy": "accuracy", "accuracy_all": "missing = wrong"}
+                groups["closing_share"] = "closing share"
+                values = [[f["bp"][k] for k in groups] for f in frameworks]
+                _bars(ax, list(groups.values()), values, frameworks, "%.2f")
+                ax.set_ylim(0, 1.1)
+                ax.set_ylabel("share of items")
+                ax.set_title("BP: final winner")
+                continue
+            columns = list(dict.fromkeys(c for f in frameworks for c in f["debateart"]["columns"]))
+            cells = [f["debateart"][panel] for f in frameworks]
+            values = [[(c.get(k) or {}).get("rmse") for k in columns] for c in cells]
+            _bars(ax, columns, values, frameworks, "%.1f")
+            ax.set_ylim(0, 110)  # labels lie in [0, 1], so RMSE × 100 lies in [0, 100]
+            ax.set_ylabel("RMSE × 100 (lower is better)")
+            ax.set_title(f"DebateArt: {MODE_TITLES[panel].lower()}")
+            for name, style in zip(BASELINES, ("--", ":", "-."), strict=True):
+                if summary["baselines"]:  # reference lines across the final column
+                    value = summary["baselines"][f"always_{name}"]
+                    label = f"always {name} ({value:.1f})"
+                    ax.hlines(value, -0.45, 0.45, NEUTRAL, style, label=label, zorder=3)
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False)
+        fig.tight_layout(rect=(0, 0.14, 1, 1))
+        save_png(fig, path)
 
 
 def _bars(

@@ -9,7 +9,6 @@ __getattr__, __all__ = lazy_exports(
             "command_of",
             "read_run",
             "read_runs",
-            "secrets_in_environment",
             "view_payload",
         ),
         "moot.core.view.page": ("embedded_json", "render_view", "write_view"),

@@ -91,7 +91,8 @@ def write_view(folders: Sequence[Path], out: Path, debates: Path | None = None) 
         InputError: A folder `moot view` cannot show, or a bad debates file.
     """
     from moot.core.data.records import atomic_write
-    from moot.core.view.payload import secrets_in_environment, view_payload
+    from moot.core.llm.spec import secrets_in_environment
+    from moot.core.view.payload import view_payload
 
     payload = view_payload(list(folders), debates)
     title = "moot view: " + ", ".join(run["name"] for run in payload["runs"])

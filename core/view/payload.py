@@ -10,7 +10,6 @@ record itself travels whole, for the page to show.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -451,13 +450,3 @@ def _gold_winner(label: Any, winners: Any, debate: Any) -> str | None:
     if label == 0.5:
         return "tie"
     return " & ".join(debate.pro if label < 0.5 else debate.con)
-
-
-def secrets_in_environment() -> list[str]:
-    """Values of the environment's keys and tokens: never written into a page."""
-    names = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
-    return sorted(
-        {v for k, v in os.environ.items() if k.upper().endswith(names) and len(v) >= 8},
-        key=len,
-        reverse=True,
-    )

@@ -180,6 +180,7 @@ def register(commands: Commands) -> None:
         help="lowest total score kept, 0-19 (default 18, the paper's threshold)",
     )
     opt.common_options(distill)
+    opt.hub_options(distill, "dataset")
 
 
 def _compare_inputs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
@@ -406,16 +407,14 @@ def run_distill(args: argparse.Namespace) -> int:
         runtime.note(
             args, f"note: {summary.unchecked_scores} score(s) kept unchecked: no score_dict"
         )
-    return 0
+    return runtime.push(args, args.out, "dataset")
 
 
 def _chart(cells: list[dict[str, Any]], path: Path) -> None:
     """Mean total by generator (x) and scenario (bars), sample std as error bars."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
     from matplotlib.patches import Patch
+
+    from moot.core.charts import NEUTRAL, chart, save_png
 
     generators = list(dict.fromkeys(c["generator"] for c in cells))
     scenarios = sorted({c["scenario"] for c in cells}, key=lambda s: (s is None, s))
@@ -424,64 +423,53 @@ def _chart(cells: list[dict[str, Any]], path: Path) -> None:
     width = 0.8 / (max(len(group) for group in per_generator.values()) or 1)
     colors = {s: f"C{k}" for k, s in enumerate(scenarios)}
     labels = {s: "no scenario" if s is None else f"scenario {s}" for s in scenarios}
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(generators) + 2), 4.2), dpi=120)
-    for x, group in enumerate(per_generator.values()):
-        for k, cell in enumerate(group):  # the generator's bars, centred on its tick
-            ax.bar(
-                x + (k - (len(group) - 1) / 2) * width,
-                cell["mean"],
-                width,
-                yerr=float("nan") if cell["std"] is None else cell["std"],
-                capsize=2,
-                color=colors[cell["scenario"]],
-            )
-    ax.axhline(19, color="gray", linestyle=":", linewidth=0.8)
-    ax.set_xticks(range(len(generators)), generators, rotation=30, ha="right")
-    ax.set_ylim(0, 21)
-    ax.set_ylabel("mean total (0-19) ± sample std")
-    ax.set_title("CompQA: mean rubric total by generator and scenario", fontsize=10)
-    handles = [Patch(color=colors[s], label=labels[s]) for s in scenarios]
-    ax.legend(
-        handles=handles,
-        fontsize=7,
-        ncol=len(scenarios),
-        loc="lower center",
-        bbox_to_anchor=(0.5, 1.08),
-    )
-    fig.tight_layout()
-    _save(fig, path)
+    with chart(max(6.0, 0.9 * len(generators) + 2), 4.2) as (fig, (ax,)):
+        for x, group in enumerate(per_generator.values()):
+            for k, cell in enumerate(group):  # the generator's bars, centred on its tick
+                ax.bar(
+                    x + (k - (len(group) - 1) / 2) * width,
+                    cell["mean"],
+                    width,
+                    yerr=float("nan") if cell["std"] is None else cell["std"],
+                    capsize=2,
+                    color=colors[cell["scenario"]],
+                )
+        ax.axhline(19, color=NEUTRAL, linestyle=":", linewidth=0.8)
+        ax.set_xticks(range(len(generators)), generators, rotation=30, ha="right")
+        ax.set_ylim(0, 21)
+        ax.set_ylabel("mean total (0-19) ± sample std")
+        ax.set_title("CompQA: mean rubric total by generator and scenario")
+        handles = [Patch(color=colors[s], label=labels[s]) for s in scenarios]
+        ax.legend(
+            handles=handles,
+            fontsize=7,
+            ncol=len(scenarios),
+            loc="lower center",
+            bbox_to_anchor=(0.5, 1.08),
+        )
+        fig.tight_layout()
+        save_png(fig, path)
 
 
 def _heatmap(groups: list[dict[str, Any]], by: tuple[str, ...], path: Path) -> None:
     """Share of points lost per criterion (columns) and group (rows)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import numpy as np
-    from matplotlib import pyplot as plt
+
+    from moot.core.charts import chart, save_png
 
     values = np.array(
         [[np.nan if v is None else v for v in g["lost"].values()] for g in groups], dtype=float
     )
     labels = [" / ".join("-" if g[k] is None else str(g[k]) for k in by) for g in groups]
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.32 * len(groups)), dpi=120)
-    image = ax.imshow(values, cmap="Reds", vmin=0, vmax=1, aspect="auto")
-    for (row, col), value in np.ndenumerate(values):
-        if not np.isnan(value):
-            color = "white" if value > 0.6 else "black"
-            ax.text(col, row, f"{value:.2f}", ha="center", va="center", fontsize=6, color=color)
-    ax.set_xticks(range(values.shape[1]), list(groups[0]["lost"]) if groups else [])
-    ax.set_yticks(range(len(labels)), labels, fontsize=7)
-    ax.set_title("Share of points lost per criterion (valid judgments)", fontsize=10)
-    fig.colorbar(image, ax=ax, fraction=0.03)
-    fig.tight_layout()
-    _save(fig, path)
-
-
-def _save(fig: Any, path: Path) -> None:
-    from matplotlib import pyplot as plt
-
-    from moot.core.data.records import atomic_write
-
-    atomic_write(path, lambda f: fig.savefig(f, format="png"), binary=True)
-    plt.close(fig)
+    with chart(9, 1.2 + 0.32 * len(groups)) as (fig, (ax,)):
+        image = ax.imshow(values, cmap="Reds", vmin=0, vmax=1, aspect="auto")
+        for (row, col), value in np.ndenumerate(values):
+            if not np.isnan(value):
+                color = "white" if value > 0.6 else "black"
+                ax.text(col, row, f"{value:.2f}", ha="center", va="center", fontsize=6, color=color)
+        ax.set_xticks(range(values.shape[1]), list(groups[0]["lost"]) if groups else [])
+        ax.set_yticks(range(len(labels)), labels, fontsize=7)
+        ax.set_title("Share of points lost per criterion (valid judgments)")
+        fig.colorbar(image, ax=ax, fraction=0.03)
+        fig.tight_layout()
+        save_png(fig, path)

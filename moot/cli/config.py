@@ -5,8 +5,12 @@ The keys are the command's flag names (``api-base`` or ``api_base`` for ``--api-
 flag that takes several values. The command line is then parsed again with those values as
 defaults, so a flag given there still wins (a repeatable flag, such as ``--mask``, adds to the
 file's list). A flag of `moot.cli.options.INLINE_MAPPINGS` (``prices``) takes a mapping too, the
-content of the file it would name. An unknown key, or a value the flag would refuse, is an
-`InputError` naming the file and the key.
+content of the file it would name. An unknown key (with the closest flag name), or a value the
+flag would refuse, is an `InputError` naming the file and the key.
+
+The keys and their checks are the parser's own (`moot.cli.options` declares each flag once),
+not a second schema: argparse's types and choices validate a file's values as they validate the
+command line's.
 """
 
 from __future__ import annotations
@@ -76,7 +80,10 @@ def option_defaults(
         name = str(key).replace("_", "-")
         action = flags.get(f"--{name}") or flags.get(f"-{name}") or flags.get(str(key))
         if action is None or action.dest in ("config", "help"):
-            raise InputError(path, f"{where}unknown option {key!r}")
+            from moot.core.validation import did_you_mean
+
+            known = [flag.lstrip("-") for flag in flags if flag not in ("--config", "--help")]
+            raise InputError(path, f"{where}unknown option {key!r}{did_you_mean(name, known)}")
         value = _value(path, f"{where}option {key!r}", action, value)
         if name.startswith("no-") and isinstance(action, argparse.BooleanOptionalAction):
             value = not value  # `no-constrained: true` is --no-constrained

@@ -47,6 +47,7 @@ def register(commands: Commands) -> None:
         debate, what="model of both debaters", temperature=0.7, concurrency=8, unit="debates"
     )
     opt.debater_options(debate)
+    opt.hub_options(debate, "dataset")
 
     merge = commands.add(
         "merge-shards",
@@ -200,9 +201,11 @@ def run_debate(args: argparse.Namespace) -> int:
         )
         print(f"debates   {out / 'debates.jsonl'}")
         print(f"manifest  {out / 'manifest.json'}")
+        print(f"card      {out / 'README.md'}")
     for failure in summary.failures:
         print(f"moot: failed {failure['id']}: {failure['error']}", file=sys.stderr)
-    return runtime.finish(args, summary.tallies, client.ledger)
+    code = runtime.finish(args, summary.tallies, client.ledger)
+    return runtime.push(args, summary.out_dir, "dataset", code)
 
 
 def run_merge(args: argparse.Namespace) -> int:

@@ -52,8 +52,9 @@ def run_check(args: argparse.Namespace) -> int:
     role = runtime.role_from(args, "check", args.spec)
     if not role.spec.api_bases:
         return _check_one(args, role, role.spec.name)
-    for url in role.spec.api_bases:
-        one = replace(role.spec, api_base=url, api_bases=())
+    for index, url in enumerate(role.spec.api_bases):
+        router = role.spec.router.only(index) if role.spec.router is not None else None
+        one = replace(role.spec, api_base=url, api_bases=(), router=router)
         _check_one(args, Role(role.name, one, role.temperature), f"{one.name} at {public_url(url)}")
     return 0
 

@@ -357,6 +357,27 @@ def call_options(parser: argparse.ArgumentParser, temperature: float | None = 0.
         "OpenAI-compatible server of the model; several (replicas of one model: repeat the "
         "flag or separate URLs by commas) share the requests, each debate on one",
     )
+    group.add_argument(
+        "--router",
+        type=input_file,
+        metavar="FILE",
+        help="litellm Router config (YAML: model_list, routing_strategy, ...) whose model_name "
+        "is the model spec, instead of --api-base (docs/scaling.md)",
+    )
+    group.add_argument(
+        "--endpoint-cooldown",
+        type=seconds,
+        metavar="S",
+        help="seconds one of several endpoints stays out once it failed --endpoint-max-fails "
+        "times (default 30)",
+    )
+    group.add_argument(
+        "--endpoint-max-fails",
+        type=positive,
+        metavar="N",
+        help="failures, each within --endpoint-cooldown of the one before, that take one of "
+        "several endpoints out (default 2)",
+    )
     group.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the key")
     shown = "none sent: the model's own" if temperature is None else f"{temperature:g}"
     group.add_argument(
@@ -523,3 +544,40 @@ def retrieval_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--web", action="store_true", help="Brave web search instead of --index")
     group.add_argument("--search-key-env", default="MOOT_SEARCH_API_KEY", metavar="VAR")
     group.add_argument("--search-api-base", metavar="URL", help="web search API root")
+
+
+def hub_repo(text: str) -> str:
+    """An argparse type: a Hugging Face Hub repository id, ``owner/name``."""
+    from moot.core.errors import ConfigError
+    from moot.core.hub.push import check_repo_id
+
+    try:
+        return check_repo_id(text)
+    except ConfigError as exc:
+        problem = str(exc).removeprefix(f"--push-to-hub {text!r}: ")
+        raise argparse.ArgumentTypeError(problem) from None
+
+
+def hub_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--push-to-hub REPO`` and ``--hub-private``: push the finished artifact with its card.
+
+    The command pushes through `moot.cli.runtime.push`; `moot.cli.runtime.execute` checks the
+    repository id, the token and ``HF_HUB_OFFLINE`` before any work.
+
+    Args:
+        parser: The command's parser.
+        what: What is pushed, for the help (``dataset``, ``adapter or model``).
+    """
+    group = parser.add_argument_group("Hugging Face Hub")
+    group.add_argument(
+        "--push-to-hub",
+        type=hub_repo,
+        metavar="REPO",
+        help=f"once the {what} is complete, push its folder with its card (README.md) to this "
+        "Hub repository, owner/name (created if missing; token: HF_TOKEN or `hf auth login`)",
+    )
+    group.add_argument(
+        "--hub-private",
+        action="store_true",
+        help="create the --push-to-hub repository private (an existing one keeps its visibility)",
+    )

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 BUDGET_EXIT = 3  # ``--budget`` stopped the run: what finished is written, a rerun goes on
+PUSH_EXIT = 1  # ``--push-to-hub`` failed: the artifact is complete, a rerun pushes it
 
 PROGRESS_ROOM = len("..progress.jsonl")  # what `.NAME.progress.jsonl` adds to an --out FILE
 
@@ -113,6 +114,10 @@ def execute(args: argparse.Namespace) -> int:
     if getattr(args, "dry_run", False):  # the plan alone: no call, nothing written
         print(plan_table(plan_for(args), args.command_parser.prog, getattr(args, "budget", None)))
         return 0
+    if getattr(args, "push_to_hub", None):  # before any work: a push that cannot happen
+        from moot.core.hub.push import check_push
+
+        check_push(args.push_to_hub)
     with own_out(args):  # the output folder: this command's, and this run's alone
         return int(args.command_fn(args) or 0)
 
@@ -214,16 +219,36 @@ def _cost(plan: Any, row: Any) -> str:
 
 
 def spec_from(args: argparse.Namespace, text: str, **options: Any) -> Any:
-    """A model spec from its text and the command's `call_options`."""
+    """A model spec from its text and the command's `call_options`.
+
+    With ``--router FILE``, the spec's endpoints are the file's deployments of the model.
+
+    Raises:
+        ConfigError: The spec is refused, or ``--router`` comes with an endpoint flag.
+        InputError: The ``--router`` file is refused, or has no deployment of the model.
+    """
+    from moot.core.errors import ConfigError
     from moot.core.llm.spec import parse_spec
 
+    api_base = options.pop("api_base", args.api_base)
+    router = None
+    if args.router is not None:
+        from moot.core.llm.router_file import load_router
+
+        if api_base:
+            raise ConfigError(f"--router {args.router} names the endpoints: give no --api-base")
+        router = load_router(args.router, text.strip())
+        api_base = list(router.api_bases)
     spec = parse_spec(
         text,
-        api_base=options.pop("api_base", args.api_base),
+        api_base=api_base,
         api_key_env=args.api_key_env,
         timeout=args.timeout,
         max_concurrency=args.max_concurrency,
         context_window=args.context_window,
+        router=router,
+        cooldown=args.endpoint_cooldown,
+        max_fails=args.endpoint_max_fails,
         **options,
     )
     if spec.transport != "hf":  # `client_for` refuses them when no model runs in process
@@ -507,3 +532,41 @@ def summary_table(tallies: Sequence[Any], ledger: Any = None) -> str:
         f"{total.prompt_tokens + total.completion_tokens} tokens, cost {cost}"
     )
     return "\n\n".join(parts)
+
+
+def push(args: argparse.Namespace, folder: Any, kind: str, code: int = 0) -> int:
+    """Push the command's finished artifact when ``--push-to-hub`` asks; the exit code.
+
+    Only a run that finished (`code` 0) is pushed; otherwise a line says why not. A push that
+    fails prints one line and exits `PUSH_EXIT`, the local folder left as it was: rerunning the
+    command redoes no finished work and pushes again.
+
+    Args:
+        args: The parsed command line.
+        folder: The artifact's folder (its card, ``README.md``, already written).
+        kind: ``dataset`` or ``model`` (the repository's type).
+        code: The command's exit code so far.
+    """
+    repo = getattr(args, "push_to_hub", None)
+    if not repo:
+        return code
+    if code != 0:
+        print(
+            f"moot: not pushed to {repo}: the run is not finished (exit {code}); rerun the same "
+            "command to finish it, and it pushes",
+            file=sys.stderr,
+        )
+        return code
+    from moot.core.hub.push import PushError, push_folder
+
+    try:
+        url = push_folder(folder, repo, kind, private=args.hub_private, quiet=args.quiet)
+    except PushError as exc:
+        print(
+            f"moot: {exc}; {folder} is complete and unchanged: rerun the same command to push it",
+            file=sys.stderr,
+        )
+        return PUSH_EXIT
+    if not args.quiet:
+        print(f"pushed    {url}")
+    return code

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from moot.cli import options as opt
+from moot.cli import runtime
 from moot.cli.registry import Commands
 
 LAUNCHES = ("ddp", "fsdp", "zero3", "zero3-offload")
@@ -40,6 +41,7 @@ def register(commands: Commands) -> None:
     launch.add_argument("--main-process-ip", metavar="IP")
     launch.add_argument("--main-process-port", type=int, metavar="PORT")
     opt.common_options(sft, config=False)
+    opt.hub_options(sft, "adapter or model")
 
     merge = commands.add(
         "merge",
@@ -55,6 +57,7 @@ def register(commands: Commands) -> None:
     opt.out_option(merge)
     opt.required(merge, "adapter")
     opt.common_options(merge)
+    opt.hub_options(merge, "merged model")
 
     mix = commands.add(
         "mix",
@@ -86,6 +89,7 @@ def register(commands: Commands) -> None:
     )
     mix.add_argument("--seed", type=int, default=0, help="seeds the weight sampling and the split")
     opt.common_options(mix)
+    opt.hub_options(mix, "dataset")
 
 
 def run_sft(args: argparse.Namespace) -> int:
@@ -106,10 +110,11 @@ def run_sft(args: argparse.Namespace) -> int:
         raise ConfigError(f"{given} need --launch (e.g. --launch ddp)")
     if args.launch:
         from moot.training.launch import run_launch
+        from moot.training.sft_card import write_sft_card
         from moot.training.sft_trainer import check_inputs
 
         check_inputs(config)  # once here, not in every worker after its heavy imports
-        return run_launch(
+        code = run_launch(
             args.launch,
             args.train_config,
             ["--quiet", *args.overrides] if args.quiet else args.overrides,
@@ -119,15 +124,27 @@ def run_sft(args: argparse.Namespace) -> int:
             main_process_ip=args.main_process_ip,
             main_process_port=args.main_process_port,
         )
+        if code != 0:
+            return runtime.push(args, None, "model", code)
+        if args.machine_rank != 0:  # the weights and manifest are machine 0's, and so is the push
+            return 0
+        weights = write_sft_card(config.training.output_dir)  # the workers have finished
+        return runtime.push(args, weights, "model")
+    from moot.training.sft_card import write_sft_card
     from moot.training.sft_trainer import exit_worker, train_sft
 
     log = print if not args.quiet else (lambda line: None)  # the stages it reports
     result = train_sft(config, log=log, progress=not args.quiet)
-    if result.manifest and not args.quiet:  # the main process
+    if not result.manifest:  # a launched worker other than the main one: it ends here, with 0
+        exit_worker()
+        return 0
+    write_sft_card(result.output_dir)
+    if not args.quiet:
         kind = "adapter " if result.method == "lora" else "model   "
         print(f"{kind} {result.model_dir}\nmanifest {result.output_dir / 'manifest.json'}")
+        print(f"card     {result.model_dir / 'README.md'}")
     exit_worker()  # a launched worker ends here, with 0
-    return 0
+    return runtime.push(args, result.model_dir, "model")
 
 
 def run_merge_adapter(args: argparse.Namespace) -> int:
@@ -136,8 +153,8 @@ def run_merge_adapter(args: argparse.Namespace) -> int:
 
     merged = merge_adapter(args.adapter, args.out)
     if not args.quiet:
-        print(f"merged   {merged}")
-    return 0
+        print(f"merged   {merged}\ncard     {merged / 'README.md'}")
+    return runtime.push(args, merged, "model")
 
 
 def run_mix(args: argparse.Namespace) -> int:
@@ -158,4 +175,4 @@ def run_mix(args: argparse.Namespace) -> int:
             f"wrote {args.out}: {summary.train} train and {summary.eval} eval rows; "
             f"{summary.duplicates} duplicate(s) dropped"
         )
-    return 0
+    return runtime.push(args, args.out, "dataset")

@@ -125,6 +125,40 @@ def test_one_repair_round_then_an_explicit_failure():
     assert stages == {"controllability", "controllability:repair"}
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # a third number on the line defeats the first-line reading: only the JSON tells
+        '{"support": 80, "oppose": 20, "balanced": false, "arguments": 3,}',
+        "{'support': 80, 'oppose': 20, 'note': null, 'of': 3}",
+        '{"support": 80, "oppose": 20, "arguments": 3\n\nTwo of them back the topic.',
+    ],
+)
+def test_json_slips_are_read_without_a_paid_repair(reply):
+    rules = [Rule(pattern="could not be read", reply="0 100"), Rule(pattern="percent", reply=reply)]
+    with ScriptedServer(rules=rules) as s:
+        judgment = asyncio.run(
+            run_judge(
+                ModelClient(), judge_role(s), CONTROLLABILITY, {"topic": "T", "arguments": "x"}
+            )
+        )
+        assert len(s.requests) == 1
+    assert judgment.ok and judgment.value == Percentages(support=80, oppose=20)
+    assert judgment.replies == (reply,)
+
+
+def test_prose_with_brackets_stays_a_parse_failure():
+    reply = "I rate {it} as [mostly] supportive, but give no numbers."
+    with ScriptedServer(rules=[Rule(pattern="", reply=reply)]) as s:
+        judgment = asyncio.run(
+            run_judge(
+                ModelClient(), judge_role(s), CONTROLLABILITY, {"topic": "T", "arguments": "x"}
+            )
+        )
+        assert len(s.requests) == 2  # the reply and one repair round, both unreadable
+    assert not judgment.ok and judgment.value is None and judgment.failure.repaired
+
+
 def pair(server_rules: list[Rule]) -> PairJudgment:
     with ScriptedServer(rules=server_rules) as s:
         client = ModelClient(retry=RetryPolicy(attempts=1))

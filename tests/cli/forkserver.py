@@ -1,6 +1,6 @@
 """A fork server for the CLI tests: `moot` runs as a real process without paying its imports.
 
-A fresh `python -m moot` spends 2-5 s of CPU importing openai, langgraph and langchain before its
+A fresh `python -m moot` spends 2-5 s of CPU importing openai and langgraph before its
 first line of work, and the suite starts hundreds of them. One server per test worker imports
 those once, single-threaded, and forks a child per run; the child is a real process (its own pid,
 stdout/stderr pipes, environment, working directory, default SIGINT, normal interpreter exit), so
@@ -25,7 +25,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-PRELOAD = ("openai", "langchain_openai", "langgraph.graph", "moot.cli.main")
+PRELOAD = ("openai", "langgraph.graph", "moot.cli.main")
 
 
 def serve(path: str) -> None:

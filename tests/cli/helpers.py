@@ -12,6 +12,42 @@ from typing import Any
 
 from tests.cli.forkserver import FORK_SERVER
 
+#: The token the scripted Hub wants (`moot.core.testing.hub_server.ScriptedHub`).
+TOKEN = "hf_scriptedHubToken0123456789"
+
+
+def hub_env(hub: Any, home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a moot process that pushes to `hub`, a `ScriptedHub`.
+
+    huggingface_hub reads ``HF_ENDPOINT`` when it is imported, in the child; an empty ``HF_HOME``
+    keeps any saved login out.
+    """
+    return moot_env(
+        HF_ENDPOINT=hub.url,
+        HF_TOKEN=TOKEN,
+        HF_HOME=str(home / "hf-home"),
+        HF_HUB_OFFLINE="0",
+        HF_HUB_DISABLE_XET="0",  # the Hub's own answers keep uploads off Xet storage
+        MOOT_CACHE_DIR=str(home / "moot-cache"),
+        **extra,
+    )
+
+
+def local_files(folder: Path) -> dict[str, bytes]:
+    """The files of `folder` a push sends: all but moot's own marks."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and ".moot" not in p.relative_to(folder).parts
+    }
+
+
+def assert_no_token(*texts: str | bytes) -> None:
+    for text in texts:
+        blob = text if isinstance(text, bytes) else text.encode()
+        assert TOKEN.encode() not in blob
+
+
 ARGUMENTS_REPLY = (
     '{"arguments": ["First argument number {n} holds.", "Second argument {n} holds."]}'
 )
@@ -54,6 +90,13 @@ def popen_moot(*args: object, env: dict[str, str] | None = None) -> subprocess.P
         # an ignored SIGINT, and Python then never turns Ctrl-C into KeyboardInterrupt
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """(width, height) in pixels of the PNG at `path`, from its header (fails on a non-PNG)."""
+    head = Path(path).read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR", f"{path}: not a PNG"
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

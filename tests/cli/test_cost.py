@@ -166,8 +166,11 @@ def test_an_unpriced_model_with_a_budget_is_refused_before_any_call(tmp_path: Pa
 @pytest.mark.parametrize(
     ("prices", "problem"),
     [
-        ({"openai/scripted": {"input": "cheap", "output": 1}}, "'input' must be a number"),
-        ({"openai/scripted": {"input": 1, "outptu": 1}}, "unknown key 'outptu'"),
+        ({"openai/scripted": {"input": "cheap", "output": 1}}, "input: must be a valid number"),
+        (
+            {"openai/scripted": {"input": 1, "outptu": 1}},
+            "outptu: unknown key (did you mean 'output'?)",
+        ),
     ],
 )
 def test_a_bad_price_file_is_one_line_exit_2_before_any_call(

@@ -206,7 +206,7 @@ def test_config_file_supplies_options_and_flags_win(server, tmp_path):
     assert len(debates) == 2 and all(len(d["transcript"]) == 2 for d in debates)
     config.write_text("modle: openai/scripted\n")
     bad = run_moot("debate", "--config", config, "--topics", topics, "--out", tmp_path / "o2")
-    assert bad.returncode == 2 and "unknown option 'modle'" in bad.stderr
+    assert bad.returncode == 2 and "unknown option 'modle' (did you mean 'model'?)" in bad.stderr
 
 
 def test_a_changed_configuration_needs_a_new_output_folder(server, tmp_path):

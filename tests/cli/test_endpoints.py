@@ -187,3 +187,43 @@ def test_every_endpoint_failing_fails_the_items_cleanly(tmp_path):
         "HTTP 500 from http://127.0.0.1" in r["error"] or "every endpoint" in r["error"]
         for r in lists
     )
+
+
+def answer_questions(tmp_path: Path, urls: str, *flags: object, count: int = 40):
+    """`moot answer` of `count` questions, 2 at a time, over the endpoints `urls`."""
+    questions = tmp_path / "questions.jsonl"
+    rows = [{"id": f"q{i}", "question": f"Is question {i} a good one?"} for i in range(count)]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return run_moot(
+        "answer", "--questions", questions, "--out", tmp_path / "out", "--model", "openai/scripted",
+        "--api-base", urls, "--concurrency", 2, "--no-cache", *flags,
+    )  # fmt: skip
+
+
+def test_endpoint_flags_set_the_failures_that_take_it_out_and_how_long_it_stays_out(tmp_path):
+    # b fails its first three requests, then answers: out after three failures, back after 1 s
+    # (the defaults, 2 and 30 s: test_the_failing_endpoints_share_moves_to_the_others)
+    with (
+        ScriptedServer(rules=[Rule(".", "Fine.")], latency=0.1) as a,
+        ScriptedServer(rules=[Rule(".", "Fine.")], latency=0.1, faults=[Fault("500", 3)]) as b,
+    ):
+        urls = f"{a.url},{b.url}"
+        flags = ("--endpoint-max-fails", 3, "--endpoint-cooldown", 1)
+        result = answer_questions(tmp_path, urls, *flags)
+        recovered = b.url
+    assert result.returncode == 0, result.stderr
+    outcomes = [r.outcome for r in b.requests]
+    assert outcomes[:3] == ["500"] * 3, outcomes
+    # out for the cooldown after its third failure (a request already routed to it may still
+    # arrive), then taking calls again
+    times = [r.time for r in b.requests]
+    back = next(i for i in range(3, len(times)) if times[i] - times[i - 1] >= 0.9)
+    assert outcomes[back:].count("ok") >= 2, outcomes
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["ledger"]["total"]["endpoints"][recovered] == outcomes.count("ok")
+
+
+def test_an_endpoint_flag_out_of_range_is_exit_2():
+    result = run_moot("models", "check", "openai/scripted", "--endpoint-max-fails", "0")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "--endpoint-max-fails: must be a positive integer, got 0" in result.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from moot.core.testing.scripted_server import Rule, ScriptedServer
-from tests.cli.helpers import read_jsonl, run_moot
+from tests.cli.helpers import png_size, read_jsonl, run_moot
 
 
 def responses_file(path: Path, texts: list[tuple[str, str]]) -> Path:
@@ -85,6 +85,7 @@ def test_controllability_summary_equals_hand_computed_values(tmp_path):
     assert failed[0]["judgment"]["value"] is None  # never a substituted score
     assert failed[0]["judgment"]["replies"] == ["I cannot tell.", "still no numbers"]
     assert (out / "chart.png").stat().st_size > 1000
+    assert png_size(out / "chart.png") == (600, 384)  # 5 x 3.2 in at 120 dpi
     assert "cc_p" in result.stdout and "0.500" in result.stdout
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import run_moot
+from tests.cli.helpers import png_size, run_moot
 
 FAILED = {"parse_failure": True, "raw": "?", "error": "no score", "repaired": True}
 BP = {"pro": ["OG", "CG"], "con": ["OO", "CO"]}
@@ -157,7 +157,7 @@ def test_eval_panelbench_reports_hand_computed_rmse_bp_and_baselines(tmp_path):
     result = run_moot("eval", "panelbench", "--predictions", debatrix, direct, "--gold", gold)
     assert result.returncode == 0, result.stderr
     out = debatrix / "panelbench"
-    assert (out / "chart.png").stat().st_size > 0
+    assert png_size(out / "chart.png") == (3 * 660, 528)  # 2 modes and BP, 5.5 x 4.4 in each
     assert (out / "summary.md").read_text(encoding="utf-8") in result.stdout
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
 

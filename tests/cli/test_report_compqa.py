@@ -58,8 +58,15 @@ def test_agreement_with_real_human_tables(tmp_path: Path) -> None:
     assert (
         round(pairs[("dataset_hum1_evaluation", "dataset_hum2_evaluation")]["pearson"], 3) == 0.76
     )
-    assert round(pairs[("judge", "dataset_hum2_evaluation")]["pearson"], 3) == 0.567
-    assert "### Per criterion: Krippendorff's α" in (tmp_path / "report.md").read_text()
+    judge = pairs[("judge", "dataset_hum2_evaluation")]
+    assert round(judge["pearson"], 3) == 0.567
+    assert 0 < judge["pearson_p"] < 1e-15 and 0 < judge["spearman_p"] < 1e-10  # n = 243
+    markdown = (tmp_path / "report.md").read_text()
+    assert "### Per criterion: Krippendorff's α" in markdown
+    assert "### Per criterion: Pearson r's p-value" in markdown
+    assert f"| judge | dataset_hum2_evaluation | 243 | 0.567 (p={judge['pearson_p']:.2g}) |" in (
+        markdown
+    )
 
 
 def test_human_table_matching_nothing_exits_2(tmp_path: Path) -> None:

@@ -317,6 +317,29 @@ def test_a_bad_recipe_is_one_line_exit_2_and_nothing_runs(stage, problem, tmp_pa
     assert scripted.requests == []
 
 
+GOOD_STAGE = {"command": "generate", "dataset": "t.jsonl", "model": "openai/x"}
+
+
+@pytest.mark.parametrize(
+    ("recipe", "problem"),
+    [
+        ({"reprot": {}}, "reprot: unknown key (did you mean 'report'?)"),
+        ({"stages": {"bad": {"dataset": "t.jsonl"}}}, "stages.bad.command: required"),
+        ({"stages": {"b c": GOOD_STAGE}}, "stages: stage 'b c': a name of letters, digits"),
+        ({"report": {"qualty": "first"}}, "report.qualty: unknown key (did you mean 'quality'?)"),
+        ({"report": {"controllability": {"base": "first"}}}, "report.controllability.tuned: "),
+        ({"report": {"quality": "first"}}, "report.quality: 'first' is not a `eval quality` stage"),
+    ],
+)
+def test_a_recipe_of_the_wrong_shape_is_one_line_naming_the_key(recipe, problem, tmp_path):
+    path = write(tmp_path / "bad.yaml", {"stages": {"first": GOOD_STAGE}} | recipe)
+    result = run_moot("run", path, "--out", tmp_path / "out")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"moot: error: {path}: {problem}"), lines
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_shipped_recipes_parse_and_resolve(tmp_path):
     """Both examples plan without running: every stage's options are its command's."""
     from moot.cli.loop import plan

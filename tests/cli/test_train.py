@@ -9,8 +9,18 @@ import time
 from pathlib import Path
 
 import pytest
+from huggingface_hub import ModelCard
 
-from tests.cli.helpers import moot_env, popen_moot, run_moot
+from moot.core.testing.hub_server import ScriptedHub
+from tests.cli.helpers import (
+    TOKEN,
+    assert_no_token,
+    hub_env,
+    local_files,
+    moot_env,
+    popen_moot,
+    run_moot,
+)
 
 pytestmark = pytest.mark.slow  # torch, peft and tens of training steps per test
 
@@ -20,23 +30,50 @@ DATA = ROOT / "examples" / "sft-tiny.jsonl"
 ENV = moot_env(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
 
 
-def train(out: Path, *overrides: str, **options):
+def train(out: Path, *overrides: str, env: dict[str, str] = ENV, **options):
     args = ["train", "sft", "--config", EXAMPLE, f"data.train={DATA}"]
-    return run_moot(*args, f"training.output_dir={out}", *overrides, env=ENV, **options)
+    return run_moot(*args, f"training.output_dir={out}", *overrides, env=env, **options)
 
 
 def test_example_trains_merges_and_generates(tmp_path):
-    run = tmp_path / "run"
-    result = train(run)
-    assert result.returncode == 0, result.stderr
-    assert "train: 12 samples, 1629 tokens" in result.stdout
-    assert "trained 30 steps (10.00 epochs) on 1 process(es)" in result.stdout
-    merged = tmp_path / "merged"
-    result = run_moot("train", "merge", "--adapter", run / "adapter", "--out", merged, env=ENV)
-    assert result.returncode == 0, result.stderr
+    run, merged = tmp_path / "run", tmp_path / "merged"
+    # logged to TensorBoard (offline, into the run folder) and evaluated every 10 steps, and both
+    # pushed to the scripted Hub (tests/cli/test_hub.py): the example's one training run serves
+    # those asserts too
+    tracking = ["training.report_to=[tensorboard]", f"data.eval={DATA}", "training.eval_steps=10"]
+    with ScriptedHub(TOKEN) as hub:
+        env = hub_env(hub, tmp_path, OMP_NUM_THREADS="1")
+        result = train(run, *tracking, "--push-to-hub", "me/adapter", env=env)
+        assert result.returncode == 0, result.stderr
+        assert "train: 12 samples, 1629 tokens" in result.stdout
+        assert "trained 30 steps (10.00 epochs) on 1 process(es)" in result.stdout
+        args = ("--adapter", run / "adapter", "--out", merged, "--push-to-hub", "me/merged")
+        merging = run_moot("train", "merge", *args, "--hub-private", env=env)
+    assert merging.returncode == 0, merging.stderr
+    assert_tensorboard_has_the_trainers_log(run)
     assert (merged / "model.safetensors").is_file()
     assert not (merged / "adapter_config.json").exists()  # a plain model, no peft needed
     assert json.loads((merged / "manifest.json").read_text())["kind"] == "merged-model"
+    for done, repo, folder in (
+        (result, "me/adapter", run / "adapter"),
+        (merging, "me/merged", merged),
+    ):
+        assert_no_token(done.stdout, done.stderr, *local_files(folder).values())
+        assert hub.repo(repo, "model").files == local_files(folder)  # every file, byte for byte
+    assert hub.repo("me/merged", "model").private
+    # the cards: peft's template card replaced by moot's, naming base, data and sizes
+    manifest = json.loads((run / "manifest.json").read_text())
+    adapter = ModelCard.load(run / "adapter" / "README.md")
+    data = adapter.data.to_dict()
+    assert data["library_name"] == "peft" and {"moot", "lora"} <= set(data["tags"])
+    assert "base_model" not in data and "datasets" not in data  # local files have no Hub id
+    assert data["license"] == "unknown"  # its data has no card that states one
+    trainable = manifest["trainable_parameters"]["trainable"]
+    assert f"| trainable parameters | {trainable} |" in adapter.text
+    assert "sft-tiny.jsonl`: licence not known (no moot card)" in adapter.text
+    assert "Model Card for Model ID" not in adapter.text
+    card = ModelCard.load(merged / "README.md")
+    assert card.data.library_name == "transformers" and "merged" in card.data.tags
     topics = tmp_path / "topics.jsonl"
     topic = {
         "topic": "Should zoos be banned?",
@@ -51,6 +88,23 @@ def test_example_trains_merges_and_generates(tmp_path):
     responses = json.loads(out.read_text())
     assert [r["side"] for r in responses] == ["affirmative", "negative"]
     assert all(r["raw_output"] for r in responses)
+
+
+def assert_tensorboard_has_the_trainers_log(run: Path) -> None:
+    """The event file in OUT/logs holds every loss the trainer logged, at its step."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    history = json.loads((run / "manifest.json").read_text())["log_history"]
+    assert list((run / "logs").glob("events.out.tfevents.*"))  # the final evaluation adds one
+    board = EventAccumulator(str(run / "logs"))  # every event file in the folder, in order
+    board.Reload()
+    for tag, key in (("train/loss", "loss"), ("eval/loss", "eval_loss")):
+        logged = [(entry["step"], entry[key]) for entry in history if key in entry]
+        shown = [(event.step, event.value) for event in board.Scalars(tag)]
+        assert [step for step, _ in shown] == [step for step, _ in logged], tag
+        assert [value for _, value in shown] == pytest.approx([v for _, v in logged], rel=1e-6)
+    assert [event.step for event in board.Scalars("train/loss")] == [5, 10, 15, 20, 25, 30]
+    assert [event.step for event in board.Scalars("eval/loss")] == [10, 20, 30, 30]  # + final
 
 
 def test_a_killed_run_resumes_from_its_last_checkpoint(tmp_path):

@@ -41,8 +41,40 @@ def train(tmp_path: Path, *extra: object) -> list[object]:
 def test_a_config_typo_is_one_line_before_heavy_imports(tmp_path: Path) -> None:
     line, modules = refusal(tmp_path, *train(tmp_path, "training.learnin_rate=1e-3"))
     assert line == (
-        f"moot: error: {EXAMPLE}: training: unknown key 'learnin_rate' "
+        f"moot: error: {EXAMPLE}: training.learnin_rate: unknown key "
         "(did you mean 'learning_rate'?)"
+    )
+    assert not modules & HEAVY
+
+
+@pytest.mark.parametrize(
+    ("override", "problem"),
+    [
+        # a tracker whose package is missing: neptune is no moot dependency, dev or not
+        (
+            "training.report_to=[tensorboard, neptune]",
+            "training.report_to: neptune needs the neptune package, which is not installed "
+            "(pip install neptune)",
+        ),
+        ("training.eval_steps=0", "training.eval_steps: must be greater than 0, got 0"),
+    ],
+)
+def test_a_bad_trainer_option_is_one_line_before_heavy_imports(
+    tmp_path: Path, override: str, problem: str
+) -> None:
+    line, modules = refusal(tmp_path, *train(tmp_path, override))
+    assert line == f"moot: error: {EXAMPLE}: {problem}"
+    assert not modules & HEAVY
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_eval_schedule_without_eval_data_is_refused_before_heavy_imports(
+    tmp_path: Path,
+) -> None:
+    line, modules = refusal(tmp_path, *train(tmp_path, "training.eval_steps=5"))
+    assert line == (
+        "moot: error: training.eval_strategy and eval_steps need eval data: set data.eval, or "
+        "train on a moot data mix folder with an eval split"
     )
     assert not modules & HEAVY
 

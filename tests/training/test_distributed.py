@@ -214,6 +214,8 @@ def moot_launch(out: Path, launch: str) -> dict:
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["processes"] == 2 and manifest["device"] == "cpu"
     assert (out / "adapter" / "adapter_model.safetensors").is_file()
+    card = (out / "adapter" / "README.md").read_text()  # moot's card, by the launching command
+    assert "library_name: peft" in card and "- moot\n" in card and "cpu, 2 |" in card
     return manifest
 
 

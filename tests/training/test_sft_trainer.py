@@ -141,6 +141,30 @@ def test_a_chat_template_whose_end_of_turn_the_tokenizer_lacks_is_refused(tmp_pa
         build_trainer(config)
 
 
+def test_the_trainer_options_reach_the_trainer_and_an_unknown_optimizer_is_named(tmp_path):
+    data = ROOT / "examples" / "sft-tiny.jsonl"
+    options = [
+        "training.optim=sgd",
+        "training.max_grad_norm=0.5",
+        "training.logging_strategy=epoch",
+        "training.save_steps=7",
+        f"data.eval={data}",
+        "training.eval_steps=3",
+        "training.report_to=tensorboard",
+    ]
+    args = build_trainer(tiny(tmp_path, *options), progress=False).trainer.args
+    assert (args.optim, args.max_grad_norm, args.logging_strategy) == ("sgd", 0.5, "epoch")
+    assert (args.save_strategy, args.save_steps) == ("steps", 7)
+    assert (args.eval_strategy, args.eval_steps) == ("steps", 3)
+    assert (args.report_to, args.run_name) == (["tensorboard"], "run")  # the folder's name
+    with pytest.raises(ConfigError) as caught:
+        build_trainer(tiny(tmp_path, "training.optim=adamw_torchh"), progress=False)
+    assert str(caught.value) == (
+        "training.optim: unknown optimizer 'adamw_torchh' (did you mean 'adamw_torch'?) "
+        "(transformers' OptimizerNames)"
+    )
+
+
 def test_a_mix_folder_gives_train_and_eval_splits(tmp_path):
     from moot.training import mix_datasets
 

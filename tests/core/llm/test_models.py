@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -37,14 +37,7 @@ def server() -> Iterator[ScriptedServer]:
         yield running
 
 
-_UNIQUE = itertools.count(1)
-
-
 def make_spec(server: ScriptedServer, *, timeout: float = 5.0, **options: Any) -> ModelSpec:
-    # langchain-openai caches one httpx client per (base_url, timeout) for the whole process and
-    # the OS reuses ports of stopped servers: a unique timeout keeps each spec off a client bound
-    # to an earlier test's closed event loop (see test_sequential_event_loops_...).
-    timeout += next(_UNIQUE) * 1e-6
     return parse_spec("openai/scripted", api_base=server.url, timeout=timeout, **options)
 
 
@@ -89,6 +82,14 @@ def test_plain_call_returns_text_usage_and_sends_parameters(server: ScriptedServ
     assert (row["role"], row["stage"], row["model"]) == ("debater_a", "opening", "openai/scripted")
     assert row["calls"] == 1 and row["prompt_tokens"] == reply.prompt_tokens
     assert row["completion_tokens"] == reply.completion_tokens
+
+
+def test_an_openai_compatible_server_is_reached_through_the_openai_sdk_alone(
+    server: ScriptedServer,
+) -> None:
+    # one way to reach it: openai.AsyncOpenAI, no LangChain chat model built around it
+    assert complete(ModelClient(retry=FAST), make_role(server)).text
+    assert "langchain_openai" not in sys.modules and "openai" in sys.modules
 
 
 def test_unset_options_are_not_sent(server: ScriptedServer) -> None:
@@ -461,7 +462,7 @@ def test_credentials_in_the_api_base_never_reach_a_message() -> None:
         server.add_fault(Fault("500", times=9, match="server error"))
         url = server.url
         api_base = url.replace("http://", "http://user:sk-URL-SECRET@")
-        spec = parse_spec("openai/scripted", api_base=api_base, timeout=5 + next(_UNIQUE) * 1e-6)
+        spec = parse_spec("openai/scripted", api_base=api_base, timeout=5)
         client, role = ModelClient(retry=FAST), Role("judge", spec)
         messages = []
         for text in ("bad request", "server error"):
@@ -576,6 +577,24 @@ def test_structured_prose_wrapped_and_fenced(server: ScriptedServer) -> None:
     result = structured(ModelClient(retry=FAST), make_role(server))
     assert result.ok and result.value == Verdict(winner="B", score=6)
     assert len(chat_requests(server)) == 1
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"winner": "B", "score": 6, "close": false,}',  # trailing comma beside a JSON literal
+        "{'winner': 'B', 'score': 6, 'notes': null}",  # single quotes beside a JSON literal
+        '{"winner": "B", "score": 6\n\nB answered every point.',  # unclosed brace
+    ],
+)
+def test_structured_json_slips_cost_no_repair_round(server: ScriptedServer, reply: str) -> None:
+    server.add_rule(Rule("could not be read", '{"winner": "A", "score": 1}', role="last"))
+    server.add_rule(Rule("Who won", reply, role="last"))
+    client = ModelClient(retry=FAST)
+    result = structured(client, make_role(server))
+    assert result.ok and result.value == Verdict(winner="B", score=6)
+    assert len(chat_requests(server)) == 1
+    assert {row["stage"] for row in client.ledger.to_json()["by_role"]} == {"judge"}
 
 
 def test_structured_repair_round(server: ScriptedServer) -> None:

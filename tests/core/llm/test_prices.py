@@ -108,11 +108,23 @@ def test_cached_tokens_without_a_cached_price_cost_the_input_price() -> None:
 @pytest.mark.parametrize(
     ("content", "problem"),
     [
-        ('{"openai/m": {"input": "cheap", "output": 1}}', "openai/m: 'input' must be a number"),
-        ('{"openai/m": {"input": 1}}', "openai/m: missing 'output'"),
-        ('{"openai/m": {"input": 1, "output": -2}}', "openai/m: 'output' must be 0 or more"),
-        ('{"openai/m": {"input": 1, "output": 1, "cache": 1}}', "openai/m: unknown key 'cache'"),
-        ('{"openai/m": {"input": true, "output": 1}}', "openai/m: 'input' must be a number"),
+        (
+            '{"openai/m": {"input": "cheap", "output": 1}}',
+            "openai/m: input: must be a valid number",
+        ),
+        ('{"openai/m": {"input": 1}}', "openai/m: output: required"),
+        (
+            '{"openai/m": {"input": 1, "output": -2}}',
+            "openai/m: output: must be greater than or equal to 0",
+        ),
+        (
+            '{"openai/m": {"input": 1, "output": 1, "cache": 1}}',
+            "openai/m: cache: unknown key (known: input, output, cached_input)",
+        ),
+        (
+            '{"openai/m": {"input": true, "output": 1}}',
+            "openai/m: input: must be a valid number, got True",
+        ),
         ('{"gpt-4o": {"input": 1, "output": 1}}', "'gpt-4o': expected a model spec"),
         ('{"openai/m": 3}', "openai/m: expected a mapping"),
         ("[1, 2]", "expected a mapping of model specs"),

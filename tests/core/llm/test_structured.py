@@ -12,6 +12,7 @@ from moot.core.llm.structured import (
     extract_value,
     json_schema_format,
     parse_structured,
+    repaired_values,
 )
 
 
@@ -81,13 +82,73 @@ def test_later_candidate_matching_schema_wins() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ['{"winner": "A", "sco', '```json\n{"winner": "A", "score":\n```', "[1, 2", ""],
+    [
+        '{"winner": "A", "score": 7',  # cut off: the 7 may have been 70
+        '{"winner": "A", "score": 7, "note": "a cl',  # cut inside a string
+        '```json\n{"winner": "A", "score":\n```',
+        "[1, 2",
+        "",
+    ],
 )
 def test_truncated_or_missing_json_fails(text: str) -> None:
     with pytest.raises(OutputParseError, match="no JSON"):
         parse_structured(text, Verdict)
     with pytest.raises(OutputParseError):
         extract_value(text)
+    assert list(repaired_values(text)) == []
+
+
+def test_a_key_cut_off_is_dropped_not_invented() -> None:
+    # json_repair drops the half-written key; the rest holds only what the model finished
+    with pytest.raises(OutputParseError, match="score: Field required"):
+        parse_structured('{"winner": "A", "sco', Verdict)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a trailing comma or single quotes alone are Python literals (read before json_repair)
+        '{"winner": "A", "score": 7, "close": false,}',  # trailing comma beside a JSON literal
+        "Verdict: {'winner': 'A', 'score': 7, 'notes': null} final",  # single quotes and null
+        '{winner: "A", score: 7}',  # unquoted keys
+        '{"winner": "A" "score": 7}',  # a missing comma
+        '// my verdict\n{"winner": "A", /* narrow */ "score": 7}',  # comments
+        '{"winner": "A", "score": 7\n',  # unclosed brace, the reply not cut inside the 7
+        '```json\n{"winner": "A", "score": 7\n```',
+        '{"winner": "A", "score": 7\n\nA argued from evidence; B did not.',
+    ],
+)
+def test_json_slips_are_repaired(text: str) -> None:
+    assert parse_structured(text, Verdict) == EXPECTED
+    assert {k: v for k, v in extract_value(text).items() if k in ("winner", "score")} == {
+        "winner": "A",
+        "score": 7,
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Debater A was more convincing overall.",
+        "The {weird} aside, then A wins with 7.",
+        "1. [Reason] because it is so\n2. [Evidence] none",
+        '{"winner": A, "score": 7}',  # an unquoted value is prose, not a string the model wrote
+        "As shown in [1\\] and [\\[2\\]], it is [never] 'never' enough.",  # PanelBench markdown
+    ],
+)
+def test_prose_is_not_repaired_into_a_value(text: str) -> None:
+    with pytest.raises(OutputParseError):
+        parse_structured(text, Verdict)
+    with pytest.raises(OutputParseError, match="no JSON"):
+        extract_value(text)
+    assert list(repaired_values(text)) == []
+
+
+def test_strict_readings_come_before_repaired_ones() -> None:
+    # the balanced Python literal is read as such: json_repair would keep only 'it'
+    assert extract_value("{'w': 'it''s'}") == {"w": "its"}
+    assert extract_value('{"a": 1} then {"b": 2,}') == {"a": 1}
+    assert parse_structured('{"a": 1} then {"winner": "A", "score": 7,}', Verdict) == EXPECTED
 
 
 def test_prose_only_fails() -> None:
@@ -130,3 +191,8 @@ def test_json_schema_format() -> None:
     schema = fmt["json_schema"]["schema"]
     assert set(schema["properties"]) == {"winner", "score"}
     assert set(schema["required"]) == {"winner", "score"}
+
+
+def test_deep_nesting_is_read_not_a_crash() -> None:
+    # json.loads raises RecursionError here (main let it escape and crash the run)
+    assert isinstance(extract_value("[" * 1200 + "]" * 1200), list)

@@ -322,15 +322,20 @@ def test_agreement_report_pairs_and_values(tmp_path: Path) -> None:
     judge_hum = pairs[(JUDGE, "hum")]
     judge_totals, hum_totals = [19, 17, 16], [18, 16, 17]  # cats, tea, x/y (mixtral)
     assert judge_hum["n"] == 3
+    r, rho = pearson(judge_totals, hum_totals), spearman(judge_totals, hum_totals)
+    assert r is not None and rho is not None
     assert judge_hum["total"] == {
         "n": 3,
-        "pearson": pytest.approx(pearson(judge_totals, hum_totals)),
-        "spearman": pytest.approx(spearman(judge_totals, hum_totals)),
+        "pearson": pytest.approx(r.r),
+        "pearson_p": pytest.approx(r.p),
+        "spearman": pytest.approx(rho.r),
+        "spearman_p": pytest.approx(rho.p),
         "alpha": pytest.approx(krippendorff_alpha([judge_totals, hum_totals])),
     }
     c7 = judge_hum["criteria"]["C7"]  # judge 1, 0, 1 vs human 0, 0, 1
-    assert c7["n"] == 3 and c7["pearson"] == pytest.approx(pearson([1, 0, 1], [0, 0, 1]))
-    assert judge_hum["criteria"]["C11"]["pearson"] is None  # constant: undefined
+    assert c7["n"] == 3 and c7["pearson"] == pytest.approx(0.5)  # by hand: cov 1/3 / (2/3)
+    c11 = judge_hum["criteria"]["C11"]  # constant: undefined, and so is its p-value
+    assert c11["pearson"] is None and c11["pearson_p"] is None
     h1_h2 = pairs[("merged:human_1", "merged:human_2")]
     assert h1_h2["n"] == 2 and h1_h2["total"]["n"] == 2
     summary = report["tables"][0]
