@@ -103,6 +103,19 @@ def scripted_server(
                 proc.wait()
 
 
+def local_model_env() -> None:
+    """`offline_env` and `guard_loopback`, the tests' tiny models importable, no progress bars.
+
+    For benchmarks that run models in process (built by ``tests/tiny*.py`` from configs).
+    """
+    offline_env()
+    guard_loopback()
+    sys.path.insert(0, str(ROOT))
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+
+
 @contextlib.contextmanager
 def temp_dir(prefix: str) -> Iterator[Path]:
     """A temporary folder removed afterwards."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 import _common
 
@@ -61,15 +60,10 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--quick", action="store_true", help="2 answers, tiny shape only")
     args = parser.parse_args()
-    _common.offline_env()
-    _common.guard_loopback()
-    sys.path.insert(0, str(_common.ROOT))
-    from transformers.utils import logging
-
+    _common.local_model_env()
     from moot.core.metrics.perspective_diversity import PerspectiveDiversityScorer
     from tests.tiny_gpt2 import tiny_gpt2
 
-    logging.disable_progress_bar()
     count = 2 if args.quick else args.answers
     items, source = inputs(count, args.partials, args.partial_words)
     shapes = dict(list(SHAPES.items())[:1]) if args.quick else SHAPES

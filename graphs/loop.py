@@ -210,10 +210,12 @@ def resolve(value: Any, outputs: dict[str, Path]) -> Any:
 
 
 #: Options that say how a stage runs, not what it makes: changing them (a larger ``budget`` after
-#: a stop, more ``concurrency``) resumes the stage instead of redoing it.
+#: a stop, more ``concurrency``) resumes the stage instead of redoing it. A local model's
+#: ``device`` and ``batch-size`` leave its float32 replies as they were; ``dtype`` and ``backend``
+#: change them, so they count.
 HOW_TO_RUN = frozenset(
     {"budget", "prices", "concurrency", "max-concurrency", "timeout", "max-retries", "cache",
-     "no-cache", "quiet", "verbose", "debug"}
+     "no-cache", "quiet", "verbose", "debug", "device", "batch-size"}
 )  # fmt: skip
 
 

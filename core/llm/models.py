@@ -634,19 +634,43 @@ class _RouterTransport(_Transport):
 
 
 class _HFTransport(_Transport):
-    """A local transformers model: generation in a worker thread, one request at a time."""
+    """A model run in this process (``hf/<path>``): requests are batched by its `Batcher`."""
 
     def __init__(self, spec: ModelSpec):
-        from moot.core.llm.local_hf import LocalModel, weights_identity
+        from moot.core.llm.local_hf import weights_identity
 
         self.spec, self.api_base = spec, None
+        if spec.backend == "vllm":
+            from moot.core.llm.local_vllm import VLLMModel
+
+            self._model: Any = VLLMModel(
+                spec.model,
+                spec.chat_template,
+                dtype=spec.dtype,
+                device=spec.device,
+                batch_size=spec.batch_size,
+            )
+        else:
+            from moot.core.llm.local_hf import LocalModel
+
+            self._model = LocalModel(
+                spec.model,
+                spec.chat_template,
+                device=spec.device,
+                dtype=spec.dtype,
+                batch_size=spec.batch_size,
+            )
+        # float32 keeps the identity of earlier runs; other precisions or engines answer
+        # differently, so they have their own cache entries
+        engine = "" if spec.backend == "transformers" else f"|{spec.backend}"
+        precision = "" if self._model.precision == "float32" else f"|{self._model.precision}"
         self.identity = weights_identity(spec.model) + (spec.chat_template or "")
-        self._model = LocalModel(spec.model, spec.chat_template)
+        self.identity += engine + precision
 
     async def send(self, messages: Messages, params: dict[str, Any]) -> _Reply:
-        text, finish, prompt, completion = await asyncio.to_thread(
-            self._model.generate, messages, params
-        )
+        # tokenizing may take a while: off the event loop; the reply comes from the batch
+        future = await asyncio.to_thread(self._model.submit, messages, params)
+        text, finish, prompt, completion = await asyncio.wrap_future(future)
         return _Reply(text, finish, prompt, completion)
 
 

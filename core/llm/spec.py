@@ -93,6 +93,12 @@ class ModelSpec:
         max_fails: Failures, each within `cooldown` of the one before, that take one of several
             endpoints out; None: the file's ``allowed_fails`` + 1, else
             `moot.core.llm.endpoints.MAX_FAILS`.
+        device: For ``hf/<path>`` models, where they run: ``auto`` (None), ``cpu``, ``cuda``,
+            ``cuda:N`` or ``mps`` (`moot.core.llm.devices`).
+        dtype: For ``hf/<path>`` models, their weights' precision: ``auto`` (None), ``float32``,
+            ``bfloat16`` or ``float16``.
+        batch_size: For ``hf/<path>`` models, most greedy requests generated in one call.
+        backend: For ``hf/<path>`` models, the engine: ``transformers`` or ``vllm``.
 
     Example:
         >>> parse_spec("openai/llama3", api_base="http://127.0.0.1:8000/v1").transport
@@ -111,6 +117,10 @@ class ModelSpec:
     router: RouterGroup | None = None
     cooldown: float | None = None
     max_fails: int | None = None
+    device: str | None = None
+    dtype: str | None = None
+    batch_size: int = 1
+    backend: str = "transformers"
 
     @property
     def name(self) -> str:

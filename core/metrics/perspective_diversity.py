@@ -87,7 +87,11 @@ class PDResult:
 
 
 class PerspectiveDiversityScorer:
-    """Scores answers against partial answers with a causal LM, float32 on CPU, eval mode.
+    """Scores answers against partial answers with a causal LM in eval mode.
+
+    The scorer runs in float32 unless `dtype` says otherwise: a perplexity in bfloat16 differs
+    from the float32 one in its second or third digit, and the paper's tables are compared to
+    two decimals (``docs/faithfulness.md``).
 
     Args:
         model: A local model folder, a Hugging Face id already in the local cache (nothing is
@@ -98,9 +102,15 @@ class PerspectiveDiversityScorer:
         reuse_prefix: Encode each answer once and reuse its KV cache (not ``released``);
             False scores every (answer, partial answer) pair as a full sequence (the baseline;
             same numbers).
+        device: ``auto`` (None: CUDA if present, else the CPU), ``cpu``, ``cuda``, ``cuda:N``
+            or ``mps`` (`moot.core.llm.devices`).
+        dtype: ``float32`` (default), ``bfloat16``, ``float16`` or ``auto``.
+        backend: ``transformers`` (default) or ``vllm`` (``mean`` and ``sum`` only: each
+            pair as a full sequence, through vLLM's prompt log-probabilities).
 
     Raises:
-        ConfigError: Unknown variant, a model that cannot be loaded offline, or a bad window.
+        ConfigError: Unknown variant, a model that cannot be loaded offline, a bad window, a
+            device that is not here, or ``released`` with vLLM.
 
     Example:
         >>> scorer = PerspectiveDiversityScorer("path/to/gpt2")  # doctest: +SKIP
@@ -114,6 +124,9 @@ class PerspectiveDiversityScorer:
         batch_size: int = 8,
         max_length: int | None = None,
         reuse_prefix: bool = True,
+        device: str | None = None,
+        dtype: str | None = "float32",
+        backend: str = "transformers",
     ) -> None:
         import torch
 
@@ -126,8 +139,19 @@ class PerspectiveDiversityScorer:
         self.name, self.variant, self.batch_size = model, variant, batch_size
         self.reuse_prefix = reuse_prefix
         self._torch = torch
-        self.model, self.tokenizer = load_scorer(model)
-        config = self.model.config
+        self._engine: Any = None
+        if backend == "vllm":
+            if variant == "released":
+                raise ConfigError("--backend vllm scores --variant mean or sum, not released")
+            from moot.core.llm.local_vllm import VLLMEngine
+
+            source = scorer_source(model)
+            self._engine = VLLMEngine(source, dtype, device)
+            self.model, self.tokenizer = None, _load(model, source, "AutoTokenizer")
+            config = _load(model, source, "AutoConfig")
+        else:
+            self.model, self.tokenizer = load_scorer(model, device, dtype)
+            config = self.model.config
         window = getattr(config, "max_position_embeddings", None) or getattr(
             config, "n_positions", None
         )
@@ -183,7 +207,10 @@ class PerspectiveDiversityScorer:
         dropped = 0
         if excess > 0:
             prefix, dropped = self._drop_answer_start(text, answer, special, excess, targets)
-        ppl = (self._reuse if self.reuse_prefix else self._pairs)(prefix, targets)
+        if self._engine is not None:
+            ppl = self._engine_pairs(prefix, targets)
+        else:
+            ppl = (self._reuse if self.reuse_prefix else self._pairs)(prefix, targets)
         sizes = tuple(map(len, targets))
         pd = math.fsum(ppl) if self.variant == "sum" else math.fsum(ppl) / len(ppl)
         return PDResult(pd, tuple(ppl), sizes, sizes, len(prefix), dropped, dropped > 0)
@@ -212,22 +239,34 @@ class PerspectiveDiversityScorer:
         first = inside[0]
         return ids[:first] + ids[first + excess :], excess
 
+    def _engine_pairs(self, prefix: list[int], targets: list[list[int]]) -> list[float]:
+        """vLLM: each (prefix + target) as one sequence; the target's tokens are scored."""
+        result: list[float] = []
+        for chunk in _chunks(targets, self.batch_size):
+            rows = [prefix + t for t in chunk]
+            sums = self._engine.logprob_sums(rows, [len(prefix)] * len(chunk))
+            result += [math.exp(-total / len(t)) for total, t in zip(sums, chunk, strict=True)]
+        return result
+
     def _reuse(self, prefix: list[int], targets: list[list[int]]) -> list[float]:
         """Encode `prefix` once; score the targets in batches over its repeated KV cache."""
-        torch = self._torch
-        out = self.model(input_ids=torch.tensor([prefix]), use_cache=True, logits_to_keep=1)
+        torch, device = self._torch, self.model.device
+        out = self.model(
+            input_ids=torch.tensor([prefix], device=device), use_cache=True, logits_to_keep=1
+        )
         first = out.logits[0, -1].float().log_softmax(-1)  # predicts every target's first token
         cache, size = out.past_key_values, len(prefix)
         result: list[float] = []
         for chunk in _chunks(targets, self.batch_size):
-            ids, mask = _pad(torch, chunk)
+            ids, mask = _pad(torch, chunk, device=device)
             rows, width = ids.shape
             kv = copy.deepcopy(cache)
             kv.batch_repeat_interleave(rows)
+            before = torch.ones(rows, size, dtype=mask.dtype, device=device)
             logits = self.model(
                 input_ids=ids,
-                attention_mask=torch.cat([torch.ones(rows, size, dtype=mask.dtype), mask], 1),
-                position_ids=torch.arange(size, size + width).expand(rows, width),
+                attention_mask=torch.cat([before, mask], 1),
+                position_ids=torch.arange(size, size + width, device=device).expand(rows, width),
                 past_key_values=kv,
                 use_cache=True,
             ).logits
@@ -244,7 +283,7 @@ class PerspectiveDiversityScorer:
         result: list[float] = []
         size = len(prefix)
         for chunk in _chunks(targets, self.batch_size):
-            ids, mask = _pad(torch, [prefix + t for t in chunk])
+            ids, mask = _pad(torch, [prefix + t for t in chunk], device=self.model.device)
             keep = ids.shape[1] - size + 1  # logits from the prefix's last token on
             logits = self.model(input_ids=ids, attention_mask=mask, logits_to_keep=keep).logits
             for row, target in enumerate(chunk):
@@ -269,7 +308,7 @@ class PerspectiveDiversityScorer:
         for chunk in _chunks(partials, self.batch_size):
             encoded = [tokenizer(context + y, verbose=False)["input_ids"] for y in chunk]
             full += [max(0, len(e) - len_x) for e in encoded]
-            ids, mask = _pad(torch, [e[:limit] for e in encoded], pad)
+            ids, mask = _pad(torch, [e[:limit] for e in encoded], pad, self.model.device)
             keep = max(1, ids.shape[1] - len_x + 1)
             logits = self.model(input_ids=ids, attention_mask=mask, logits_to_keep=keep).logits
             offset = ids.shape[1] - logits.shape[1]  # logits[:, j] belongs to position offset+j
@@ -279,7 +318,7 @@ class PerspectiveDiversityScorer:
                 scored.append(len(targets))
                 nll = 0.0
                 if targets:
-                    at = torch.tensor(targets)
+                    at = torch.tensor(targets, device=ids.device)
                     nll = -float(_logprobs(logits[row, at - 1 - offset], ids[row, at]).sum())
                 ppl.append(math.exp(nll / (length - 1)))
         return PDResult(
@@ -293,30 +332,51 @@ class PerspectiveDiversityScorer:
         )
 
 
-def load_scorer(model: str) -> tuple[Any, Any]:
-    """(model, tokenizer) in float32 eval mode, from local files only.
+def load_scorer(
+    model: str, device: str | None = None, dtype: str | None = "float32"
+) -> tuple[Any, Any]:
+    """(model, tokenizer) in eval mode on `device` in `dtype`, from local files only.
+
+    Args:
+        model: As `PerspectiveDiversityScorer`'s.
+        device: ``auto`` (None), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
+        dtype: ``float32`` (default), ``bfloat16``, ``float16`` or ``auto`` (None).
 
     Raises:
-        ConfigError: Not a model folder and not in the local Hugging Face cache, or the
-            embedded model's conversion needs a missing package.
+        ConfigError: Not a model folder and not in the local Hugging Face cache, the embedded
+            model's conversion needs a missing package, or the device is not here.
     """
-    import torch
+    from moot.core.llm.devices import choose_device, choose_dtype
+
+    source = scorer_source(model)
+    where = choose_device(device)
+    options: dict[str, Any] = {"dtype": choose_dtype(dtype, where), "local_files_only": True}
+    if where != "cpu":
+        options["device_map"] = where
+    loaded = _load(model, source, "AutoModelForCausalLM", **options)
+    loaded.eval()
+    return loaded, _load(model, source, "AutoTokenizer")
+
+
+def scorer_source(model: str) -> str:
+    """Where the scorer's files are: its folder, its hub id (cached), or the embedded one's."""
+    return str(embedded_hf_folder()) if model == EMBEDDED else _resolve(model)
+
+
+def _load(model: str, source: str, kind: str, **options: Any) -> Any:
+    """``transformers.<kind>.from_pretrained(source)``, offline; a failure names `model`."""
     import transformers
 
-    source = str(embedded_hf_folder()) if model == EMBEDDED else _resolve(model)
     try:
-        loaded = transformers.AutoModelForCausalLM.from_pretrained(
-            source, dtype=torch.float32, local_files_only=True
+        return getattr(transformers, kind).from_pretrained(
+            source, **{"local_files_only": True, **options}
         )
-        tokenizer = transformers.AutoTokenizer.from_pretrained(source, local_files_only=True)
     except (OSError, ValueError) as exc:
         where = "a model folder" if Path(source).is_dir() else "in the local Hugging Face cache"
         raise ConfigError(
             f"cannot load P.D. scorer {model!r} ({where}; nothing is downloaded): "
             f"{str(exc).splitlines()[0]}"
         ) from None
-    loaded.eval()
-    return loaded, tokenizer
 
 
 def scorer_identity(model: str) -> str:
@@ -403,15 +463,15 @@ def _chunks(items: list, size: int) -> Iterator[list]:
         yield items[start : start + size]
 
 
-def _pad(torch: Any, rows: list[list[int]], pad: int = 0) -> tuple[Any, Any]:
-    """Right-padded ids and their attention mask."""
+def _pad(torch: Any, rows: list[list[int]], pad: int = 0, device: Any = None) -> tuple[Any, Any]:
+    """Right-padded ids and their attention mask, on `device` (default: the CPU)."""
     width = max(map(len, rows))
     ids = torch.full((len(rows), width), pad, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, row in enumerate(rows):
         ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
         mask[i, : len(row)] = 1
-    return ids, mask
+    return ids.to(device), mask.to(device)
 
 
 def _logprobs(logits: Any, targets: Any) -> Any:

@@ -124,9 +124,8 @@ def register(commands: Commands) -> None:
         default="mean",
         help="mean (default: the paper's tables), sum (Equation 1 as printed) or released",
     )
-    pd.add_argument(
-        "--batch-size", type=opt.positive, default=8, metavar="N", help="partial answers per pass"
-    )
+    opt.batch_options(pd, 8, "partial answers")
+    opt.local_options(pd.add_argument_group("scorer device"), dtype="float32")
     pd.add_argument(
         "--max-length",
         type=opt.positive,
@@ -414,13 +413,25 @@ def run_pd(args: argparse.Namespace) -> int:
         "variant": args.variant,
         "max_length": args.max_length,
     }
+    # float32 through transformers was the only setting before these options: claims without
+    # them stay valid, and any other precision or engine scores differently, so it is claimed
+    if args.dtype != "float32":
+        claim["dtype"] = args.dtype or "auto"
+    if args.backend != "transformers":
+        claim["backend"] = args.backend
 
     def make_scorer() -> PerspectiveDiversityScorer:
         from transformers.utils import logging
 
         logging.disable_progress_bar()
         return PerspectiveDiversityScorer(
-            args.scorer, args.variant, batch_size=args.batch_size, max_length=args.max_length
+            args.scorer,
+            args.variant,
+            batch_size=args.batch_size,
+            max_length=args.max_length,
+            device=args.device,
+            dtype=args.dtype,
+            backend=args.backend,
         )
 
     run = asyncio.run(
@@ -432,6 +443,8 @@ def run_pd(args: argparse.Namespace) -> int:
         scorer=args.scorer,
         scorer_identity=claim["scorer"],
         window=run.window or _previous_window(out),
+        dtype=args.dtype or "auto",
+        backend=args.backend,
         partial_answer_sets_without_answer=len(unused),
         sources={"answers": str(args.answers), "partial_answers": str(args.partial_answers)},
         versions=package_versions("moot", "transformers", "torch"),

@@ -96,6 +96,7 @@ def register(commands: Commands) -> None:
         help="instead of --max-tokens: a budget that counts the prompt's tokens too, as the "
         "reference's generate(max_length=2048); local model folders only",
     )
+    opt.batch_options(generate, 1, "greedy instructions")
     generate.set_defaults(max_tokens=None)  # 2048 unless --max-length: the two exclude each other
 
     for name, run, text in (

@@ -68,6 +68,17 @@ def sampling_temperature(text: str) -> float:
     return value
 
 
+def device(text: str) -> str:
+    """An argparse type: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``."""
+    from moot.core.errors import ConfigError
+    from moot.core.llm.devices import check_device
+
+    try:
+        return check_device(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def input_file(text: str) -> Path:
     """An argparse type: an input file; `moot.cli.runtime.check_paths` checks it exists."""
     return Path(text)
@@ -394,6 +405,59 @@ def call_options(parser: argparse.ArgumentParser, temperature: float | None = 0.
     )
     group.add_argument(
         "--context-window", type=positive, metavar="TOKENS", help="the model's context window"
+    )
+    local_options(group)
+
+
+def local_options(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, dtype: str = "auto"
+) -> None:
+    """``--device`` and ``--dtype``: where a model run in process (``hf/<path>``) runs, and how.
+
+    Args:
+        parser: The command's parser or group.
+        dtype: The default ``--dtype`` (``float32`` for the P.D. scorer).
+    """
+    from moot.core.llm.devices import DTYPES
+
+    parser.add_argument(
+        "--device",
+        type=device,
+        metavar="DEVICE",
+        help="where a local model folder runs: auto (default: CUDA if present, else the CPU; "
+        "MPS only when asked), cpu, cuda, cuda:N, mps",
+    )
+    shown = "bfloat16 on a GPU, else float32" if dtype == "auto" else dtype
+    parser.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default=None if dtype == "auto" else dtype,
+        help=f"precision of a local model folder's weights (default: {shown})",
+    )
+
+
+def batch_options(parser: argparse.ArgumentParser, default: int, unit: str) -> None:
+    """``--batch-size N`` and ``--backend``: how a model run in process batches its work.
+
+    Args:
+        parser: The command's parser.
+        default: The default ``--batch-size``.
+        unit: What one batch row is, for the help (``greedy requests``).
+    """
+    group = parser.add_argument_group("local model batching")
+    group.add_argument(
+        "--batch-size",
+        type=positive,
+        default=default,
+        metavar="N",
+        help=f"{unit} per forward pass of a local model (default {default})",
+    )
+    group.add_argument(
+        "--backend",
+        choices=("transformers", "vllm"),
+        default="transformers",
+        help="engine of a local model: transformers (default), or vllm (the moot[vllm] extra "
+        "and a CUDA GPU; it batches on its own)",
     )
 
 

@@ -239,7 +239,7 @@ def spec_from(args: argparse.Namespace, text: str, **options: Any) -> Any:
             raise ConfigError(f"--router {args.router} names the endpoints: give no --api-base")
         router = load_router(args.router, text.strip())
         api_base = list(router.api_bases)
-    return parse_spec(
+    spec = parse_spec(
         text,
         api_base=api_base,
         api_key_env=args.api_key_env,
@@ -251,6 +251,13 @@ def spec_from(args: argparse.Namespace, text: str, **options: Any) -> Any:
         max_fails=args.endpoint_max_fails,
         **options,
     )
+    if spec.transport != "hf":  # `client_for` refuses them when no model runs in process
+        return spec
+    return spec.with_options(**{name: getattr(args, name, None) for name in LOCAL_OPTIONS})
+
+
+#: The options of models run in process (``hf/<path>``), as `ModelSpec` fields and dests.
+LOCAL_OPTIONS = ("device", "dtype", "batch_size", "backend")
 
 
 def role_from(args: argparse.Namespace, name: str, text: str | None = None, **options: Any) -> Any:
@@ -307,8 +314,9 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
     prints its one error line alone).
 
     Raises:
-        ConfigError: ``--max-retries`` below 0, a missing key, or ``--budget`` with a model
-            whose price is unknown.
+        ConfigError: ``--max-retries`` below 0, a missing key, ``--budget`` with a model
+            whose price is unknown, or local-model options (``--device`` ...) and no model
+            runs in process.
         InputError: A wrong price file.
         EndpointError: An endpoint that refuses connections.
     """
@@ -317,6 +325,11 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
 
     if args.max_retries < 0:
         raise ConfigError("--max-retries must be 0 or more")
+    if not any(spec.transport == "hf" for spec in specs):
+        given = [name for name in LOCAL_OPTIONS if _given(args, name)]
+        if given:
+            flags = " and ".join("--" + name.replace("_", "-") for name in given)
+            raise ConfigError(f"{flags}: for local model folders (hf/...) only; no model is one")
     prices = prices_from(args)
     cache = None
     if not args.no_cache:
@@ -342,6 +355,13 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
     for text in concurrency_notes(args, specs):
         note(args, text)
     return client
+
+
+def _given(args: argparse.Namespace, dest: str) -> bool:
+    """Whether the option `dest` asks for something other than `ModelSpec`'s default."""
+    from moot.core.llm.spec import ModelSpec
+
+    return getattr(args, dest, None) not in (None, ModelSpec.__dataclass_fields__[dest].default)
 
 
 def concurrency_notes(args: argparse.Namespace, specs: Sequence[Any]) -> list[str]:

@@ -213,3 +213,83 @@ def test_max_length_counts_the_prompt_as_the_references_generate(tmp_path, scrip
     api = ["--model", "openai/m", "--api-base", scripted.url, "--max-length", total]
     served = run_moot("generate", "--dataset", topics, "--out", tmp_path / "s.json", *api)
     assert served.returncode == 2 and "--max-length applies to local model" in served.stderr
+
+
+def ledger_line(stdout: str) -> list[str]:
+    """The generator's ledger row: calls, cached, retries, prompt and completion tokens."""
+    row = next(line for line in stdout.splitlines() if line.startswith("generator"))
+    return row.split()[3:8]
+
+
+def test_batch_size_answers_as_one_at_a_time_with_the_same_tokens_and_cache(tmp_path):
+    from moot.core.llm.local_hf import LocalModel
+    from moot.prompts import template_source
+
+    model = tiny_model(tmp_path / "tiny")
+    topics = dataset(tmp_path)
+    alone = LocalModel(str(model), template_source("chat_templates/vicuna.j2"))
+    params = {"max_tokens": 6, "temperature": 0.0, "seed": 0}
+    expected = [
+        alone.generate([{"role": "user", "content": item["instruction"]}], params)
+        for item in debate_test_instructions(load_topics(topics), str(topics))
+    ]
+    args = ["generate", "--dataset", topics, "--model", model, "--template", "vicuna"]
+    args += ["--max-tokens", 6, "--batch-size", 4, "--cache", tmp_path / "cache.sqlite"]
+    first = run_moot(*args, "--out", tmp_path / "first.json")
+    assert first.returncode == 0, first.stderr
+    records = json.loads((tmp_path / "first.json").read_text())
+    assert [r["raw_output"] for r in records] == [text for text, *_ in expected]
+    prompt, completion = (sum(reply[i] for reply in expected) for i in (2, 3))
+    assert ledger_line(first.stdout) == ["6", "0", "0", str(prompt), str(completion)]
+    again = run_moot(*args, "--out", tmp_path / "again.json")  # a new run: all from the cache
+    assert again.returncode == 0 and ledger_line(again.stdout)[:2] == ["6", "6"]
+    assert json.loads((tmp_path / "again.json").read_text()) == records
+
+
+def test_local_model_options_without_a_local_model_are_refused(tmp_path, scripted):
+    model = tiny_model(tmp_path / "tiny")
+    args = ["generate", "--dataset", dataset(tmp_path), "--out", tmp_path / "r.json"]
+    served = run_moot(*args, "--model", "openai/m", "--api-base", scripted.url, "--batch-size", 2)
+    assert served.returncode == 2 and served.stderr.count("\n") == 1
+    assert "--batch-size: for local model folders (hf/...) only" in served.stderr
+    assert scripted.requests == []
+    import torch
+
+    if not torch.cuda.is_available():  # asked for a GPU that is not there
+        gpu = run_moot(*args, "--model", model, "--device", "cuda")
+        assert gpu.returncode == 2 and "--device cuda: this machine has 0 CUDA" in gpu.stderr
+    bad = run_moot(*args, "--model", model, "--device", "gpu")
+    assert bad.returncode == 2 and "unknown device 'gpu'" in bad.stderr
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_vllm_backend_without_vllm_exits_2_with_one_line(tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed: this checks the message of a machine without it")
+    model = tiny_model(tmp_path / "tiny")
+    out = tmp_path / "r.json"
+    args = ["generate", "--dataset", dataset(tmp_path), "--model", model, "--out", out]
+    result = run_moot(*args, "--backend", "vllm")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "--backend vllm needs the vllm package" in result.stderr
+    assert "Traceback" not in result.stderr and not out.exists()
+
+
+def test_vllm_backend_answers_like_transformers(tmp_path):
+    import importlib.util
+
+    import torch
+
+    if importlib.util.find_spec("vllm") is None or not torch.cuda.is_available():
+        pytest.skip("needs vLLM (the moot[vllm] extra) and a CUDA GPU; neither is here")
+    model = tiny_model(tmp_path / "tiny")
+    args = ["generate", "--dataset", dataset(tmp_path), "--model", model, "--max-tokens", 4]
+    for backend in ("transformers", "vllm"):
+        out = tmp_path / f"{backend}.json"
+        extra = ["--dtype", "float32", "--backend", backend, "--batch-size", 8, "--no-cache"]
+        result = run_moot(*args, *extra, "--out", out)
+        assert result.returncode == 0, result.stderr
+    records = [json.loads((tmp_path / f"{b}.json").read_text()) for b in ("transformers", "vllm")]
+    assert [r["raw_output"] for r in records[0]] == [r["raw_output"] for r in records[1]]

@@ -107,3 +107,33 @@ def test_eval_pd_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     run = run_moot("eval", "pd", *args)
     assert run.returncode == 2 and "cannot load P.D. scorer" in run.stderr
     assert len(run.stderr.splitlines()) == 1 and not out.exists()  # no claim left behind
+
+
+def test_eval_pd_device_dtype_and_backend(gpt2: Path, tmp_path: Path) -> None:
+    import importlib.util
+
+    import torch
+
+    answers, partials = _inputs(tmp_path)
+    args = ["eval", "pd", "--answers", answers, "--partial-answers", partials, "--scorer", gpt2]
+    args += ["--max-length", 64, "--limit", 1]
+    refused = []
+    if importlib.util.find_spec("vllm") is None:
+        refused.append((["--backend", "vllm"], "--backend vllm needs the vllm package"))
+    if not torch.cuda.is_available():
+        refused.append((["--device", "cuda"], "--device cuda: this machine has 0 CUDA device"))
+    for extra, message in refused:  # one line, before any claim or score is written
+        out = tmp_path / extra[1]
+        result = run_moot(*args, *extra, "--out", out)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+        assert result.stderr.count("\n") == 1 and not (out / ".moot").exists()
+    # bfloat16 scores differently from float32, so one folder holds one of them
+    out = tmp_path / "bf16"
+    half = run_moot(*args, "--dtype", "bfloat16", "--device", "cpu", "--out", out)
+    assert half.returncode == 0, half.stderr
+    claim = json.loads((out / ".moot" / "pd.json").read_text(encoding="utf-8"))
+    assert claim["dtype"] == "bfloat16" and "backend" not in claim
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert (summary["dtype"], summary["backend"]) == ("bfloat16", "transformers")
+    again = run_moot(*args, "--out", out)
+    assert again.returncode == 2 and "P.D. scores from another scorer or settings" in again.stderr
