@@ -268,15 +268,15 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         authorized = self.headers.get("Authorization") == f"Bearer {self.owner.token}"
         status, reply = self.owner._handle(method, path, authorized, body)
+        text = body.decode("utf-8", "replace")
+        with self.owner._lock:  # logged before the reply: a client that has it sees the entry
+            self.owner._log.append(HubRequest(method, path, status, authorized, text))
         data = json.dumps(reply).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-        text = body.decode("utf-8", "replace")
-        with self.owner._lock:
-            self.owner._log.append(HubRequest(method, path, status, authorized, text))
 
 
 def main(argv: list[str] | None = None) -> int:
