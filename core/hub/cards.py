@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from moot.core.data.records import atomic_write, package_versions
-from moot.core.llm.spec import secrets_in_environment, url_secrets
+from moot.core.llm.spec import redact, url_secrets
 from moot.core.tables import render_table
 
 #: Where moot's file formats are described (a card points at its section).
@@ -131,11 +131,7 @@ def command_line(argv: Sequence[str] | None = None) -> str:
         # the `moot` script, or `python -m moot` (whose argv[0] is moot/__main__.py)
         moot = program.name == "moot" or program.parent.name == "moot"
         argv = ["moot", *sys.argv[1:]] if moot else list(sys.argv)
-    text = shlex.join(argv)
-    secrets = [s for arg in argv if "://" in arg for s in url_secrets(arg)]
-    for secret in sorted({*secrets, *secrets_in_environment()}, key=len, reverse=True):
-        text = text.replace(secret, "[redacted]")
-    return text
+    return redact(shlex.join(argv), (s for arg in argv if "://" in arg for s in url_secrets(arg)))
 
 
 def card_licence(source: str | Path) -> str | None:

@@ -17,7 +17,7 @@ from typing import Literal
 
 from moot.core.data.records import write_json
 from moot.core.errors import ConfigError, MootError
-from moot.core.llm.spec import secrets_in_environment
+from moot.core.llm.spec import redact
 
 #: Where a pushed folder records its repository.
 PUSHED = Path(".moot") / "hub.json"
@@ -120,6 +120,4 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _failure(repo: str, reason: str) -> str:
-    for secret in secrets_in_environment():  # an error message must never carry the token
-        reason = reason.replace(secret, "[redacted]")
-    return f"push to {repo} failed: {reason}"
+    return f"push to {repo} failed: {redact(reason)}"  # a message must never carry the token

@@ -11,7 +11,7 @@ import functools
 import importlib.util
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -183,7 +183,7 @@ def url_secrets(url: str) -> list[str]:
 def secrets_in_environment() -> list[str]:
     """Values of the environment's keys and tokens (longest first): never written anywhere.
 
-    `moot view`'s page and the Hub cards (`moot.core.hub.cards`) replace each with
+    `moot view`'s page, the Hub cards and push errors (`redact`) replace each with
     ``[redacted]``.
     """
     names = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
@@ -192,6 +192,15 @@ def secrets_in_environment() -> list[str]:
         key=len,
         reverse=True,
     )
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with each of `secrets` and of `secrets_in_environment` as ``[redacted]``."""
+    for secret in sorted(
+        {*filter(None, secrets), *secrets_in_environment()}, key=len, reverse=True
+    ):
+        text = text.replace(secret, "[redacted]")
+    return text
 
 
 @dataclass(frozen=True)
