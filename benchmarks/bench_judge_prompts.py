@@ -39,6 +39,17 @@ _PARAGRAPH = (
 REPLY = (_PARAGRAPH * 6).strip()
 
 
+def judge_rules() -> list[Any]:
+    """The scripted server's rules: `REPLY` to every speech analysis, judgment and panel."""
+    from moot.core.testing.scripted_server import Rule
+
+    # role="system": extraction prompts are a lone user message quoting the reply, never matched
+    return [
+        Rule(pattern=r"gives Speech", reply=REPLY, role="system"),
+        Rule(pattern=r"Now the debate ends", reply=REPLY, role="system"),
+    ]
+
+
 def transcript_tokens(debate: Any) -> int:
     """Tokens of a debate's speeches, moot's counter."""
     from moot.core.llm.tokens import count_tokens
@@ -98,7 +109,6 @@ def main() -> int:
     _common.guard_loopback()
     from moot.core.data.debates import load_debates
     from moot.core.llm.tokens import count_tokens, encoding_available
-    from moot.core.testing.scripted_server import Rule
 
     debates = load_debates(args.data)[: args.debates]
     if len(debates) < 4:
@@ -119,11 +129,7 @@ def main() -> int:
         f"{min(len(d.speeches) for d in debates)}-{max(len(d.speeches) for d in debates)}"
     )
 
-    # role="system": extraction prompts are a lone user message quoting the reply, never matched
-    rules = [
-        Rule(pattern=r"gives Speech", reply=REPLY, role="system"),
-        Rule(pattern=r"Now the debate ends", reply=REPLY, role="system"),
-    ]
+    rules = judge_rules()
     usage: dict[str, dict[str, dict[str, int]]] = {}
     with (
         _common.temp_dir("moot-bench-prompts-") as folder,
