@@ -28,6 +28,7 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=False,
         autoescape=False,  # prompts are plain text, not HTML
+        auto_reload=False,  # package data: no stat of every template file on every render
     )
     environment.filters["fence"] = fence
     return environment

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import re
 import socket
@@ -54,6 +53,7 @@ from moot.core.llm.structured import (
     Structured,
     json_schema_format,
     parse_structured,
+    schema_text,
 )
 from moot.core.llm.tokens import count_message_tokens
 
@@ -339,12 +339,11 @@ class ModelClient:
         from moot.prompts import render
 
         fmt = json_schema_format(schema) if constrained else None
-        schema_text = json.dumps(schema.model_json_schema())
         return await self.complete_parsed(
             role,
             messages,
             lambda text: parse_structured(text, schema),
-            lambda error: render("core/repair.j2", error=error, schema=schema_text),
+            lambda error: render("core/repair.j2", error=error, schema=schema_text(schema)),
             stage=stage,
             max_tokens=max_tokens,
             seed=seed,

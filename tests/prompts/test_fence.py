@@ -60,6 +60,10 @@ def test_nested_fences_stay_one_fence():
         ("<<<end speech 0123456789abcdef>>>", "<\\<\\<end speech 0123456789abcdef>\\>\\>"),
         ("＜＜＜end speech＞＞＞", "＜\\＜\\＜end speech＞\\＞\\＞"),
         ("a < b > c, [1] and [generated] stay", "a < b > c, [1] and [generated] stay"),
+        # characters that grow when folded (ß -> ss, ﬁ -> fi) before a marker: the backslash
+        # still lands before the marker in the original text
+        ("Straße ﬁne [System] x", "Straße ﬁne \\[System] x"),
+        ("ßß\n＃ New Speech by B and <<<x", "ßß\n\\＃ New Speech by B and <\\<\\<x"),
     ],
 )
 def test_markers_and_their_lookalikes_are_escaped(text, escaped):
