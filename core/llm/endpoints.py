@@ -41,6 +41,11 @@ MAX_FAILS = 2
 #: Seconds an endpoint that failed stays out before requests are sent to it again.
 COOLDOWN_SECONDS = 30.0
 
+#: What litellm is told each request costs: nothing. moot's ledger prices every call itself
+#: (`moot.core.llm.prices`); litellm's own cost tracking is not read, and for a model it cannot
+#: price (any self-hosted replica) it scanned its cost map on every request to explain the $0.
+FREE = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
+
 #: How long a session stays pinned to its endpoint after its last request, in seconds.
 PIN_SECONDS = 3600
 
@@ -83,7 +88,7 @@ def build_router(spec: ModelSpec, api_key: str | None) -> Any:
         params: dict[str, Any] = {"model": spec.name, "api_key": api_key or "EMPTY", **own}
         params.update(api_base=url, timeout=spec.timeout, max_retries=0)
         params.pop("num_retries", None)  # 0 if given: the Router's is 0
-        info = {"id": str(index), "allowed_fails": max_fails - 1}
+        info = {"id": str(index), "allowed_fails": max_fails - 1, **FREE}
         deployments.append({"model_name": spec.name, "litellm_params": params, "model_info": info})
     return litellm.Router(
         model_list=deployments,

@@ -42,3 +42,20 @@ def test_sticky_names_the_session_inside_only():
     with sticky("debate-1"):
         assert SESSION.get() == "debate-1"
     assert SESSION.get() is None
+
+
+def test_the_router_prices_nothing_for_moot_a_priced_model_keeps_its_price():
+    """The Router is told its requests are free (its cost tracking is not read); moot's prices
+    of the same model, one endpoint or several, stay the cost map's."""
+    from moot.core.llm.endpoints import build_router
+    from moot.core.llm.prices import Prices
+
+    one = parse_spec("openai/gpt-4o")
+    several = parse_spec("openai/gpt-4o", api_base="http://127.0.0.1:1/v1,http://127.0.0.1:2/v1")
+    before = Prices().price(one)
+    router = build_router(several, None)
+    assert before is not None and before.input > 0
+    assert Prices().price(one) == before
+    assert Prices().price(several) is None  # a custom server: unpriced unless --prices says
+    infos = [d["model_info"] for d in router.model_list]
+    assert all(i["input_cost_per_token"] == 0 == i["output_cost_per_token"] for i in infos)
