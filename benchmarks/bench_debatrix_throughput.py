@@ -4,8 +4,9 @@ The PanelBench DebateArt debates (``../shared/data/panelbench/debateart.jsonl``;
 script prints a skip message and exits 2) judged by the ``debatrix`` framework (3 dimensions, the
 paper's two-call debater scoring, schema-constrained extraction) against the scripted server in
 its own process, whose rules answer every speech analysis, judgment and panel with the same
-300-word text (`bench_judge_prompts.judge_rules`); extractions get schema JSON or a short
-sentence. At concurrency C = 32 (``concurrency=C`` debates, spec ``max_concurrency=C``):
+300-word text numbered by the server (`bench_judge_prompts.judge_rules`), so no two requests are
+the same and the request cache never answers; extractions get schema JSON or a short sentence.
+At concurrency C = 32 (``concurrency=C`` debates, spec ``max_concurrency=C``):
 
 * raw: the raw ``openai.AsyncOpenAI`` SDK (max_retries=0) alone, C asyncio workers sending the
   request bodies moot sent in a warm-up run of the same debates (recorded), in the same order,
@@ -17,7 +18,9 @@ sentence. At concurrency C = 32 (``concurrency=C`` debates, spec ``max_concurren
   judgment stops), as users run it.
 
 Each at 0.05 s latency (all debates, run twice: raw-moot-cached, cached-moot-raw, rates
-averaged; CPU-bound on 2 shared cores) and at 0.5 s (a few debates: latency-bound). Besides
+averaged; CPU-bound on 2 shared cores) and at 0.5 s (16 debates: latency-bound; a judgment is a
+chain of about 20 calls in a row, 3 at a time, so with fewer debates moot cannot keep 32 requests
+in flight as the raw workers, who ignore that order, do). Besides
 calls/s it prints this process's CPU time per call (the server runs in its own), which the
 machine's other tenants inflate far less than the wall time. moot/raw is printed last.
 
@@ -154,7 +157,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smoke run: a few debates")
     parser.add_argument("--data", type=Path, default=DATA, help="PanelBench DebateArt JSONL")
     parser.add_argument("--debates", type=int, help="debates judged at 0.05 s (default: all)")
-    parser.add_argument("--slow-debates", type=int, default=8, help="debates judged at 0.5 s")
+    parser.add_argument("--slow-debates", type=int, default=16, help="debates judged at 0.5 s")
     parser.add_argument("--reps", type=int, default=2, help="rounds at 0.05 s")
     parser.add_argument("--profile", type=Path, help="write a cProfile of a moot run at 0.05 s")
     args = parser.parse_args()
@@ -167,7 +170,7 @@ def main() -> int:
 
     debates = list(load_debates(args.data))
     if args.quick:
-        plan = [(0.05, debates[:6], 1), (0.5, debates[:2], 1)]
+        plan = [(0.05, debates[:6], 1), (0.5, debates[:4], 1)]
     else:
         plan = [(0.05, debates[: args.debates], args.reps), (0.5, debates[: args.slow_debates], 1)]
     print(f"bench_debatrix_throughput: judge_debates (debatrix) vs raw openai SDK, C={CONCURRENCY}")
@@ -176,7 +179,7 @@ def main() -> int:
     points = []
     for latency, chosen, reps in plan:
         profile = args.profile if latency < 0.5 else None
-        with _common.scripted_server(latency, rules=judge_rules()) as url:
+        with _common.scripted_server(latency, rules=judge_rules(numbered=True)) as url:
             point = asyncio.run(measure(url, chosen, latency, reps, profile))
         points.append(point)
         print(

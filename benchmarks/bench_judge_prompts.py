@@ -39,14 +39,19 @@ _PARAGRAPH = (
 REPLY = (_PARAGRAPH * 6).strip()
 
 
-def judge_rules() -> list[Any]:
-    """The scripted server's rules: `REPLY` to every speech analysis, judgment and panel."""
+def judge_rules(numbered: bool = False) -> list[Any]:
+    """The scripted server's rules: `REPLY` to every speech analysis, judgment and panel.
+
+    `numbered` ends each reply with its rule's match count, so no two replies (and no two
+    extraction prompts quoting them) are the same request.
+    """
     from moot.core.testing.scripted_server import Rule
 
+    reply = f"{REPLY} ({{n}})" if numbered else REPLY
     # role="system": extraction prompts are a lone user message quoting the reply, never matched
     return [
-        Rule(pattern=r"gives Speech", reply=REPLY, role="system"),
-        Rule(pattern=r"Now the debate ends", reply=REPLY, role="system"),
+        Rule(pattern=r"gives Speech", reply=reply, role="system"),
+        Rule(pattern=r"Now the debate ends", reply=reply, role="system"),
     ]
 
 
