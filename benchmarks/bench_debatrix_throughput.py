@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import _common
-from bench_judge_prompts import DATA, judge_rules
+from bench_judge_prompts import DATA, debateart, judge_rules
 
 MODEL = "scripted"
 CONCURRENCY = 32
@@ -161,14 +161,9 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=2, help="rounds at 0.05 s")
     parser.add_argument("--profile", type=Path, help="write a cProfile of a moot run at 0.05 s")
     args = parser.parse_args()
-    if not args.data.is_file():
-        print(f"bench_debatrix_throughput: skipped, {args.data} not found (PanelBench DebateArt)")
+    debates = debateart(args.data, "bench_debatrix_throughput")
+    if debates is None:
         return 2
-    _common.offline_env()
-    _common.guard_loopback()
-    from moot.core.data.debates import load_debates
-
-    debates = list(load_debates(args.data))
     if args.quick:
         plan = [(0.05, debates[:6], 1), (0.5, debates[:4], 1)]
     else:

@@ -39,6 +39,18 @@ _PARAGRAPH = (
 REPLY = (_PARAGRAPH * 6).strip()
 
 
+def debateart(path: Path, script: str) -> list[Any] | None:
+    """The DebateArt debates in `path`, offline and loopback-guarded; None (told) without them."""
+    if not path.is_file():
+        print(f"{script}: skipped, {path} not found (PanelBench DebateArt data)")
+        return None
+    _common.offline_env()
+    _common.guard_loopback()
+    from moot.core.data.debates import load_debates
+
+    return list(load_debates(path))
+
+
 def judge_rules(numbered: bool = False) -> list[Any]:
     """The scripted server's rules: `REPLY` to every speech analysis, judgment and panel.
 
@@ -107,15 +119,12 @@ def main() -> int:
     parser.add_argument("--debates", type=int, help="judge only the first N debates (default: all)")
     parser.add_argument("--data", type=Path, default=DATA, help="PanelBench DebateArt JSONL")
     args = parser.parse_args()
-    if not args.data.is_file():
-        print(f"bench_judge_prompts: skipped, {args.data} not found (PanelBench DebateArt data)")
+    loaded = debateart(args.data, "bench_judge_prompts")
+    if loaded is None:
         return 2
-    _common.offline_env()
-    _common.guard_loopback()
-    from moot.core.data.debates import load_debates
     from moot.core.llm.tokens import count_tokens, encoding_available
 
-    debates = load_debates(args.data)[: args.debates]
+    debates = loaded[: args.debates]
     if len(debates) < 4:
         raise SystemExit("bench_judge_prompts: need at least 4 debates for quartiles")
     lengths = {d.id: transcript_tokens(d) for d in debates}
