@@ -21,8 +21,8 @@ Each at 0.05 s latency (the first 40 debates, ``--debates``, run twice: raw-moot
 cached-moot-raw, rates averaged; CPU-bound on 2 shared cores) and at 0.5 s (16 debates:
 latency-bound on a quiet machine; a judgment is a chain of about 20 calls in a row, 3 at a time,
 so with fewer debates moot cannot keep 32 requests in flight as the raw workers, who ignore that
-order, do). Besides
-calls/s it prints this process's CPU time per call (the server runs in its own), which the
+order, do).
+Besides calls/s it prints this process's CPU time per call (the server runs in its own), which the
 machine's other tenants inflate far less than the wall time. moot/raw is printed last.
 
 Run: ``python benchmarks/bench_debatrix_throughput.py`` (~3 min; ``--quick`` for a smoke run of
