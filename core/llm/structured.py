@@ -188,25 +188,21 @@ def _quoted_strings(value: Any, text: str) -> bool:
 
 
 def json_schema_format(schema: type[BaseModel]) -> dict[str, Any]:
-    """The OpenAI ``response_format`` asking for `schema`."""
+    """The OpenAI ``response_format`` asking for `schema` (a fresh dict: litellm may edit it)."""
     return {
         "type": "json_schema",
-        "json_schema": {"name": schema.__name__, "schema": _json_schema(schema)},
+        "json_schema": {"name": schema.__name__, "schema": json.loads(schema_text(schema))},
     }
 
 
-def schema_text(schema: type[BaseModel]) -> str:
-    """`schema`'s JSON schema as JSON text (what a repair round shows the model)."""
-    return json.dumps(_json_schema(schema))
-
-
 @functools.lru_cache(maxsize=1024)
-def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
-    """`schema.model_json_schema()`, built once per schema; callers never modify it.
+def schema_text(schema: type[BaseModel]) -> str:
+    """`schema`'s JSON schema as JSON text (what a repair round shows the model).
 
-    pydantic takes ~0.5 ms each time, and a structured call needs it twice.
+    Built once per schema: pydantic's ``model_json_schema`` takes ~0.5 ms, and a structured call
+    needs the schema twice.
     """
-    return schema.model_json_schema()
+    return json.dumps(schema.model_json_schema())
 
 
 def _balanced_end(text: str, start: int, opener: str, closer: str) -> int | None:

@@ -191,6 +191,9 @@ def test_json_schema_format() -> None:
     schema = fmt["json_schema"]["schema"]
     assert set(schema["properties"]) == {"winner", "score"}
     assert set(schema["required"]) == {"winner", "score"}
+    # the schema is built once, but each format is the caller's own: litellm may edit it
+    schema["properties"].clear()
+    assert json_schema_format(Verdict)["json_schema"]["schema"] == Verdict.model_json_schema()
 
 
 def test_deep_nesting_is_read_not_a_crash() -> None:
