@@ -6,7 +6,8 @@
            --turn-tokens 160 --conclusion-tokens 320 --no-cache --quiet
 
 2. Tokens/s of one 128-token completion through ``ModelClient(cache=None).complete`` (median of 3),
-   and of 2 concurrent completions (aggregate; the embedded server has 2 slots).
+   and of N concurrent completions (aggregate), N = the embedded server's parallel slots
+   (``--slots``, default ``embedded.MAX_SLOTS``), which decode together.
 
 Baseline, interleaved with (2) run by run: the same request sent bare to the same xllamacpp server,
 ``Server.handle_chat_completions(body)`` in a worker thread (no HTTP, no moot). The ratio
@@ -93,21 +94,25 @@ def run_demo(quick: bool) -> dict[str, Any]:
         }
 
 
-async def measure(max_tokens: int, runs: int) -> dict[str, list[float]]:
-    """Interleaved tokens/s samples: single and 2-concurrent, moot and bare."""
+async def measure(max_tokens: int, runs: int, slots: int) -> dict[str, list[float]]:
+    """Interleaved tokens/s samples: single and `slots` concurrent, moot and bare."""
     from moot.core.llm import embedded
     from moot.core.llm.models import ModelClient, RetryPolicy
     from moot.core.llm.spec import Role, parse_spec
 
     spec = parse_spec("local/smollm2", timeout=600.0)
     role = Role("bench", spec, TEMPERATURE)
-    client = ModelClient(cache=None, retry=RetryPolicy(attempts=1))
-    client.prepare(spec)  # starts the embedded server
+    client = ModelClient(cache=None, retry=RetryPolicy(attempts=1), concurrency=slots)
+    client.prepare(spec)  # starts the embedded server with `slots` parallel slots
     endpoint = embedded.start_embedded(spec.model)
     server = getattr(embedded, "_server", None)
     if not hasattr(server, "handle_chat_completions"):
         raise RuntimeError("moot.core.llm.embedded._server changed: no bare xllamacpp baseline")
-    print(f"embedded server: {endpoint.api_base} (context {endpoint.context_window})", flush=True)
+    print(
+        f"embedded server: {endpoint.api_base} ({endpoint.slots} slots of "
+        f"{endpoint.context_window} tokens)",
+        flush=True,
+    )
 
     async def via_moot(seed: int) -> int:
         reply = await client.complete(
@@ -136,15 +141,16 @@ async def measure(max_tokens: int, runs: int) -> dict[str, list[float]]:
         tokens = await asyncio.gather(*(fn(seed) for seed in seeds))
         return sum(tokens) / (time.perf_counter() - start)
 
-    # Warm-up: weights paged in, both slots used once, HTTP connection open.
-    await rate(via_moot, [900, 901])
-    await rate(bare, [900, 901])
+    # Warm-up: weights paged in, every slot used once, HTTP connections open.
+    await rate(via_moot, [900 + i for i in range(slots)])
+    await rate(bare, [900 + i for i in range(slots)])
 
+    many = f"{slots} concurrent"
     samples: dict[str, list[float]] = {
         "moot single": [],
         "bare single": [],
-        "moot 2 concurrent": [],
-        "bare 2 concurrent": [],
+        f"moot {many}": [],
+        f"bare {many}": [],
     }
     for number in range(runs):
         order = ("moot", "bare") if number % 2 == 0 else ("bare", "moot")
@@ -154,9 +160,9 @@ async def measure(max_tokens: int, runs: int) -> dict[str, list[float]]:
             print(f"  run {number + 1} {kind} single: {samples[f'{kind} single'][-1]:.1f} tok/s")
         for kind in order:
             fn = via_moot if kind == "moot" else bare
-            value = await rate(fn, [100 + number, 200 + number])
-            samples[f"{kind} 2 concurrent"].append(value)
-            print(f"  run {number + 1} {kind} 2 concurrent: {value:.1f} tok/s", flush=True)
+            value = await rate(fn, [100 * (i + 1) + number for i in range(slots)])
+            samples[f"{kind} {many}"].append(value)
+            print(f"  run {number + 1} {kind} {many}: {value:.1f} tok/s", flush=True)
     return samples
 
 
@@ -164,7 +170,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smoke run (short completions)")
     parser.add_argument("--skip-demo", action="store_true", help="only the tokens/s part")
+    parser.add_argument("--slots", type=int, default=None, help="parallel slots (default: most)")
     args = parser.parse_args()
+    from moot.core.llm.embedded import slots_for
+
+    slots = slots_for(args.slots)
     _common.offline_env()
     _common.guard_loopback()
     max_tokens, runs = (32, 1) if args.quick else (128, 3)
@@ -174,7 +184,7 @@ def main() -> None:
     if demo:
         print(f"  demo: {demo['seconds']:.1f} s", flush=True)
     print(f"machine: {_common.machine_note()}", flush=True)
-    samples = asyncio.run(measure(max_tokens, runs))
+    samples = asyncio.run(measure(max_tokens, runs, slots))
     print(f"after: {_common.machine_note()}")
 
     med = {name: statistics.median(values) for name, values in samples.items()}
@@ -185,16 +195,17 @@ def main() -> None:
 
     print()
     print(f"{'':26}{'moot tok/s':>12}{'bare tok/s':>12}{'moot/bare':>11}")
-    for kind in ("single", "2 concurrent"):
+    many = f"{slots} concurrent"
+    for kind in ("single", many):
         print(
             f"{kind + ' ' + str(max_tokens) + '-token':26}"
             f"{med['moot ' + kind]:>12.1f}{med['bare ' + kind]:>12.1f}{paired(kind):>11.3f}"
         )
     print("(median of runs; bare = xllamacpp Server.handle_chat_completions, same server)")
     print(f"ratio moot/bare tokens/s (single): {paired('single'):.3f}")
-    print(f"ratio moot/bare tokens/s (2 concurrent): {paired('2 concurrent'):.3f}")
+    print(f"ratio moot/bare tokens/s ({many}): {paired(many):.3f}")
     print(f"embedded tokens/s, single {max_tokens}-token completion: {med['moot single']:.1f}")
-    print(f"embedded tokens/s, 2 concurrent (aggregate): {med['moot 2 concurrent']:.1f}")
+    print(f"embedded tokens/s, {many} (aggregate): {med['moot ' + many]:.1f}")
     if demo:
         label = "smoke demo (1 topic, 1 round)" if args.quick else "README demo"
         print(

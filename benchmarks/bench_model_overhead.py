@@ -152,7 +152,7 @@ async def run_stub(calls: int) -> dict[str, float] | None:
     spec = parse_spec("openai/stub", api_base=Stub.api_base)
     role = Role("bench", spec, TEMPERATURE)
     out: dict[str, float] = {}
-    models._make_transport = lambda s: Stub() if s == spec else make_transport(s)
+    models._make_transport = lambda s, *rest: Stub() if s == spec else make_transport(s, *rest)
     try:
         with _common.temp_dir("moot-bench-stub-") as tmp:
             cache = RequestCache(tmp / "stub.sqlite")

@@ -22,6 +22,7 @@ __getattr__, __all__ = lazy_exports(
             "write_sft_dataset",
         ),
         "moot.training.merge": ("merge_adapter",),
+        "moot.training.sft_batches": ("PackedRows", "has_varlen_kernel", "packed_rows_trainer"),
         "moot.training.mixing": ("mix_datasets",),
         "moot.training.sft_trainer": (
             "PreparedRun",

@@ -151,7 +151,9 @@ class TrainingSettings(ConfigModel):
         per_device_batch_size: Samples per process per forward pass.
         effective_batch_size: Samples per optimizer step over all processes; gradient
             accumulation makes up the difference. None: no accumulation.
-        packing: Pack samples into ``max_length`` blocks (best-fit, padding-free).
+        packing: Pack samples into ``max_length`` blocks (best-fit, padding-free); each pack is
+            a row of the batch, flattened into one sequence only for FlashAttention on a GPU
+            (`moot.training.sft_batches`).
         padding_free: Flatten each batch into one sequence without padding (needs FlashAttention
             without packing).
         activation_checkpointing: Recompute activations in the backward pass to save memory

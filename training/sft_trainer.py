@@ -23,6 +23,7 @@ from typing import Any
 from moot.core.data.records import atomic_replace_dir, package_versions, write_json
 from moot.core.errors import ConfigError, InputError
 from moot.training.chat_templates import ChatFamily, chat_family, has_generation_markers
+from moot.training.sft_batches import PackedRows, has_varlen_kernel, packed_rows_trainer
 from moot.training.sft_config import LOGS, SFTRunConfig
 from moot.training.sft_data import load_sft_dataset, read_sft_rows
 
@@ -228,7 +229,11 @@ def build_trainer(
         log(_length_line("eval", eval_report, config))
     from trl import SFTTrainer
 
-    trainer = SFTTrainer(
+    # packs as rows unless a variable-length kernel makes trl's one flattened sequence cheap
+    rows = config.training.packing and not has_varlen_kernel(
+        config.model.attn_implementation, args.device.type == "cuda"
+    )
+    trainer = (packed_rows_trainer(SFTTrainer) if rows else SFTTrainer)(
         model=_model(base, config),
         args=args,
         train_dataset=train_rows,
@@ -236,6 +241,8 @@ def build_trainer(
         processing_class=tokenizer,
         peft_config=_lora_config(config),
     )
+    if rows:
+        trainer.data_collator = PackedRows(trainer.data_collator, tokenizer.pad_token_id)
     trainer.add_callback(_completion_callback(config.training.save_total_limit))
     _tensorboard_logs(trainer, out / LOGS)
     if not progress:

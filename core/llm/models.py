@@ -108,6 +108,9 @@ class ModelClient:
             whose reservation, with what is spent and reserved, would pass the budget is
             refused with `BudgetReached`, and so is every paid request after it. Requests in
             flight finish; cache hits are free and never refused.
+        concurrency: Requests the caller keeps in flight at once, when it knows (the run's
+            ``--concurrency``): the embedded model's server gets one parallel slot per request
+            (`moot.core.llm.embedded.slots_for`; a spec's ``max_concurrency`` comes first).
 
     Example:
         >>> client = ModelClient(cache=RequestCache(path))  # doctest: +SKIP
@@ -124,8 +127,10 @@ class ModelClient:
         retry: RetryPolicy | None = None,
         prices: Prices | None = None,
         budget: float | None = None,
+        concurrency: int | None = None,
     ) -> None:
         self.cache = cache
+        self.concurrency = concurrency
         self.ledger = ledger if ledger is not None else UsageLedger()
         if prices is not None:
             self.ledger.prices = prices
@@ -495,7 +500,7 @@ class ModelClient:
     def _transport(self, spec: ModelSpec) -> _Transport:
         transport = self._transports.get(spec)
         if transport is None:
-            transport = self._transports[spec] = _make_transport(spec)
+            transport = self._transports[spec] = _make_transport(spec, self.concurrency)
         return transport
 
 
@@ -673,11 +678,11 @@ class _HFTransport(_Transport):
         return _Reply(text, finish, prompt, completion)
 
 
-def _make_transport(spec: ModelSpec) -> _Transport:
+def _make_transport(spec: ModelSpec, concurrency: int | None = None) -> _Transport:
     if spec.transport == "embedded":
-        from moot.core.llm.embedded import cache_identity, start_embedded
+        from moot.core.llm.embedded import cache_identity, slots_for, start_embedded
 
-        endpoint = start_embedded(spec.model)
+        endpoint = start_embedded(spec.model, slots_for(spec.max_concurrency or concurrency))
         transport = _OpenAITransport(
             spec, endpoint.api_base, endpoint.api_key, cache_identity(spec.model)
         )

@@ -50,6 +50,7 @@ def run_check(args: argparse.Namespace) -> int:
     from moot.core.llm.spec import Role, public_url
 
     role = runtime.role_from(args, "check", args.spec)
+    args.concurrency = 1  # one request at a time: the embedded server needs a single slot
     if not role.spec.api_bases:
         return _check_one(args, role, role.spec.name)
     for index, url in enumerate(role.spec.api_bases):

@@ -341,6 +341,7 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
         retry=RetryPolicy(attempts=args.max_retries + 1),
         prices=prices,
         budget=getattr(args, "budget", None),
+        concurrency=getattr(args, "concurrency", None),
     )
     clients = getattr(args, "clients", None)
     if clients is not None:  # a `moot run` stage: what it spends counts against the run's budget
@@ -370,8 +371,9 @@ def concurrency_notes(args: argparse.Namespace, specs: Sequence[Any]) -> list[st
     Requests to a model are bounded only by ``--max-concurrency`` when it is given, and, for the
     embedded model, by its server's parallel slots (more requests wait in its queue).
     """
-    from moot.core.llm.embedded import SLOTS
+    from moot.core.llm import embedded
 
+    server = embedded.running()  # started by `ModelClient.prepare`, slots and all
     wanted = getattr(args, "concurrency", None)
     notes = []
     for spec in dict.fromkeys(specs):  # each model once, in order
@@ -383,10 +385,12 @@ def concurrency_notes(args: argparse.Namespace, specs: Sequence[Any]) -> list[st
                 f"note: at most {bound} requests in flight to {spec.name}{each} "
                 f"(--max-concurrency {spec.max_concurrency}), fewer than --concurrency {wanted}"
             )
-        if wanted and spec.transport == "embedded" and wanted > SLOTS:
+        held = min(wanted or 0, bound or wanted or 0)  # what moot sends at once
+        if spec.transport == "embedded" and server and held > server.slots:
             notes.append(
-                f"note: {spec.name} answers {SLOTS} requests at a time (its embedded server's "
-                f"parallel slots); the others of --concurrency {wanted} wait in its queue"
+                f"note: {spec.name} answers {server.slots} requests at a time (its embedded "
+                f"server's parallel slots, at most {embedded.MAX_SLOTS}); the others of "
+                f"--concurrency {wanted} wait in its queue"
             )
     return notes
 

@@ -50,6 +50,8 @@ def test_debate_on_the_embedded_model(tmp_path):
     result = run_fresh_moot(*args, timeout=HANG)  # the README's main job, from a fresh interpreter
     assert result.returncode == 0, result.stderr
     assert "demo model" in result.stderr  # the user is told what this model is
+    # --concurrency 8 (the default): the server decodes up to MAX_SLOTS debates together
+    assert "answers 4 requests at a time" in result.stderr
     debates = read_jsonl(tmp_path / "out" / "debates.jsonl")
     assert len(debates) == 2 and {d["status"] for d in debates} == {"ok"}
     assert all(len(d["transcript"]) == 2 and d["conclusion"] for d in debates)

@@ -234,3 +234,32 @@ def test_a_run_begun_before_the_marks_resumes_from_its_newest_checkpoint_with_st
             (folder / name).write_text("{}")
     assert _resume_point(tmp_path, lambda _: None) == tmp_path / "checkpoint-20"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-10", "checkpoint-20"]
+
+
+def test_packing_on_the_cpu_batches_packs_as_rows_whose_samples_never_see_each_other(tmp_path):
+    import torch
+
+    config = tiny(tmp_path, "training.packing=true", "training.per_device_batch_size=2")
+    trainer = build_trainer(config, progress=False).trainer
+    batch = next(iter(trainer.get_train_dataloader()))
+    ids, positions = batch["input_ids"], batch["position_ids"]
+    # one row per pack (trl alone flattens a batch into 1 x 2*256 tokens for FlashAttention)
+    assert ids.shape[0] == 2 and ids.shape[1] <= 256 and "attention_mask" not in batch
+    row, where = ids[:1], positions[:1]
+    starts = (where[0] == 0).nonzero().flatten().tolist() + [where.shape[1]]
+    assert len(starts) > 2  # several samples share the row
+    model = trainer.model.eval()
+    with torch.no_grad():
+        packed = model(input_ids=row, position_ids=where).logits[0]
+        for start, end in zip(starts, starts[1:], strict=False):
+            alone = model(input_ids=row[:, start:end]).logits[0]
+            torch.testing.assert_close(packed[start:end], alone, atol=1e-4, rtol=1e-4)
+
+
+def test_a_packed_run_counts_every_token_once(tmp_path):
+    config = tiny(tmp_path, "training.packing=true", "training.epochs=1")
+    manifest = train_sft(config, progress=False).manifest
+    train = manifest["data"]["train"]
+    assert manifest["tokens_seen"] == train["tokens"]  # the rows' filler is not counted
+    (entry,) = [e for e in manifest["log_history"] if "num_tokens" in e][-1:]
+    assert entry["num_tokens"] == train["tokens"]  # trl's own count, all rows of each batch
