@@ -171,6 +171,8 @@ class ResultLog:
 
         def copy(out: Any) -> None:
             offset = 0
+            if not spans:  # a missing log is created empty
+                return
             with self.path.open("rb") as f:
                 for start, size in spans:
                     f.seek(start)
