@@ -18,7 +18,11 @@ the input), so a rerun recognises it. For each run the engine
 - appends each record to the run's JSONL log as soon as it is known (fsynced, off the event loop),
   so a crash loses at most the items in flight;
 - shows one progress bar (done, failed, calls, tokens, cost, ETA);
-- compacts the log at the end, one line per id, this run's items first in input order.
+- compacts the log at the end, one line per id, this run's items first in input order (a log
+  already so, as a rerun that found everything done leaves it, is not rewritten).
+
+Nothing is held per finished item but its id: the log is scanned for finished ids, not loaded,
+and a pipeline of many items (debates) asks for its failures alone, not every record back.
 
 What a run did is a `Tally`; the CLI prints every tally and the ledger as one summary table and
 turns them into the exit code (0 all done, 1 some failed, 3 stopped by ``--budget``).
@@ -81,13 +85,18 @@ def pending_items(
         known: The log's records by id (`ResultLog.load`).
         finished: Whether a logged record needs no rerun.
     """
-    unique: dict[str, Record] = {}
-    for item in items:
-        unique.setdefault(item["id"], item)
-    kept = list(unique.values())
+    kept = unique_items(items)
     return kept, [
         item for item in kept if not (item["id"] in known and finished(known[item["id"]]))
     ]
+
+
+def unique_items(items: Sequence[Record]) -> list[Record]:
+    """The items, one per id: an id given twice is one item, the first."""
+    unique: dict[str, Record] = {}
+    for item in items:
+        unique.setdefault(item["id"], item)
+    return list(unique.values())
 
 
 @dataclass
@@ -199,6 +208,8 @@ async def run_items(
     on_error: Callable[[Record, ModelCallError], Record] = error_record,
     progress: Progress | None = None,
     keep_others: bool = True,
+    read_back: bool = True,
+    logged: Callable[[Record], Awaitable[None]] | None = None,
 ) -> RunResult:
     """Run `task` on every item whose logged record is not `finished`; log each record.
 
@@ -218,20 +229,29 @@ async def run_items(
         progress: The command's progress bar.
         keep_others: Keep the log's records of items this run was not asked for (earlier runs
             on other inputs: asking for them again costs nothing); else drop them.
+        read_back: Return the records of all `items`; else only those this run failed, so a
+            run of many items holds nothing per finished item (the log has them).
+        logged: Awaited with each record once it is in the log (e.g. to drop what resuming
+            the item needed: a finished item is never resumed).
 
     Returns:
         The records of `items`, in order (one per id), and the tally; an item stopped by the
         budget, or never started after it, is ``{**item, "status": "stopped"}`` (`STOPPED`),
-        in memory only.
+        in memory only. Without `read_back`: this run's failed records alone, in the order
+        they failed.
     """
     started = time.perf_counter()
-    items, pending = pending_items(items, log.load(), finished)
+    items = unique_items(items)
+    done_before = log.ids_where(finished)  # ids only: no record is held
+    pending = [item for item in items if item["id"] not in done_before]
+    del done_before
     tally = Tally(unit, planned=len(items), skipped=len(items) - len(pending))
     if progress is not None:
         progress.start(len(pending), unit)
     queue = iter(pending)
     budget_reached = False
     ended: set[str] = set()  # items this run finished or failed
+    failures: list[Record] = []  # this run's failed records, when not read back from the log
 
     async def worker() -> None:
         nonlocal budget_reached
@@ -247,8 +267,12 @@ async def run_items(
                 budget_reached = True
                 return
             await asyncio.to_thread(log.append, record)  # fsync off the event loop
+            if logged is not None:
+                await logged(record)
             ended.add(item["id"])
             bad = failed(record)
+            if bad and not read_back:
+                failures.append(record)
             tally.failed += bad
             tally.done += not bad
             if progress is not None:
@@ -264,9 +288,15 @@ async def run_items(
         if progress is not None:
             progress.close()
     ids = [item["id"] for item in items]
-    records = log.compact_current_first(ids) if keep_others else log.compact_only(ids)
     stopped = {item["id"]: item for item in pending if item["id"] not in ended}
-    if stopped:
+    if not read_back:
+        log.compact_lines(ids, keep_others=keep_others)
+        records = failures
+    elif keep_others:
+        records = log.compact_current_first(ids)
+    else:
+        records = log.compact_only(ids)
+    if stopped and read_back:
         logged = {record["id"]: record for record in records}
         records = [
             {**stopped[i], "status": STOPPED} if i in stopped else logged[i]

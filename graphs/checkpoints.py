@@ -81,6 +81,20 @@ async def open_checkpoints(out_dir: Path) -> AsyncIterator[Any]:
         yield saver
 
 
+async def forget_threads(saver: Any, thread_ids: list[str]) -> None:
+    """Delete the checkpoints of finished threads, in one transaction.
+
+    A thread whose item's record is logged is never resumed (the rerun skips the item), so its
+    checkpoints only grow the file: a run of thousands of debates keeps it the size of the
+    work in flight. The statements are ``AsyncSqliteSaver.adelete_thread``'s, batched.
+    """
+    rows = [(str(thread_id),) for thread_id in thread_ids]
+    async with saver.lock, saver.conn.cursor() as cursor:
+        await cursor.executemany("DELETE FROM checkpoints WHERE thread_id = ?", rows)
+        await cursor.executemany("DELETE FROM writes WHERE thread_id = ?", rows)
+        await saver.conn.commit()
+
+
 def durability_for(client: ModelClient) -> str:
     """When a thread writes its checkpoints: ``exit`` with the request cache, ``async`` without.
 

@@ -11,11 +11,13 @@ Merging sharded runs is `moot.graphs.debatune_merge`.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from moot.agents.debatune_debaters import (
     ARGUMENT_TOKENS,
@@ -43,15 +45,11 @@ from moot.core.llm.spec import Role
 from moot.core.llm.tokens import count_message_tokens
 from moot.core.plan import Plan, items_of, stand_in
 from moot.core.runs import STOPPED, Progress, Tally, run_items
-from moot.graphs.checkpoints import durability_for, open_checkpoints, run_thread
-from moot.graphs.debatune_debate import (
-    DebateContext,
-    build_debate_graph,
-    call_seed,
-    recursion_limit,
-)
 from moot.prompts import template_digest
 from moot.training.debatune_data import INSTRUCTIONS_FILE, sft_records, write_sft_dataset
+
+if TYPE_CHECKING:  # LangGraph is imported only when a debate runs (`_Debates`)
+    from moot.graphs.debatune_debate import DebateContext
 
 PROMPTS = (
     "debatune/debater_system.j2",
@@ -220,38 +218,29 @@ async def run_debatune(
         shard.select(topics), config, client, out_dir, summary, concurrency, limit, progress
     )
     debate_log = ResultLog(out_dir / "debates.jsonl")
-    async with open_checkpoints(out_dir) as saver:
-        task = functools.partial(
-            _debate,
-            build_debate_graph(saver),
-            DebateContext(
-                client=client,
-                debater_a=config.debater_a,
-                debater_b=config.debater_b,
-                rounds=config.rounds,
-                seed=config.seed,
-                turn_tokens=config.turn_tokens,
-                conclusion_tokens=config.conclusion_tokens,
-            ),
-            shard,
-            durability_for(client),
-        )
+    async with contextlib.AsyncExitStack() as stack:
+        debates = _Debates(stack, out_dir, config, client, shard)
         result = await run_items(
             plan,
-            task,
+            debates,
             debate_log,
             unit="debates",
             concurrency=concurrency,
             failed=_is_failed,
             progress=progress,
+            read_back=False,  # the failures alone: nothing held per finished debate
+            logged=debates.logged,
         )
+        await debates.forget()
     summary.tallies.append(result.tally)
     summary.planned = result.tally.planned
     summary.already_done = result.tally.skipped
     summary.completed = result.tally.done
     summary.failures += _failures("debate", result.records)
     # the dataset holds every debate in the log, this run's first (earlier runs' are kept)
-    summary.dataset_records = write_sft_dataset(debate_log.load().values(), out_dir, config.seed)
+    summary.dataset_records = write_sft_dataset(
+        debate_log.records(), out_dir, config.seed, reuse=True
+    )
     summary.seconds = time.time() - started
     manifest = _write_manifest(out_dir, config, shard, source, summary, previous, started)
     write_card(out_dir, _card(out_dir, manifest))
@@ -283,6 +272,8 @@ async def _plan_debates(
     rounds = 0
 
     async def propose(item: dict[str, Any]) -> dict[str, Any]:
+        from moot.graphs.debatune_debate import call_seed
+
         seed = call_seed(config.seed, item["id"], item["attempt"])
         arguments = await propose_arguments(
             client, config.debater_a, item["topic"], item["stance"], k, seed=seed
@@ -489,10 +480,90 @@ def _failures(kind: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"id": r["id"], "kind": kind, "error": r["error"]} for r in records if _is_failed(r)]
 
 
+#: Finished debates whose checkpoints are deleted together (one transaction).
+FORGET_BATCH = 64
+
+
+class _Debates:
+    """The debate task; its checkpoints are opened (and LangGraph imported) for the first debate.
+
+    A rerun that finds every debate done so loads neither (about a second of imports). A
+    finished debate's checkpoints are deleted once its record is logged, in batches of
+    `FORGET_BATCH` (`moot.graphs.checkpoints.forget_threads`): a failed one keeps its turns for
+    the rerun.
+
+    Args:
+        stack: Closes the checkpoints when the run ends.
+        out_dir: The run folder.
+        config: What to generate.
+        client: The model layer.
+        shard: Which share of the topics, for the records.
+    """
+
+    def __init__(
+        self,
+        stack: contextlib.AsyncExitStack,
+        out_dir: Path,
+        config: DebateRunConfig,
+        client: ModelClient,
+        shard: Shard,
+    ) -> None:
+        self._stack, self._out_dir, self._config = stack, out_dir, config
+        self._client, self._shard = client, shard
+        self._task: Any = None
+        self._opening = asyncio.Lock()
+        self._saver: Any = None
+        self._finished: list[str] = []  # logged, their checkpoints not yet deleted
+
+    async def __call__(self, job: dict[str, Any]) -> dict[str, Any]:
+        if self._task is None:
+            async with self._opening:  # the first debates wait for the one that opens them
+                if self._task is None:
+                    self._task = await self._open()
+        return await self._task(job)
+
+    async def _open(self) -> Any:
+        from moot.graphs.checkpoints import durability_for, open_checkpoints
+        from moot.graphs.debatune_debate import DebateContext, build_debate_graph
+
+        config = self._config
+        saver = self._saver = await self._stack.enter_async_context(open_checkpoints(self._out_dir))
+        context = DebateContext(
+            client=self._client,
+            debater_a=config.debater_a,
+            debater_b=config.debater_b,
+            rounds=config.rounds,
+            seed=config.seed,
+            turn_tokens=config.turn_tokens,
+            conclusion_tokens=config.conclusion_tokens,
+        )
+        return functools.partial(
+            _debate, build_debate_graph(saver), context, self._shard, durability_for(self._client)
+        )
+
+    async def logged(self, record: dict[str, Any]) -> None:
+        """A debate's record is in the log: a finished one needs its checkpoints no more."""
+        if record["status"] == "ok":
+            self._finished.append(record["id"])
+            if len(self._finished) >= FORGET_BATCH:
+                await self.forget()
+
+    async def forget(self) -> None:
+        """Delete the checkpoints of the finished debates logged so far."""
+        from moot.graphs.checkpoints import forget_threads
+
+        finished, self._finished = self._finished, []
+        if finished and self._saver is not None:
+            await forget_threads(self._saver, finished)
+
+
 async def _debate(
     graph: Any, context: DebateContext, shard: Shard, durability: str, job: dict[str, Any]
 ) -> dict:
     """Run (or resume) one debate and return its result record (a failed one keeps its turns)."""
+    from moot.graphs.checkpoints import run_thread
+    from moot.graphs.debatune_debate import recursion_limit
+
     final, error = await run_thread(
         graph,
         job["id"],

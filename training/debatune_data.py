@@ -12,11 +12,12 @@ loss).
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.records import atomic_replace_dir, write_jsonl
+from moot.core.data.records import atomic_replace_dir, atomic_write, write_json
 from moot.prompts import load_yaml
 
 INSTRUCTIONS_FILE = "debatune/instructions.yaml"
@@ -60,16 +61,53 @@ def sft_records(debates: Iterable[dict[str, Any]], seed: int = 0) -> list[dict[s
     return [sft_record(d, seed) for d in debates if d.get("status") == "ok"]
 
 
-def write_sft_dataset(debates: Iterable[dict[str, Any]], out_dir: Path, seed: int = 0) -> int:
+#: Which ``dataset.jsonl`` the ``dataset/`` copy was last made from (its SHA-256), in ``.moot/``.
+DATASET_MARK = "dataset.json"
+
+
+def write_sft_dataset(
+    debates: Iterable[dict[str, Any]], out_dir: Path, seed: int = 0, *, reuse: bool = False
+) -> int:
     """Write ``dataset.jsonl`` and a `datasets` copy (``dataset/``) of the successful debates.
 
-    Both are replaced atomically. Returns the number of records.
+    Both are replaced atomically. With `reuse`, a folder whose two files already hold exactly
+    these records is left alone: a rerun that found every debate done neither imports
+    `datasets` nor rewrites them. The proof is a mark in ``.moot/`` (`DATASET_MARK`) written
+    after ``dataset/``: the SHA-256 of the ``dataset.jsonl`` it was made from, which must match
+    both the file on disk and the records now.
+
+    Returns:
+        The number of records.
     """
+    records = sft_records(debates, seed)
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+    digest = hashlib.sha256(text).hexdigest()
+    out_dir = Path(out_dir)
+    mark = out_dir / ".moot" / DATASET_MARK
+    if reuse and _made_from(mark, out_dir / "dataset.jsonl") == digest:
+        return len(records)
+    atomic_write(out_dir / "dataset.jsonl", lambda f: f.write(text), binary=True)
+    _save_dataset(records, out_dir / "dataset")
+    if reuse:
+        write_json(mark, {"dataset.jsonl": digest})
+    return len(records)
+
+
+def _made_from(mark: Path, jsonl: Path) -> str | None:
+    """The digest `mark` holds if ``dataset.jsonl`` and ``dataset/`` are still what it says."""
+    try:
+        made = json.loads(mark.read_text(encoding="utf-8"))["dataset.jsonl"]
+        now = hashlib.sha256(jsonl.read_bytes()).hexdigest()
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return made if made == now and (jsonl.parent / "dataset" / "state.json").is_file() else None
+
+
+def _save_dataset(records: list[dict[str, Any]], target: Path) -> None:
+    """The records as a `datasets` folder (``save_to_disk``), replaced atomically."""
     import datasets
 
     datasets.disable_progress_bars()
-    records = sft_records(debates, seed)
-    write_jsonl(out_dir / "dataset.jsonl", records)
     features = datasets.Features(
         {
             "id": datasets.Value("string"),
@@ -86,5 +124,4 @@ def write_sft_dataset(debates: Iterable[dict[str, Any]], out_dir: Path, seed: in
     )
     columns = {name: [record[name] for record in records] for name in features}
     table = datasets.Dataset.from_dict(columns, features=features)  # also right when empty
-    atomic_replace_dir(lambda tmp: table.save_to_disk(str(tmp)), out_dir / "dataset")
-    return len(records)
+    atomic_replace_dir(lambda tmp: table.save_to_disk(str(tmp)), target)

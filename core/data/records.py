@@ -56,20 +56,44 @@ class ResultLog:
         self.path = Path(path)
         self._lock = threading.Lock()  # appends may come from worker threads
 
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Every readable record in file order, an id's later records after its earlier ones.
+
+        A torn or corrupt line is skipped; records are read one at a time, never all held.
+        """
+        for _, _, record in self._lines():
+            if record is not None:
+                yield record
+
     def load(self) -> dict[str, dict[str, Any]]:
         """Records by id, in first-seen order; a torn or corrupt line is skipped."""
         records: dict[str, dict[str, Any]] = {}
+        for record in self.records():
+            records[record["id"]] = record
+        return records
+
+    def ids_where(self, test: Callable[[dict[str, Any]], bool]) -> set[str]:
+        """The ids whose last record passes `test` (e.g. finished), holding no record."""
+        passed: dict[str, bool] = {}
+        for record in self.records():
+            passed[record["id"]] = test(record)
+        return {key for key, ok in passed.items() if ok}
+
+    def _lines(self) -> Iterator[tuple[int, bytes, dict[str, Any] | None]]:
+        """Each line's offset, bytes and record (None: torn, corrupt, not a record with an id)."""
         if not self.path.exists():
-            return records
+            return
         with self.path.open("rb") as f:  # bytes: a crash can tear a line inside a character
+            offset = 0
             for line in f:
                 try:
                     record = json.loads(line.decode("utf-8"))
                 except ValueError:  # UnicodeDecodeError is one
-                    continue  # a line torn by a crash: its item is redone
-                if isinstance(record, dict) and "id" in record:
-                    records[record["id"]] = record
-        return records
+                    record = None  # a line torn by a crash: its item is redone
+                if not (isinstance(record, dict) and "id" in record):
+                    record = None
+                yield offset, line, record
+                offset += len(line)
 
     def append(self, record: dict[str, Any]) -> None:
         """Append one record and flush it to disk before returning."""
@@ -92,10 +116,7 @@ class ResultLog:
         Returns:
             Those records.
         """
-        records = self.load()
-        current = [records[key] for key in ids if key in records]
-        self.compact(current)
-        return current
+        return self._compact(ids, keep_others=False)
 
     def compact_current_first(self, ids: Sequence[str]) -> list[dict[str, Any]]:
         """Rewrite the log atomically, one line per id, the records of `ids` first.
@@ -106,11 +127,62 @@ class ResultLog:
         Returns:
             The records of `ids` the log holds, in order.
         """
-        records = self.load()
-        current = [records[key] for key in ids if key in records]
-        wanted = set(ids)
-        self.compact([*current, *(r for key, r in records.items() if key not in wanted)])
-        return current
+        return self._compact(ids, keep_others=True)
+
+    def compact_lines(self, ids: Sequence[str], *, keep_others: bool = True) -> None:
+        """`compact_current_first` (or `compact_only`) without reading the records back.
+
+        A log already in that order, one line per id, is left as it is (a rerun that found
+        everything done rewrites nothing); else lines are copied, never all held in memory.
+        """
+        self._compact(ids, keep_others=keep_others, read_back=False)
+
+    def _compact(
+        self, ids: Sequence[str], *, keep_others: bool, read_back: bool = True
+    ) -> list[dict[str, Any]]:
+        spans: dict[str, tuple[int, int]] = {}  # id -> its last record's line: offset, size
+        order: list[str] = []  # the ids of the file's lines, as they are
+        clean = True  # every line a record that ends with a newline
+        for offset, line, record in self._lines():
+            clean = clean and record is not None and line.endswith(b"\n")
+            if record is not None:
+                spans[record["id"]] = (offset, len(line))
+                order.append(record["id"])
+        kept = [key for key in dict.fromkeys(ids) if key in spans]
+        if keep_others:
+            asked = set(kept)
+            kept += [key for key in spans if key not in asked]
+        if not (clean and order == kept and self.path.exists()):  # a missing log is created
+            spans = dict(zip(kept, self._rewrite([spans[key] for key in kept]), strict=True))
+        if not read_back:
+            return []
+        with self.path.open("rb") as f:
+            found = []
+            for key in ids:
+                if key in spans:
+                    offset, size = spans[key]
+                    f.seek(offset)
+                    found.append(json.loads(f.read(size).decode("utf-8")))
+        return found
+
+    def _rewrite(self, spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Rewrite the log atomically with these lines of it, in order; their new spans."""
+        moved: list[tuple[int, int]] = []
+
+        def copy(out: Any) -> None:
+            offset = 0
+            if not spans:  # a missing log is created empty
+                return
+            with self.path.open("rb") as f:
+                for start, size in spans:
+                    f.seek(start)
+                    line = f.read(size).rstrip(b"\n") + b"\n"
+                    out.write(line)
+                    moved.append((offset, len(line)))
+                    offset += len(line)
+
+        atomic_write(self.path, copy, binary=True)
+        return moved
 
 
 def claim_folder(out_dir: Path, name: str, claim: dict[str, Any], holds: str) -> None:

@@ -528,7 +528,9 @@ class _Transport:
 class _OpenAITransport(_Transport):
     def __init__(self, spec: ModelSpec, api_base: str | None, api_key: str | None, identity: str):
         self.spec, self.api_base, self.identity, self._key = spec, api_base, identity, api_key
-        self._create = self._connect()  # now: a bad client configuration fails in prepare()
+        # made for the first request: a run with nothing left to send (a rerun of a finished
+        # run) never imports the SDK, about half a second
+        self._create: Callable[..., Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop `_create` is bound to
 
     def _connect(self) -> Callable[..., Any]:
@@ -557,10 +559,8 @@ class _OpenAITransport(_Transport):
 
     async def send(self, messages: Messages, params: dict[str, Any]) -> _Reply:
         loop = asyncio.get_running_loop()
-        if loop is not self._loop:
-            if self._loop is not None:  # pooled connections die with the loop that opened them
-                self._create = self._connect()
-            self._loop = loop
+        if self._create is None or loop is not self._loop:  # connections die with their loop
+            self._create, self._loop = self._connect(), loop
         request = self._create(model=self.spec.model, messages=messages, **params)
         return await _request(request, self.spec, self.api_base, self._key)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import sqlite3
 import time
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from tests.cli.helpers import (
     moot_env,
     popen_moot,
     read_jsonl,
+    run_fresh_moot,
     run_moot,
     write_topics,
 )
@@ -106,6 +108,34 @@ def test_rerun_skips_finished_debates_and_pays_nothing(server, tmp_path):
         assert re.search(r"debates +8 +8 +0 +0", result.stdout)
     assert server.requests == []
     assert (tmp_path / "out" / "dataset.jsonl").read_text() == before
+
+
+def test_a_rerun_of_a_finished_run_imports_no_debate_machinery_and_rewrites_nothing(
+    server, tmp_path
+):
+    topics = write_topics(tmp_path / "topics.json", TOPICS)
+    out = tmp_path / "out"
+    args = debate_args(server, topics, out)
+    assert run_moot(*args).returncode == 0
+    paid = len(server.requests)
+    with sqlite3.connect(out / ".moot" / "checkpoints.sqlite") as db:  # finished: forgotten
+        assert db.execute("SELECT count(*) FROM checkpoints").fetchone() == (0,)
+    outputs = [out / "debates.jsonl", out / "dataset.jsonl", out / "dataset"]
+    before = [(p.stat().st_ino, p.stat().st_mtime_ns) for p in outputs]
+    dataset = (out / "dataset.jsonl").read_bytes()
+
+    rerun = run_fresh_moot(*args, env=moot_env(PYTHONPROFILEIMPORTTIME="1"))
+    assert rerun.returncode == 0, rerun.stderr
+    imported = {line.split("|")[-1].strip() for line in rerun.stderr.splitlines() if "|" in line}
+    assert "moot.graphs.debatune_run" in imported
+    assert not {"langgraph", "datasets", "openai"} & imported
+    assert [(p.stat().st_ino, p.stat().st_mtime_ns) for p in outputs] == before
+    assert len(json.loads((out / "manifest.json").read_text())["runs"]) == 2
+
+    (out / "dataset.jsonl").write_text("edited by hand\n")  # the mark no longer matches it
+    assert run_moot(*args).returncode == 0
+    assert (out / "dataset.jsonl").read_bytes() == dataset
+    assert len(server.requests) == paid  # the reruns sent nothing
 
 
 def test_resume_after_kill_repays_no_finished_call(tmp_path):

@@ -133,3 +133,21 @@ def test_a_claimed_folder_refuses_other_settings_before_any_work(tmp_path):
     with pytest.raises(ConfigError, match="use a new --out"):
         asyncio.run(run_claimed(items("b"), task, tmp_path, {"judge": "y"}))
     assert ran == ["a"] and (tmp_path / "judgments.jsonl").exists()
+
+
+def test_without_read_back_a_run_returns_its_failures_alone_each_logged_first(tmp_path):
+    log, seen = ResultLog(tmp_path / "log.jsonl"), []
+
+    async def task(item):
+        if item["id"] == "b":
+            raise ModelCallError("down")
+        return {**item, "status": "ok"}
+
+    async def logged(record):  # called once the record is in the log
+        seen.append((record["id"], record["id"] in log.load()))
+
+    result = run(items("a", "b"), task, log, unit="things", read_back=False, logged=logged)
+    assert [(r["id"], r["status"]) for r in result.records] == [("b", "error")]
+    assert (result.tally.done, result.tally.failed) == (1, 1)
+    assert sorted(seen) == [("a", True), ("b", True)]
+    assert [r["id"] for r in lines(log)] == ["a", "b"]

@@ -108,6 +108,41 @@ def test_compact_current_first_keeps_earlier_runs_records_after_this_runs(tmp_pa
     assert [json.loads(line)["id"] for line in lines(log.path)] == ["a", "b", "earlier"]
 
 
+def test_a_log_already_compacted_in_that_order_is_not_rewritten(tmp_path: Path) -> None:
+    log = ResultLog(tmp_path / "results.jsonl")
+    for key in ("a", "b"):
+        log.append({"id": key, "text": "ü"})
+    before = log.path.stat()
+
+    assert log.compact_current_first(["a", "b"]) == [
+        {"id": "a", "text": "ü"},
+        {"id": "b", "text": "ü"},
+    ]
+    log.compact_lines(["a"])  # a rerun that found both done
+    after = log.path.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+    log.compact_lines(["b"])  # another order: rewritten
+    assert [json.loads(line)["id"] for line in lines(log.path)] == ["b", "a"]
+    assert log.path.stat().st_ino != before.st_ino
+
+
+def test_compaction_copies_each_ids_last_line_and_drops_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text(
+        '{"id": "a", "v": 1}\n\n[1]\n{"id": "b", "v": 1}\n{"id": "a", "v": 2}\n{"id": "c", "v',
+        encoding="utf-8",
+    )
+    log = ResultLog(path)
+    assert [r["v"] for r in log.records()] == [1, 1, 2]  # every readable record, in file order
+    assert log.ids_where(lambda r: r["v"] == 2) == {"a"}  # judged by each id's last record
+
+    log.compact_lines(["b"])
+    assert lines(path) == ['{"id": "b", "v": 1}', '{"id": "a", "v": 2}']
+    log.compact_lines(["a"], keep_others=False)
+    assert lines(path) == ['{"id": "a", "v": 2}']
+
+
 def test_atomic_write_leaves_no_temp_files(tmp_path: Path) -> None:
     target = tmp_path / "sub" / "summary.json"
     write_json(target, {"a": 1, "b": ["ü"]})
