@@ -129,7 +129,7 @@ async def _speak(speaker: str, state: DebateState, ctx: DebateContext) -> Debate
     return {"turns": [turn]}
 
 
-def _first(
+async def _first(
     state: DebateState, runtime: Runtime[DebateContext]
 ) -> Literal["debater_a", "statement"]:
     return "debater_a" if runtime.context.rounds else "statement"
@@ -141,7 +141,7 @@ async def _statement(state: DebateState, runtime: Runtime[DebateContext]) -> Deb
     return {"conclusion": turn["turns"][0]["text"]}
 
 
-def _after_round(
+async def _after_round(
     state: DebateState, runtime: Runtime[DebateContext]
 ) -> Literal["debater_a", "conclude"]:
     return "conclude" if len(state["turns"]) >= 2 * runtime.context.rounds else "debater_a"
