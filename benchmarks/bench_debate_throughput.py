@@ -3,9 +3,10 @@
 For each server latency (0.5 s and 0.05 s; the scripted server runs in its own process) and each
 concurrency C in 1, 8, 32, 64:
 
-* ceiling: the raw ``openai.AsyncOpenAI`` SDK (max_retries=0) alone, C asyncio workers sending the
-  same request bodies moot sends (recorded from a warm-up debate run) back to back, for as many
-  calls as the moot point makes;
+* ceiling: the raw ``openai.AsyncOpenAI`` SDK (max_retries=0, moot's connection-pool limits)
+  alone, C asyncio workers sending the same request bodies moot sends (recorded from a warm-up
+  debate run) with ``chat.completions.create``, back to back, for as many calls as the moot
+  point makes (moot sends its bodies with the client's ``post``, skipping ``create``'s transform);
 * moot: ``run_debatune`` on synthetic topics that carry their arguments (no argument-generation
   calls), 1 argument per stance, 2 rounds, so 5 calls per debate, ``concurrency=C``, spec
   ``max_concurrency=C``, ``ModelClient(cache=None)``, a fresh temporary output folder per point.
@@ -92,6 +93,7 @@ def debates_for(concurrency: int, latency: float) -> int:
 async def measure_latency(
     url: str, latency: float, levels: list[int], reps: int, sizes: dict[int, int]
 ) -> tuple[list[Point], list[dict[str, Any]]]:
+    import httpx
     import openai
 
     from moot.core.llm.cache import RequestCache
@@ -149,7 +151,14 @@ async def measure_latency(
             raise RuntimeError(f"debate run failed: {summary.failures[:3]} ({calls} calls)")
         return calls / seconds, start + seconds - stamp.last
 
-    raw_client = openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0)
+    # the same connection pool as moot's transport (`_OpenAITransport._connect`): a fair ceiling
+    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+    raw_client = openai.AsyncOpenAI(
+        base_url=url,
+        api_key="bench",
+        max_retries=0,
+        http_client=httpx.AsyncClient(limits=limits, timeout=600),
+    )
 
     async def raw_run(concurrency: int, calls: int) -> float:
         bodies = itertools.islice(itertools.cycle(payloads), calls)
@@ -247,9 +256,10 @@ def main() -> None:
     for latency in reference:
         mine = [p for p in points if p.latency == latency]
         ratios = ", ".join(f"C={p.concurrency} {p.ratio:.3f}" for p in mine)
-        print(f"moot/raw, cache off, at latency {latency:g} s: {ratios} (goal >= 0.9)")
+        goal = 0.95 if latency >= 0.5 else 0.8
+        print(f"moot/raw, cache off, at latency {latency:g} s: {ratios} (goal >= {goal})")
         ratios = ", ".join(f"C={p.concurrency} {p.cached_ratio:.3f}" for p in mine)
-        print(f"moot/raw, cache on (default), at latency {latency:g} s: {ratios} (goal >= 0.9)")
+        print(f"moot/raw, cache on (default), at latency {latency:g} s: {ratios} (goal >= {goal})")
     for latency, ref in reference.items():
         top = max((p for p in points if p.latency == latency), key=lambda p: p.concurrency)
         print(
