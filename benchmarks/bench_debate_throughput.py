@@ -19,7 +19,8 @@ each is run twice, raw-moot-moot-raw, and the rates averaged.
 The "reference way" is what the DEBATunE reference script does: one call at a time with the
 synchronous SDK. Its calls/s gives the speed-up of moot at C=64.
 
-Run: ``python benchmarks/bench_debate_throughput.py`` (``--quick`` for a smoke run: 0.05 s, C=1, 8).
+Run: ``python benchmarks/bench_debate_throughput.py`` (``--quick`` for a smoke run: 0.05 s, C=1, 8;
+``--point 0.05:32`` for one point).
 """
 
 from __future__ import annotations
@@ -218,10 +219,23 @@ def reference_rate(url: str, payloads: list[dict[str, Any]], calls: int) -> floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: 0.05 s, C=1 and 8")
+    parser.add_argument(
+        "--point",
+        action="append",
+        metavar="LATENCY:C",
+        help="measure only these points (repeatable), e.g. --point 0.05:32",
+    )
     args = parser.parse_args()
     _common.offline_env()
     _common.guard_loopback()
-    if args.quick:
+    if args.point:
+        chosen = [tuple(text.split(":")) for text in args.point]
+        latencies = sorted({float(lat) for lat, _ in chosen}, reverse=True)
+        plan = [
+            (lat, [int(c) for x, c in chosen if float(x) == lat], 1 if lat >= 0.5 else 2, {}, 10)
+            for lat in latencies
+        ]
+    elif args.quick:
         plan = [(0.05, [1, 8], 1, {1: 4, 8: 8}, 6)]
     else:
         plan = [(0.5, [1, 8, 32, 64], 1, {}, 10), (0.05, [1, 8, 32, 64], 2, {}, 40)]
