@@ -6,11 +6,18 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from langgraph.graph import END, START, StateGraph
+
 from moot.core import ModelClient, RetryPolicy, Role, parse_spec
 from moot.core.llm.cache import RequestCache
 from moot.core.testing.scripted_server import Fault, ScriptedServer
 from moot.graphs.checkpoints import durability_for, open_checkpoints, run_thread
-from moot.graphs.debatune_debate import DebateContext, build_debate_graph, recursion_limit
+from moot.graphs.debatune_debate import (
+    DebateContext,
+    DebateState,
+    build_debate_graph,
+    recursion_limit,
+)
 
 JOB = {"id": "d1", "topic": "Zoos", "stance": "Affirmative", "argument": "Zoos protect species."}
 
@@ -95,6 +102,30 @@ def test_a_checkpoint_with_nothing_to_resume_is_dropped_and_the_thread_starts_af
         assert len(server.requests) == 3
     assert error is None and state["conclusion"]
     assert len(state["turns"]) == 2 and "LEFT BY A KILL" not in str(state["turns"])
+
+
+def test_a_checkpoint_of_another_graph_version_is_dropped_and_the_thread_starts_afresh(tmp_path):
+    # saved by the debate graph of a node per turn (before issue 19): its next step is a node
+    # this graph lacks, so `aget_state` finds nothing to resume
+    turn = {"speaker": "A", "side": "Affirmative", "round": 0, "text": "OLD GRAPH"}
+
+    async def older_graph_left_a_step(folder: Path) -> None:
+        async with open_checkpoints(folder) as saver:
+            graph = StateGraph(DebateState)
+            graph.add_node("debater_a", lambda state: {"turns": [turn]})
+            graph.add_node("debater_b", lambda state: {})
+            graph.add_edge(START, "debater_a")
+            graph.add_edge("debater_a", "debater_b")
+            graph.add_edge("debater_b", END)
+            old = graph.compile(checkpointer=saver, interrupt_before=["debater_b"])
+            await old.ainvoke({**JOB, "turns": []}, {"configurable": {"thread_id": JOB["id"]}})
+
+    asyncio.run(older_graph_left_a_step(tmp_path))
+    with ScriptedServer() as server:
+        state, error = asyncio.run(debate(tmp_path, context(server.url)))
+        assert len(server.requests) == 3
+    assert error is None and state["conclusion"]
+    assert len(state["turns"]) == 2 and "OLD GRAPH" not in str(state["turns"])
 
 
 def test_checkpoints_wait_for_the_end_only_when_the_cache_keeps_the_calls(tmp_path):
