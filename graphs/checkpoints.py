@@ -100,7 +100,8 @@ def durability_for(client: ModelClient) -> str:
 
     With the cache on, finished calls survive a crash in the cache, so a thread checkpoints only
     when it stops (done or failed): per-step checkpoints cost ~1.5 ms of CPU per call. Without
-    the cache, it checkpoints every step so a resume pays for no finished call again.
+    the cache, it checkpoints every step (a debate's round, a judgment's stage) so a resume pays
+    again for no call of a finished step.
     """
     return "exit" if client.cache is not None else "async"
 

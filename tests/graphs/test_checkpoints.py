@@ -6,19 +6,27 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from langgraph.graph import END, START, StateGraph
+
 from moot.core import ModelClient, RetryPolicy, Role, parse_spec
 from moot.core.llm.cache import RequestCache
 from moot.core.testing.scripted_server import Fault, ScriptedServer
 from moot.graphs.checkpoints import durability_for, open_checkpoints, run_thread
-from moot.graphs.debatune_debate import DebateContext, build_debate_graph, recursion_limit
+from moot.graphs.debatune_debate import (
+    DebateContext,
+    DebateState,
+    build_debate_graph,
+    recursion_limit,
+)
 
 JOB = {"id": "d1", "topic": "Zoos", "stance": "Affirmative", "argument": "Zoos protect species."}
 
 
-def context(url: str) -> DebateContext:
+def context(url: str, rounds: int = 1) -> DebateContext:
     spec = parse_spec("openai/scripted", api_base=url)
     client = ModelClient(retry=RetryPolicy(attempts=1))  # no cache: every step checkpointed
-    return DebateContext(client, Role("debater_a", spec, 0.7), Role("debater_b", spec, 1.0), 1)
+    roles = Role("debater_a", spec, 0.7), Role("debater_b", spec, 1.0)
+    return DebateContext(client, *roles, rounds)
 
 
 async def debate(folder: Path, ctx: DebateContext, before: dict[str, Any] | None = None) -> tuple:
@@ -66,6 +74,26 @@ def test_a_failed_call_returns_the_state_so_far_and_a_rerun_resumes_after_it(tmp
     assert len(asked) == 1 and "watching a debate" in asked[0]  # only the conclusion again
 
 
+def test_a_failure_in_b_s_turn_keeps_the_finished_rounds_and_the_rerun_asks_that_round_again(
+    tmp_path,
+):
+    # a round is one checkpointed step: without the cache, A's turn of the failed round is paid
+    # again, never an earlier round (docs/architecture.md, "Durability")
+    b_second_turn = "(?s)proposed by your opponent.*Please first answer"
+    with ScriptedServer() as server:
+        server.add_fault(Fault("500", times=1, match=b_second_turn))
+        ctx = context(server.url, rounds=2)
+        state, error = asyncio.run(debate(tmp_path, ctx))
+        assert error is not None and len(server.requests) == 4
+        assert [turn["speaker"] for turn in state["turns"]] == ["A", "B"]
+        server.clear_log()
+        state, error = asyncio.run(debate(tmp_path, ctx))
+        asked = [r.body["messages"][1]["content"] for r in server.requests]
+    assert error is None and state["conclusion"] and len(state["turns"]) == 4
+    assert len(asked) == 3 and "proposed by you" in asked[0] and "debate" in asked[2]
+    assert "Please first answer" in asked[0] and "Please first answer" in asked[1]
+
+
 def test_a_checkpoint_with_nothing_to_resume_is_dropped_and_the_thread_starts_afresh(tmp_path):
     turn = {"speaker": "A", "side": "Affirmative", "round": 0, "text": "LEFT BY A KILL"}
     left = {**JOB, "turns": [turn]}  # no conclusion, no next step
@@ -74,6 +102,30 @@ def test_a_checkpoint_with_nothing_to_resume_is_dropped_and_the_thread_starts_af
         assert len(server.requests) == 3
     assert error is None and state["conclusion"]
     assert len(state["turns"]) == 2 and "LEFT BY A KILL" not in str(state["turns"])
+
+
+def test_a_checkpoint_of_another_graph_version_is_dropped_and_the_thread_starts_afresh(tmp_path):
+    # saved by the debate graph of a node per turn (before issue 19): its next step is a node
+    # this graph lacks, so `aget_state` finds nothing to resume
+    turn = {"speaker": "A", "side": "Affirmative", "round": 0, "text": "OLD GRAPH"}
+
+    async def older_graph_left_a_step(folder: Path) -> None:
+        async with open_checkpoints(folder) as saver:
+            graph = StateGraph(DebateState)
+            graph.add_node("debater_a", lambda state: {"turns": [turn]})
+            graph.add_node("debater_b", lambda state: {})
+            graph.add_edge(START, "debater_a")
+            graph.add_edge("debater_a", "debater_b")
+            graph.add_edge("debater_b", END)
+            old = graph.compile(checkpointer=saver, interrupt_before=["debater_b"])
+            await old.ainvoke({**JOB, "turns": []}, {"configurable": {"thread_id": JOB["id"]}})
+
+    asyncio.run(older_graph_left_a_step(tmp_path))
+    with ScriptedServer() as server:
+        state, error = asyncio.run(debate(tmp_path, context(server.url)))
+        assert len(server.requests) == 3
+    assert error is None and state["conclusion"]
+    assert len(state["turns"]) == 2 and "OLD GRAPH" not in str(state["turns"])
 
 
 def test_checkpoints_wait_for_the_end_only_when_the_cache_keeps_the_calls(tmp_path):
