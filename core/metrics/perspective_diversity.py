@@ -14,8 +14,10 @@ In ``mean`` and ``sum``, c(A) is the scorer's chat template applied to one user 
 assistant-turn opener; PA_i = POV + " " + explanation follows as the assistant's reply and only
 its tokens are scored. A tokenizer without a chat template (GPT-2) gets the plain format
 `PLAIN_FORMAT` (``user: {turn}``, a newline, ``assistant:``) and PA_i is tokenized with a
-leading space, as GPT-2's BPE would split the joined text. The prefix is encoded once; its KV
-cache is repeated along the batch for the partial answers, which are right-padded.
+leading space, as GPT-2's BPE would split the joined text. The prefix is encoded once; the partial
+answers (``batch_size`` per forward) follow its KV cache packed in one row, each at positions
+restarting after the prefix and masked from the others, so nothing is padded or copied per
+partial answer.
 
 Long answers: when the prefix plus the longest partial answer exceeds the window, tokens are
 dropped from the START of the answer (the template and "Please restate." stay) until it fits, and
