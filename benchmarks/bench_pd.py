@@ -107,6 +107,9 @@ def main() -> int:
     parser.add_argument("--partial-words", type=int, default=120)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--quick", action="store_true", help="2 answers, tiny shape only")
+    parser.add_argument(
+        "--shapes", default="tiny,gpt2-small", help="tiny, gpt2-small or both (default both)"
+    )
     args = parser.parse_args()
     _common.local_model_env()
     from moot.core.metrics.perspective_diversity import PerspectiveDiversityScorer
@@ -114,7 +117,8 @@ def main() -> int:
 
     count = 2 if args.quick else args.answers
     items, source = inputs(count, args.partials, args.partial_words)
-    shapes = dict(list(SHAPES.items())[:1]) if args.quick else SHAPES
+    wanted = ["tiny"] if args.quick else args.shapes.split(",")
+    shapes = {name: shape for name, shape in SHAPES.items() if name.split(" ")[0] in wanted}
     print("bench_pd: P.D. throughput, prefix reuse vs per-pair scoring (mean variant, CPU fp32)")
     print(f"machine: {_common.machine_note()}")
     print(
