@@ -12,7 +12,7 @@ moot: the chunks are written as a JSONL corpus (one chunk a record, so chunking 
 they are) and indexed by `build_index` (read, chunk, tokenise, bm25s index, write the folder,
 load it back); each query goes through `Index.search(query, 10)`, the call `moot retrieve` and
 the RAG answerers make, so tokenising the query and building the hits count. Also timed:
-`Index.search_many` (every query at once, as `moot retrieve` batches them).
+`Index.search_many` (every query in one call; no command uses it yet).
 rank_bm25: ``BM25Okapi`` over the same tokens (bm25s's tokenizer, English stopwords), the query
 tokenised the same way, ``get_scores`` and the top 10 by ``argsort``; its "size on disk" is its
 pickle, the way rank_bm25 indexes are kept. rank_bm25 scores every document in Python per query
