@@ -1,110 +1,212 @@
-"""bm25s (moot's BM25) against rank_bm25 (the baseline): index and query time, same corpus.
+"""moot's BM25 index against rank_bm25 at 1k, 10k and 100k chunks: query, build, size on disk.
 
-Corpus: the 1000 DebateQA answers of ``../shared/data/debateqa/demo_answers.jsonl`` cut into
-~2000-character chunks by `chunk_documents` (as `moot index` does), or, without ``../shared``, a
-synthetic corpus of the same size drawn from a fixed vocabulary. Queries: the BERDS dev questions
-(``dev_perspective_sets.jsonl``, up to ``--queries``), else synthetic ones. Both engines get the
-same token lists (bm25s's tokenizer, English stopwords, no stemmer), so only BM25 itself is timed.
-Index: bm25s ``BM25().index(tokens)`` vs rank_bm25 ``BM25Okapi(tokens)``. Query: bm25s one batched
-``retrieve(k=10)`` vs rank_bm25 ``get_scores`` + top 10 per query. Median of ``--rounds`` runs
-each, interleaved. bm25s scores with its default ``lucene`` variant, rank_bm25 with Okapi (k1 1.5,
-b 0.75 both): the top-10 overlap is printed as a sanity check, not expected to be 100%.
+Corpus: real texts of ``../shared/data`` (DebateQA demo answers, DEBATunE model outputs,
+PanelBench DebateArt speeches, CompQA answers, BERDS detector documents and query-expansion
+texts) cut into ~2000-character chunks by `chunk_documents`, as `moot index` does. Where a size
+needs more chunks than the real ones, copies follow, each a real chunk with one word in five
+replaced by a word drawn from the real corpus's own word frequencies (seeded): new documents
+with the corpus's vocabulary and term statistics, not exact duplicates (which would tie). Without
+``../shared`` every chunk is synthetic (words of a Zipf-like 20k-word vocabulary).
+
+moot: the chunks are written as a JSONL corpus (one chunk a record, so chunking leaves them as
+they are) and indexed by `build_index` (read, chunk, tokenise, bm25s index, write the folder,
+load it back); each query goes through `Index.search(query, 10)`, the call `moot retrieve` and
+the RAG answerers make, so tokenising the query and building the hits count. Also timed:
+`Index.search_many` (every query in one call; no command uses it yet).
+rank_bm25: ``BM25Okapi`` over the same tokens (bm25s's tokenizer, English stopwords), the query
+tokenised the same way, ``get_scores`` and the top 10 by ``argsort``; its "size on disk" is its
+pickle, the way rank_bm25 indexes are kept. rank_bm25 scores every document in Python per query
+token, so it is timed on the first ``--slow-queries`` queries (fewer at 100k: see the output).
+Queries: the BERDS dev questions (``--queries``). Per-query times are the median over
+``--rounds`` rounds of the mean over the queries. Ratios: rank_bm25 / moot per query.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import random
 import sys
+from pathlib import Path
 
 import _common
 import numpy as np
 
 SHARED = _common.ROOT.parent / "shared" / "data"
-ANSWERS = SHARED / "debateqa" / "demo_answers.jsonl"
 QUESTIONS = SHARED / "berds" / "dev_perspective_sets.jsonl"
+SIZES = (1_000, 10_000, 100_000)
 K = 10
 
 
-def corpus_texts() -> tuple[list[str], str]:
-    """Chunk texts and where they came from."""
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def real_texts() -> list[str]:
+    """Every real text of ``../shared/data`` this benchmark uses (empty without it)."""
+    texts: list[str] = []
+    if (SHARED / "debateqa" / "demo_answers.jsonl").is_file():
+        texts += [r["generation"] for r in _jsonl(SHARED / "debateqa" / "demo_answers.jsonl")]
+    for path in sorted((SHARED / "debatune" / "model_outputs").glob("*/*.json")):
+        texts += [r["response"] for r in json.loads(path.read_text(encoding="utf-8"))]
+    if (SHARED / "panelbench" / "debateart.jsonl").is_file():
+        for debate in _jsonl(SHARED / "panelbench" / "debateart.jsonl"):
+            texts += [s["content"] for s in debate["speeches"]]
+    for path in sorted((SHARED / "compqa" / "raw_summaries").glob("*.json")):
+        texts += [r["comparison"] for r in json.loads(path.read_text(encoding="utf-8"))]
+    if (SHARED / "berds" / "pers_det.test.tsv").is_file():
+        lines = (SHARED / "berds" / "pers_det.test.tsv").read_text(encoding="utf-8").splitlines()
+        texts += sorted({line.split("\t")[2] for line in lines[1:] if line.count("\t") >= 4})
+    if QUESTIONS.is_file():
+        for record in _jsonl(QUESTIONS):
+            texts += [e["text"] for e in record.get("gpt4_expansions", [])]
+    return [t for t in texts if isinstance(t, str) and t.strip()]
+
+
+def corpus_chunks(size: int) -> tuple[list[str], str]:
+    """`size` chunk texts and a note on where they came from."""
     from moot.core.data.corpus import Document, chunk_documents
 
-    if ANSWERS.is_file():
-        records = [json.loads(line) for line in ANSWERS.read_text(encoding="utf-8").splitlines()]
-        docs = [Document(str(r["id"]), r["generation"]) for r in records]
-        source = f"{ANSWERS.name} ({len(docs)} answers)"
+    texts = real_texts()
+    rng = random.Random(0)
+    if texts:
+        docs = [Document(str(i), t) for i, t in enumerate(texts)]
+        real = [c.text for c in chunk_documents(docs)]
+        source = f"{len(real)} real chunks of {len(texts)} texts"
     else:
-        rng = random.Random(0)
-        words = [f"w{i}" for i in range(20000)]
-        docs = [Document(str(i), " ".join(rng.choices(words, k=330))) for i in range(1000)]
-        source = "synthetic (1000 documents x 330 words, 20k-word vocabulary)"
-    return [c.text for c in chunk_documents(docs)], source
+        vocab = [f"w{i}" for i in range(20_000)]
+        weights = [1 / (rank + 1) for rank in range(len(vocab))]
+        real = [" ".join(rng.choices(vocab, weights, k=330)) for _ in range(1_000)]
+        source = "synthetic (../shared absent)"
+    if size <= len(real):
+        return real[:size], source
+    # vectorised: 90k copies of ~300 words each would take minutes one word at a time in Python
+    split = [text.split() for text in real]
+    ids_of: dict[str, int] = {}
+    flat = np.array([ids_of.setdefault(w, len(ids_of)) for ws in split for w in ws])
+    words = np.array(list(ids_of), dtype=object)
+    freq = np.bincount(flat, minlength=len(words)) / len(flat)
+    ends = np.cumsum([len(ws) for ws in split])[:-1]
+    draw = np.random.default_rng(0)
+    chunks = list(real)
+    while len(chunks) < size:
+        ids = flat.copy()
+        redraw = draw.random(len(ids)) < 0.2
+        ids[redraw] = draw.choice(len(words), size=int(redraw.sum()), p=freq)
+        for piece in np.split(words[ids], ends)[: size - len(chunks)]:
+            chunks.append(" ".join(piece.tolist()))
+    # a copy with longer words may pass the chunk size: cut again, as `moot index` would
+    chunks = [c.text for c in chunk_documents([Document(str(i), t) for i, t in enumerate(chunks)])]
+    chunks = chunks[:size]
+    return chunks, f"{source} + {size - len(real)} perturbed copies (1 word in 5 redrawn)"
 
 
 def query_texts(count: int) -> list[str]:
     if QUESTIONS.is_file():
-        lines = QUESTIONS.read_text(encoding="utf-8").splitlines()[:count]
-        return [json.loads(line)["question"] for line in lines]
+        return [r["question"] for r in _jsonl(QUESTIONS)[:count]]
     rng = random.Random(1)
-    return [" ".join(f"w{rng.randrange(20000)}" for _ in range(8)) for _ in range(count)]
+    return [" ".join(f"w{rng.randrange(2_000)}" for _ in range(8)) for _ in range(count)]
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--queries", type=int, default=300, help="queries (default 300)")
-    parser.add_argument("--rounds", type=int, default=5, help="timed rounds (default 5)")
-    parser.add_argument("--quick", action="store_true", help="1 round, 50 queries")
+    parser.add_argument("--queries", type=int, default=300, help="moot's queries (default 300)")
+    parser.add_argument(
+        "--slow-queries",
+        type=int,
+        default=100,
+        help="rank_bm25's queries (default 100; 30 at 100k)",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds (default 3)")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="chunk counts")
+    parser.add_argument("--quick", action="store_true", help="1k and 10k chunks, 1 round")
     args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
     if args.quick:
-        args.rounds, args.queries = 1, 50
+        sizes, args.rounds = [s for s in sizes if s <= 10_000], 1
     _common.offline_env()
     _common.guard_loopback()
     import bm25s
     from rank_bm25 import BM25Okapi
 
-    texts, source = corpus_texts()
+    from moot.core.retrieval.index import build_index
+
     queries = query_texts(args.queries)
     tokenize = dict(stopwords="en", return_ids=False, show_progress=False)
-    doc_tokens = bm25s.tokenize(texts, **tokenize)
-    query_tokens = bm25s.tokenize(queries, **tokenize)
-    print("bench_bm25: bm25s vs rank_bm25, same tokens, same corpus and queries")
+    print("bench_bm25: moot's BM25 index (bm25s) vs rank_bm25, same corpus, queries and tokens")
     print(f"machine: {_common.machine_note()}")
-    print(f"corpus: {len(texts)} chunks from {source}; {len(queries)} queries, k={K}")
+    print(f"queries: {len(queries)} BERDS dev questions, k={K}; rounds {args.rounds}")
+    rows = []
+    for size in sizes:
+        chunks, source = corpus_chunks(size)
+        slow_count = min(args.slow_queries, 30 if size >= 100_000 else args.slow_queries)
+        slow_queries = queries[:slow_count]
+        print(f"\n{size} chunks: {source}")
+        with _common.temp_dir("moot-bench-bm25-") as folder:
+            corpus = folder / "corpus.jsonl"
+            corpus.write_text(
+                "".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(chunks)),
+                encoding="utf-8",
+            )
+            with _common.Stopwatch() as sw:
+                index = build_index(corpus, folder / "index")
+            moot_build = sw.seconds
+            assert len(index) == size, (len(index), size)
+            moot_bytes = folder_bytes(folder / "index")
+            bm25_bytes = folder_bytes(folder / "index" / "bm25")
+            with _common.Stopwatch() as sw:  # the texts moot indexed, so positions match
+                slow = BM25Okapi(bm25s.tokenize([c.text for c in index.chunks], **tokenize))
+            slow_build = sw.seconds
+            slow_bytes = len(pickle.dumps(slow, protocol=pickle.HIGHEST_PROTOCOL))
 
-    times: dict[str, list[float]] = {name: [] for name in ("s_index", "r_index", "s_q", "r_q")}
-    for _ in range(args.rounds):
-        with _common.Stopwatch() as sw:
-            fast = bm25s.BM25()
-            fast.index(doc_tokens, show_progress=False)
-        times["s_index"].append(sw.seconds)
-        with _common.Stopwatch() as sw:
-            slow = BM25Okapi(doc_tokens)
-        times["r_index"].append(sw.seconds)
-        with _common.Stopwatch() as sw:
-            fast_ids, _ = fast.retrieve(query_tokens, k=K, show_progress=False, n_threads=1)
-        times["s_q"].append(sw.seconds)
-        with _common.Stopwatch() as sw:
-            slow_ids = [np.argsort(-slow.get_scores(q), kind="stable")[:K] for q in query_tokens]
-        times["r_q"].append(sw.seconds)
+            def rank_bm25_top(query: str, slow: BM25Okapi = slow) -> list[int]:
+                scores = slow.get_scores(bm25s.tokenize([query], **tokenize)[0])
+                return np.argsort(-scores, kind="stable")[:K].tolist()
 
-    overlap = np.mean(
-        [
-            len(set(a.tolist()) & set(b.tolist())) / K
-            for a, b in zip(fast_ids, slow_ids, strict=True)
-        ]
-    )
-    med = {name: _common.median(values) for name, values in times.items()}
-    per_query = {name: med[name] / len(queries) * 1000 for name in ("s_q", "r_q")}
-    print(f"{'':12}{'bm25s':>12}{'rank_bm25':>12}")
-    print(f"{'index s':12}{med['s_index']:12.3f}{med['r_index']:12.3f}")
-    print(f"{'query ms':12}{per_query['s_q']:12.3f}{per_query['r_q']:12.3f}")
-    print(f"top-{K} overlap (lucene vs Okapi scoring): {overlap:.1%}")
-    print(
-        f"ratios (rank_bm25 / bm25s, median of {args.rounds}): index "
-        f"{med['r_index'] / med['s_index']:.1f}x, query {med['r_q'] / med['s_q']:.1f}x"
-    )
+            times: dict[str, list[float]] = {"moot": [], "batch": [], "rank": []}
+            for _ in range(args.rounds):
+                with _common.Stopwatch() as sw:
+                    moot_hits = [index.search(q, K) for q in queries]
+                times["moot"].append(sw.seconds / len(queries))
+                with _common.Stopwatch() as sw:
+                    batch_hits = index.search_many(queries, K)
+                times["batch"].append(sw.seconds / len(queries))
+                with _common.Stopwatch() as sw:
+                    slow_top = [rank_bm25_top(q) for q in slow_queries]
+                times["rank"].append(sw.seconds / len(slow_queries))
+            assert [[h.chunk.id for h in a] for a in moot_hits] == [
+                [h.chunk.id for h in b] for b in batch_hits
+            ], "search_many differs from search"
+            positions = {chunk.id: i for i, chunk in enumerate(index.chunks)}
+            overlap = np.mean(
+                [
+                    len({positions[h.chunk.id] for h in hits} & set(top)) / K
+                    for hits, top in zip(moot_hits, slow_top, strict=False)
+                ]
+            )
+        med = {name: _common.median(values) * 1000 for name, values in times.items()}
+        rows.append((size, med, moot_build, slow_build, moot_bytes, bm25_bytes, slow_bytes))
+        print(
+            f"  query ms: moot search {med['moot']:.3f}, moot search_many {med['batch']:.3f}, "
+            f"rank_bm25 {med['rank']:.2f} ({slow_count} queries)"
+        )
+        print(
+            f"  build s: moot {moot_build:.2f} (whole folder), rank_bm25 {slow_build:.2f}; "
+            f"size MB: moot {moot_bytes / 1e6:.1f} (bm25/ {bm25_bytes / 1e6:.1f}), "
+            f"rank_bm25 pickle {slow_bytes / 1e6:.1f}"
+        )
+        print(f"  top-{K} overlap (bm25s lucene vs Okapi scoring): {overlap:.1%}")
+    print("\nratios, rank_bm25 / moot per query (same run):")
+    for size, med, *_ in rows:
+        print(
+            f"  {size:>7} chunks: search {med['rank'] / med['moot']:7.1f}x, "
+            f"search_many {med['rank'] / med['batch']:7.1f}x"
+        )
     return 0
 
 

@@ -10,7 +10,12 @@ DebateQA explanations are at most 300 words). Modes, interleaved per answer in r
 - reuse: `PerspectiveDiversityScorer` (prefix forward once, KV cache repeated over batches of
   ``--batch-size`` partials);
 - pairs, batched: each prefix + partial as its own sequence, right-padded, same batch size;
-- pairs, one by one: batch size 1 (the simplest implementation).
+- pairs, one by one: batch size 1 (the simplest implementation);
+- released way: how DebateQA's released ``scripts/eval_PD.py`` batches, on the same token ids
+  and the same per-token mean (the paper's numbers): every (answer, partial answer) pair of an
+  answer right-padded into one batch of up to 20, the model called with ``labels`` (so it also
+  computes its own loss), logits over every position, a cross-entropy over every shifted
+  position with the context and padding masked out. Last in the ratios: target 4 of issue 19.
 
 Printed: pairs/s per mode, the ratios reuse / baseline, and the largest relative difference
 between the modes' perplexities (they must agree within 1e-4).
@@ -19,7 +24,9 @@ between the modes' perplexities (they must agree within 1e-4).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import math
 
 import _common
 
@@ -52,6 +59,47 @@ def inputs(answers: int, partials: int, words: int) -> tuple[list[tuple[str, lis
     return items, source
 
 
+class ReleasedWay:
+    """The released script's per-pair batching (see the module docstring), same numbers as moot."""
+
+    def __init__(self, scorer: object) -> None:
+        self.scorer = scorer  # moot's scorer only for its model and its token ids
+
+    def score(self, answer: str, partials: list[str]) -> object:
+        import torch
+
+        scorer = self.scorer
+        model, tokenizer = scorer.model, scorer.tokenizer
+        turn = f"user: {answer} Please restate.\nassistant:"  # PLAIN_FORMAT (GPT-2)
+        prefix = tokenizer(turn)["input_ids"]
+        targets = [tokenizer(" " + p)["input_ids"] for p in partials]
+        ppl = []
+        with torch.no_grad():
+            for start in range(0, len(targets), 20):  # the script's batch_size = 20
+                chunk = targets[start : start + 20]
+                rows = [prefix + t for t in chunk]
+                width = max(map(len, rows))
+                ids = torch.full((len(rows), width), tokenizer.eos_token_id)
+                mask = torch.zeros((len(rows), width), dtype=torch.long)
+                labels = torch.full((len(rows), width), -100)
+                for i, row in enumerate(rows):
+                    ids[i, : len(row)] = torch.tensor(row)
+                    mask[i, : len(row)] = 1
+                    labels[i, len(prefix) : len(row)] = ids[i, len(prefix) : len(row)]
+                logits = model(ids, attention_mask=mask, labels=ids).logits
+                loss = torch.nn.CrossEntropyLoss(reduction="none")(
+                    logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1)
+                ).view(len(rows), -1)
+                for i, t in enumerate(chunk):
+                    ppl.append(math.exp(float(loss[i].sum()) / len(t)))
+        return Result(tuple(ppl))
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    perplexities: tuple[float, ...]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--answers", type=int, default=6, help="answers per shape (default 6)")
@@ -59,6 +107,9 @@ def main() -> int:
     parser.add_argument("--partial-words", type=int, default=120)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--quick", action="store_true", help="2 answers, tiny shape only")
+    parser.add_argument(
+        "--shapes", default="tiny,gpt2-small", help="tiny, gpt2-small or both (default both)"
+    )
     args = parser.parse_args()
     _common.local_model_env()
     from moot.core.metrics.perspective_diversity import PerspectiveDiversityScorer
@@ -66,7 +117,8 @@ def main() -> int:
 
     count = 2 if args.quick else args.answers
     items, source = inputs(count, args.partials, args.partial_words)
-    shapes = dict(list(SHAPES.items())[:1]) if args.quick else SHAPES
+    wanted = ["tiny"] if args.quick else args.shapes.split(",")
+    shapes = {name: shape for name, shape in SHAPES.items() if name.split(" ")[0] in wanted}
     print("bench_pd: P.D. throughput, prefix reuse vs per-pair scoring (mean variant, CPU fp32)")
     print(f"machine: {_common.machine_note()}")
     print(
@@ -86,23 +138,21 @@ def main() -> int:
                     str(model), batch_size=1, reuse_prefix=False
                 ),
             }
+            scorers["released way"] = ReleasedWay(scorers["pairs, batched"])
             for scorer in scorers.values():  # warm-up: first calls allocate and pick kernels
                 scorer.score(*items[0])
             seconds = dict.fromkeys(scorers, 0.0)
             results: dict[str, list] = {mode: [] for mode in scorers}
             modes = list(scorers)
             for index, (answer, partials) in enumerate(items):
-                for mode in modes[index % 3 :] + modes[: index % 3]:  # rotate the order
+                turn = index % len(modes)
+                for mode in modes[turn:] + modes[:turn]:  # rotate the order
                     with _common.Stopwatch() as watch:
                         results[mode].append(scorers[mode].score(answer, partials))
                     seconds[mode] += watch.seconds
             pairs = sum(len(p) for _, p in items)
             context = [r.context_tokens for r in results["reuse"]]
-            truncated = sum(r.truncated for r in results["reuse"])
-            print(
-                f"\n{name}: context tokens {min(context)}-{max(context)}, "
-                f"{truncated} of {len(items)} answers truncated to the 1024-token window"
-            )
+            print(f"\n{name}: context tokens {min(context)}-{max(context)}")
             for mode in scorers:
                 print(f"  {mode:18s} {pairs / seconds[mode]:8.2f} pairs/s ({seconds[mode]:.1f} s)")
             worst = max(

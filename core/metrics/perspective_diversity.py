@@ -14,8 +14,10 @@ In ``mean`` and ``sum``, c(A) is the scorer's chat template applied to one user 
 assistant-turn opener; PA_i = POV + " " + explanation follows as the assistant's reply and only
 its tokens are scored. A tokenizer without a chat template (GPT-2) gets the plain format
 `PLAIN_FORMAT` (``user: {turn}``, a newline, ``assistant:``) and PA_i is tokenized with a
-leading space, as GPT-2's BPE would split the joined text. The prefix is encoded once; its KV
-cache is repeated along the batch for the partial answers, which are right-padded.
+leading space, as GPT-2's BPE would split the joined text. The prefix is encoded once; the partial
+answers (``batch_size`` per forward) follow its KV cache packed in one row, each at positions
+restarting after the prefix and masked from the others, so nothing is padded or copied per
+partial answer.
 
 Long answers: when the prefix plus the longest partial answer exceeds the window, tokens are
 dropped from the START of the answer (the template and "Please restate." stay) until it fits, and
@@ -249,33 +251,67 @@ class PerspectiveDiversityScorer:
         return result
 
     def _reuse(self, prefix: list[int], targets: list[list[int]]) -> list[float]:
-        """Encode `prefix` once; score the targets in batches over its repeated KV cache."""
+        """Encode `prefix` once; score up to `batch_size` targets per forward over its KV cache.
+
+        The targets of a forward are packed one after another in ONE row, each restarting its
+        positions after the prefix and kept apart by a block-causal mask (each sees the prefix
+        and its own earlier tokens). So the cache is neither copied per target nor padded, and
+        the vocabulary projection, most of a small model's cost, runs only on the positions
+        whose next token is scored (`_packed_logits`). Same numbers as `_pairs`.
+        """
         torch, device = self._torch, self.model.device
         out = self.model(
             input_ids=torch.tensor([prefix], device=device), use_cache=True, logits_to_keep=1
         )
         first = out.logits[0, -1].float().log_softmax(-1)  # predicts every target's first token
-        cache, size = out.past_key_values, len(prefix)
-        result: list[float] = []
-        for chunk in _chunks(targets, self.batch_size):
-            ids, mask = _pad(torch, chunk, device=device)
-            rows, width = ids.shape
-            kv = copy.deepcopy(cache)
-            kv.batch_repeat_interleave(rows)
-            before = torch.ones(rows, size, dtype=mask.dtype, device=device)
-            logits = self.model(
-                input_ids=ids,
-                attention_mask=torch.cat([before, mask], 1),
-                position_ids=torch.arange(size, size + width, device=device).expand(rows, width),
-                past_key_values=kv,
-                use_cache=True,
-            ).logits
-            for row, target in enumerate(chunk):
-                n = len(target)
-                tail = _logprobs(logits[row, : n - 1], ids[row, 1:n])
-                total = first[target[0]] + tail.sum()
-                result.append(math.exp(-float(total) / n))
-        return result
+        cache = out.past_key_values
+        chunks = list(_chunks(targets, self.batch_size))
+        totals: list[Any] = []
+        for number, chunk in enumerate(chunks):
+            # the forward appends the chunk to the cache: a later chunk needs the prefix alone
+            kv = cache if number == len(chunks) - 1 else copy.deepcopy(cache)
+            nll = self._packed_nll(kv, len(prefix), chunk)
+            starts = torch.tensor([t[0] for t in chunk], device=device)
+            totals.append(nll - first[starts])  # minus log p(first token | prefix)
+        nll_all = torch.cat(totals).tolist()  # one transfer, not one per target
+        return [math.exp(v / len(t)) for v, t in zip(nll_all, targets, strict=True)]
+
+    def _packed_nll(self, cache: Any, size: int, chunk: list[list[int]]) -> Any:
+        """Each target's NLL but its first token, the targets packed in one row after `cache`."""
+        torch, device = self._torch, self.model.device
+        ids = [token for target in chunk for token in target]
+        width = len(ids)
+        positions = torch.cat([torch.arange(size, size + len(t)) for t in chunk])
+        allowed = torch.zeros(width, size + width, dtype=torch.bool)
+        allowed[:, :size] = True
+        keep, nexts, owner = [], [], []
+        start = 0
+        for row, target in enumerate(chunk):
+            n = len(target)
+            block = torch.ones(n, n, dtype=torch.bool).tril()
+            allowed[start : start + n, size + start : size + start + n] = block
+            keep += range(start, start + n - 1)  # a target's last position predicts nothing
+            nexts += target[1:]
+            owner += [row] * (n - 1)
+            start += n
+        dtype = self.model.dtype
+        mask = torch.zeros(width, size + width, dtype=dtype)
+        mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+        result = torch.zeros(len(chunk), dtype=torch.float32, device=device)
+        if not keep:  # one-token targets only: the prefix scored them all
+            return result
+        logits = self.model(
+            input_ids=torch.tensor([ids], device=device),
+            attention_mask=mask[None, None].to(device),
+            position_ids=positions[None].to(device),
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=torch.tensor(keep, device=device),
+        ).logits[0]
+        nll = torch.nn.functional.cross_entropy(
+            logits.float(), torch.tensor(nexts, device=device), reduction="none"
+        )
+        return result.index_add_(0, torch.tensor(owner, device=device), nll)
 
     def _pairs(self, prefix: list[int], targets: list[list[int]]) -> list[float]:
         """Baseline: each (prefix + target) as its own sequence, right-padded in batches."""

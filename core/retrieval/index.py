@@ -18,9 +18,11 @@ the cosine similarity of their vectors. The trusted-domain filter is DebateQA's 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import heapq
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +45,8 @@ from moot.core.retrieval.embeddings import unit_rows
 
 FORMAT_VERSION = 1
 RRF_K = 60
+#: bm25s's default token pattern (scikit-learn's CountVectorizer's), which indexes are built with.
+BM25_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 MMR_CANDIDATES = 100  # |R| of BERDS eq. 1: MMR re-ranks the top 100 candidates
 #: The lambda values BERDS searched on its dev split (footnote 5, Appendix B.6).
 MMR_LAMBDAS = (0.5, 0.75, 0.9, 0.95, 0.99)
@@ -152,7 +156,8 @@ class Index:
     ) -> list[Hit]:
         """The best `k` chunks for `query`.
 
-        BM25 drops chunks sharing no term with the query (score 0), so it may return fewer.
+        BM25 drops chunks sharing no term with the query (score 0), so it may return fewer;
+        equal scores rank in index order.
 
         Args:
             query: The search text.
@@ -164,17 +169,37 @@ class Index:
             ConfigError: Dense or hybrid on an index without vectors, without an embedder, or
                 with an embedder other than the index's.
         """
+        return self.search_many([query], k, retriever, embedder)[0]
+
+    def search_many(
+        self,
+        queries: Sequence[str],
+        k: int,
+        retriever: RetrieverName = "bm25",
+        embedder: Any | None = None,
+    ) -> list[list[Hit]]:
+        """`search` for each of `queries`, in order; BM25 tokenises them all in one call.
+
+        Raises:
+            ConfigError: As `search`.
+        """
         k = min(k, len(self.chunks))
         if retriever == "bm25":
-            return self._bm25_search(query, k)
+            return self._bm25_search(queries, k)
         self.check_embedder(embedder)
         if retriever == "dense":
-            return self._dense_search(query, k, embedder)
+            return [self._dense_search(query, k, embedder) for query in queries]
         if retriever != "hybrid":
             raise ConfigError(f"unknown retriever {retriever!r}; use one of {RETRIEVERS}")
         pool = min(len(self.chunks), max(4 * k, 100))
+        return [
+            self._fuse(ranking, self._dense_search(query, pool, embedder), k)
+            for query, ranking in zip(queries, self._bm25_search(queries, pool), strict=True)
+        ]
+
+    def _fuse(self, bm25: list[Hit], dense: list[Hit], k: int) -> list[Hit]:
         fused: dict[str, float] = {}
-        for ranking in (self._bm25_search(query, pool), self._dense_search(query, pool, embedder)):
+        for ranking in (bm25, dense):
             for rank, hit in enumerate(ranking, start=1):
                 fused[hit.chunk.id] = fused.get(hit.chunk.id, 0.0) + 1.0 / (RRF_K + rank)
         best = sorted(fused.items(), key=lambda item: (-item[1], self._positions[item[0]]))[:k]
@@ -205,24 +230,75 @@ class Index:
             return None
         return self.vectors[[self._positions[hit.chunk.id] for hit in hits]]
 
-    def _bm25_search(self, query: str, k: int) -> list[Hit]:
-        import bm25s
-
-        tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)
-        if not tokens[0] or k < 1:
-            return []
-        ids, scores = self._bm25.retrieve(tokens, k=k, show_progress=False, n_threads=1)
-        return [
-            Hit(self.chunks[int(i)], float(s))
-            for i, s in zip(ids[0], scores[0], strict=True)
-            if s > 0
-        ]
+    def _bm25_search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        found = []
+        for words in bm25_tokens(queries):
+            ids = self._bm25.get_tokens_ids(words)
+            top, scores = bm25_top(self._bm25, ids, k) if ids and k > 0 else ([], [])
+            found.append([Hit(self.chunks[i], s) for i, s in zip(top, scores, strict=True)])
+        return found
 
     def _dense_search(self, query: str, k: int, embedder: Any) -> list[Hit]:
         assert self.vectors is not None
         scores = self.vectors @ embedder.encode_queries([query])[0]
         order = np.argsort(-scores, kind="stable")[:k]
         return [Hit(self.chunks[int(i)], float(scores[i])) for i in order]
+
+
+@functools.cache
+def _bm25_tokenizer() -> tuple[Any, frozenset[str]]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return re.compile(BM25_TOKEN_PATTERN).findall, frozenset(STOPWORDS_EN)
+
+
+def bm25_tokens(texts: Sequence[str]) -> list[list[str]]:
+    """The BM25 tokens of each text, as ``bm25s.tokenize`` makes them for the index.
+
+    Lower case, bm25s's (scikit-learn's) token pattern, its English stopwords dropped, no
+    stemmer. The same tokens as ``bm25s.tokenize(texts, stopwords="en", return_ids=False)``
+    without its per-call progress bars and per-text stopword set, which cost more than
+    scoring a query (``benchmarks/bench_bm25.py``).
+    """
+    split, stopwords = _bm25_tokenizer()
+    return [[t for t in split(text.lower()) if t not in stopwords] for text in texts]
+
+
+def bm25_top(bm25: Any, token_ids: Sequence[int], k: int) -> tuple[list[int], list[float]]:
+    """The `k` best chunks of a bm25s index for one query's token ids, and their scores.
+
+    The scores are bm25s's own (the same float32 sums, token by token, as its ``get_scores``),
+    without its ``retrieve``: that one builds a thread pool and a progress bar per call, which
+    cost more than the scoring itself (``benchmarks/bench_bm25.py``). Chunks scoring 0 (no
+    query term) are left out; equal scores rank in index order, so the ranking is
+    deterministic.
+
+    Args:
+        bm25: A loaded ``bm25s.BM25``.
+        token_ids: The query's token ids in `bm25`'s vocabulary (``get_tokens_ids``).
+        k: How many chunks at most.
+    """
+    matrix = bm25.scores
+    data, indices, indptr = matrix["data"], matrix["indices"], matrix["indptr"]
+    scores = np.zeros(matrix["num_docs"], dtype=bm25.dtype)
+    for token in token_ids:  # a chunk holds a token once: no repeated index within a slice
+        start, end = indptr[token], indptr[token + 1]
+        scores[indices[start:end]] += data[start:end]
+    if bm25.nonoccurrence_array is not None:  # BM25L and BM25+ only; moot builds lucene
+        scores += bm25.nonoccurrence_array[np.asarray(token_ids)].sum()
+    # the top k are among the chunks at or above any floor that at least k chunks reach: try
+    # floors from half the best score down, so the sort sees tens of scores, not the corpus
+    best = float(scores.max(initial=0))
+    if best <= 0:
+        return [], []
+    for floor in (best / 2, best / 4, best / 8, best / 16):
+        candidates = np.flatnonzero(scores >= floor)
+        if len(candidates) >= k:
+            break
+    if len(candidates) < k:
+        candidates = np.flatnonzero(scores > 0)
+    order = candidates[np.lexsort((candidates, -scores[candidates]))][:k]
+    return order.tolist(), scores[order].astype(float).tolist()
 
 
 def build_index(

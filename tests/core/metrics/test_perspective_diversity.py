@@ -108,6 +108,22 @@ def test_prefix_reuse_equals_per_pair_scoring(gpt2: Path, batch_size: int) -> No
         assert a.perplexities == pytest.approx(b.perplexities, rel=1e-4)
 
 
+def test_packed_partials_of_mixed_lengths_match_hand_computation(gpt2: Path) -> None:
+    # 1 to ~60 tokens, 5 partial answers over forwards of 3 and 2: each packed target must see
+    # the prefix and only its own earlier tokens, at positions restarting after the prefix
+    model, tok = _model(gpt2)
+    partials = ["No", "It " * 30, "Yes, it cuts poverty.", "Maybe " * 12 + "not.", PARTIALS[1].text]
+    prefix = tok(f"user: {ANSWER} Please restate.\nassistant:")["input_ids"]
+    targets = [tok(" " + p)["input_ids"] for p in partials]
+    assert len(targets[0]) == 1 and len(targets[1]) >= 30
+    expected = [_hand_ppl(model, prefix, t) for t in targets]
+    for batch_size in (3, 5):
+        result = PerspectiveDiversityScorer(str(gpt2), batch_size=batch_size).score(
+            ANSWER, partials
+        )
+        assert result.perplexities == pytest.approx(expected, rel=1e-5)
+
+
 def test_long_answer_loses_its_start_and_is_flagged(gpt2: Path) -> None:
     model, tok = _model(gpt2)
     answer = " ".join(f"Point {i} matters." for i in range(40))  # about 160 tokens

@@ -19,6 +19,7 @@ from moot.core.retrieval.index import (
     Hit,
     Index,
     LocalRetriever,
+    bm25_tokens,
     build_index,
     corpus_chunks,
     corpus_sha256,
@@ -75,6 +76,44 @@ def test_build_writes_a_manifest_and_loads_back(tmp_path):
     again = Index.load(tmp_path / "idx")
     assert again.chunks == index.chunks
     assert ids(again.search("purr felines", 3)) == ids(index.search("purr felines", 3))
+
+
+def test_bm25_tokens_are_the_ones_bm25s_indexes_with():
+    import bm25s
+
+    texts = [
+        "",
+        "The and of",  # stopwords only
+        "Isn't it O'Brien's 2nd café? ÉTÉ naïve résumé, x y 42 a1 _under_score",
+        "Ünïcödé ΑΘΗΝΑ straße İstanbul 東京 tokyo-3 e-mail co-op",
+        *(d["text"] for d in DOCS),
+    ]
+    expected = bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
+    assert bm25_tokens(texts) == expected
+
+
+def test_bm25_scores_are_bm25s_and_ties_rank_in_index_order(tmp_path):
+    docs = [
+        {"id": "a", "text": "wealth tax on land"},
+        {"id": "b", "text": "a tax on wealth, land and sea"},
+        {"id": "c", "text": "wealth tax on land"},  # the same words as a: the same score
+        {"id": "d", "text": "rain in the sky"},
+        {"id": "e", "text": "wealth tax on land"},
+        {"id": "f", "text": "tax tax tax"},
+    ]
+    index = build_index(corpus(tmp_path, docs), tmp_path / "idx")
+    queries = ["wealth tax", "land", "tax", "purr", "the", "rain wealth rain"]
+    for query, hits in zip(queries, index.search_many(queries, 4), strict=True):
+        bm25 = index._bm25  # bm25s's own scoring, which its retrieve ranks
+        reference = bm25.get_scores_from_ids(bm25.get_tokens_ids(bm25_tokens([query])[0]))
+        ranked = sorted(
+            (i for i in range(len(docs)) if reference[i] > 0), key=lambda i: (-reference[i], i)
+        )[:4]
+        assert ids(hits) == [f"{docs[i]['id']}#0" for i in ranked], query
+        assert [h.score for h in hits] == [float(reference[i]) for i in ranked]  # bit for bit
+        assert ids(index.search(query, 4)) == ids(hits)
+    assert ids(index.search("wealth tax", 2)) == ["a#0", "c#0"]  # e ties them: index order
+    assert index.search_many([], 3) == []
 
 
 def test_bm25_ranks_matching_chunks_and_drops_zero_scores(tmp_path):
