@@ -7,6 +7,13 @@ stdout/stderr pipes, environment, working directory, default SIGINT, normal inte
 what the tests see is what a user's shell sees. Modules that read the environment at import time
 (huggingface_hub, transformers, litellm) are deliberately not pre-imported.
 
+torch is pre-imported too: every run of `moot eval pd`, `generate`, `train`, `curate` or a dense
+index imports it, ~3 s of CPU each (2.8 s user measured here), dozens of times a suite. It reads
+nothing a test varies at import, except that OpenMP takes its thread count from the server's
+``OMP_NUM_THREADS`` (1, as tests/conftest.py sets it) when torch loads it; no CLI test runs moot
+with another. The server never runs a torch operation, so its children fork from an idle torch,
+as a DataLoader's forked workers do.
+
 Protocol, one connection per run: the client sends a JSON request (args, env, cwd) with the write
 ends of its stdout and stderr pipes; a waiter process forks the run, sends back its pid, waits for
 it and sends its exit code (negative: killed by that signal).
@@ -25,7 +32,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-PRELOAD = ("openai", "langgraph.graph", "moot.cli.main")
+PRELOAD = ("openai", "langgraph.graph", "torch", "moot.cli.main")
 
 
 def serve(path: str) -> None:
