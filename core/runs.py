@@ -297,11 +297,11 @@ async def run_items(
     else:
         records = log.compact_only(ids)
     if stopped and read_back:
-        logged = {record["id"]: record for record in records}
+        by_id = {record["id"]: record for record in records}
         records = [
-            {**stopped[i], "status": STOPPED} if i in stopped else logged[i]
+            {**stopped[i], "status": STOPPED} if i in stopped else by_id[i]
             for i in ids
-            if i in stopped or i in logged
+            if i in stopped or i in by_id
         ]
     tally.stopped = len(stopped)
     tally.seconds = time.perf_counter() - started
