@@ -74,6 +74,8 @@ class JudgeSettings:
         constrained: Ask for schema-constrained JSON when extracting scores and winners.
         analysis_tokens: Completion budget of a speech analysis.
         judgment_tokens: Completion budget of a judgment.
+        extraction_tokens: Completion budget of an extraction (a score, a debater's comment,
+            a winner).
         scoring: ``paper`` (a debater's comment, then a second call for its score) or
             ``released`` (both in one call); see `moot.agents.debatrix_judges.Extractor`.
     """
@@ -86,6 +88,7 @@ class JudgeSettings:
     constrained: bool = False
     analysis_tokens: int = 1024
     judgment_tokens: int = 1536
+    extraction_tokens: int = 384
     scoring: str = "paper"
 
     def plan(self, debates: Sequence[Debate]) -> dict[str, tuple[Dimension, ...]]:
@@ -113,6 +116,7 @@ class JudgeSettings:
             "constrained": self.constrained,
             "analysis_tokens": self.analysis_tokens,
             "judgment_tokens": self.judgment_tokens,
+            "extraction_tokens": self.extraction_tokens,
             "scoring": self.scoring,
             "prompts": template_digest(*PROMPTS),
         }
@@ -199,6 +203,7 @@ async def judge_debates(
                     settings.role,
                     settings.seed + repeat,
                     settings.constrained,
+                    max_tokens=settings.extraction_tokens,
                     scoring=settings.scoring,
                 ),
                 window=client.context_window(settings.role.spec),
@@ -264,8 +269,8 @@ def plan_judging(
     judgment is followed by a comment and a score per debater (``paper``; one call each with
     ``released``) and a winner. Input tokens: the real prompts, each analysis, judgment or
     comment they hold counted at its full budget; output tokens: each call's budget (an
-    extraction's: 384). Memory summaries, asked only when a prompt would not fit the window,
-    and repair calls for unreadable replies are not counted.
+    extraction's: ``extraction_tokens``). Memory summaries, asked only when a prompt would not
+    fit the window, and repair calls for unreadable replies are not counted.
     """
     identity = settings.identity()
     plans = settings.plan(debates)
@@ -289,7 +294,7 @@ def _plan_judgment(
     """Count one judgment's calls, by the graph of `moot.graphs.debatrix_judging`."""
     role, framework = settings.role, settings.framework
     analysis, judgment = settings.analysis_tokens, settings.judgment_tokens
-    extract = Extractor.max_tokens
+    extract = settings.extraction_tokens
 
     def ask(stage: str, messages: list[dict[str, str]], held: int, budget: int) -> None:
         plan.add_calls(

@@ -59,6 +59,7 @@ def register(commands: Commands) -> None:
     judge.add_argument("--repeats", type=opt.positive, default=1, help="judgments per debate")
     judge.add_argument("--analysis-tokens", type=opt.positive, default=1024, metavar="N")
     judge.add_argument("--judgment-tokens", type=opt.positive, default=1536, metavar="N")
+    judge.add_argument("--extraction-tokens", type=opt.positive, default=384, metavar="N")
     judge.add_argument("--report", choices=("md", "html"), default="md", help="report format")
     opt.model_options(
         judge,
@@ -133,6 +134,7 @@ def _judge_inputs(args: argparse.Namespace) -> tuple[Any, int, Any]:
         constrained=runtime.constrained(args, role),
         analysis_tokens=args.analysis_tokens,
         judgment_tokens=args.judgment_tokens,
+        extraction_tokens=args.extraction_tokens,
         scoring=args.scoring,
     )
     settings.plan(debates)  # bad dimensions fail before the judge is contacted

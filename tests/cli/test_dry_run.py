@@ -192,7 +192,7 @@ def test_judge_plans_the_debatrix_graph_call_for_call(tmp_path):
         shared_data("panelbench", "debateart.jsonl").read_text().splitlines()[0] + "\n"
     )
     out = tmp_path / "out"
-    budgets = {"--analysis-tokens": 100, "--judgment-tokens": 120}
+    budgets = {"--analysis-tokens": 100, "--judgment-tokens": 120, "--extraction-tokens": 40}
     with ScriptedServer() as server:  # schema-constrained replies always parse: no repair call
         args = ["judge", "--debates", debates, "--out", out, "--judge", "openai/scripted"]
         args += ["--api-base", server.url, "--constrained", "--max-retries", 0]
@@ -202,6 +202,8 @@ def test_judge_plans_the_debatrix_graph_call_for_call(tmp_path):
         real = run_moot(*args)
         assert real.returncode == 0, real.stderr
         again = run_moot(*args, "--dry-run")
+    # each call asks for its own budget: analyses, judgments, and every extraction's 40
+    assert {r.body["max_tokens"] for r in server.requests} == {100, 120, 40}
     items, rows = plan_tables(dry.stdout)
     assert items["judgments"] == (1, 0, 1)
     assert_bounds(rows, out / "summary.json")

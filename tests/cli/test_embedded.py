@@ -103,12 +103,11 @@ def test_debatrix_judging_on_the_embedded_model(tmp_path):
     path.write_text(json.dumps([debate]), encoding="utf-8")
     args = ["judge", "--debates", path, "--out", tmp_path / "out", "--dimensions", "argument"]
     # the paper's debater scoring (the default), not the released one: on this model the released
-    # call's JSON comment runs to the 384-token extraction budget, fails to parse and is asked
-    # again (measured: these 4 calls decoded 4 x 384 tokens, the 6 others 240); the paper's free
-    # comment runs to 384 once per debater and its score call decodes 16
-    result = run_moot(
-        *args, "--analysis-tokens", 48, "--judgment-tokens", 96, timeout=HANG
-    )  # fmt: skip
+    # call's JSON comment runs to the extraction budget, fails to parse and is asked again
+    # (measured at 384: these 4 calls decoded 4 x 384 tokens, the 6 others 240); the paper's free
+    # comment runs to the budget once per debater and its score call decodes 16
+    budgets = ["--analysis-tokens", 48, "--judgment-tokens", 96, "--extraction-tokens", 64]
+    result = run_moot(*args, *budgets, timeout=HANG)
     assert result.returncode == 0, result.stderr
     (judgment,) = read_jsonl(tmp_path / "out" / "judgments.jsonl")
     assert judgment["status"] == "complete"
