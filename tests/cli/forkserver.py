@@ -149,10 +149,8 @@ class ForkServer:
         if self._process.stdout.readline().strip() != b"ready":
             raise RuntimeError("the moot fork server did not start")
 
-    def run(
-        self, args: list[str], env: dict[str, str], timeout: float
-    ) -> subprocess.CompletedProcess:
-        """Run `moot args` in a forked child; as `subprocess.run(..., capture_output=True)`."""
+    def start(self, args: list[str], env: dict[str, str]) -> ForkedRun:
+        """Start `moot args` in a forked child; as `subprocess.Popen(..., text=True)` with pipes."""
         with self._lock:
             if self._process is None or self._process.poll() is not None:
                 self._start()
@@ -164,32 +162,103 @@ class ForkServer:
         socket.send_fds(conn, [json.dumps(request).encode()], [out_w, err_w])
         os.close(out_w)
         os.close(err_w)
-        replies = conn.makefile("r")
-        pid = int(replies.readline())
-        outputs: dict[int, bytes] = {}
+        return ForkedRun(["moot", *args], conn, out_r, err_r)
 
-        def drain(fd: int) -> None:
-            with os.fdopen(fd, "rb") as pipe:
-                outputs[fd] = pipe.read()
-
-        readers = [threading.Thread(target=drain, args=(fd,)) for fd in (out_r, err_r)]
-        for reader in readers:
-            reader.start()
-        conn.settimeout(timeout)
+    def run(
+        self, args: list[str], env: dict[str, str], timeout: float
+    ) -> subprocess.CompletedProcess:
+        """Run `moot args` in a forked child; as `subprocess.run(..., capture_output=True)`."""
+        process = self.start(args, env)
         try:
-            code = int(replies.readline())
-        except TimeoutError:
-            os.kill(pid, signal.SIGKILL)
-            raise subprocess.TimeoutExpired(["moot", *args], timeout) from None
-        finally:
-            for reader in readers:
-                reader.join()
-            conn.close()
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise
+        return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
-        def decode(fd: int) -> str:  # as text=True: universal newlines
-            return outputs[fd].decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
 
-        return subprocess.CompletedProcess(["moot", *args], code, decode(out_r), decode(err_r))
+class ForkedRun:
+    """A forked `moot` run, as much of `subprocess.Popen` as the tests use.
+
+    The server's waiter sends the run's pid, then its exit code (negative: the signal that
+    killed it) when it ends; stdout and stderr are drained as they come, so a chatty run never
+    blocks on a full pipe.
+    """
+
+    def __init__(self, args: list[str], conn: socket.socket, out_r: int, err_r: int) -> None:
+        self.args = args
+        self.returncode: int | None = None
+        self._conn, self._buffer = conn, b""
+        self.pid = self._reply(None)
+        self._outputs: dict[int, bytes] = {}
+        self._fds = (out_r, err_r)
+        self._readers = [threading.Thread(target=self._drain, args=(fd,)) for fd in self._fds]
+        for reader in self._readers:
+            reader.start()
+
+    def _drain(self, fd: int) -> None:
+        with os.fdopen(fd, "rb") as pipe:
+            self._outputs[fd] = pipe.read()
+
+    def _reply(self, timeout: float | None) -> int | None:
+        """The waiter's next line as an int, or None if none came within `timeout` seconds."""
+        while b"\n" not in self._buffer:
+            if not select.select([self._conn], [], [], timeout)[0]:
+                return None
+            chunk = self._conn.recv(64)
+            if not chunk:
+                raise RuntimeError(f"the moot fork server lost {' '.join(self.args)}")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return int(line)
+
+    def poll(self) -> int | None:
+        """The exit code if the run has ended, else None."""
+        if self.returncode is None:
+            self._ended(self._reply(0))
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the run to end and return its exit code.
+
+        Raises:
+            subprocess.TimeoutExpired: Still running after `timeout` seconds.
+        """
+        if self.returncode is None:
+            code = self._reply(timeout)
+            if code is None:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+            self._ended(code)
+        return self.returncode  # type: ignore[return-value]
+
+    def _ended(self, code: int | None) -> None:
+        if code is not None:
+            self.returncode = code
+            self._conn.close()
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:
+            os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        """Wait for the run to end; its stdout and stderr, decoded as ``text=True`` does."""
+        self.wait(timeout)
+        for reader in self._readers:
+            reader.join()
+
+        def decode(fd: int) -> str:  # universal newlines
+            return (
+                self._outputs[fd]
+                .decode("utf-8", "replace")
+                .replace("\r\n", "\n")
+                .replace("\r", "\n")
+            )
+
+        return decode(self._fds[0]), decode(self._fds[1])
 
 
 FORK_SERVER = ForkServer()

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from tests.cli.forkserver import FORK_SERVER
+from tests.cli.forkserver import FORK_SERVER, ForkedRun
 
 #: The token the scripted Hub wants (`moot.core.testing.hub_server.ScriptedHub`).
 TOKEN = "hf_scriptedHubToken0123456789"
@@ -79,17 +78,13 @@ def run_fresh_moot(
     )
 
 
-def popen_moot(*args: object, env: dict[str, str] | None = None) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "moot", *map(str, args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env or moot_env(),
-        # as at a terminal: a suite started in the background (`make test &`) hands its children
-        # an ignored SIGINT, and Python then never turns Ctrl-C into KeyboardInterrupt
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
+def popen_moot(*args: object, env: dict[str, str] | None = None) -> ForkedRun:
+    """`moot args` started as `run_moot` starts it, used as `subprocess.Popen(..., text=True)`.
+
+    Its SIGINT is the default (Ctrl-C raises KeyboardInterrupt), as at a terminal, even in a
+    suite started in the background (`make test &`), whose children inherit an ignored SIGINT.
+    """
+    return FORK_SERVER.start([str(a) for a in args], env or moot_env())
 
 
 def png_size(path: Path) -> tuple[int, int]:
