@@ -5,8 +5,8 @@ first line of work, and the suite starts hundreds of them. One server per test w
 those once, single-threaded, and forks a child per run; the child is a real process (its own pid,
 stdout/stderr pipes, environment, working directory, default SIGINT, the interpreter's exit steps
 but the preloaded modules' teardown: `_finalize`), so what the tests see is what a user's shell
-sees. Modules that read the environment at import time
-(huggingface_hub, transformers, litellm) are deliberately not pre-imported.
+sees. Modules that read the environment at import time (huggingface_hub, transformers, litellm)
+are not pre-imported, but for `datasets` (below).
 
 torch is pre-imported too: every run of `moot eval pd`, `generate`, `train`, `curate` or a dense
 index imports it, ~3 s of CPU each (2.8 s user measured here), dozens of times a suite. It reads
@@ -14,6 +14,12 @@ nothing a test varies at import, except that OpenMP takes its thread count from 
 ``OMP_NUM_THREADS`` (1, as tests/conftest.py sets it) when torch loads it; no CLI test runs moot
 with another. The server never runs a torch operation, so its children fork from an idle torch,
 as a DataLoader's forked workers do.
+
+`datasets` (1.3 s of CPU to import) is imported by every `moot debate` that finishes (its SFT
+dataset folder) and by the training commands. It reads the Hugging Face settings from the
+environment when imported (its cache, the Hub's endpoint, offline mode), so a second server
+imports it too, and only runs whose settings (`HF_SETTINGS`) are that server's own fork from it;
+the rest (the Hub tests' runs) fork from the first.
 
 Protocol, one connection per run: the client sends a JSON request (args, env, cwd) with the write
 ends of its stdout and stderr pipes; a waiter process forks the run, sends back its pid, waits for
@@ -37,13 +43,15 @@ import traceback
 from pathlib import Path
 
 PRELOAD = ("openai", "langgraph.graph", "torch", "moot.cli.main")
+#: Prefixes of the environment variables `datasets` and huggingface_hub read at import.
+HF_SETTINGS = ("HF_", "HUGGINGFACE_", "XDG_", "DATASETS_", "USE_", "HOME")
 
 
-def serve(path: str) -> None:
+def serve(path: str, preload: list[str]) -> None:
     """Accept runs on the Unix socket `path` until stdin closes (the client's process ended)."""
     import importlib
 
-    for name in PRELOAD:
+    for name in preload:
         importlib.import_module(name)
     gc.freeze()  # children collect only their own objects and leave the preloaded pages shared
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # waiters are reaped by the kernel
@@ -129,7 +137,10 @@ def _finalize(code: object) -> int:
 class ForkServer:
     """The client side: starts the server on first use, then runs `moot` through it."""
 
-    def __init__(self) -> None:
+    def __init__(self, preload: tuple[str, ...]) -> None:
+        self.preload = preload
+        #: The server's environment, what its preloaded modules read (this worker's, no keys).
+        self.env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
         self._path = ""
@@ -137,13 +148,15 @@ class ForkServer:
     def _start(self) -> None:
         folder = tempfile.mkdtemp(prefix="moot-fork-")
         self._path = str(Path(folder) / "socket")
-        code = f"from tests.cli.forkserver import serve; serve({self._path!r})"
+        code = (
+            f"from tests.cli.forkserver import serve; serve({self._path!r}, {list(self.preload)!r})"
+        )
         self._process = subprocess.Popen(
             [sys.executable, "-c", code],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=Path(__file__).resolve().parents[2],
-            env={k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")},
+            env=self.env,
         )
         assert self._process.stdout is not None
         if self._process.stdout.readline().strip() != b"ready":
@@ -261,4 +274,14 @@ class ForkedRun:
         return decode(self._fds[0]), decode(self._fds[1])
 
 
-FORK_SERVER = ForkServer()
+_SERVERS = (ForkServer(PRELOAD), ForkServer((*PRELOAD, "datasets")))
+
+
+def fork_server_for(env: dict[str, str]) -> ForkServer:
+    """The server with `datasets` if `env`'s Hugging Face settings are its own, else the other."""
+    base, with_datasets = _SERVERS
+
+    def settings(environ: dict[str, str]) -> dict[str, str]:
+        return {k: v for k, v in environ.items() if k.startswith(HF_SETTINGS)}
+
+    return with_datasets if settings(env) == settings(with_datasets.env) else base

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.cli.forkserver import FORK_SERVER, ForkedRun
+from tests.cli.forkserver import ForkedRun, fork_server_for
 
 #: The token the scripted Hub wants (`moot.core.testing.hub_server.ScriptedHub`).
 TOKEN = "hf_scriptedHubToken0123456789"
@@ -62,7 +62,8 @@ def run_moot(
     *args: object, env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess:
     """`moot args` as a real process, forked from a server that has done its imports already."""
-    return FORK_SERVER.run([str(a) for a in args], env or moot_env(), timeout)
+    env = env or moot_env()
+    return fork_server_for(env).run([str(a) for a in args], env, timeout)
 
 
 def run_fresh_moot(
@@ -84,7 +85,8 @@ def popen_moot(*args: object, env: dict[str, str] | None = None) -> ForkedRun:
     Its SIGINT is the default (Ctrl-C raises KeyboardInterrupt), as at a terminal, even in a
     suite started in the background (`make test &`), whose children inherit an ignored SIGINT.
     """
-    return FORK_SERVER.start([str(a) for a in args], env or moot_env())
+    env = env or moot_env()
+    return fork_server_for(env).start([str(a) for a in args], env)
 
 
 def png_size(path: Path) -> tuple[int, int]:
