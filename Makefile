@@ -20,8 +20,9 @@ demo: setup
 	$(BIN)/moot debate --topics examples/topics.json --out $(DEMO_OUT) \
 		--arguments-per-stance 1 --rounds 2 --turn-tokens 160 --conclusion-tokens 320
 
-# Three workers on 2 cores: most tests wait on subprocesses, scripted latencies and HTTP (10.8 min
-# against 14 min with two, same suite, same idle machine).
+# Three workers on 2 cores: chosen when most tests waited on subprocesses (10.8 min against 14
+# with two). Since issue 19 the suite is CPU-bound (96-99% of both cores busy, 574-663 s of pytest
+# time on an idle machine); two workers were not measured since.
 # tests/conftest.py deals the tests marked slow or embedded to the heads of worksteal's per-worker
 # shares, so that no worker is left alone on a minute-long test at the end.
 # pytest exits 5 when it collects no tests; say so instead of failing on it.
