@@ -74,6 +74,8 @@ def encoding_available() -> bool:
     return _encoding() is not None
 
 
+# cached: a prompt is counted where it is built (a judge's window check) and again where it is
+# sent; a hit costs a hash and a compare, encoding ~1 ms per thousand tokens
 @functools.lru_cache(maxsize=256)
 def count_tokens(text: str) -> int:
     """Count the tokens of ``text`` with the ``cl100k_base`` encoding.
@@ -88,8 +90,6 @@ def count_tokens(text: str) -> int:
     Returns:
         The number of tokens.
     """
-    # cached: a prompt is counted where it is built (a judge's window check) and again where
-    # it is sent; a hit costs a hash and a compare, encoding ~1 ms per thousand tokens
     if not text:
         return 0
     encoding = _encoding()

@@ -229,7 +229,9 @@ class ForkedRun:
     def poll(self) -> int | None:
         """The exit code if the run has ended, else None."""
         if self.returncode is None:
-            self._ended(self._reply(0))
+            code = self._reply(0)
+            if code is not None:
+                self._ended(code)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
@@ -245,10 +247,9 @@ class ForkedRun:
             self._ended(code)
         return self.returncode  # type: ignore[return-value]
 
-    def _ended(self, code: int | None) -> None:
-        if code is not None:
-            self.returncode = code
-            self._conn.close()
+    def _ended(self, code: int) -> None:
+        self.returncode = code
+        self._conn.close()
 
     def send_signal(self, sig: int) -> None:
         if self.returncode is None:
