@@ -1,8 +1,9 @@
 """On-disk cache of model responses, so reruns and prompt iteration re-pay nothing.
 
 One SQLite file in WAL mode, shared safely by concurrent tasks and by several processes (shards on
-one machine). Keys are SHA-256 digests of the request's identity: model, endpoint, messages,
-sampling parameters and seed. Credentials are never part of a key or a value.
+one machine, a debate and a judge at once), processes that create it at the same moment included.
+Keys are SHA-256 digests of the request's identity: model, endpoint, messages, sampling parameters
+and seed. Credentials are never part of a key or a value.
 """
 
 from __future__ import annotations
@@ -10,10 +11,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
+
+from moot.core.errors import InputError
+
+#: How long a process waits for another that holds the file (a write, or the cache's creation).
+BUSY_TIMEOUT_S = 10.0
 
 
 def default_cache_path() -> Path:
@@ -42,15 +50,48 @@ class RequestCache:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA busy_timeout=10000")
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")  # durable enough for a cache, 10x faster
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-        )
+        if self.path.is_dir():
+            raise InputError(self.path, "a folder, not a request cache file")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(self.path, f"cannot make its folder ({exc.strerror})") from None
+        try:  # `timeout` sets the busy timeout before the first statement
+            self._db = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise InputError(self.path, f"cannot open as a request cache ({exc})") from None
+        try:
+            self._set_up()
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise InputError(self.path, f"cannot open as a request cache ({exc})") from None
+
+    def _set_up(self) -> None:
+        """WAL mode and the table, retried while another connection holds the file.
+
+        SQLite skips the busy handler where waiting could deadlock, as when switching a new file
+        to WAL while another process creates it (issue 36): such a "database is locked" is
+        retried here, with jitter, until `BUSY_TIMEOUT_S` has passed.
+        """
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        for statement in (
+            "PRAGMA journal_mode=WAL",
+            "PRAGMA synchronous=NORMAL",  # durable enough for a cache, 10x faster
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        ):
+            while True:
+                try:
+                    self._db.execute(statement).fetchall()
+                    break
+                except sqlite3.OperationalError as exc:
+                    code = exc.sqlite_errorcode & 0xFF  # the primary code of an extended one
+                    busy = code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+                    if not busy or time.monotonic() > deadline:
+                        raise
+                    time.sleep(random.uniform(0.002, 0.02))
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The cached response for `key`, or None."""

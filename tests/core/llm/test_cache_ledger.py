@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from moot.core.errors import InputError
 from moot.core.llm.cache import RequestCache, default_cache_path, request_key
 from moot.core.llm.ledger import Usage, UsageLedger
 from moot.core.llm.prices import FREE, Prices
@@ -68,6 +71,41 @@ def test_two_cache_objects_on_one_file_concurrently(tmp_path: Path) -> None:
     assert caches[1].get("0-149") == {"n": 149, "writer": 0}
     assert caches[0].get("1-0") == {"n": 0, "writer": 1}
     assert caches[0].get("common-7") == caches[1].get("common-7")
+
+
+def test_opening_waits_for_a_connection_that_is_creating_the_file(tmp_path: Path) -> None:
+    # SQLite refuses the switch to WAL at once, without its busy handler, while another
+    # connection holds a new file's write lock (issue 36)
+    path = tmp_path / "new.sqlite"
+    creator = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    creator.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.3, creator.execute, ["ROLLBACK"])
+    release.start()
+    started = time.monotonic()
+    cache = RequestCache(path)
+    assert time.monotonic() - started >= 0.25
+    cache.put("k", {"text": "after the wait"})
+    assert RequestCache(path).get("k") == {"text": "after the wait"}
+    release.join()
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("folder.sqlite", "a folder, not a request cache file"),
+        ("text.sqlite", "cannot open as a request cache (file is not a database)"),
+        ("a-file/c.sqlite", "cannot make its folder (File exists)"),
+    ],
+)
+def test_a_file_that_cannot_be_a_cache_is_an_input_error(
+    tmp_path: Path, name: str, problem: str
+) -> None:
+    (tmp_path / "folder.sqlite").mkdir()
+    (tmp_path / "text.sqlite").write_text("not a database\n")
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(InputError) as raised:
+        RequestCache(tmp_path / name)
+    assert str(raised.value) == f"{tmp_path / name}: {problem}"
 
 
 def test_request_key_is_canonical() -> None:
