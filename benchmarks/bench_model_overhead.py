@@ -147,7 +147,7 @@ async def run_stub(calls: int) -> dict[str, float] | None:
         identity, api_base, context_window = "stub", "http://127.0.0.1:9/v1", None
 
         async def send(self, messages: object, params: object) -> object:
-            return reply_type("stub reply", "stop", 100, 20)
+            return reply_type("stub reply", "stop", {"prompt_tokens": 100, "completion_tokens": 20})
 
     spec = parse_spec("openai/stub", api_base=Stub.api_base)
     role = Role("bench", spec, TEMPERATURE)

@@ -26,6 +26,9 @@ class Usage:
         cost_usd: USD paid; None once a paid call's price is unknown (unpriced).
         endpoints: For a model with several endpoints, the calls each answered, by URL
             (without credentials); empty otherwise.
+        counted_replies: Replies whose tokens moot counted with its tokenizer: their server
+            reported no usage, or usage that cannot be true (`moot.core.llm.billing`).
+        longer_replies: Replies longer than the ``max_tokens`` asked (a server that ignores it).
     """
 
     calls: int = 0
@@ -38,6 +41,8 @@ class Usage:
     latency_s: float = 0.0
     cached_prompt_tokens: int = 0
     endpoints: dict[str, int] = field(default_factory=dict)
+    counted_replies: int = 0
+    longer_replies: int = 0
 
     def add(self, other: Usage) -> None:
         """Add another usage's counters to this one (an unpriced cost stays unpriced)."""
@@ -79,11 +84,14 @@ class UsageLedger:
         failed: bool = False,
         latency: float = 0.0,
         endpoint: str | None = None,
+        counted: int = 0,
+        longer: int = 0,
     ) -> None:
         """Count one call; cache hits count tokens but cost nothing.
 
         A failed call costs the tokens its replies were paid for (an empty reply is paid for,
-        then retried). `endpoint` is the one of several that answered it, if any.
+        then retried). `endpoint` is the one of several that answered it, if any; `counted` and
+        `longer` are how many of its replies moot counted, and were longer than asked.
         """
         usage = self.entries.setdefault((role, stage, spec.name), Usage())
         usage.calls += 1
@@ -94,6 +102,8 @@ class UsageLedger:
         usage.retries += retries
         usage.failures += int(failed)
         usage.latency_s += latency
+        usage.counted_replies += counted
+        usage.longer_replies += longer
         if endpoint is not None:
             usage.endpoints[endpoint] = usage.endpoints.get(endpoint, 0) + 1
         if cached or (failed and not prompt_tokens + completion_tokens):

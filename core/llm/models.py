@@ -43,6 +43,7 @@ from moot.core.errors import (
     MootError,
 )
 from moot.core.llm import endpoints
+from moot.core.llm.billing import bill
 from moot.core.llm.cache import RequestCache, request_key
 from moot.core.llm.failures import Transient, classify, where
 from moot.core.llm.ledger import UsageLedger
@@ -139,6 +140,9 @@ class ModelClient:
         self.budget = budget
         self.budget_reached = False  # a request was refused: no paid request starts after it
         self._reserved = 0.0  # USD held by requests in flight
+        # the longest reply of a model that answered longer than the max_tokens asked: its
+        # later requests reserve at least that (`_worst_case`)
+        self._longest: dict[ModelSpec, int] = {}
         # One transport per spec for the client's life (an hf/ model loads its weights once);
         # semaphores belong to one event loop, so a new loop gets fresh ones, as a transport's
         # HTTP client does.
@@ -298,6 +302,9 @@ class ModelClient:
         if price is None:  # `prepare` refuses it first; a spec it never saw lands here
             raise ConfigError(f"--budget needs the price of {spec.name}: give it with --prices")
         most = max_tokens or price.max_output
+        longest = self._longest.get(spec)
+        if longest is not None:  # it ignored max_tokens before: it may again
+            most = max(most or 0, longest)
         if most is None and (price.input or price.output):
             raise ConfigError(
                 f"--budget cannot bound a call to {spec.name}: it has no max_tokens and its "
@@ -432,6 +439,7 @@ class ModelClient:
             )
 
         attempts, tokens = 0, [0, 0, 0]  # every reply is paid for, an empty one too
+        counted = longer = 0  # replies moot counted; replies longer than max_tokens asked
         held = 0.0  # each attempt is a paid request: each reserves its worst case
         start = time.perf_counter()
         try:
@@ -447,11 +455,19 @@ class ModelClient:
                     held += self._reserve(worst)
                     async with limit:
                         reply = await transport.send(messages, params)
+                    billed = bill(reply.usage, messages, reply.text, params.get("max_tokens"))
                     tokens = [
-                        tokens[0] + reply.prompt_tokens,
-                        tokens[1] + reply.completion_tokens,
-                        tokens[2] + reply.cached_prompt_tokens,
+                        tokens[0] + billed.prompt,
+                        tokens[1] + billed.completion,
+                        tokens[2] + billed.cached_prompt,
                     ]
+                    counted += billed.counted
+                    if billed.longer_than_asked:
+                        longer += 1
+                        most = max(self._longest.get(spec, 0), billed.completion)
+                        self._longest[spec] = most
+                    if billed.problem is not None:
+                        raise Transient(f"{billed.problem}, from {where(spec, transport.api_base)}")
                     if not reply.text.strip():  # never a result, in any command
                         empty = f"empty reply from {where(spec, transport.api_base)}"
                         if spec.transport == "hf":  # it seeds each call: it would say it again
@@ -462,6 +478,8 @@ class ModelClient:
                 "prompt_tokens": tokens[0],
                 "completion_tokens": tokens[1],
                 "cached_prompt_tokens": tokens[2],
+                "counted": counted,
+                "longer": longer,
             }
             if not isinstance(exc, BudgetReached) or attempts > 1:  # else: nothing was sent
                 self.ledger.record(
@@ -486,16 +504,18 @@ class ModelClient:
             prompt_tokens=tokens[0],
             completion_tokens=tokens[1],
             cached_prompt_tokens=tokens[2],
+            counted=counted,
+            longer=longer,
             endpoint=reply.endpoint,
         )
         return Completion(
             reply.text,
             reply.finish_reason,
-            reply.prompt_tokens,
-            reply.completion_tokens,
+            billed.prompt,
+            billed.completion,
             latency=latency,
             retries=attempts - 1,
-            cached_prompt_tokens=reply.cached_prompt_tokens,
+            cached_prompt_tokens=billed.cached_prompt,
         )
 
     def _transport(self, spec: ModelSpec) -> _Transport:
@@ -509,9 +529,8 @@ class ModelClient:
 class _Reply:
     text: str
     finish_reason: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    cached_prompt_tokens: int = 0
+    # prompt_tokens, completion_tokens and cached_tokens as the server sent them (`bill`)
+    usage: dict[str, Any]
     endpoint: str | None = None  # which of several endpoints answered (shown: no credentials)
 
 
@@ -687,7 +706,7 @@ class _HFTransport(_Transport):
         # tokenizing may take a while: off the event loop; the reply comes from the batch
         future = await asyncio.to_thread(self._model.submit, messages, params)
         text, finish, prompt, completion = await asyncio.wrap_future(future)
-        return _Reply(text, finish, prompt, completion)
+        return _Reply(text, finish, {"prompt_tokens": prompt, "completion_tokens": completion})
 
 
 def _make_transport(spec: ModelSpec, concurrency: int | None = None) -> _Transport:
@@ -763,17 +782,16 @@ def _read_reply(response: Any, shown: str) -> _Reply:
     if message is None or not isinstance(text, str | None):
         raise Transient(f"malformed response from {shown}: no choices or no message")
     usage = _field(response, "usage")
-    prompt, completion = (_field(usage, name) for name in ("prompt_tokens", "completion_tokens"))
-    # prompt tokens a provider read from its prompt cache, billed at its cached-input price
-    cached = _field(_field(usage, "prompt_tokens_details"), "cached_tokens")
-    prompt = prompt if isinstance(prompt, int) else 0
     finish = _field(choice, "finish_reason")
     return _Reply(
         _LONE_SURROGATE.sub("\ufffd", text or ""),
         finish if isinstance(finish, str) else None,
-        prompt,
-        completion if isinstance(completion, int) else 0,
-        min(cached, prompt) if isinstance(cached, int) and cached > 0 else 0,
+        {
+            "prompt_tokens": _field(usage, "prompt_tokens"),
+            "completion_tokens": _field(usage, "completion_tokens"),
+            # prompt tokens a provider read from its prompt cache, at its cached-input price
+            "cached_tokens": _field(_field(usage, "prompt_tokens_details"), "cached_tokens"),
+        },
     )
 
 

@@ -35,7 +35,17 @@ from moot.core.llm.tokens import count_message_tokens, count_tokens
 __all__ = ["Fault", "FaultKind", "LoggedRequest", "Rule", "ScriptedServer", "ServerConfig", "main"]
 
 FaultKind = Literal[
-    "429", "500", "503", "hang", "malformed", "truncated", "no_choices", "drip", "400"
+    "429",
+    "500",
+    "503",
+    "hang",
+    "malformed",
+    "truncated",
+    "no_choices",
+    "drip",
+    "400",
+    "negative_usage",
+    "inflated_usage",
 ]
 JSON = dict[str, Any]
 
@@ -79,7 +89,10 @@ class Fault:
             ``"malformed"`` answers 200 with a non-JSON body; ``"truncated"`` answers 200
             with a valid reply body cut in half; ``"no_choices"`` answers 200 with a JSON
             body whose ``choices`` list is empty; ``"drip"`` sends a valid reply one byte
-            every ``drip_seconds``, so no single read waits long but the whole reply does.
+            every ``drip_seconds``, so no single read waits long but the whole reply does;
+            ``"negative_usage"`` and ``"inflated_usage"`` answer a normal reply whose ``usage``
+            cannot be true: -400,000,000 prompt and -1 completion tokens, or 10,000,000
+            completion tokens.
         times: How many matching requests get the fault.
         match: Regex searched in the joined message contents; None matches any request.
         retry_after: Seconds sent as the ``Retry-After`` header on 429 and 503.
@@ -123,6 +136,8 @@ class ServerConfig:
             a prompt cache (``usage.prompt_tokens_details.cached_tokens``), as OpenAI does.
         slots: If set, at most this many chat requests are answered at once (each taking
             `latency`); the others wait for a slot, as on a server with a finite batch.
+        report_usage: Whether replies carry ``usage``; many proxies and self-hosted servers
+            send none.
     """
 
     latency: float = 0.0
@@ -133,6 +148,7 @@ class ServerConfig:
     api_key: str | None = None
     cached_prompt_tokens: int = 0
     slots: int | None = None
+    report_usage: bool = True
 
     def to_json(self) -> str:
         """Serialise the configuration to a JSON string."""
@@ -547,8 +563,19 @@ class ScriptedServer:
         completion = self._completion(body)
         if fault is not None and fault.kind == "no_choices":
             completion["choices"] = []
+        if fault is not None and fault.kind == "negative_usage":
+            completion["usage"].update(prompt_tokens=-400_000_000, completion_tokens=-1)
+        if fault is not None and fault.kind == "inflated_usage":
+            completion["usage"]["completion_tokens"] = 10_000_000
+        if not self.config.report_usage:
+            del completion["usage"]
         payload = json.dumps(completion).encode()
-        if fault is None or fault.kind in ("hang", "no_choices"):
+        if fault is None or fault.kind in (
+            "hang",
+            "no_choices",
+            "negative_usage",
+            "inflated_usage",
+        ):
             return 200, payload, {}, fault.kind if fault else "ok"
         if fault.kind == "drip":
             return 200, payload, {"X-Drip-Seconds": fault.drip_seconds}, "drip"

@@ -535,7 +535,35 @@ def summary_table(tallies: Sequence[Any], ledger: Any = None) -> str:
         f"total: {total.calls} calls ({total.cache_hits} cached), {total.retries} retries, "
         f"{total.prompt_tokens + total.completion_tokens} tokens, cost {cost}"
     )
+    parts += billing_notes(ledger)
     return "\n\n".join(parts)
+
+
+def billing_notes(ledger: Any) -> list[str]:
+    """What the summary says of servers whose usage moot could not take as reported, by model."""
+    counted: dict[str, int] = {}
+    longer: dict[str, int] = {}
+    for (_, _, model), usage in sorted(ledger.entries.items()):
+        counted[model] = counted.get(model, 0) + usage.counted_replies
+        longer[model] = longer.get(model, 0) + usage.longer_replies
+    notes = [
+        f"note: moot counted the tokens of {n} {_replies(n)} from {model} with its tokenizer: "
+        "the server reported no usage, or usage that cannot be true"
+        for model, n in counted.items()
+        if n
+    ]
+    notes += [
+        f"note: {model} answered longer than the max_tokens asked ({n} {_replies(n)}): its "
+        "server ignores max_tokens; each reply was billed in full, and later requests to it "
+        "reserved the longest against --budget"
+        for model, n in longer.items()
+        if n
+    ]
+    return notes
+
+
+def _replies(n: int) -> str:
+    return "reply" if n == 1 else "replies"
 
 
 def push(args: argparse.Namespace, folder: Any, kind: str, code: int = 0) -> int:

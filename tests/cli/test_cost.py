@@ -7,13 +7,15 @@ what the ledger computes from the tokens the server reported.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from tests.cli.helpers import ARGUMENTS_REPLY, read_jsonl, run_moot, write_topics
+from tests.cli.test_generate import dataset
 from tests.cli.test_judge import SCORE, judge_args, real_debates
 from tests.conftest import built_once
 
@@ -235,3 +237,73 @@ def test_a_budget_spent_on_the_first_stage_stops_both_and_the_rerun_does_both(
     assert debates == []  # the debates of the list made would pay: none started
     assert resumed.returncode == 0, resumed.stderr
     assert len(read_jsonl(tmp_path / "out" / "debates.jsonl")) == DEBATES
+
+
+# --- servers whose usage cannot be taken as reported (issue 29) ------------------------------
+
+LONG_REPLY = Rule(pattern=".", reply=" ".join(["evidence"] * 3000))  # max_tokens or not
+
+
+def generate_args(server: ScriptedServer, folder: Path, *extra: object) -> list[object]:
+    """`moot generate` of the 6 instructions of one topic, priced, one request at a time."""
+    prices = price_file(folder, {"openai/m": {"input": 1000, "output": 2000}})
+    return [
+        "generate", "--dataset", dataset(folder), "--model", "openai/m",
+        "--api-base", server.url, "--out", folder / "responses.json", "--max-tokens", 64,
+        "--prices", prices, "--no-cache", "--concurrency", 1, *extra,
+    ]  # fmt: skip
+
+
+def total_line(stdout: str) -> tuple[int, float]:
+    """Tokens and USD of the summary's total line."""
+    found = re.search(r"^total: .* (-?\d+) tokens, cost \$(-?[\d.]+)$", stdout, re.M)
+    assert found, stdout
+    return int(found[1]), float(found[2])
+
+
+def test_a_server_that_reports_no_usage_is_counted_and_the_budget_holds(tmp_path: Path) -> None:
+    with ScriptedServer(report_usage=False) as server:
+        # a call costs about $0.09 and reserves $0.165: the second would pass $0.20
+        result = run_moot(*generate_args(server, tmp_path, "--budget", "0.20"))
+        sent = chat_requests(server)
+    assert result.returncode == 3, result.stderr
+    assert sent == 1
+    tokens, spent = total_line(result.stdout)
+    assert tokens > 0 and 0 < spent <= 0.20
+    assert (
+        "note: moot counted the tokens of 1 reply from openai/m with its tokenizer: the server "
+        "reported no usage, or usage that cannot be true"
+    ) in result.stdout
+
+
+def test_usage_that_cannot_be_true_is_a_failed_call_and_never_lowers_the_ledger(
+    tmp_path: Path,
+) -> None:
+    faults = [
+        Fault(kind="negative_usage", times=2, match="A1 cages"),  # both attempts: a failure
+        Fault(kind="inflated_usage", times=1, match="A2 stress"),  # retried, then fine
+    ]
+    with ScriptedServer(faults=faults) as server:
+        result = run_moot(*generate_args(server, tmp_path, "--max-retries", 1))
+        assert chat_requests(server) == 6 + 2
+    assert result.returncode == 1, result.stderr
+    assert "1 of 6 instructions failed" in result.stderr
+    tokens, spent = total_line(result.stdout)
+    # the 3 refused replies are billed as moot counts them: more than the 5 good ones alone
+    assert tokens > 0 and spent > 0
+    assert "moot counted the tokens of 3 replies from openai/m" in result.stdout
+    progress = read_jsonl(tmp_path / ".responses.json.progress.jsonl")
+    (failed,) = [record for record in progress if record["status"] == "error"]
+    assert failed["argument"] == "A1 cages"
+    assert "impossible usage: prompt_tokens -400000000" in failed["error"]
+
+
+def test_a_server_that_ignores_max_tokens_is_held_to_the_budget(tmp_path: Path) -> None:
+    with ScriptedServer(rules=[LONG_REPLY]) as server:
+        # each reply costs about $6.04 against the $0.165 its max_tokens reserves
+        result = run_moot(*generate_args(server, tmp_path, "--budget", "10"))
+        sent = chat_requests(server)
+    assert result.returncode == 3, result.stderr
+    assert sent == 1  # the second request reserves the first reply's length: it would pass $10
+    assert total_line(result.stdout)[1] <= 10
+    assert "note: openai/m answered longer than the max_tokens asked (1 reply)" in result.stdout
