@@ -31,6 +31,7 @@ from moot.core.data.records import (
     write_json,
 )
 from moot.core.errors import InputError
+from moot.core.loader import Unreadable, load_yaml
 from moot.core.metrics.debatune import SUMMARY_KEYS
 from moot.core.runs import format_cost
 from moot.core.tables import render_table, show
@@ -145,15 +146,13 @@ def load_recipe(path: Path) -> Recipe:
             bad stage name, a reference to no earlier stage, or a bad ``report`` section: one
             line naming the file and the key.
     """
-    import yaml
-
     try:
         raw = Path(path).read_bytes()
-        data = yaml.safe_load(raw.decode("utf-8"))
-    except RecursionError:
-        raise InputError(path, "cannot read recipe: nested too deeply") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        data = load_yaml(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path, f"cannot read recipe: {str(exc).splitlines()[0]}") from None
+    except Unreadable as exc:
+        raise InputError(path, f"cannot read recipe: {exc.problem}", exc.place) from None
     refuse_surrogates(path, None, data)
     if not isinstance(data, dict):
         raise InputError(path, "expected a mapping with `stages:` (stage name: its options)")
