@@ -272,7 +272,8 @@ def read_inputs(
     A text names a path as itself, after ``=`` (``data.train=FILE``) or after ``hf/`` (a model
     folder). A path inside an earlier stage's output, named as ``{stage}`` or by its own path,
     stands for that stage: its key counts instead (the file is not written yet when the run
-    starts). Other paths in the run's folder (the stage's own output) are not inputs.
+    starts). Other paths in the run's folder (the stage's own output) are not inputs, nor is a
+    folder that holds the run's folder or the recipe's (``.``, ``/``: a text that is no path).
 
     Args:
         texts: Every string of a stage's options (`option_strings`) and of its SFT config.
@@ -284,7 +285,7 @@ def read_inputs(
         ``{text: sha256}`` of the paths that exist, and the stages named, in order.
     """
     inputs, stages = {}, []
-    run = os.path.abspath(out)
+    run, here = os.path.abspath(out), os.getcwd()  # the run works in the recipe's folder
     folders = {name: os.path.abspath(path) for name, path in outputs.items()}
     for text in texts:
         value = text.partition("=")[2] if "=" in text else text
@@ -293,9 +294,11 @@ def read_inputs(
                 continue
             path = os.path.abspath(named)
             owner = [name for name, folder in folders.items() if _within(path, folder)]
+            in_run = _within(path, run)
+            holds_run = _within(run, path) or _within(here, path)
             if owner:
                 stages += owner
-            elif not _within(path, run) and os.path.exists(path):
+            elif os.path.exists(path) and not (in_run or holds_run):
                 inputs[text] = content_digest(Path(path), digests)
     return inputs, list(dict.fromkeys(stages))
 

@@ -449,7 +449,7 @@ def check(
             if repo and todo != "skip" and not dry_run:  # as `execute` checks it, but now
                 check_push(repo)
             if todo in ("skip", "push"):
-                pushes = f" (pushed to {repo} first)" if todo == "push" else ""
+                pushes = f"; a run pushes it to {repo}, nothing more" if todo == "push" else ""
                 whole.notes.append(f"stage {name}: done before, skipped{pushes}")
                 done.add(name)
                 continue
@@ -487,6 +487,12 @@ def check(
                 )
                 unknown.append(name)
                 continue
+            if stage.unpriced and getattr(trial, "budget", None) is not None and not dry_run:
+                raise InputError(  # as its model layer would refuse it, once it started
+                    args.recipe,
+                    f"stage {name}: --budget needs the price of {', '.join(stage.unpriced)}, "
+                    "which is unknown: give it in prices (the stage's or the run's)",
+                )
             whole.items += [PlanItems(f"{name}: {i.unit}", i.planned, i.done) for i in stage.items]
             whole.calls_at_most |= stage.calls_at_most  # e.g. a ReAct stage's bound
             for row in stage.rows:

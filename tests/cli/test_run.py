@@ -585,6 +585,7 @@ def test_two_stages_of_one_name_or_a_stage_named_like_the_run_s_files_are_refuse
     [
         ({"shard": "3/2"}, "invalid --shard '3/2': need 0 <= I < N"),
         ({"topics": "nowhere.json"}, "nowhere.json: file not found"),
+        ({"budget": 1}, "--budget needs the price of openai/debater, which is unknown: give it "),
     ],
 )
 def test_a_later_stage_s_bad_input_is_refused_before_the_first_stage_pays(
@@ -597,6 +598,7 @@ def test_a_later_stage_s_bad_input_is_refused_before_the_first_stage_pays(
         path = write(tmp_path / "loop.yaml", {"stages": stages})
         result = run_moot("run", path, "--out", tmp_path / "out", env=env)
         assert result.returncode == 2
-        assert result.stderr == f"moot: error: {path}: stage debate: {problem}\n"
+        assert result.stderr.startswith(f"moot: error: {path}: stage debate: {problem}")
+        assert result.stderr.count("\n") == 1
         assert server.requests == []
         assert not (tmp_path / "out").exists()
