@@ -304,7 +304,7 @@ def read_inputs(
 
 
 def _within(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder + os.sep)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)  # `/` too
 
 
 def content_digest(path: Path, digests: dict[str, list[str]]) -> str:
