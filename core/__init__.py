@@ -32,7 +32,6 @@ __getattr__, __all__ = lazy_exports(
         ),
         "moot.core.validation": (
             "ConfigModel",
-            "YamlFloat",
             "did_you_mean",
             "problem",
         ),

@@ -14,29 +14,15 @@ import difflib
 import types
 import typing
 from collections.abc import Iterable
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 
 class ConfigModel(BaseModel):
     """A section of a configuration file: strict, closed (unknown keys refused) and frozen."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
-
-
-def _yaml_number(value: Any) -> Any:
-    """YAML 1.1 reads ``2e-5`` as text (it wants ``2.0e-5``); a number field takes it as one."""
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return value
-    return value
-
-
-#: A float field that also takes YAML's ``2e-5`` (text) as the number it means.
-YamlFloat = Annotated[float, BeforeValidator(_yaml_number)]
 
 
 def problem(exc: ValidationError, model: type[BaseModel]) -> str:

@@ -4,15 +4,18 @@ A recipe names stages in order; each stage is one moot command with that command
 (the CLI parses them with the command's parser). A stage writes under the run's folder
 (``OUT/<stage>``; ``OUT/<stage>.json`` for a command whose ``--out`` is a file) and later stages
 refer to it as ``{stage}`` in any string option (``{debate}/dataset.jsonl``). A stage's key is a
-hash of its command, its resolved options, the contents of the input files they name, and the
-keys of the stages it refers to: a stage is skipped when the manifest records it done under the
-same key, so a changed stage reruns, and so does every stage that depends on it.
+hash of what changes its results: its command, its options but those that only say how it runs
+(`HOW_TO_RUN`), the contents of the files and folders they name (and its SFT config names), and
+the keys of the earlier stages whose outputs it reads (by ``{stage}`` or by path). A stage is
+skipped when the manifest records it done under the same key, so a changed stage reruns, and so
+does every stage that depends on it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import time
@@ -31,6 +34,7 @@ from moot.core.data.records import (
     write_json,
 )
 from moot.core.errors import InputError
+from moot.core.loader import Unreadable, load_yaml
 from moot.core.metrics.debatune import SUMMARY_KEYS
 from moot.core.runs import format_cost
 from moot.core.tables import render_table, show
@@ -38,6 +42,9 @@ from moot.core.validation import ConfigModel, problem
 
 #: What a recipe may say of the whole run (`moot run`'s flags; the command line wins).
 RUN_OPTIONS = ("budget", "prices")
+#: The run's own files in its folder. No stage is named after one, whatever the case: a stage's
+#: output is ``OUT/<name>`` or ``OUT/<name>.json``, and ``manifest`` would write over the manifest.
+MANIFEST, REPORT, VIEW = "manifest.json", "report.md", "view.html"
 #: ``{name}``: the output of the stage called name.
 REFERENCE = re.compile(r"\{([^{}]*)\}")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -131,9 +138,17 @@ class _RecipeFile(ConfigModel):
     @field_validator("stages")
     @classmethod
     def _names(cls, stages: dict[str, _StageFile]) -> dict[str, _StageFile]:
+        """Names that make paths, and whose outputs never meet the run's files or each other."""
+        taken = {Path(file).stem: f"the run's own {file}" for file in (MANIFEST, REPORT, VIEW)}
         for name in stages:
             if not _NAME.fullmatch(name):
                 raise ValueError(f"stage {name!r}: a name of letters, digits, - and _ expected")
+            if name.casefold() in taken:
+                raise ValueError(
+                    f"stage {name!r}: its output would be {taken[name.casefold()]}; choose "
+                    "another name"
+                )
+            taken[name.casefold()] = f"stage {name!r}'s (on a disk that ignores case)"
         return stages
 
 
@@ -145,15 +160,13 @@ def load_recipe(path: Path) -> Recipe:
             bad stage name, a reference to no earlier stage, or a bad ``report`` section: one
             line naming the file and the key.
     """
-    import yaml
-
     try:
         raw = Path(path).read_bytes()
-        data = yaml.safe_load(raw.decode("utf-8"))
-    except RecursionError:
-        raise InputError(path, "cannot read recipe: nested too deeply") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        data = load_yaml(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path, f"cannot read recipe: {str(exc).splitlines()[0]}") from None
+    except Unreadable as exc:
+        raise InputError(path, f"cannot read recipe: {exc.problem}", exc.place) from None
     refuse_surrogates(path, None, data)
     if not isinstance(data, dict):
         raise InputError(path, "expected a mapping with `stages:` (stage name: its options)")
@@ -210,23 +223,26 @@ def resolve(value: Any, outputs: dict[str, Path]) -> Any:
 
 
 #: Options that say how a stage runs, not what it makes: changing them (a larger ``budget`` after
-#: a stop, more ``concurrency``) resumes the stage instead of redoing it. A local model's
-#: ``device`` and ``batch-size`` leave its float32 replies as they were; ``dtype`` and ``backend``
-#: change them, so they count.
+#: a stop, more ``concurrency``, a server that moved, a push added) leaves its key, so a finished
+#: stage stays finished and an unfinished one resumes. A local model's ``device`` and
+#: ``batch-size`` leave its float32 replies as they were; ``dtype`` and ``backend`` change them,
+#: so they count.
 HOW_TO_RUN = frozenset(
     {"budget", "prices", "concurrency", "max-concurrency", "timeout", "max-retries", "cache",
-     "no-cache", "quiet", "verbose", "debug", "device", "batch-size"}
+     "no-cache", "quiet", "verbose", "debug", "device", "batch-size",
+     "api-base", "api-base-a", "api-base-b", "api-base-agent", "router", "api-key-env",
+     "endpoint-cooldown", "endpoint-max-fails", "search-api-base", "search-key-env",
+     "push-to-hub", "hub-private"}
 )  # fmt: skip
 
 
-def _what_to_make(options: dict[str, Any]) -> dict[str, Any]:
+def what_to_make(options: dict[str, Any]) -> dict[str, Any]:
+    """`options` less those that only say how a stage runs (`HOW_TO_RUN`)."""
     return {k: v for k, v in options.items() if k.replace("_", "-") not in HOW_TO_RUN}
 
 
-def stage_key(
-    stage: Stage, resolved: dict[str, Any], upstream: dict[str, str], out: Path
-) -> dict[str, Any]:
-    """What makes a stage the same work: command, options, input files' contents, upstream keys.
+def stage_key(stage: Stage, inputs: dict[str, str], upstream: dict[str, str]) -> str:
+    """What makes a stage the same work: command, options, inputs' contents, upstream keys.
 
     The options count as the recipe writes them (``{debate}``, not the path it stands for), so
     a run's folder can be moved or copied and still be skipped; what the references stand for
@@ -235,28 +251,91 @@ def stage_key(
 
     Args:
         stage: The stage.
-        resolved: Its options, references resolved (for the input files they name).
-        upstream: The keys of the stages it refers to.
-        out: The run's folder (files in it are earlier stages' outputs, which their keys cover).
-
-    Returns:
-        ``{"key": ..., "inputs": {path: sha256}}``; an input is any option value naming an
-        existing file outside `out` (a folder's contents are not hashed).
+        inputs: The digests of the files and folders it reads (`read_inputs`).
+        upstream: The keys of the earlier stages whose outputs it reads.
     """
-    inputs = {}
-    run = Path(out).resolve()
-    for text in option_strings(_what_to_make(resolved)):
-        path = Path(text.partition("=")[2] if "=" in text else text)  # `data.train=FILE` too
-        if len(text) < 4096 and path.is_file() and run not in path.resolve().parents:
-            inputs[text] = hashlib.sha256(path.read_bytes()).hexdigest()
     identity = {
         "command": list(stage.command),
-        "options": _what_to_make(stage.options),
+        "options": what_to_make(stage.options),
         "inputs": inputs,
         "upstream": upstream,
     }
     text = json.dumps(identity, sort_keys=True, default=str)
-    return {"key": hashlib.sha256(text.encode()).hexdigest()[:16], "inputs": inputs}
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def read_inputs(
+    texts: Iterable[str], outputs: dict[str, Path], out: Path, digests: dict[str, list[str]]
+) -> tuple[dict[str, str], list[str]]:
+    """The files and folders `texts` name, by content; the earlier stages whose outputs they name.
+
+    A text names a path as itself, after ``=`` (``data.train=FILE``) or after ``hf/`` (a model
+    folder). A path inside an earlier stage's output, named as ``{stage}`` or by its own path,
+    stands for that stage: its key counts instead (the file is not written yet when the run
+    starts). Other paths in the run's folder (the stage's own output) are not inputs, nor is a
+    folder that holds the run's folder or the recipe's (``.``, ``/``: a text that is no path).
+
+    Args:
+        texts: Every string of a stage's options (`option_strings`) and of its SFT config.
+        outputs: The earlier stages' outputs, by name.
+        out: The run's folder.
+        digests: The files' digests known so far (`content_digest`).
+
+    Returns:
+        ``{text: sha256}`` of the paths that exist, and the stages named, in order.
+    """
+    inputs, stages = {}, []
+    run, here = os.path.abspath(out), os.getcwd()  # the run works in the recipe's folder
+    folders = {name: os.path.abspath(path) for name, path in outputs.items()}
+    for text in texts:
+        value = text.partition("=")[2] if "=" in text else text
+        for named in dict.fromkeys((value, value.removeprefix("hf/"))):  # model spec hf/PATH
+            if not named or len(named) > 4096 or "\0" in named:  # no path
+                continue
+            path = os.path.abspath(named)
+            owner = [name for name, folder in folders.items() if _within(path, folder)]
+            in_run = _within(path, run)
+            holds_run = _within(run, path) or _within(here, path)
+            if owner:
+                stages += owner
+            elif os.path.exists(path) and not (in_run or holds_run):
+                inputs[text] = content_digest(Path(path), digests)
+    return inputs, list(dict.fromkeys(stages))
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)  # `/` too
+
+
+def content_digest(path: Path, digests: dict[str, list[str]]) -> str:
+    """SHA-256 of a file's bytes, or of a folder's files (names and bytes; ``.moot/`` left out).
+
+    `digests` (the manifest's) keeps each path's digest with a stamp of its files' names, sizes
+    and modification times: a path whose stamp is unchanged is not read again, so a rerun of a
+    recipe naming a large corpus or model folder costs a ``stat`` per file.
+    """
+    files = [path] if path.is_file() else sorted(
+        file for file in path.rglob("*")
+        if file.is_file() and ".moot" not in file.relative_to(path).parts
+    )  # fmt: skip
+    listing = [(file.relative_to(path).as_posix(), file.stat()) for file in files]
+    stamp = _sha256(json.dumps([(name, st.st_size, st.st_mtime_ns) for name, st in listing]))
+    key = os.path.abspath(path)
+    if digests.get(key, [None])[0] == stamp:
+        return digests[key][1]
+    shas = {name: _file_sha256(file) for file, (name, _) in zip(files, listing, strict=True)}
+    sha = shas["."] if path.is_file() else _sha256("".join(f"{n}\0{s}\n" for n, s in shas.items()))
+    digests[key] = [stamp, sha]
+    return sha
+
+
+def _file_sha256(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def option_strings(value: Any) -> Iterable[str]:
@@ -279,9 +358,11 @@ class Manifest:
     """
 
     def __init__(self, out: Path, recipe: Recipe) -> None:
-        self.path = Path(out) / "manifest.json"
+        self.path = Path(out) / MANIFEST
         old = read_json_file(self.path) if self.path.exists() else {}
         self.stages: dict[str, dict[str, Any]] = old.get("stages", {})
+        #: The inputs' digests by path, with a stamp of their files (`content_digest`).
+        self.digests: dict[str, list[str]] = old.get("digests", {})
         self.data: dict[str, Any] = {
             "kind": "moot-run",
             "recipe": str(recipe.path),
@@ -289,8 +370,9 @@ class Manifest:
             "versions": package_versions("moot", "transformers", "peft", "trl", "litellm"),
             "order": [stage.name for stage in recipe.stages],
             "stages": self.stages,
-            "report": "report.md",
+            "report": REPORT,
             "view": None,  # `view.html` once a stage has a run folder to show
+            "digests": self.digests,
         }
 
     def done(self, name: str, key: str) -> bool:
@@ -302,6 +384,11 @@ class Manifest:
         """Whether stage `name` ran before under another key (its output is stale)."""
         entry = self.stages.get(name)
         return entry is not None and entry.get("key") != key
+
+    def pushed(self, name: str, repo: str) -> bool:
+        """Whether stage `name`'s last run had ``push-to-hub`` `repo` (done: it pushed there)."""
+        options = self.stages.get(name, {}).get("options", {})
+        return any(k.replace("_", "-") == "push-to-hub" and v == repo for k, v in options.items())
 
     def update(self, name: str, **values: Any) -> None:
         """Set stage `name`'s fields and write the manifest."""
@@ -410,7 +497,7 @@ def write_report(out: Path, recipe: Recipe, manifest: Manifest) -> Path:
             f"[{manifest.data['view']}]({manifest.data['view']}): every stage's items, failures "
             "and ledger in one page (`moot view`), base and tuned side by side."
         )
-    path = Path(out) / "report.md"
+    path = Path(out) / REPORT
     atomic_write(path, lambda f: f.write("\n".join([*lines, ""])))
     return path
 
@@ -423,10 +510,10 @@ def write_run_view(out: Path, manifest: Manifest) -> None:
     from moot.core.view.page import write_view
 
     try:
-        write_view([out], Path(out) / "view.html")
+        write_view([out], Path(out) / VIEW)
     except InputError:  # no stage has a run folder yet (a first stage that failed)
         return
-    manifest.data["view"] = "view.html"
+    manifest.data["view"] = VIEW
     manifest.write()
 
 

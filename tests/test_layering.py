@@ -44,6 +44,7 @@ ALLOWED = {
 CORE_LEVELS = {
     "errors": 0,
     "lazy": 0,
+    "loader": 0,
     "tables": 0,
     "validation": 0,
     "llm": 1,  # errors

@@ -15,11 +15,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from moot.core.errors import ConfigError
-from moot.core.validation import ConfigModel, YamlFloat, problem
+from moot.core.loader import Unreadable, load_yaml
+from moot.core.validation import ConfigModel, problem
 
 PRESETS = (
     "debatune-llama2",
@@ -127,7 +127,7 @@ class LoraSettings(ConfigModel):
 
     r: int = Field(16, gt=0)
     alpha: int = Field(32, gt=0)
-    dropout: YamlFloat = Field(0.05, ge=0, lt=1)
+    dropout: float = Field(0.05, ge=0, lt=1)
     target_modules: list[str] | str = "all-linear"
     qlora: bool | Literal["auto"] = False
 
@@ -177,14 +177,14 @@ class TrainingSettings(ConfigModel):
 
     output_dir: str = Field(min_length=1)
     method: Literal["lora", "full"] = "lora"
-    epochs: YamlFloat = Field(3.0, gt=0)
+    epochs: float = Field(3.0, gt=0)
     max_steps: int = -1
-    learning_rate: YamlFloat = Field(2e-5, gt=0)
+    learning_rate: float = Field(2e-5, gt=0)
     lr_scheduler: str = "cosine"
-    warmup_ratio: YamlFloat = Field(0.03, ge=0, lt=1)
-    weight_decay: YamlFloat = 0.0
+    warmup_ratio: float = Field(0.03, ge=0, lt=1)
+    weight_decay: float = 0.0
     optim: str | None = None
-    max_grad_norm: YamlFloat = Field(1.0, ge=0)
+    max_grad_norm: float = Field(1.0, ge=0)
     per_device_batch_size: int = Field(4, gt=0)
     effective_batch_size: int | None = Field(None, gt=0)
     packing: bool = False
@@ -371,13 +371,13 @@ def load_sft_config(path: Path | str | None, overrides: Sequence[str] = ()) -> S
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        tree = yaml.safe_load(path.read_text(encoding="utf-8"))
+        tree = load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: not valid YAML: nested too deeply") from None
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    except Unreadable as exc:  # `line 3: key 'lora' repeated`
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     if tree is None:
         return {}
     if not isinstance(tree, dict):
@@ -387,8 +387,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 def _yaml_value(text: str, override: str) -> Any:
     try:
-        return yaml.safe_load(text) if text.strip() else None
-    except yaml.YAMLError:
+        return load_yaml(text) if text.strip() else None
+    except Unreadable:
         raise ConfigError(f"override {override!r}: the value is not valid YAML") from None
 
 
@@ -409,7 +409,7 @@ def _preset(name: object, where: str) -> dict[str, Any]:
     if name not in PRESETS:
         raise ConfigError(f"{where}: unknown preset {name!r} (known: {', '.join(PRESETS)})")
     text = resources.files("moot.training").joinpath(f"presets/{name}.yaml").read_text("utf-8")
-    return yaml.safe_load(text)
+    return load_yaml(text)
 
 
 def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:

@@ -56,6 +56,7 @@ from typing import Any, Literal
 from moot.core.data.records import read_records, refuse_surrogates
 from moot.core.data.topics import STANCES
 from moot.core.errors import InputError, json_type
+from moot.core.loader import Unreadable, load_yaml
 
 Format = Literal["1v1", "bp"]
 BP_TEAMS = ("OG", "OO", "CG", "CO")  # speaking order of the first four speeches
@@ -388,16 +389,14 @@ def _side(motion: dict[str, Any], side: str) -> Any:
 
 
 def _yaml(path: Path) -> Any:
-    import yaml
-
     try:
-        value = yaml.safe_load(path.read_text(encoding="utf-8"))
+        value = load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(path, "file not found (every motion needs its speeches)") from None
-    except RecursionError:
-        raise InputError(path, "cannot read YAML: nested too deeply") from None
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+    except UnicodeDecodeError as exc:
         raise InputError(path, f"cannot read YAML: {str(exc).splitlines()[0]}") from None
+    except Unreadable as exc:
+        raise InputError(path, f"cannot read YAML: {exc.problem}", exc.place) from None
     refuse_surrogates(path, None, value)
     return value
 

@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 from moot.core.data.planned import planned_text
 from moot.core.errors import ConfigError, InputError
+from moot.core.loader import RepeatedKey, Unreadable, load_json
 
 
 def package_versions(*packages: str) -> dict[str, str]:
@@ -437,18 +438,18 @@ def read_records(path: str | Path) -> Iterator[tuple[str, Any]]:
     (not ``.jsonl``) holding one object is one record at ``index 0``.
 
     Raises:
-        InputError: The file is missing, empty, not UTF-8, or not valid JSON / JSONL (a bad line
-            named by its number).
+        InputError: The file is missing, empty, not UTF-8, not valid JSON / JSONL (a bad line
+            named by its number), or a key is repeated in one object (`moot.core.loader`).
     """
     text = read_input_text(path)
     escaped = _SURROGATE_ESCAPE.search(text) is not None  # else no record can hold a surrogate
     head = text.lstrip()[:1]
     if head == "[" or (head == "{" and Path(path).suffix.lower() != ".jsonl"):
         try:
-            value = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            if head == "[":
-                raise InputError(path, f"invalid JSON: {_problem(exc)}") from None
+            value = load_json(text)
+        except Unreadable as exc:  # a JSON object that does not load may be JSONL's first line
+            if head == "[" or isinstance(exc, RepeatedKey):
+                raise _refused(path, exc) from None
         else:
             items = value if isinstance(value, list) else [value]
             for i, item in enumerate(items):
@@ -460,9 +461,9 @@ def read_records(path: str | Path) -> Iterator[tuple[str, Any]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except (ValueError, RecursionError) as exc:
-            raise InputError(path, f"invalid JSON: {_problem(exc)}", f"line {number}") from None
+            record = load_json(line)
+        except Unreadable as exc:
+            raise _refused(path, exc, f"line {number}") from None
         if escaped:
             refuse_surrogates(path, f"line {number}", record)
         yield f"line {number}", record
@@ -473,13 +474,13 @@ def read_json_file(path: str | Path) -> Any:
 
     Raises:
         InputError: The file is missing, empty, not UTF-8, not valid JSON, nested too deeply,
-            or holds a lone surrogate.
+            repeats a key in one object, or holds a lone surrogate.
     """
     text = read_input_text(path)
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise InputError(path, f"invalid JSON: {_problem(exc)}") from None
+        value = load_json(text)
+    except Unreadable as exc:
+        raise _refused(path, exc) from None
     if _SURROGATE_ESCAPE.search(text):
         refuse_surrogates(path, None, value)
     return value
@@ -520,12 +521,10 @@ def refuse_repeated_ids(path: str | Path, ids: Iterable[str], problem: str = "re
         seen.add(key)
 
 
-def _problem(exc: Exception) -> str:
-    if isinstance(exc, RecursionError):
-        return "nested too deeply"
-    if isinstance(exc, json.JSONDecodeError) and exc.lineno == 1:  # one line: say the column
-        return f"{exc.msg} (column {exc.colno})"
-    return str(exc)
+def _refused(path: str | Path, exc: Unreadable, record: str | None = None) -> InputError:
+    """JSON that does not load, as one line: ``path, line 3: invalid JSON: ...``."""
+    problem = exc.problem if isinstance(exc, RepeatedKey) else f"invalid JSON: {exc.problem}"
+    return InputError(path, problem, ", ".join(filter(None, (record, exc.place))) or None)
 
 
 def read_input_text(path: str | Path) -> str:

@@ -27,6 +27,7 @@ from pydantic import Field, ValidationError
 
 from moot.core.errors import InputError
 from moot.core.llm.spec import ModelSpec
+from moot.core.loader import Unreadable, load_yaml
 from moot.core.validation import ConfigModel, problem
 
 
@@ -152,14 +153,12 @@ def load_prices(source: Path, data: Any = None, *, where: str | None = None) -> 
             file, the model and the key).
     """
     if data is None:
-        import yaml
-
         try:
-            data = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
-        except RecursionError:
-            raise InputError(source, "cannot read prices: nested too deeply") from None
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            data = load_yaml(Path(source).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
             raise InputError(source, f"cannot read prices: {str(exc).splitlines()[0]}") from None
+        except Unreadable as exc:
+            raise InputError(source, f"cannot read prices: {exc.problem}", exc.place) from None
     prefix = f"{where}, " if where else ""
     if not isinstance(data, dict) or not data:
         raise InputError(

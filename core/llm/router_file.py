@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from moot.core.errors import ConfigError, InputError
 from moot.core.llm.spec import RouterGroup, endpoint_list
+from moot.core.loader import Unreadable, load_yaml
 
 #: litellm's routing strategies that need nothing but this process.
 STRATEGIES = Literal[
@@ -99,12 +100,12 @@ def load_router(path: Path, name: str) -> RouterGroup:
         InputError: The file cannot be read, holds a key moot does not accept (named, with
             why), a bad value, an unset ``os.environ/`` variable, or no deployment of `name`.
     """
-    import yaml
-
     try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raw = load_yaml(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path, f"cannot read router config: {str(exc).splitlines()[0]}") from None
+    except Unreadable as exc:
+        raise InputError(path, f"cannot read router config: {exc.problem}", exc.place) from None
     if not isinstance(raw, dict):
         raise InputError(path, "expected a litellm Router config: a mapping with model_list")
     try:

@@ -34,15 +34,15 @@ def apply_config(
         InputError: The file cannot be read, is not a mapping, or holds an unknown key or a
             value its flag refuses.
     """
-    import yaml
+    from moot.core.loader import Unreadable, load_yaml
 
     path = args.config
     try:
-        values = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except RecursionError:
-        raise InputError(path, "cannot read config: nested too deeply") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        values = load_yaml(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError) as exc:
         raise InputError(path, f"cannot read config: {str(exc).splitlines()[0]}") from None
+    except Unreadable as exc:
+        raise InputError(path, f"cannot read config: {exc.problem}", exc.place) from None
     refuse_surrogates(path, None, values)
     if not isinstance(values, dict):
         raise InputError(path, "expected a mapping of option names to values")

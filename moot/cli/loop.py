@@ -1,16 +1,21 @@
 """`moot run RECIPE.yaml`: the loop (debate → dataset → SFT → generate → judge → report) in one.
 
-Each stage's options are parsed by its own command's parser (`moot.cli.config.option_defaults`),
-every stage before the first one runs; the stages then run in this process, one after another,
-through the same path as the command line (`moot.cli.runtime.execute`). The recipe, keys, manifest
-and report are `moot.graphs.loop`'s.
+The run works in the recipe's folder (`in_recipe_folder`). Each stage's options are parsed by its
+own command's parser (`moot.cli.config.option_defaults`) and every stage that will run is checked
+and planned as its ``--dry-run`` would (`check`), before the first one runs or any stale output
+is discarded; the stages then run in this process, one after another, through the same path as
+the command line (`moot.cli.runtime.execute`). The recipe, keys, manifest and report are
+`moot.graphs.loop`'s.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,15 +56,17 @@ class PlannedStage:
         args: Its command's parsed arguments (what `moot run --dry-run` will plan from).
         options: Its options with references resolved (recorded in the manifest).
         output: Its output (``OUT/<stage>`` or ``OUT/<stage>.json``), None if it writes none.
-        key: Its key (`moot.graphs.loop.stage_key`) and input files' hashes.
-        depends_on: The stages it refers to.
+        key: Its key (`moot.graphs.loop.stage_key`).
+        inputs: The digests of the files and folders it reads (`moot.graphs.loop.read_inputs`).
+        depends_on: The earlier stages whose outputs it reads.
     """
 
     stage: Any
     args: argparse.Namespace
     options: dict[str, Any]
     output: Path | None
-    key: dict[str, Any]
+    key: str
+    inputs: dict[str, str]
     depends_on: list[str]
 
 
@@ -67,15 +74,17 @@ def plan(
     recipe: Any,
     out: Path,
     parser: argparse.ArgumentParser,
+    digests: dict[str, Any],
     quiet: bool = False,
     verbose: bool = False,
 ) -> list[PlannedStage]:
-    """Every stage parsed and checked, before any runs.
+    """Every stage parsed, and keyed by what changes its results, before any runs.
 
     Args:
         recipe: The recipe (`moot.graphs.loop.load_recipe`).
         out: The run's folder.
         parser: The whole ``moot`` parser (`moot.cli.main.build_parser`).
+        digests: The input files' known digests (`moot.graphs.loop.Manifest.digests`).
         quiet: Run every stage ``--quiet``.
         verbose: Run every stage ``--verbose``.
 
@@ -83,19 +92,30 @@ def plan(
         InputError: A stage names an unknown command, an unknown option, a value its flag
             refuses, lacks a required option, sets ``out``, or its SFT config does not load.
     """
-    from moot.graphs.loop import references, resolve, stage_key
+    from moot.graphs.loop import (
+        option_strings,
+        read_inputs,
+        references,
+        resolve,
+        stage_key,
+        what_to_make,
+    )
 
     planned: list[PlannedStage] = []
     outputs: dict[str, Path] = {}
     keys: dict[str, str] = {}
     for stage in recipe.stages:
         options = resolve(stage.options, outputs)
-        args, output = _parse(parser, recipe, stage, options, out / stage.name, quiet, verbose)
-        depends_on = references(stage.options)
-        key = stage_key(stage, options, {name: keys[name] for name in depends_on}, out)
-        planned.append(PlannedStage(stage, args, options, output, key, depends_on))
+        args, output, config = _parse(
+            parser, recipe, stage, options, out / stage.name, quiet, verbose
+        )
+        texts = [*option_strings(what_to_make(options)), *option_strings(config)]
+        inputs, named = read_inputs(texts, outputs, out, digests)
+        depends_on = list(dict.fromkeys([*references(stage.options), *named]))
+        key = stage_key(stage, inputs, {name: keys[name] for name in depends_on})
+        planned.append(PlannedStage(stage, args, options, output, key, inputs, depends_on))
         outputs[stage.name] = output if output is not None else out / stage.name
-        keys[stage.name] = key["key"]
+        keys[stage.name] = key
     return planned
 
 
@@ -107,7 +127,8 @@ def _parse(
     out: Path,
     quiet: bool,
     verbose: bool,
-) -> tuple[argparse.Namespace, Path | None]:
+) -> tuple[argparse.Namespace, Path | None, dict[str, Any]]:
+    """The stage's command line, its output, and its SFT config (`moot train sft`; else empty)."""
     from moot.cli.config import option_defaults
     from moot.core.errors import InputError
 
@@ -144,19 +165,21 @@ def _parse(
         if getattr(args, dest, None) is None:
             flag = max(actions[dest].option_strings, key=len).lstrip("-")
             raise InputError(recipe.path, f"{where}missing option {flag!r}")
+    config = {}
     if "train_config" in actions:  # its config's keys are checked now too, not an hour in
-        _check_sft(recipe, where, args)
-    return args, output
+        config = _check_sft(recipe, where, args)
+    return args, output, config
 
 
-def _check_sft(recipe: Any, where: str, args: argparse.Namespace) -> None:
+def _check_sft(recipe: Any, where: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The SFT config the stage trains with, checked (the files it names are the stage's inputs)."""
     from moot.core.errors import InputError, MootError
     from moot.training.sft_config import load_sft_config
 
     if not Path(args.train_config).is_file():
         raise InputError(recipe.path, f"{where}config {args.train_config}: file not found")
     try:
-        load_sft_config(args.train_config, args.overrides)
+        return load_sft_config(args.train_config, args.overrides).to_dict()
     except MootError as exc:
         raise InputError(recipe.path, f"{where}{exc}") from None
 
@@ -185,39 +208,44 @@ def _command_parser(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> 
 
 def run_recipe(args: argparse.Namespace) -> int:
     """`moot run`."""
-    from moot.cli.runtime import BUDGET_EXIT, execute
-    from moot.core.errors import BudgetReached, ConfigError, MootError
-    from moot.graphs.loop import Manifest, discard, load_recipe, now, write_report, write_run_view
+    from moot.graphs.loop import Manifest
 
-    if not args.recipe.is_file():
-        raise ConfigError(f"{args.recipe}: recipe not found")
-    recipe = load_recipe(args.recipe)
-    run_options(args, recipe)
-    stages = plan(recipe, args.out, args.root_parser, args.quiet, args.verbose)
-    manifest = Manifest(args.out, recipe)
+    with in_recipe_folder(args) as recipe:
+        run_options(args, recipe)
+        manifest = Manifest(args.out, recipe)
+        digests, quiet, verbose = manifest.digests, args.quiet, args.verbose
+        stages = plan(recipe, args.out, args.root_parser, digests, quiet, verbose)
+        check(args, stages, manifest)  # before the first request, and before anything is deleted
+        return _run(args, recipe, stages, manifest)
+
+
+def _run(args: argparse.Namespace, recipe: Any, stages: list[PlannedStage], manifest: Any) -> int:
+    from moot.cli.runtime import BUDGET_EXIT, execute
+    from moot.core.errors import BudgetReached, MootError
+    from moot.graphs.loop import discard, now, write_report, write_run_view
+
     say = (lambda line: None) if args.quiet else print
     spent = 0.0  # USD this run's stages spent, against its --budget
     for item in stages:
-        name, key = item.stage.name, item.key["key"]
-        entry = manifest.stages.get(name, {})
-        present = item.output is None or item.output.exists()
-        if manifest.done(name, key) and present:
-            say(f"stage {name}: done before (key {key}), skipped")
+        name, todo = item.stage.name, to_do(item, manifest)
+        if todo == "skip":
+            say(f"stage {name}: done before (key {item.key}), skipped")
             continue
-        if manifest.changed(name, key) and item.output is not None:
+        if todo == "redo":
             print(
                 f"moot: stage {name} changed since its last run (or a stage it uses did): "
                 f"its output {item.output} is redone",
                 file=sys.stderr,
             )
             discard([item.output])
-        say(f"stage {name}: {item.stage.title}" + (" (resuming)" if entry else ""))
+        how = {"push": " (done before: pushing it)", "run": " (resuming)", "redo": ""}[todo]
+        say(f"stage {name}: {item.stage.title}" + (how if name in manifest.stages else ""))
         manifest.update(
             name,
             command=item.stage.title,
             options=item.options,
-            key=key,
-            inputs=item.key["inputs"],
+            key=item.key,
+            inputs=item.inputs,
             depends_on=item.depends_on,
             out=str(item.output) if item.output is not None else None,
             status="running",
@@ -266,6 +294,50 @@ def run_recipe(args: argparse.Namespace) -> int:
     report = write_report(args.out, recipe, manifest)
     say(f"report   {report}\nmanifest {manifest.path}")
     return 0
+
+
+@contextlib.contextmanager
+def in_recipe_folder(args: argparse.Namespace) -> Iterator[Any]:
+    """The recipe, read, with the process in the recipe's folder until the run ends.
+
+    So a relative path in the recipe, and in the files it names (an SFT config's ``data.train``),
+    is relative to the recipe's folder, wherever moot runs from. `moot run`'s own paths (the
+    recipe, ``--out``, ``--prices``) are the command line's: they are made absolute first.
+
+    Raises:
+        ConfigError: No recipe file.
+        InputError: The recipe does not load (`moot.graphs.loop.load_recipe`).
+    """
+    from moot.core.errors import ConfigError
+    from moot.graphs.loop import load_recipe
+
+    if not args.recipe.is_file():
+        raise ConfigError(f"{args.recipe}: recipe not found")
+    for dest in ("recipe", "out", "prices"):
+        if isinstance(getattr(args, dest), Path):
+            setattr(args, dest, Path(os.path.abspath(getattr(args, dest))))
+    recipe = load_recipe(args.recipe)
+    with contextlib.chdir(args.recipe.parent):
+        yield recipe
+
+
+def to_do(item: PlannedStage, manifest: Any) -> str:
+    """What a run does with a stage.
+
+    Returns:
+        ``skip``: done before under its key, output there, nothing to push. ``push``: the same,
+        but it now has a ``push-to-hub`` it did not push to: its command runs, finds its work
+        done and pushes (nothing is paid). ``redo``: it ran before under another key (what
+        changes its results changed): its stale output is discarded first. ``run``: new, or
+        unfinished (its command resumes it).
+    """
+    name = item.stage.name
+    if manifest.done(name, item.key) and (item.output is None or item.output.exists()):
+        repo = getattr(item.args, "push_to_hub", None)
+        return "push" if repo and not manifest.pushed(name, repo) else "skip"
+    if manifest.changed(name, item.key) and item.output is not None:
+        return "redo"
+    return "run"
 
 
 def run_options(args: argparse.Namespace, recipe: Any) -> None:
@@ -323,35 +395,62 @@ def stage_ledger(stage: argparse.Namespace) -> Any:
 
 
 def plan_recipe(args: argparse.Namespace) -> Any:
-    """`moot run --dry-run`: every stage's plan in one, stage by stage; nothing run or written.
+    """`moot run --dry-run`: every stage's plan in one (`check`); nothing run or written."""
+    from moot.graphs.loop import Manifest
 
-    A stage done before is skipped, as a run skips it. A stage that reads the output of a stage
-    not yet done is planned from what that stage's plan says it would write (`Plan.outputs`,
-    read through `moot.core.data.planned`: the records done, stand-ins at their full budgets
-    for the replies to come); a folder that a stage calling no model would make (`moot train
-    sft`'s adapter) counts as there. A stage whose input no earlier plan can tell is named in a
-    note and left out of the totals.
+    with in_recipe_folder(args) as recipe:
+        run_options(args, recipe)
+        manifest = Manifest(args.out, recipe)  # read only: written by a run
+        stages = plan(recipe, args.out, args.root_parser, manifest.digests, quiet=True)
+        return check(args, stages, manifest, dry_run=True)
+
+
+def check(
+    args: argparse.Namespace, stages: list[PlannedStage], manifest: Any, dry_run: bool = False
+) -> Any:
+    """Check every stage a run would run as its command's ``--dry-run`` checks it, and plan it.
+
+    A real run does this before its first request and before it discards any stale output, so
+    a later stage's bad input (a missing file, ``shard: "3/2"``) costs nothing; a dry run prints
+    the plan. A stage done before is skipped, as a run skips it. A stage to redo is planned as
+    if its stale output were gone. A stage that reads the output of a stage not yet done is
+    planned from what that stage's plan says it would write (`Plan.outputs`, read through
+    `moot.core.data.planned`: the records done, stand-ins at their full budgets for the replies
+    to come); a folder that a stage calling no model would make (`moot train sft`'s adapter)
+    counts as there. A stage whose input no earlier plan can tell is named in a note and left
+    out of the totals (a run checks it when it starts).
+
+    Args:
+        args: `moot run`'s parsed command line.
+        stages: Its stages (`plan`).
+        manifest: The run's manifest, read only.
+        dry_run: For ``--dry-run``: a ``push-to-hub`` is not checked (as a command's own).
+
+    Returns:
+        The whole recipe's `moot.core.plan.Plan`.
+
+    Raises:
+        InputError: A stage's input, as its command refuses it: ``RECIPE: stage NAME: ...``.
+        ConfigError: A ``push-to-hub`` that cannot happen.
     """
     from moot.cli.runtime import check_paths, check_required, plan_for
     from moot.core.data.planned import planned_files
-    from moot.core.errors import ConfigError, MootError
+    from moot.core.errors import InputError, MootError
+    from moot.core.hub.push import check_push
     from moot.core.llm.prices import Prices
     from moot.core.plan import Plan, PlanItems
-    from moot.graphs.loop import Manifest, load_recipe
 
-    if not args.recipe.is_file():
-        raise ConfigError(f"{args.recipe}: recipe not found")
-    recipe = load_recipe(args.recipe)
-    run_options(args, recipe)
-    manifest = Manifest(args.out, recipe)  # read only: written by a run
     whole, done, unknown, own = Plan(), set(), [], {}
     with planned_files() as planned:
-        for item in plan(recipe, args.out, args.root_parser, quiet=True):
-            name, title = item.stage.name, item.stage.title
-            if manifest.done(name, item.key["key"]) and (
-                item.output is None or item.output.exists()
-            ):
-                whole.notes.append(f"stage {name}: done before, skipped")
+        for item in stages:
+            name, title, todo = item.stage.name, item.stage.title, to_do(item, manifest)
+            trial = argparse.Namespace(**vars(item.args))  # checked as it would run, apart
+            repo = getattr(trial, "push_to_hub", None)
+            if repo and todo != "skip" and not dry_run:  # as `execute` checks it, but now
+                check_push(repo)
+            if todo in ("skip", "push"):
+                pushes = f"; a run pushes it to {repo}, nothing more" if todo == "push" else ""
+                whole.notes.append(f"stage {name}: done before, skipped{pushes}")
                 done.add(name)
                 continue
             waits = [stage for stage in item.depends_on if stage not in done]
@@ -362,25 +461,38 @@ def plan_recipe(args: argparse.Namespace) -> Any:
                 )
                 unknown.append(name)
                 continue
-            for_the_run(item.args, args, 0.0)  # the prices a run would give it
-            if getattr(item.args, "plan_fn", None) is None:
-                whole.notes.append(f"stage {name} ({title}): calls no model{_reads(item, planned)}")
-                if item.output is not None:
-                    planned.add_folder(item.output)
-                continue
+            if todo == "redo":
+                whole.notes.append(
+                    f"stage {name}: changed since its last run (or a stage it uses did): its "
+                    f"output {item.output} is redone"
+                )
+                trial.out = args.out / ".moot" / "redo" / item.output.name  # never made
+            for_the_run(trial, args, 0.0)  # the prices a run would give it
             try:
-                check_required(item.args)
-                check_paths(item.args)
-                stage = plan_for(item.args)
+                check_required(trial)
+                check_paths(trial)
+                if getattr(trial, "plan_fn", None) is None:
+                    reads = _reads(item, planned)
+                    whole.notes.append(f"stage {name} ({title}): calls no model{reads}")
+                    if item.output is not None:
+                        planned.add_folder(item.output)
+                    continue
+                stage = plan_for(trial)
             except MootError as exc:
                 if not _unknown_inputs(item, planned):  # bad input: refused as a run would
-                    raise
+                    raise InputError(args.recipe, f"stage {name}: {exc}") from None
                 whole.notes.append(
                     f"stage {name} ({title}): not in the estimate; it reads the output of "
                     f"{', '.join(waits)}, which their plans cannot tell ({exc})"
                 )
                 unknown.append(name)
                 continue
+            if stage.unpriced and getattr(trial, "budget", None) is not None and not dry_run:
+                raise InputError(  # as its model layer would refuse it, once it started
+                    args.recipe,
+                    f"stage {name}: --budget needs the price of {', '.join(stage.unpriced)}, "
+                    "which is unknown: give it in prices (the stage's or the run's)",
+                )
             whole.items += [PlanItems(f"{name}: {i.unit}", i.planned, i.done) for i in stage.items]
             whole.calls_at_most |= stage.calls_at_most  # e.g. a ReAct stage's bound
             for row in stage.rows:
@@ -394,7 +506,7 @@ def plan_recipe(args: argparse.Namespace) -> Any:
             whole.notes += [f"stage {name}: {text}" for text in stage.notes]
             own.update(stage.prices.own)
             for path, records in stage.outputs.items():
-                planned.add_file(path, records)
+                planned.add_file(_moved(path, trial.out, item.output), records)
             if item.output is not None:
                 planned.add_folder(item.output)
     if unknown and args.budget is not None:
@@ -403,6 +515,18 @@ def plan_recipe(args: argparse.Namespace) -> Any:
         )
     whole.prices = Prices(own)
     return whole
+
+
+def _moved(path: Any, planned_at: Any, output: Path | None) -> Path:
+    """A file a stage's plan says it writes, at its place under the stage's real output.
+
+    A stage to redo is planned at another place (its stale output is not its own); what it
+    writes is written under `output`.
+    """
+    try:
+        return output / Path(path).relative_to(planned_at)  # type: ignore[operator]
+    except (TypeError, ValueError):
+        return Path(path)
 
 
 def _unknown_inputs(item: PlannedStage, planned: Any) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,63 @@ def test_a_lone_surrogate_in_a_config_file_is_refused(tmp_path: Path):
     config.write_text('topics: "\\ud800"\n')
     result = run_moot("debate", "--config", config)
     one_line_exit_2(result, str(config), "lone surrogate")
+
+
+def test_a_repeated_key_in_any_file_moot_reads_is_one_line_and_exit_2(tmp_path: Path):
+    """A key given twice (which YAML and json keep the last of, silently) is refused wherever moot
+    reads YAML or JSON: a price file (a priced model made free), --config, a router file, an SFT
+    config, a JSONL input; each one line naming the file, the line or record, and the key."""
+    files = {
+        "prices.json": '{\n "openai/scripted": {"input": 2, "output": 8},\n'
+        ' "openai/scripted": {"input": 0, "output": 0}\n}\n',
+        "config.yaml": "rounds: 2\ntopics: t.json\nrounds: 3\n",
+        "router.yaml": "model_list:\n- model_name: openai/scripted\n"
+        "  litellm_params: {model: openai/x}\n  model_name: openai/other\n",
+        "sft.yaml": "data:\n  train: a.jsonl\nlora:\n  r: 4\n  r: 64\n",
+        "questions.jsonl": '{"id": "1", "question": "Zoos?"}\n'
+        '{"id": "2", "question": "A?", "question": "B?"}\n',
+        "topics.json": '["Should zoos be banned?"]',
+    }
+    path = {name: tmp_path / name for name in files}
+    for name, text in files.items():
+        path[name].write_text(text)
+    with ScriptedServer(rules=[Rule(pattern=".", reply="Fine.")]) as server:
+        debate = ["debate", "--topics", path["topics.json"], "--out", tmp_path / "out"]
+        cases = {
+            "prices.json, line 3: cannot read prices: key 'openai/scripted' repeated": [
+                *debate, *model(server), "--prices", path["prices.json"], "--dry-run"
+            ],
+            "config.yaml, line 3: cannot read config: key 'rounds' repeated": [
+                "debate", "--config", path["config.yaml"], "--dry-run"
+            ],
+            "router.yaml, line 4: cannot read router config: key 'model_name' repeated": [
+                *debate, "--model", "openai/scripted", "--router", path["router.yaml"], "--dry-run"
+            ],
+            "sft.yaml: not valid YAML: line 5: key 'r' repeated": [
+                "train", "sft", "--config", path["sft.yaml"]
+            ],
+            "questions.jsonl, line 2: key 'question' repeated": [
+                "answer", "--questions", path["questions.jsonl"], "--out", tmp_path / "answers",
+                *model(server), "--dry-run",
+            ],
+        }  # fmt: skip
+        for line, args in cases.items():
+            one_line_exit_2(run_moot(*args), f"moot: error: {tmp_path}/{line}")
+        assert server.requests == []
+
+
+def test_every_json_number_form_is_a_number_in_a_price_file(tmp_path: Path):
+    """`1e-05` is what json.dumps(0.00001) writes; YAML 1.1 read it (and `2e-1`) as text."""
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"openai/scripted": {"input": 2e-1, "output": 0.00001}}))
+    assert "1e-05" in prices.read_text() and "0.2" in prices.read_text()
+    prices.write_text('{"openai/scripted": {"input": 2e-1, "output": 1E-05, "cached_input": 1e1}}')
+    topics = tmp_path / "topics.json"
+    topics.write_text('["Should zoos be banned?"]')
+    with ScriptedServer(rules=[Rule(pattern=".", reply="Fine.")]) as server:
+        result = run_moot(
+            "debate", "--topics", topics, "--out", tmp_path / "out", *model(server),
+            "--prices", prices, "--budget", "1", "--dry-run",
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "budget: the estimate fits within --budget $1.0000" in result.stdout

@@ -340,24 +340,14 @@ def test_a_recipe_of_the_wrong_shape_is_one_line_naming_the_key(recipe, problem,
     assert not (tmp_path / "out").exists()
 
 
-def test_the_shipped_recipes_parse_and_resolve(tmp_path):
-    """Both examples plan without running: every stage's options are its command's."""
-    from moot.cli.loop import plan
-    from moot.cli.main import build_parser
-    from moot.graphs.loop import load_recipe
-
-    for name in ("loop-tiny.yaml", "loop-gpt.yaml"):
-        recipe_ = load_recipe(ROOT / "examples" / name)
-        planned = plan(recipe_, tmp_path / "out", build_parser())
-        assert [p.stage.name for p in planned][0] == "debate"
-        sft = next(p for p in planned if p.stage.command == ("train", "sft"))
-        assert f"data.train={tmp_path / 'out' / 'debate'}/dataset.jsonl" in sft.args.overrides
-
-
-def test_dry_run_of_the_tiny_loop_prices_every_stage_and_says_if_the_budget_fits(tmp_path):
-    """`moot run --dry-run` of a fresh examples/loop-tiny.yaml: every model stage is counted
-    (the later ones from what the earlier ones would write), the embedded model is not started,
-    nothing is written, and the whole recipe's estimate is set against --budget."""
+def test_dry_run_of_the_tiny_loop_prices_every_stage_and_says_if_the_budget_fits(
+    tmp_path, monkeypatch
+):
+    """`moot run --dry-run` of a fresh examples/loop-tiny.yaml, from another folder (its paths
+    are its folder's): every model stage is counted (the later ones from what the earlier ones
+    would write), the embedded model is not started, nothing is written, and the whole recipe's
+    estimate is set against --budget. examples/loop-gpt.yaml plans from there too."""
+    monkeypatch.chdir(tmp_path)
     out = tmp_path / "loop"
     recipe_ = ROOT / "examples" / "loop-tiny.yaml"
     result = run_moot("run", recipe_, "--out", out, "--dry-run", "--budget", "0.01")
@@ -369,7 +359,11 @@ def test_dry_run_of_the_tiny_loop_prices_every_stage_and_says_if_the_budget_fits
     )
     assert "not in the estimate" not in result.stdout
     assert "budget: the estimate fits within --budget $0.0100" in result.stdout  # local: $0
-    assert not out.exists()
+    assert f"it reads {out}/debate/dataset.jsonl: 2 records" in result.stdout  # sft's data.train
+    result = run_moot("run", ROOT / "examples" / "loop-gpt.yaml", "--out", "gpt", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert "debatrix: judgments" in result.stdout
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_run_budget_is_shared_a_stopped_stage_ends_the_run_and_a_rerun_pays_nothing_twice(
@@ -417,11 +411,11 @@ def test_dry_run_refuses_a_stage_s_own_bad_input_and_notes_an_input_no_plan_tell
     stages = {name: data["stages"][name] for name in ("debate", "generate-base", "quality")}
     stages["quality"] |= {"responses": "{generate-base}", "baseline": str(tmp_path / "no.json")}
     out = tmp_path / "out"
-    result = run_moot(
-        "run", write(tmp_path / "a.yaml", {"stages": stages}), "--out", out, "--dry-run"
-    )
+    path = write(tmp_path / "a.yaml", {"stages": stages})
+    result = run_moot("run", path, "--out", out, "--dry-run")
     assert result.returncode == 2
-    assert result.stderr == f"moot: error: --baseline {tmp_path / 'no.json'}: file not found\n"
+    missing = f"--baseline {tmp_path / 'no.json'}: file not found"
+    assert result.stderr == f"moot: error: {path}: stage quality: {missing}\n"
     stages = {"debate": stages["debate"], "answers": dict(stages["generate-base"])}
     stages["answers"]["dataset"] = "{debate}/arguments.jsonl"  # written, but not planned
     result = run_moot(
@@ -433,3 +427,178 @@ def test_dry_run_refuses_a_stage_s_own_bad_input_and_notes_an_input_no_plan_tell
     )
     assert "debate: debates" in result.stdout and "answers:" not in result.stdout
     assert not out.exists()
+
+
+def stages_of(data: dict, *names: str) -> dict:
+    return {name: dict(data["stages"][name]) for name in names}
+
+
+def test_how_a_finished_stage_runs_leaves_it_finished_and_a_push_added_only_pushes(tmp_path):
+    """The server moved (another --api-base), timeouts, retries, concurrency, verbosity and a
+    push changed on finished stages: nothing is paid again, the push is made, once."""
+    from moot.core.testing.hub_server import ScriptedHub
+    from tests.cli.helpers import TOKEN, hub_env
+
+    with (
+        ScriptedHub(TOKEN) as hub,
+        ScriptedServer(rules=RULES) as a,
+        ScriptedServer(rules=RULES) as b,
+    ):
+        env = hub_env(hub, tmp_path)
+        data = recipe(tmp_path, a.url)
+        stages = stages_of(data, "debate", "generate-base", "control-base")
+        path = write(tmp_path / "loop.yaml", {"stages": stages})
+        result = run_moot("run", path, "--out", tmp_path / "out", env=env)
+        assert result.returncode == 0, result.stderr
+        paid = len(a.requests)
+        assert paid > 0
+        for stage in stages.values():
+            stage |= {"api-base": b.url, "timeout": 7, "max-retries": 3, "concurrency": 2}
+            stage |= {"max-concurrency": 1, "verbose": True}
+        stages["debate"]["push-to-hub"] = "me/debates"
+        finished = {"generate-base", "control-base"}
+        for skips in (finished, finished | {"debate"}):  # the push, then nothing
+            result = run_moot("run", write(path, {"stages": stages}), "--out", tmp_path / "out",
+                              env=env)  # fmt: skip
+            assert result.returncode == 0, result.stderr
+            assert "changed" not in result.stderr
+            assert (len(a.requests), b.requests) == (paid, [])
+            assert skipped(result.stdout) == skips
+            assert len(hub.repo("me/debates").commits) == 1  # pushed by the first rerun alone
+        manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+        assert manifest["stages"]["debate"]["options"]["push-to-hub"] == "me/debates"
+
+
+def test_an_edited_input_redoes_its_stage_and_the_stages_that_read_its_output_by_path(
+    tmp_path, env
+):
+    """Inputs count by content wherever they are named: an edited dataset redoes the stage that
+    reads it, and a stage naming that stage's output by its literal path (not `{stage}`) is
+    redone with it, not skipped with stale results."""
+    out = tmp_path / "out"
+    with ScriptedServer(rules=RULES) as server:
+        data = recipe(tmp_path, server.url)
+        stages = stages_of(data, "generate-base", "control-base")
+        stages["control-base"]["responses"] = str(out / "generate-base.json")
+        path = write(tmp_path / "loop.yaml", {"stages": stages})
+        result = run_moot("run", path, "--out", out, env=env)
+        assert result.returncode == 0, result.stderr
+        dataset = Path(stages["generate-base"]["dataset"])
+        dataset.write_text(dataset.read_text().replace("Captivity", "Confinement"))
+        server.clear_log()
+        result = run_moot("run", path, "--out", out, env=env)
+        assert result.returncode == 0, result.stderr
+        assert skipped(result.stdout) == set()
+        for stage in ("generate-base", "control-base"):
+            assert f"moot: stage {stage} changed since its last run" in result.stderr
+        judged = [r for r in server.requests if "supporting versus opposing" in json.dumps(r.body)]
+        # the new affirmative answer is judged; the negative one's prompt is the cache's
+        answer = json.loads((out / "generate-base.json").read_text())[0]
+        assert answer["argument"] == "Confinement harms animals"
+        assert len(judged) == 1 and answer["response"] in json.dumps(judged[0].body)
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["stages"]["control-base"]["depends_on"] == ["generate-base"]
+
+
+def test_an_edited_data_train_named_in_the_sft_config_redoes_the_sft_stage(tmp_path, env):
+    """A `train sft` stage's data.train is an input though only its config names it: edited,
+    the stage is redone (a run would train on the new data), not skipped as done."""
+    data = tmp_path / "sft.jsonl"
+    data.write_text((ROOT / "examples" / "sft-tiny.jsonl").read_text())
+    config = yaml.safe_load(TRAIN_TINY.read_text())
+    config["data"]["train"] = "sft.jsonl"  # relative to the recipe's folder
+    config["training"] |= {"epochs": 1, "max_steps": 1}
+    write(tmp_path / "sft.yaml", config)
+    sft = {"command": "train sft", "config": "sft.yaml"}
+    path = write(tmp_path / "loop.yaml", {"stages": {"sft": sft}})
+    out = tmp_path / "out"
+    result = run_moot("run", path, "--out", out, "--quiet", env=env)
+    assert result.returncode == 0, result.stderr
+    result = run_moot("run", path, "--out", out, "--dry-run", env=env)
+    assert "stage sft: done before, skipped" in result.stdout
+    data.write_text(data.read_text().replace("zoo", "park"))
+    result = run_moot("run", path, "--out", out, "--dry-run", env=env)
+    assert result.returncode == 0, result.stderr
+    assert f"stage sft: changed since its last run (or a stage it uses did): its output {out}" in (
+        result.stdout
+    )
+
+
+def test_paths_are_the_recipe_s_and_a_moved_input_deletes_nothing(tmp_path, env, monkeypatch):
+    """A recipe's relative paths are its folder's, wherever moot runs from; an input moved away
+    is refused before the finished stage that read it is deleted or anything is paid."""
+    folder = tmp_path / "recipe"
+    (folder / "data").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    out = tmp_path / "out"
+    with ScriptedServer(rules=RULES) as server:
+        data = recipe(folder / "data", server.url)
+        stages = stages_of(data, "generate-base", "control-base")
+        stages["generate-base"]["dataset"] = "data/test.jsonl"
+        path = write(folder / "loop.yaml", {"stages": stages})
+        for cwd in (tmp_path / "elsewhere", folder):
+            monkeypatch.chdir(cwd)
+            result = run_moot("run", path, "--out", out, env=env)
+            assert result.returncode == 0, result.stderr
+        assert skipped(result.stdout) == {"generate-base", "control-base"}
+        paid, answers = len(server.requests), (out / "generate-base.json").read_text()
+        (folder / "data").rename(folder / "data-moved")
+        result = run_moot("run", path, "--out", out, env=env)
+        assert result.returncode == 2
+        assert result.stderr == (
+            f"moot: error: {path}: stage generate-base: data/test.jsonl: file not found\n"
+        )
+        assert (out / "generate-base.json").read_text() == answers
+        assert (out / "control-base" / "summary.json").is_file()
+        assert len(server.requests) == paid
+
+
+def test_two_stages_of_one_name_or_a_stage_named_like_the_run_s_files_are_refused(tmp_path):
+    """YAML would keep the second stage of one name alone; a stage named `manifest` would write
+    its answers over the run's manifest.json. Each is one line, exit 2, nothing run."""
+    good = "{command: generate, dataset: t.jsonl, model: openai/x}"
+    cases = {
+        f"stages:\n  gen: {good}\n  judge: {good}\n  gen: {good}\n":
+            "line 4: cannot read recipe: key 'gen' repeated",
+        f"stages:\n  manifest: {good}\n":
+            "stages: stage 'manifest': its output would be the run's own manifest.json",
+        f"stages:\n  Report: {good}\n":
+            "stages: stage 'Report': its output would be the run's own report.md",
+        f"stages:\n  gen: {good}\n  Gen: {good}\n":
+            "stages: stage 'Gen': its output would be stage 'gen''s (on a disk that ignores case)",
+    }  # fmt: skip
+    path = tmp_path / "bad.yaml"
+    for text, problem in cases.items():
+        path.write_text(text)
+        result = run_moot("run", path, "--out", tmp_path / "out")
+        assert result.returncode == 2, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1
+        assert lines[0].startswith(
+            f"moot: error: {path}{',' if problem[0] == 'l' else ':'} {problem}"
+        )
+        assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("bad", "problem"),
+    [
+        ({"shard": "3/2"}, "invalid --shard '3/2': need 0 <= I < N"),
+        ({"topics": "nowhere.json"}, "nowhere.json: file not found"),
+        ({"budget": 1}, "--budget needs the price of openai/debater, which is unknown: give it "),
+    ],
+)
+def test_a_later_stage_s_bad_input_is_refused_before_the_first_stage_pays(
+    bad, problem, tmp_path, env
+):
+    with ScriptedServer(rules=RULES) as server:
+        data = recipe(tmp_path, server.url)
+        stages = stages_of(data, "generate-base", "debate")
+        stages["debate"] |= bad
+        path = write(tmp_path / "loop.yaml", {"stages": stages})
+        result = run_moot("run", path, "--out", tmp_path / "out", env=env)
+        assert result.returncode == 2
+        assert result.stderr.startswith(f"moot: error: {path}: stage debate: {problem}")
+        assert result.stderr.count("\n") == 1
+        assert server.requests == []
+        assert not (tmp_path / "out").exists()

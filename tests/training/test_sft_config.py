@@ -17,7 +17,7 @@ def test_presets_carry_the_papers_recipes_and_the_file_and_overrides_win(tmp_pat
     path.write_text("preset: debatune-vicuna\ntraining:\n  epochs: 1\n")
     config = load_sft_config(path, [*REQUIRED, "training.learning_rate=3e-5"])
     assert config.preset == "debatune-vicuna" and config.model.chat_template == "vicuna"
-    assert config.training.learning_rate == 3e-5  # YAML reads 3e-5 as text; a float field takes it
+    assert config.training.learning_rate == 3e-5  # moot.core.loader reads YAML 1.2 / JSON exponents
     assert config.training.epochs == 1.0 and config.training.effective_batch_size == 128
     llama = load_sft_config(None, ["preset=debatune-llama2", *REQUIRED])
     assert (llama.training.learning_rate, llama.data.max_length) == (2e-5, 2048)
