@@ -256,6 +256,31 @@ def holds_files(folder: Path) -> bool:
     return folder.is_dir() and any(entry.name != ".moot" for entry in folder.iterdir())
 
 
+def overlap(path: str | Path, other: str | Path) -> str | None:
+    """How `path` overlaps `other`: it ``is``, ``holds`` or ``lies inside`` it; else None.
+
+    Both are resolved, so another spelling or a symlink is caught too. None also when `other`
+    does not exist (a hub name, a shard not made).
+
+    Example:
+        >>> overlap("idx/answers", "idx")  # doctest: +SKIP
+        'lies inside'
+    """
+    if not Path(other).exists():
+        return None
+    mine, theirs = Path(path).resolve(), Path(other).resolve()
+    if mine == theirs:
+        return "is"
+    if mine in theirs.parents:
+        return "holds"
+    return "lies inside" if theirs in mine.parents else None
+
+
+def progress_log(out: Path) -> Path:
+    """The progress log a command writes beside its output file `out`: ``.NAME.progress.jsonl``."""
+    return Path(out).with_name(f".{Path(out).name}.progress.jsonl")
+
+
 def check_out_dir(
     out: Path,
     kind: str,
@@ -280,8 +305,7 @@ def check_out_dir(
     """
     out = Path(out).resolve()
     for source in inputs:
-        path = Path(source).resolve()
-        if Path(source).exists() and (path == out or out in path.parents or path in out.parents):
+        if overlap(out, source):
             raise ConfigError(f"--out {out} must not be, hold or sit inside an input ({source})")
     if not out.exists() or (out.is_dir() and not holds_files(out)):
         return  # new, empty, or holding only moot's own marks
@@ -296,22 +320,16 @@ def check_out_dir(
         )
 
 
-def check_out_file(out: Path, inputs: Iterable[str | Path] = ()) -> None:
-    """Refuse an output file that would replace an input or cannot be written.
+def check_out_file(out: Path) -> None:
+    """Refuse an output file that cannot be written.
 
-    Commands call it before any work is paid for.
+    Commands call it before any work is paid for (the CLI has checked that no output overlaps
+    an input: `moot.cli.runtime.check_paths`).
 
     Raises:
-        ConfigError: `out` is an input file or sits in an input folder; it is a folder; or the
-            folder it goes in is not a folder or not writable.
+        ConfigError: `out` is a folder, or the folder it goes in is not a folder or not writable.
     """
     out = Path(out)
-    for source in inputs:
-        path = Path(source).resolve()  # resolved: another spelling or a symlink is caught too
-        if Path(source).exists() and (path == out.resolve() or path in out.resolve().parents):
-            raise ConfigError(
-                f"--out {out} would overwrite an input ({source}); choose another file"
-            )
     if out.is_dir():
         raise ConfigError(f"--out {out} is a folder; give a file name")
     # the nearest existing ancestor ("." or "/" at worst): missing folders are created in it

@@ -31,13 +31,14 @@ def register(commands: Commands) -> None:
         "docs/cli.md.",
         plan=plan_recipe,
     )
-    run.add_argument("recipe", type=Path, metavar="RECIPE", help="the recipe (YAML)")
+    run.add_argument("recipe", type=opt.input_file, metavar="RECIPE", help="the recipe (YAML)")
     opt.out_option(
         run,
         "the run's folder: a folder per stage, manifest.json, report.md",
         default="runs/<recipe name>",
         resolve=lambda args: Path("runs") / args.recipe.stem,
     )
+    run.set_defaults(holds_runs=True)  # its stages' run folders
     opt.cost_options(run)
     opt.common_options(run)
 
@@ -293,10 +294,11 @@ def run_options(args: argparse.Namespace, recipe: Any) -> None:
 
 
 def for_the_run(stage: argparse.Namespace, args: argparse.Namespace, spent: float) -> None:
-    """Give a stage the run's prices (unless it has its own) and what is left of its budget.
+    """Give a stage the run's prices (unless it has its own), its budget's rest, and its folder.
 
     A stage's own ``budget`` still bounds it; its spending is counted through the model clients
-    its command makes (``stage.clients``, `stage_ledger`).
+    its command makes (``stage.clients``, `stage_ledger`). Its output lies inside the run's folder
+    (``stage.run_folder``, `moot.cli.runtime.check_paths`).
 
     Args:
         stage: The stage's parsed command line.
@@ -304,6 +306,7 @@ def for_the_run(stage: argparse.Namespace, args: argparse.Namespace, spent: floa
         spent: USD the run's earlier stages spent.
     """
     stage.clients = []
+    stage.run_folder = args.out
     if hasattr(stage, "prices") and stage.prices is None:
         stage.prices = args.prices
     if hasattr(stage, "budget") and args.budget is not None:
