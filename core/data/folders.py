@@ -26,7 +26,7 @@ from moot.core.data.records import (
     read_json_file,
     write_json,
 )
-from moot.core.errors import ConfigError
+from moot.core.errors import ConfigError, writing
 
 MARKS = ".moot"
 OWNER = f"{MARKS}/owner.json"
@@ -230,15 +230,17 @@ def own_folder(folder: Path, command: str) -> Iterator[None]:
     Raises:
         ConfigError: `check_owner` refuses the folder, or another run holds it (named by its
             command, pid and start time).
+        WriteError: The folder, its lock or its mark cannot be written (a full disk, ...).
     """
     folder = Path(folder)
     check_owner(folder, command)
     made = [p for p in (folder, folder / MARKS) if not p.exists()]
-    (folder / MARKS).mkdir(parents=True, exist_ok=True)
     lock = None
     marked = False
     try:
-        lock = _lock(folder / LOCK, command)
+        with writing(folder):
+            (folder / MARKS).mkdir(parents=True, exist_ok=True)
+            lock = _lock(folder / LOCK, command)
         check_owner(folder, command)  # again, under the lock: a run may have marked it since
         if owners(folder) is None:
             write_json(folder / OWNER, {"command": command, "version": _version()})

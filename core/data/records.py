@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import quote
 
 from moot.core.data.planned import planned_text
-from moot.core.errors import ConfigError, InputError
+from moot.core.errors import ConfigError, InputError, writing
 
 
 def package_versions(*packages: str) -> dict[str, str]:
@@ -96,15 +96,21 @@ class ResultLog:
                 offset += len(line)
 
     def append(self, record: dict[str, Any]) -> None:
-        """Append one record and flush it to disk before returning."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Append one record and flush it to disk before returning.
+
+        Raises:
+            WriteError: The OS refused (a full disk, ...); the records before it are kept, and
+                a line this one tore is skipped by the reader and sealed by the next append.
+        """
         line = json.dumps(record, ensure_ascii=False) + "\n"
-        with self._lock, self.path.open("a", encoding="utf-8") as f:
-            if f.tell() and not _ends_with_newline(self.path):
-                f.write("\n")  # seal a line torn by an earlier crash
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+        with writing(self.path):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._lock, self.path.open("a", encoding="utf-8") as f:
+                if f.tell() and not _ends_with_newline(self.path):
+                    f.write("\n")  # seal a line torn by an earlier crash
+                f.write(line)
+                f.flush()
+                os.fsync(f.fileno())
 
     def compact(self, records: Iterable[dict[str, Any]]) -> None:
         """Rewrite the log atomically with exactly `records` (one line per id)."""
@@ -356,53 +362,51 @@ def atomic_write(path: Path, write: Callable[[Any], Any], *, binary: bool = Fals
     """Call ``write(file)`` on a temporary sibling of `path`, then rename it into place.
 
     The file is opened as UTF-8 text, or for bytes when `binary` (charts).
+
+    Raises:
+        WriteError: The OS refused (a full disk, ...), named as `path`; `path` is as it was.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     try:
-        # "x" respects the umask, unlike mkstemp
-        with open(tmp, "xb") if binary else open(tmp, "x", encoding="utf-8") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
+        with writing(path, tmp):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # "x" respects the umask, unlike mkstemp
+            with open(tmp, "xb") if binary else open(tmp, "x", encoding="utf-8") as f:
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+    except BaseException:
         with contextlib.suppress(OSError):  # e.g. a name too long to exist in the first place
             Path(tmp).unlink()
-        _blame_target(exc, tmp, path)
         raise
 
 
 def atomic_replace_dir(build: Callable[[Path], Any], target: Path) -> None:
-    """Build a directory with ``build(tmp_dir)`` next to `target`, then swap it into place."""
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        tmp.mkdir()
-        build(tmp)
-        old = target.with_name(f".{target.name}.old")
-        if (target / ".moot").is_dir() and not (tmp / ".moot").exists():
-            os.replace(target / ".moot", tmp / ".moot")  # its owner mark and the run's lock stay
-        if target.exists():
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(target, old)
-        os.replace(tmp, target)
-        shutil.rmtree(old, ignore_errors=True)
-    except BaseException as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        _blame_target(exc, tmp, target)
-        raise
+    """Build a directory with ``build(tmp_dir)`` next to `target`, then swap it into place.
 
-
-def _blame_target(exc: BaseException, tmp: Path, target: Path) -> None:
-    """Raise an OSError about our temporary sibling as the same error about `target`.
-
-    The user named `target`; the temporary name would only puzzle them.
+    Raises:
+        WriteError: The OS refused (a full disk, ...), named as `target`; it is as it was.
     """
-    if isinstance(exc, OSError) and str(exc.filename) == str(tmp):  # a str or a Path
-        raise OSError(exc.errno, exc.strerror, str(target)) from None
+    target = Path(target)
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    old = target.with_name(f".{target.name}.old")
+    try:
+        with writing(target, tmp, old):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp.mkdir()
+            build(tmp)
+            if (target / ".moot").is_dir() and not (tmp / ".moot").exists():
+                os.replace(target / ".moot", tmp / ".moot")  # its owner mark and lock stay
+            if target.exists():
+                shutil.rmtree(old, ignore_errors=True)
+                os.replace(target, old)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 #: Bytes in one file name on every common file system.

@@ -187,7 +187,7 @@ def _command_parser(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> 
 def run_recipe(args: argparse.Namespace) -> int:
     """`moot run`."""
     from moot.cli.runtime import BUDGET_EXIT, execute
-    from moot.core.errors import BudgetReached, ConfigError, MootError
+    from moot.core.errors import BudgetReached, ConfigError, MootError, WriteError, machine_failure
     from moot.graphs.loop import Manifest, discard, load_recipe, now, write_report, write_run_view
 
     if not args.recipe.is_file():
@@ -234,9 +234,9 @@ def run_recipe(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             _record(manifest, item, started, "interrupted", 130)
             raise
-        except (MootError, OSError, BudgetReached) as exc:  # main prints its one line
+        except (MootError, OSError, WriteError, BudgetReached) as exc:  # main prints its line
             stopped = isinstance(exc, BudgetReached)
-            code = BUDGET_EXIT if stopped else 2
+            code = BUDGET_EXIT if stopped else 1 if machine_failure(exc) else 2
             _record(manifest, item, started, "stopped" if stopped else "failed", code, str(exc))
             write_run_view(args.out, manifest)
             write_report(args.out, recipe, manifest)
