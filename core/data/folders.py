@@ -92,7 +92,7 @@ CLAIMS = tuple(entry for entry in LEGACY if entry[0].startswith(f"{MARKS}/"))
 
 
 def _marked(folder: Path, legacy: Sequence[tuple[str, Any, tuple[str, ...]]]) -> Any:
-    """The commands `folder`'s owner mark, else its `legacy` marks, name; None without either."""
+    """The commands that `folder`'s owner mark names, else its `legacy` marks; None: neither."""
     if (folder / OWNER).is_file():
         mark = read_json_file(folder / OWNER)
         command = mark.get("command") if isinstance(mark, dict) else None
@@ -140,7 +140,7 @@ def check_outputs(
     page: str | None = None,
     holds_runs: bool = False,
 ) -> None:
-    """Refuse an output that is, holds or lies inside an input, or another run's folder's.
+    """Refuse an output that is, holds or lies inside an input, or lies inside or holds a run.
 
     Reads only; called before any work. A run folder is one moot marked (`CLAIMS`): a path
     inside one would be swept away or mixed up with that run's results (``moot index --out idx``

@@ -104,16 +104,14 @@ def check_paths(args: argparse.Namespace, *dests: str) -> None:
                 inputs.append((flag, Path(path)))
                 if kind != SOURCE:
                     _check_input(flag, path, kind)
-    if not dests:
-        own = [args.out] if getattr(args, "out_folder", False) else []
-        run_folder = getattr(args, "run_folder", None)  # a `moot run` stage's (`for_the_run`)
-        check_outputs(
-            outputs,
-            inputs,
-            within=[*own, *([run_folder] if run_folder else [])],
-            page=getattr(args, "writes_in_inputs", None),
-            holds_runs=getattr(args, "holds_runs", False),
-        )
+    if dests:
+        return
+    within = [args.out] if getattr(args, "out_folder", False) else []
+    if getattr(args, "run_folder", None):  # a `moot run` stage's (`for_the_run`)
+        within.append(args.run_folder)
+    page = getattr(args, "writes_in_inputs", None)
+    holds_runs = getattr(args, "holds_runs", False)
+    check_outputs(outputs, inputs, within=within, page=page, holds_runs=holds_runs)
 
 
 def _check_input(flag: str, path: Any, kind: str) -> None:
