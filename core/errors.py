@@ -1,12 +1,19 @@
 """Errors moot reports to users.
 
 `MootError` and its subclasses are expected failures: the CLI prints their one-line message
-and exits with code 2 (bad input, configuration or endpoint) without a traceback. Anything
+and exits with code 2 (bad input, configuration or endpoint) without a traceback. A `WriteError`
+(the machine could not keep a file) exits 1: what finished is kept and a rerun resumes. Anything
 else is a bug.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 
@@ -39,6 +46,86 @@ class ConfigError(MootError):
 
 class EndpointError(MootError):
     """A model endpoint that cannot be reached or refuses every request."""
+
+
+class WriteError(Exception):
+    """A file moot writes (a log, an output, the cache, the checkpoints) failed at the OS.
+
+    A full disk, a read-only or unwritable folder, too many open files: not the user's input,
+    and not a bug. What finished is kept (each record is fsynced as it is logged), so a rerun
+    after the cause is fixed resumes; the CLI prints one line and exits 1.
+
+    Args:
+        path: The file (or folder) that could not be written.
+        problem: The OS's or SQLite's words (``No space left on device``).
+    """
+
+    def __init__(self, path: object, problem: str) -> None:
+        super().__init__(f"cannot write {path}: {problem}")
+        self.path, self.problem = path, problem
+
+
+#: OS errors that say the machine cannot keep a file now, whatever the file: a full disk or
+#: quota, a file over the size limit, a read-only file system, no file descriptor left, I/O.
+ENVIRONMENT_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EMFILE, errno.ENFILE, errno.EIO}
+)
+
+
+def machine_failure(exc: BaseException) -> bool:
+    """Whether `exc` says the machine stopped the run (exit 1), not the user's input (exit 2)."""
+    return isinstance(exc, WriteError) or (
+        isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS
+    )
+
+
+#: SQLite's primary result codes for the same (SQLITE_PERM, _READONLY, _IOERR, _FULL, _CANTOPEN).
+_SQLITE_OS_CODES = frozenset({3, 8, 10, 13, 14})
+
+
+def os_problem(exc: BaseException) -> str | None:
+    """What went wrong at the OS, if `exc` is such a failure (an `OSError`, or SQLite's)."""
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    sqlite3 = sys.modules.get("sqlite3")  # not imported: no SQLite error can have been raised
+    if sqlite3 is not None and isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code is not None and code & 0xFF in _SQLITE_OS_CODES:
+            return str(exc)
+    return None
+
+
+@contextlib.contextmanager
+def writing(path: object, *scratch: object, os_errors: bool = True) -> Iterator[None]:
+    """Raise an OS failure while writing `path` as a `WriteError` naming it.
+
+    The failures taken are SQLite's, and (unless not `os_errors`: a block whose other work is
+    not this file's) `OSError`s about `path`, a file inside it, one of `scratch` (its temporary
+    sibling), or no file at all (``write`` on a full disk). Any other error (reading an input,
+    a bug) passes unchanged.
+    """
+    try:
+        yield
+    except Exception as exc:
+        problem = os_problem(exc)
+        if problem is None or (isinstance(exc, OSError) and not os_errors):
+            raise
+        if not _about(exc, path, *scratch):
+            raise
+        raise WriteError(path, problem) from exc
+
+
+def _about(exc: Exception, *paths: object) -> bool:
+    """Whether `exc` is about one of `paths` (or a file inside one), or about no file."""
+    name = getattr(exc, "filename", None)
+    if not isinstance(exc, OSError) or name is None:
+        return True
+    named = os.path.abspath(os.fsdecode(name))
+    for path in paths:
+        folder = os.path.abspath(os.fspath(Path(path)))  # type: ignore[arg-type]
+        if named == folder or named.startswith(folder + os.sep):
+            return True
+    return False
 
 
 class ModelCallError(Exception):

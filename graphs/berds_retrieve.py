@@ -25,7 +25,13 @@ from moot.agents.berds_query_expansion import (
     expansion_messages,
 )
 from moot.core.data.questions import Question
-from moot.core.data.records import ResultLog, check_out_file, stable_id, write_jsonl
+from moot.core.data.records import (
+    ResultLog,
+    check_out_file,
+    progress_log,
+    stable_id,
+    write_jsonl,
+)
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.llm.tokens import count_message_tokens
@@ -190,7 +196,7 @@ async def _expand(
     run = await run_items(
         items,
         expand,
-        ResultLog(_progress_log(out)),
+        ResultLog(progress_log(out)),
         unit="expansions",
         concurrency=concurrency,
         failed=lambda record: record["status"] != "ok",
@@ -210,11 +216,6 @@ def _expansion_items(
     return ids, [{"id": ids[q.id], "question": q.text} for q in questions]
 
 
-def _progress_log(out: Path) -> Path:
-    """The expansions' log beside the output file `out`."""
-    return out.with_name(f".{out.name}.progress.jsonl")
-
-
 def plan_expansions(
     questions: Sequence[Question], out: Path, expansion: QueryExpansion | None
 ) -> Plan:
@@ -229,7 +230,7 @@ def plan_expansions(
     if expansion is None:
         return Plan([PlanItems("questions", len(questions))])
     _, items = _expansion_items(questions, expansion)
-    stage, pending = items_of("expansions", items, _progress_log(out))
+    stage, pending = items_of("expansions", items, progress_log(out))
     plan = Plan([stage])
     role = expansion.role
     for item in pending:

@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from moot.core.errors import ModelCallError
+from moot.core.errors import ModelCallError, writing
 from moot.core.llm.models import ModelClient
 
 #: The running settled nodes of the graph run in this context (see `settled`).
@@ -70,15 +70,20 @@ async def open_checkpoints(out_dir: Path) -> AsyncIterator[Any]:
 
     Yields:
         The open checkpointer, for ``build_*_graph(checkpointer)``.
+
+    Raises:
+        WriteError: The file failed at the OS (a full disk, ...), while the run used it too.
     """
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     path = Path(out_dir) / ".moot" / "checkpoints.sqlite"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
-        await saver.conn.execute("PRAGMA journal_mode=WAL")
-        await saver.conn.execute("PRAGMA synchronous=NORMAL")  # 5 ms → 0.4 ms per step
-        yield saver
+    with writing(path, os_errors=False):  # SQLite's own: the run's other work is not this file's
+        with writing(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+            await saver.conn.execute("PRAGMA journal_mode=WAL")
+            await saver.conn.execute("PRAGMA synchronous=NORMAL")  # 5 ms → 0.4 ms per step
+            yield saver
 
 
 async def forget_threads(saver: Any, thread_ids: list[str]) -> None:

@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.records import ResultLog, check_out_file, stable_id, write_json
+from moot.core.data.records import (
+    ResultLog,
+    check_out_file,
+    progress_log,
+    stable_id,
+    write_json,
+)
 from moot.core.data.topics import STANCES, Topic
 from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
@@ -171,11 +177,6 @@ def plan_answers(
         answers[item["id"]] = {**item, "raw_output": stand_in(budget or 0)}
     plan.outputs[Path(out)] = [_output(answers[item["id"]]) for item in items]
     return plan
-
-
-def progress_log(out: Path) -> Path:
-    """The progress log beside the output file ``out``."""
-    return out.with_name(f".{out.name}.progress.jsonl")
 
 
 def _identified(

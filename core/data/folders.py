@@ -15,12 +15,18 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.records import holds_files, package_versions, read_json_file, write_json
-from moot.core.errors import ConfigError
+from moot.core.data.records import (
+    holds_files,
+    overlap,
+    package_versions,
+    read_json_file,
+    write_json,
+)
+from moot.core.errors import ConfigError, writing
 
 MARKS = ".moot"
 OWNER = f"{MARKS}/owner.json"
@@ -74,15 +80,28 @@ def owners(folder: Path) -> tuple[str, ...] | None:
         InputError: The owner mark cannot be read.
     """
     folder = Path(folder)
+    found = _marked(folder, LEGACY)
+    if found is not None:
+        return found
+    return () if holds_files(folder) else None
+
+
+#: The earlier versions' marks that are moot's alone, in ``.moot/`` (a manifest alone could be
+#: anyone's file): how `check_outputs` and `outside_runs` know a run folder above or below a path.
+CLAIMS = tuple(entry for entry in LEGACY if entry[0].startswith(f"{MARKS}/"))
+
+
+def _marked(folder: Path, legacy: Sequence[tuple[str, Any, tuple[str, ...]]]) -> Any:
+    """The commands that `folder`'s owner mark names, else its `legacy` marks; None: neither."""
     if (folder / OWNER).is_file():
         mark = read_json_file(folder / OWNER)
         command = mark.get("command") if isinstance(mark, dict) else None
         return (command,) if isinstance(command, str) else ()
-    for name, holds, commands in LEGACY:
+    for name, holds, commands in legacy:
         path = folder / name
         if path.is_file() and (holds is None or holds(_read_quietly(path))):
             return commands
-    return () if holds_files(folder) else None
+    return None
 
 
 def _read_quietly(path: Path) -> Any:
@@ -113,6 +132,94 @@ def check_owner(folder: Path, command: str) -> None:
     )
 
 
+def check_outputs(
+    outputs: Sequence[tuple[str, Path]],
+    inputs: Sequence[tuple[str, Path]],
+    *,
+    within: Sequence[Path] = (),
+    page: str | None = None,
+    holds_runs: bool = False,
+) -> None:
+    """Refuse an output that is, holds or lies inside an input, or lies inside or holds a run.
+
+    Reads only; called before any work. A run folder is one moot marked (`CLAIMS`): a path
+    inside one would be swept away or mixed up with that run's results (``moot index --out idx``
+    replaces the folder whole), and a folder holding one would write over it.
+
+    Args:
+        outputs: Every path the command writes, with its flag (``--out``, ``--cache``).
+        inputs: Every path it reads, with its flag; those that do not exist are no files.
+        within: Run folders its outputs may lie inside: its own ``--out`` folder, the `moot run`
+            folder of which it is a stage.
+        page: The one file name it may write straight inside an input folder (`moot view`'s
+            page of the run it shows, ``view.html``).
+        holds_runs: Its output folder holds other commands' run folders (`moot run`'s stages).
+
+    Raises:
+        ConfigError: The first output that overlaps, naming both paths (and the run's command).
+    """
+    own = {Path(folder).resolve() for folder in within}
+    for flag, path in outputs:
+        path = Path(path)
+        if page and path.name == page and any(overlap(path.parent, i) == "is" for _, i in inputs):
+            continue  # the page of a run folder it reads
+        for source_flag, source in inputs:
+            how = overlap(path, source)
+            if how:
+                raise ConfigError(
+                    f"{flag} {path} {how} the input {source_flag} {source}; choose another {flag}"
+                )
+        for folder in path.resolve().parents:
+            if folder in own:
+                break  # its own run's folder, checked as an output of its own
+            found = _marked(folder, CLAIMS)
+            if found is not None:
+                raise ConfigError(
+                    f"{flag} {path} lies inside {_shown(folder)}, {_whose(found)}; choose "
+                    f"another {flag}, outside every run's folder"
+                )
+        nested = None if holds_runs or not path.is_dir() else _run_below(path)
+        if nested is not None:
+            folder, found = nested
+            raise ConfigError(
+                f"{flag} {path} holds {_shown(folder)}, {_whose(found)}; move it out, or choose "
+                f"another {flag}"
+            )
+
+
+def _run_below(folder: Path) -> tuple[Path, tuple[str, ...]] | None:
+    """The first run folder inside `folder`, and its commands; None if it holds none."""
+    for root, dirs, _ in os.walk(folder):
+        dirs[:] = [name for name in dirs if name != MARKS]
+        for name in dirs:
+            found = _marked(Path(root) / name, CLAIMS)
+            if found is not None:
+                return Path(root) / name, found
+    return None
+
+
+def outside_runs(path: Path) -> Path:
+    """`path`, or the outermost run folder that is or holds it: what a default output sits beside.
+
+    The path's own parents are looked at as given, so the default reads as the input was named.
+    """
+    path, found = Path(path), Path(path)
+    for folder in (path, *path.parents):
+        if folder.name and folder.is_dir() and _marked(folder, CLAIMS) is not None:
+            found = folder
+    return found
+
+
+def _whose(found: tuple[str, ...]) -> str:
+    return f"`{found[0]}`'s run folder" if len(found) == 1 else "a moot run folder"
+
+
+def _shown(folder: Path) -> str:
+    """`folder` relative to the current folder when it is inside it, else absolute."""
+    relative = os.path.relpath(folder)
+    return relative if not relative.startswith("..") else str(folder)
+
+
 @contextlib.contextmanager
 def own_folder(folder: Path, command: str) -> Iterator[None]:
     """Hold `folder` for one run of `command`: its owner checked, then locked and marked.
@@ -123,15 +230,17 @@ def own_folder(folder: Path, command: str) -> Iterator[None]:
     Raises:
         ConfigError: `check_owner` refuses the folder, or another run holds it (named by its
             command, pid and start time).
+        WriteError: The folder, its lock or its mark cannot be written (a full disk, ...).
     """
     folder = Path(folder)
     check_owner(folder, command)
     made = [p for p in (folder, folder / MARKS) if not p.exists()]
-    (folder / MARKS).mkdir(parents=True, exist_ok=True)
     lock = None
     marked = False
     try:
-        lock = _lock(folder / LOCK, command)
+        with writing(folder):
+            (folder / MARKS).mkdir(parents=True, exist_ok=True)
+            lock = _lock(folder / LOCK, command)
         check_owner(folder, command)  # again, under the lock: a run may have marked it since
         if owners(folder) is None:
             write_json(folder / OWNER, {"command": command, "version": _version()})

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import quote
 
 from moot.core.data.planned import planned_text
-from moot.core.errors import ConfigError, InputError
+from moot.core.errors import ConfigError, InputError, writing
 from moot.core.loader import RepeatedKey, Unreadable, load_json
 
 
@@ -97,15 +97,21 @@ class ResultLog:
                 offset += len(line)
 
     def append(self, record: dict[str, Any]) -> None:
-        """Append one record and flush it to disk before returning."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Append one record and flush it to disk before returning.
+
+        Raises:
+            WriteError: The OS refused (a full disk, ...); the records before it are kept, and
+                a line this one tore is skipped by the reader and sealed by the next append.
+        """
         line = json.dumps(record, ensure_ascii=False) + "\n"
-        with self._lock, self.path.open("a", encoding="utf-8") as f:
-            if f.tell() and not _ends_with_newline(self.path):
-                f.write("\n")  # seal a line torn by an earlier crash
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+        with writing(self.path):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._lock, self.path.open("a", encoding="utf-8") as f:
+                if f.tell() and not _ends_with_newline(self.path):
+                    f.write("\n")  # seal a line torn by an earlier crash
+                f.write(line)
+                f.flush()
+                os.fsync(f.fileno())
 
     def compact(self, records: Iterable[dict[str, Any]]) -> None:
         """Rewrite the log atomically with exactly `records` (one line per id)."""
@@ -257,6 +263,31 @@ def holds_files(folder: Path) -> bool:
     return folder.is_dir() and any(entry.name != ".moot" for entry in folder.iterdir())
 
 
+def overlap(path: str | Path, other: str | Path) -> str | None:
+    """How `path` overlaps `other`: it ``is``, ``holds`` or ``lies inside`` it; else None.
+
+    Both are resolved, so another spelling or a symlink is caught too. None also when `other`
+    does not exist (a hub name, a shard not made).
+
+    Example:
+        >>> overlap("idx/answers", "idx")  # doctest: +SKIP
+        'lies inside'
+    """
+    if not Path(other).exists():
+        return None
+    mine, theirs = Path(path).resolve(), Path(other).resolve()
+    if mine == theirs:
+        return "is"
+    if mine in theirs.parents:
+        return "holds"
+    return "lies inside" if theirs in mine.parents else None
+
+
+def progress_log(out: Path) -> Path:
+    """The progress log a command writes beside its output file `out`: ``.NAME.progress.jsonl``."""
+    return Path(out).with_name(f".{Path(out).name}.progress.jsonl")
+
+
 def check_out_dir(
     out: Path,
     kind: str,
@@ -281,8 +312,7 @@ def check_out_dir(
     """
     out = Path(out).resolve()
     for source in inputs:
-        path = Path(source).resolve()
-        if Path(source).exists() and (path == out or out in path.parents or path in out.parents):
+        if overlap(out, source):
             raise ConfigError(f"--out {out} must not be, hold or sit inside an input ({source})")
     if not out.exists() or (out.is_dir() and not holds_files(out)):
         return  # new, empty, or holding only moot's own marks
@@ -297,22 +327,16 @@ def check_out_dir(
         )
 
 
-def check_out_file(out: Path, inputs: Iterable[str | Path] = ()) -> None:
-    """Refuse an output file that would replace an input or cannot be written.
+def check_out_file(out: Path) -> None:
+    """Refuse an output file that cannot be written.
 
-    Commands call it before any work is paid for.
+    Commands call it before any work is paid for (the CLI has checked that no output overlaps
+    an input: `moot.cli.runtime.check_paths`).
 
     Raises:
-        ConfigError: `out` is an input file or sits in an input folder; it is a folder; or the
-            folder it goes in is not a folder or not writable.
+        ConfigError: `out` is a folder, or the folder it goes in is not a folder or not writable.
     """
     out = Path(out)
-    for source in inputs:
-        path = Path(source).resolve()  # resolved: another spelling or a symlink is caught too
-        if Path(source).exists() and (path == out.resolve() or path in out.resolve().parents):
-            raise ConfigError(
-                f"--out {out} would overwrite an input ({source}); choose another file"
-            )
     if out.is_dir():
         raise ConfigError(f"--out {out} is a folder; give a file name")
     # the nearest existing ancestor ("." or "/" at worst): missing folders are created in it
@@ -339,53 +363,51 @@ def atomic_write(path: Path, write: Callable[[Any], Any], *, binary: bool = Fals
     """Call ``write(file)`` on a temporary sibling of `path`, then rename it into place.
 
     The file is opened as UTF-8 text, or for bytes when `binary` (charts).
+
+    Raises:
+        WriteError: The OS refused (a full disk, ...), named as `path`; `path` is as it was.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     try:
-        # "x" respects the umask, unlike mkstemp
-        with open(tmp, "xb") if binary else open(tmp, "x", encoding="utf-8") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
+        with writing(path, tmp):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # "x" respects the umask, unlike mkstemp
+            with open(tmp, "xb") if binary else open(tmp, "x", encoding="utf-8") as f:
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+    except BaseException:
         with contextlib.suppress(OSError):  # e.g. a name too long to exist in the first place
             Path(tmp).unlink()
-        _blame_target(exc, tmp, path)
         raise
 
 
 def atomic_replace_dir(build: Callable[[Path], Any], target: Path) -> None:
-    """Build a directory with ``build(tmp_dir)`` next to `target`, then swap it into place."""
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        tmp.mkdir()
-        build(tmp)
-        old = target.with_name(f".{target.name}.old")
-        if (target / ".moot").is_dir() and not (tmp / ".moot").exists():
-            os.replace(target / ".moot", tmp / ".moot")  # its owner mark and the run's lock stay
-        if target.exists():
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(target, old)
-        os.replace(tmp, target)
-        shutil.rmtree(old, ignore_errors=True)
-    except BaseException as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        _blame_target(exc, tmp, target)
-        raise
+    """Build a directory with ``build(tmp_dir)`` next to `target`, then swap it into place.
 
-
-def _blame_target(exc: BaseException, tmp: Path, target: Path) -> None:
-    """Raise an OSError about our temporary sibling as the same error about `target`.
-
-    The user named `target`; the temporary name would only puzzle them.
+    Raises:
+        WriteError: The OS refused (a full disk, ...), named as `target`; it is as it was.
     """
-    if isinstance(exc, OSError) and str(exc.filename) == str(tmp):  # a str or a Path
-        raise OSError(exc.errno, exc.strerror, str(target)) from None
+    target = Path(target)
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    old = target.with_name(f".{target.name}.old")
+    try:
+        with writing(target, tmp, old):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp.mkdir()
+            build(tmp)
+            if (target / ".moot").is_dir() and not (tmp / ".moot").exists():
+                os.replace(target / ".moot", tmp / ".moot")  # its owner mark and lock stay
+            if target.exists():
+                shutil.rmtree(old, ignore_errors=True)
+                os.replace(target, old)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 #: Bytes in one file name on every common file system.

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from moot.core.errors import InputError
+from moot.core.errors import InputError, WriteError, os_problem, writing
 
 #: How long a process waits for another that holds the file (a write, or the cache's creation).
 BUSY_TIMEOUT_S = 10.0
@@ -62,12 +62,23 @@ class RequestCache:
                 self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
-            raise InputError(self.path, f"cannot open as a request cache ({exc})") from None
+            raise self._refused(exc) from None
         try:
             self._set_up()
         except sqlite3.Error as exc:
             self._db.close()
-            raise InputError(self.path, f"cannot open as a request cache ({exc})") from None
+            raise self._refused(exc) from None
+
+    def _refused(self, exc: sqlite3.Error) -> Exception:
+        """Why the file cannot be opened: the machine (`WriteError`), or the file (`InputError`).
+
+        A full disk or too many open files is the machine's; not SQLite, locked past
+        `BUSY_TIMEOUT_S`, the file's.
+        """
+        problem = os_problem(exc)
+        if problem is not None:
+            return WriteError(self.path, problem)
+        return InputError(self.path, f"cannot open as a request cache ({exc})")
 
     def _set_up(self) -> None:
         """WAL mode and the table, retried while another connection holds the file.
@@ -94,15 +105,23 @@ class RequestCache:
                     time.sleep(random.uniform(0.002, 0.02))
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The cached response for `key`, or None."""
-        with self._lock:
+        """The cached response for `key`, or None.
+
+        Raises:
+            WriteError: The file failed at the OS (a full disk, too many open files, ...).
+        """
+        with self._lock, writing(self.path):
             row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        """Store a response (first writer wins; responses for one key are interchangeable)."""
+        """Store a response (first writer wins; responses for one key are interchangeable).
+
+        Raises:
+            WriteError: The file failed at the OS (a full disk, a read-only folder, ...).
+        """
         data = json.dumps(value, ensure_ascii=False)
-        with self._lock:
+        with self._lock, writing(self.path):
             self._db.execute("INSERT OR IGNORE INTO responses VALUES (?, ?)", (key, data))
 
     def __len__(self) -> int:

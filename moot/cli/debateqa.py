@@ -113,6 +113,7 @@ def register(commands: Commands) -> None:
     opt.required(pd, "answers", "partial_answers")
     pd.add_argument(
         "--scorer",
+        type=opt.input_source,
         default="gpt2",
         metavar="HF_MODEL_OR_PATH",
         help="model folder, cached hub id or local/smollm2 (default gpt2, as the paper; "
@@ -133,7 +134,9 @@ def register(commands: Commands) -> None:
         help="scoring window (default: the scorer's context length)",
     )
     opt.out_option(
-        pd, default="ANSWERS_STEM.pd-VARIANT-SCORER next to the answers", resolve=_pd_out
+        pd,
+        default="ANSWERS_STEM.pd-VARIANT-SCORER beside the answers, or beside the run holding them",
+        resolve=_pd_out,
     )
     opt.limit_option(pd, "answers")
     opt.common_options(pd)
@@ -401,7 +404,7 @@ def run_pd(args: argparse.Namespace) -> int:
     answers = runtime.limited(load_answers(args.answers), args)
     partial_sets = load_partial_answers(args.partial_answers)
     pairs, unused = match_answers(answers, partial_sets, args.answers, args.partial_answers)
-    out = args.out or _pd_out(args)
+    out = args.out
     if unused and not args.limit:
         runtime.note(
             args,
@@ -463,9 +466,17 @@ def run_pd(args: argparse.Namespace) -> int:
 
 
 def _pd_out(args: argparse.Namespace) -> Path:
-    """`moot eval pd`'s default folder: ``ANSWERS_STEM.pd-VARIANT-SCORER`` next to the answers."""
+    """`moot eval pd`'s default folder: ``STEM.pd-VARIANT-SCORER`` beside the answers file.
+
+    Outside every run folder: beside the run that holds the answers (``runs/answer.pd-...``
+    for ``runs/answer/answers.jsonl``), named after it.
+    """
+    from moot.core.data.folders import outside_runs
+
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(args.scorer).name or args.scorer)
-    return args.answers.with_name(f"{args.answers.stem}.pd-{args.variant}-{slug}")
+    beside = outside_runs(args.answers)
+    stem = args.answers.stem if beside == args.answers else beside.name
+    return beside.with_name(f"{stem}.pd-{args.variant}-{slug}")
 
 
 def _previous_window(out: Path) -> int | None:

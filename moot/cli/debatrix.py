@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from pathlib import Path
 from typing import Any
 
 from moot.cli import options as opt
@@ -99,9 +100,7 @@ def register(commands: Commands) -> None:
     )
     opt.required(panelbench, "predictions", "gold")
     opt.out_option(
-        panelbench,
-        default="the first DIR/panelbench",
-        resolve=lambda args: args.predictions[0] / "panelbench",
+        panelbench, default="DIR.panelbench beside the first DIR's run", resolve=_panelbench_out
     )
     panelbench.add_argument(
         "--tie-margin",
@@ -198,9 +197,20 @@ def run_panelbench(args: argparse.Namespace) -> int:
         raise ConfigError(f"--tie-margin must be 0 or more, got {args.tie_margin:g}")
     margins = {name: args.tie_margin for name in TIE_MARGINS}
     summary = evaluate_panelbench(args.predictions, args.gold, margins=margins)
-    out = args.out or args.predictions[0] / "panelbench"
+    out = args.out
     write_panelbench_report(summary, out)
     if not args.quiet:
         print((out / "summary.md").read_text(encoding="utf-8"))
         print(f"summary {out / 'summary.json'}\nchart   {out / 'chart.png'}")
     return 0
+
+
+def _panelbench_out(args: argparse.Namespace) -> Path:
+    """`moot eval panelbench`'s default folder: ``DIR.panelbench`` beside the first DIR's run.
+
+    Outside every run folder: the judge's, or the `moot run` folder holding it.
+    """
+    from moot.core.data.folders import outside_runs
+
+    run = outside_runs(args.predictions[0])
+    return run.with_name(f"{run.name}.panelbench")

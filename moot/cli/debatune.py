@@ -28,7 +28,11 @@ def register(commands: Commands) -> None:
         "agent concludes a statement that becomes an SFT record. Reruns resume; see docs/cli.md.",
         plan=plan_debate,
     )
-    debate.add_argument("--topics", help="topics file, datasets folder or hub name (required)")
+    debate.add_argument(
+        "--topics",
+        type=opt.input_source,
+        help="topics file, datasets folder or hub name (required)",
+    )
     opt.out_option(debate)
     opt.required(debate, "topics")
     debate.add_argument("--arguments-per-stance", type=opt.positive, default=3, metavar="K")
@@ -56,7 +60,7 @@ def register(commands: Commands) -> None:
         "Join the output folders of `moot debate --shard I/N` runs into one dataset.",
         aliases=("merge",),
     )
-    merge.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
+    merge.add_argument("dirs", nargs="+", type=opt.input_source, metavar="DIR")
     opt.out_option(merge)
     merge.add_argument(
         "--allow-partial", action="store_true", help="merge even if shards are missing"
@@ -72,9 +76,11 @@ def register(commands: Commands) -> None:
         plan=plan_generate,
     )
     generate.add_argument(
-        "--dataset", help="topics with arguments per side (debate_test_v1_arg.jsonl shape)"
+        "--dataset",
+        type=opt.input_source,
+        help="topics with arguments per side (debate_test_v1_arg.jsonl shape)",
     )
-    opt.out_option(generate, "output JSON file", "FILE")
+    opt.out_option(generate, "output JSON file", "FILE", progress=True)
     opt.required(generate, "dataset")
     generate.add_argument(
         "--template",
@@ -236,7 +242,7 @@ def _generate_inputs(args: argparse.Namespace) -> tuple[list[Any], Any, int | No
     from moot.graphs.debatune_generate import debate_test_instructions
     from moot.prompts import template_source
 
-    check_out_file(args.out, [args.dataset])
+    check_out_file(args.out)
     items = debate_test_instructions(load_topics(args.dataset), args.dataset)
     local = Path(args.model).is_dir() or is_planned(args.model)  # `{sft}/adapter` in a dry run
     text = f"hf/{args.model}" if local else args.model

@@ -36,13 +36,14 @@ def register(commands: Commands) -> None:
         "docs/cli.md.",
         plan=plan_recipe,
     )
-    run.add_argument("recipe", type=Path, metavar="RECIPE", help="the recipe (YAML)")
+    run.add_argument("recipe", type=opt.input_file, metavar="RECIPE", help="the recipe (YAML)")
     opt.out_option(
         run,
         "the run's folder: a folder per stage, manifest.json, report.md",
         default="runs/<recipe name>",
         resolve=lambda args: Path("runs") / args.recipe.stem,
     )
+    run.set_defaults(holds_runs=True)  # its stages' run folders
     opt.cost_options(run)
     opt.common_options(run)
 
@@ -221,7 +222,7 @@ def run_recipe(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, recipe: Any, stages: list[PlannedStage], manifest: Any) -> int:
     from moot.cli.runtime import BUDGET_EXIT, execute
-    from moot.core.errors import BudgetReached, MootError
+    from moot.core.errors import BudgetReached, MootError, WriteError, machine_failure
     from moot.graphs.loop import discard, now, write_report, write_run_view
 
     say = (lambda line: None) if args.quiet else print
@@ -261,9 +262,9 @@ def _run(args: argparse.Namespace, recipe: Any, stages: list[PlannedStage], mani
         except KeyboardInterrupt:
             _record(manifest, item, started, "interrupted", 130)
             raise
-        except (MootError, OSError, BudgetReached) as exc:  # main prints its one line
+        except (MootError, OSError, WriteError, BudgetReached) as exc:  # main prints its line
             stopped = isinstance(exc, BudgetReached)
-            code = BUDGET_EXIT if stopped else 2
+            code = BUDGET_EXIT if stopped else 1 if machine_failure(exc) else 2
             _record(manifest, item, started, "stopped" if stopped else "failed", code, str(exc))
             write_run_view(args.out, manifest)
             write_report(args.out, recipe, manifest)
@@ -365,10 +366,11 @@ def run_options(args: argparse.Namespace, recipe: Any) -> None:
 
 
 def for_the_run(stage: argparse.Namespace, args: argparse.Namespace, spent: float) -> None:
-    """Give a stage the run's prices (unless it has its own) and what is left of its budget.
+    """Give a stage the run's prices (unless it has its own), its budget's rest, and its folder.
 
     A stage's own ``budget`` still bounds it; its spending is counted through the model clients
-    its command makes (``stage.clients``, `stage_ledger`).
+    its command makes (``stage.clients``, `stage_ledger`). Its output lies inside the run's folder
+    (``stage.run_folder``, `moot.cli.runtime.check_paths`).
 
     Args:
         stage: The stage's parsed command line.
@@ -376,6 +378,7 @@ def for_the_run(stage: argparse.Namespace, args: argparse.Namespace, spent: floa
         spent: USD the run's earlier stages spent.
     """
     stage.clients = []
+    stage.run_folder = args.out
     if hasattr(stage, "prices") and stage.prices is None:
         stage.prices = args.prices
     if hasattr(stage, "budget") and args.budget is not None:

@@ -1,9 +1,11 @@
 """The ``moot`` entry point: the parser tree, config files, and how a command ends.
 
 Each paper's commands live in a module of their own (`moot.cli.debatune`, ...) that adds them to
-the tree (`moot.cli.registry.Commands`). Expected failures (`MootError`, an `OSError` naming a
-file) print one line and exit 2; a run whose work partly failed exits 1; a run ``--budget``
-stopped exits 3; Ctrl-C exits 130; ``--debug`` shows tracebacks.
+the tree (`moot.cli.registry.Commands`). Expected failures (`MootError`, an `OSError` naming an
+input) print one line and exit 2; a run whose work partly failed exits 1, and so does one the
+machine stopped (a `WriteError`: a full disk, a read-only folder, too many open files; what
+finished is kept); a run ``--budget`` stopped exits 3; Ctrl-C exits 130; ``--debug`` shows
+tracebacks.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import sys
 import traceback
 import warnings
 from collections.abc import Sequence
+
+#: What a run the machine stopped says after why: nothing finished is lost.
+KEPT = "what finished is kept; rerun the same command to resume once the cause is fixed"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,7 +75,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     from moot.cli.config import apply_config
     from moot.cli.runtime import BUDGET_EXIT, check_paths, execute
-    from moot.core.errors import BudgetReached, MootError
+    from moot.core.errors import (
+        BudgetReached,
+        MootError,
+        WriteError,
+        machine_failure,
+        os_problem,
+    )
 
     try:
         if getattr(args, "config", None):
@@ -82,11 +93,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"moot: error: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:  # an output path that is a file, a folder we may not write, a full disk
-        if exc.filename is None:
+    except WriteError as exc:  # the machine refused a file moot writes: not the user's input
+        if args.debug:
+            traceback.print_exc()
+        print(f"moot: {exc}; {KEPT}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # an input moot cannot read; or the machine's limits, anywhere
+        machine = machine_failure(exc)  # too many open files, ...
+        if exc.filename is None and not machine:
             raise
         if args.debug:
             traceback.print_exc()
+        if machine:
+            where = f"{exc.filename}: " if exc.filename is not None else ""
+            print(f"moot: {where}{os_problem(exc)}; {KEPT}", file=sys.stderr)
+            return 1
         print(f"moot: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
         return 2
     except BudgetReached as exc:  # a call outside the run engine (which stops cleanly itself)

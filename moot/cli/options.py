@@ -94,21 +94,35 @@ def input_path(text: str) -> Path:
     return Path(text)
 
 
+def input_source(text: str) -> str:
+    """An argparse type: an input file or folder, or what else its reader takes; it checks it.
+
+    A hub dataset or model name, a shard ``--allow-partial`` skips, a missing run folder are
+    the reader's to refuse. Where it names a local path, no output of the command may overlap it
+    (`moot.cli.runtime.check_paths`).
+    """
+    return text
+
+
 def output_path(text: str) -> Path:
     """An argparse type: a path moot writes; `moot.cli.runtime.check_paths` checks its names."""
     return Path(text)
 
 
 def output_file(text: str) -> Path:
-    """An argparse type: a file moot writes with a progress log beside it (checked likewise)."""
+    """An argparse type: a file moot writes, ``--out FILE`` (checked likewise)."""
     return Path(text)
 
+
+#: The kind of an `input_source`: checked by its reader, not for existence.
+SOURCE = "source"
 
 #: What each path type expects: the kind of input, or None for an output.
 PATH_KINDS = {
     input_file: "file",
     input_folder: "folder",
     input_path: "file or folder",
+    input_source: SOURCE,
     output_path: None,
     output_file: None,
 }
@@ -192,6 +206,7 @@ def out_option(
     metavar: str = "DIR",
     default: str | None = None,
     resolve: Callable[[argparse.Namespace], Path] | None = None,
+    progress: bool = False,
 ) -> None:
     """``--out``: where the command writes; required unless `default` says what it defaults to.
 
@@ -203,12 +218,15 @@ def out_option(
         what: What it is, for the help.
         metavar: ``DIR`` for a folder, ``FILE`` for a file.
         default: What it defaults to, for the help (None: required).
-        resolve: The default folder for the parsed command line.
+        resolve: The default output for the parsed command line (resolved before any check,
+            `moot.cli.runtime.execute`); it may refuse the command line (`ConfigError`).
+        progress: The command keeps its progress log beside an ``--out FILE``
+            (`moot.core.data.records.progress_log`).
     """
     shown = f"default: {default}" if default else "required"
     kind = output_file if metavar == "FILE" else output_path
     parser.add_argument("--out", type=kind, metavar=metavar, help=f"{what} ({shown})")
-    parser.set_defaults(out_folder=metavar == "DIR", out_default=resolve)
+    parser.set_defaults(out_folder=metavar == "DIR", out_default=resolve, out_progress=progress)
     if default is None:
         required(parser, "out")
 

@@ -51,7 +51,7 @@ def register(commands: Commands) -> None:
     retrieve.add_argument(
         "--questions", type=opt.input_file, metavar="FILE", help="questions (required)"
     )
-    opt.out_option(retrieve, "output JSONL", "FILE")
+    opt.out_option(retrieve, "output JSONL", "FILE", progress=True)
     opt.required(retrieve, "questions")
     retrieve.add_argument("-k", type=int, default=10, help="chunks per question (10)")
     opt.retrieval_options(retrieve)
@@ -107,8 +107,7 @@ def _retrieve_inputs(args: argparse.Namespace) -> tuple[list[Any], Any]:
     for flag, given in (("--mmr-embedder", args.mmr_embedder), ("--mmr-norm", args.mmr_norm)):
         if given and args.mmr is None:
             raise ConfigError(f"{flag} applies to --mmr")
-    inputs = [args.questions, args.index] if args.index else [args.questions]
-    check_out_file(args.out, inputs)  # before query expansion pays for calls
+    check_out_file(args.out)  # before query expansion pays for calls
     questions = runtime.limited(load_questions(args.questions), args)
     role = runtime.role_from(args, "query_expander") if args.query_expansion else None
     return questions, role

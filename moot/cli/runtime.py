@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 BUDGET_EXIT = 3  # ``--budget`` stopped the run: what finished is written, a rerun goes on
@@ -50,35 +51,44 @@ def check_required(args: argparse.Namespace) -> None:
 
 
 def check_paths(args: argparse.Namespace, *dests: str) -> None:
-    """Every path flag holds names moot can use, and every input path exists, of its kind.
+    """Path flags: names moot can use, inputs that exist, outputs apart from inputs and runs.
 
     The flags are those declared with a path type of `moot.cli.options` (`PATH_KINDS`), on the
     command line or in ``--config``. An output's own name leaves room for the temporary sibling
-    moot writes it through (and an ``--out FILE``'s for its progress log beside it).
+    moot writes it through (and an ``--out FILE``'s for its progress log beside it). Then every
+    output, and the progress log beside an ``--out FILE``, is checked against every input and the
+    run folders around it (`moot.core.data.folders.check_outputs`): an output may lie inside its
+    command's own ``--out`` folder and the `moot run` folder of which the command is a stage.
 
     Args:
-        args: The parsed command line.
-        *dests: Check only these flags (by ``dest``); none: every path flag.
+        args: The parsed command line (``--out``'s default resolved).
+        *dests: Check only these flags (by ``dest``), their names and existence; none: every
+            path flag, and the outputs against the inputs.
 
     Raises:
         ConfigError: The first path that fails, named with its flag.
     """
-    from moot.cli.options import PATH_KINDS, output_file
-    from moot.core.data.records import TMP_ROOM, name_problem
+    from moot.cli.options import PATH_KINDS, SOURCE
+    from moot.core.data.folders import check_outputs
+    from moot.core.data.records import TMP_ROOM, name_problem, progress_log
     from moot.core.errors import ConfigError
 
+    inputs: list[tuple[str, Any]] = []
+    outputs: list[tuple[str, Any]] = []
     parser = getattr(args, "command_parser", None)
     for action in parser._actions if parser else ():
         if action.type not in PATH_KINDS or getattr(args, action.dest, None) is None:
             continue
         if dests and action.dest not in dests:  # --config, read before the others are known
             continue
-        kind, flag = PATH_KINDS[action.type], max(action.option_strings, key=len)
+        kind = PATH_KINDS[action.type]
+        flag = max(action.option_strings, key=len, default=action.metavar or action.dest)
         values = getattr(args, action.dest)
         if isinstance(values, dict):  # an inline mapping from --config (`prices:`), no path
             continue
+        logged = action.dest == "out" and getattr(args, "out_progress", False)  # a log beside
         # an output's own name leaves room for its temporary sibling (and progress log)
-        spare = 0 if kind else TMP_ROOM + (PROGRESS_ROOM if action.type is output_file else 0)
+        spare = 0 if kind else TMP_ROOM + (PROGRESS_ROOM if logged else 0)
         for path in values if isinstance(values, list) else [values]:
             *parents, last = str(path).split("/")
             problems = [name_problem(name, 0) for name in parents if name]
@@ -86,8 +96,22 @@ def check_paths(args: argparse.Namespace, *dests: str) -> None:
             if problem:
                 shown = repr(str(path)) if "\0" in str(path) else path
                 raise ConfigError(f"{flag} {shown}: {problem}")
-            if kind is not None:
-                _check_input(flag, path, kind)
+            if kind is None:
+                outputs.append((flag, Path(path)))
+                if logged:
+                    outputs.append((flag, progress_log(path)))
+            else:
+                inputs.append((flag, Path(path)))
+                if kind != SOURCE:
+                    _check_input(flag, path, kind)
+    if dests:
+        return
+    within = [args.out] if getattr(args, "out_folder", False) else []
+    if getattr(args, "run_folder", None):  # a `moot run` stage's (`for_the_run`)
+        within.append(args.run_folder)
+    page = getattr(args, "writes_in_inputs", None)
+    holds_runs = getattr(args, "holds_runs", False)
+    check_outputs(outputs, inputs, within=within, page=page, holds_runs=holds_runs)
 
 
 def _check_input(flag: str, path: Any, kind: str) -> None:
@@ -110,6 +134,9 @@ def execute(args: argparse.Namespace) -> int:
     `moot run` runs each stage of a recipe through here too.
     """
     check_required(args)
+    default = getattr(args, "out_default", None)
+    if getattr(args, "out", None) is None and default is not None:
+        args.out = default(args)  # before the checks: a default output is checked as any
     check_paths(args)
     if getattr(args, "dry_run", False):  # the plan alone: no call, nothing written
         print(plan_table(plan_for(args), args.command_parser.prog, getattr(args, "budget", None)))
@@ -126,8 +153,7 @@ def execute(args: argparse.Namespace) -> int:
 def own_out(args: argparse.Namespace) -> Iterator[None]:
     """Hold the command's output folder while it runs: its owner checked, locked, marked.
 
-    ``--out`` defaults are resolved first (``args.out`` is set). Output files, and commands
-    without ``--out``, pass untouched.
+    Output files, and commands without ``--out``, pass untouched.
 
     Raises:
         ConfigError: The folder belongs to another command, holds files moot did not make, or
@@ -138,8 +164,6 @@ def own_out(args: argparse.Namespace) -> Iterator[None]:
         return
     from moot.core.data.folders import own_folder
 
-    if args.out is None:
-        args.out = args.out_default(args)
     with own_folder(args.out, args.command_parser.prog):
         yield
 
@@ -160,8 +184,6 @@ def plan_for(args: argparse.Namespace) -> Any:
     if getattr(args, "plan_fn", None) is None:
         raise ConfigError(f"{args.command_parser.prog} calls no model: it has no --dry-run plan")
     if getattr(args, "out_folder", False):
-        if args.out is None:
-            args.out = args.out_default(args)
         check_owner(args.out, args.command_parser.prog)
     plan = args.plan_fn(args)
     if hasattr(args, "prices") and not plan.prices.own:  # `moot run`'s: priced by its stages

@@ -69,7 +69,12 @@ def register(commands: Commands) -> None:
         group="data",
     )
     mix.add_argument(
-        "--in", dest="inputs", nargs="+", metavar="SRC", help="datasets to combine (required)"
+        "--in",
+        dest="inputs",
+        type=opt.input_source,
+        nargs="+",
+        metavar="SRC",
+        help="datasets to combine (required)",
     )
     opt.out_option(mix)
     opt.required(mix, "inputs")

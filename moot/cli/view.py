@@ -19,7 +19,7 @@ def register(commands: Commands) -> None:
     view.add_argument(
         "runs",
         nargs="+",
-        type=Path,
+        type=opt.input_source,
         metavar="RUN",
         help="run folders moot made (several: side by side)",
     )
@@ -29,8 +29,24 @@ def register(commands: Commands) -> None:
         metavar="FILE",
         help="the debates a `moot judge` RUN judged (its --debates): motions, speeches, gold",
     )
-    opt.out_option(view, "the HTML file", metavar="FILE", default="RUN/view.html for one RUN")
+    opt.out_option(
+        view, "the HTML file", metavar="FILE", default="RUN/view.html for one RUN", resolve=_page
+    )
+    view.set_defaults(writes_in_inputs=PAGE)  # a run's page goes into its folder
     opt.common_options(view)
+
+
+#: The page of one run, in its folder (`moot run` writes its own there too).
+PAGE = "view.html"
+
+
+def _page(args: argparse.Namespace) -> Path:
+    """The default ``--out``: ``RUN/view.html`` for one RUN."""
+    from moot.core.errors import ConfigError
+
+    if len(args.runs) > 1:
+        raise ConfigError("--out FILE is needed for more than one RUN")
+    return Path(args.runs[0]) / PAGE
 
 
 def run_view(args: argparse.Namespace) -> int:
@@ -38,9 +54,7 @@ def run_view(args: argparse.Namespace) -> int:
     from moot.core.errors import ConfigError
     from moot.core.view.page import write_view
 
-    if args.out is None and len(args.runs) > 1:
-        raise ConfigError("--out FILE is needed for more than one RUN")
-    out = Path(args.out) if args.out is not None else Path(args.runs[0]) / "view.html"
+    out = Path(args.out)
     if out.is_dir():
         raise ConfigError(f"--out {out} is a folder, expected a file")
     payload = write_view(args.runs, out, args.debates)

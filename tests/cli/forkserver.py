@@ -21,7 +21,8 @@ environment when imported (its cache, the Hub's endpoint, offline mode), so a se
 imports it too, and only runs whose settings (`HF_SETTINGS`) are that server's own fork from it;
 the rest (the Hub tests' runs) fork from the first.
 
-Protocol, one connection per run: the client sends a JSON request (args, env, cwd) with the write
+Protocol, one connection per run: the client sends a JSON request (args, env, cwd, and resource
+limits: ``{"RLIMIT_FSIZE": bytes}`` makes the run's disk full at that file size) with the write
 ends of its stdout and stderr pipes; a waiter process forks the run, sends back its pid, waits for
 it and sends its exit code (negative: killed by that signal).
 """
@@ -32,6 +33,7 @@ import atexit
 import gc
 import json
 import os
+import resource
 import select
 import signal
 import socket
@@ -99,6 +101,10 @@ def _become_moot(request: dict, fds: list[int]) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
+    for name, soft in request["limits"].items():  # the run's own, as a shell's `ulimit` sets
+        resource.setrlimit(
+            getattr(resource, name), (soft, resource.getrlimit(getattr(resource, name))[1])
+        )
     sys.argv = ["moot", *request["args"]]
     from moot.cli import main
 
@@ -162,8 +168,13 @@ class ForkServer:
         if self._process.stdout.readline().strip() != b"ready":
             raise RuntimeError("the moot fork server did not start")
 
-    def start(self, args: list[str], env: dict[str, str]) -> ForkedRun:
-        """Start `moot args` in a forked child; as `subprocess.Popen(..., text=True)` with pipes."""
+    def start(
+        self, args: list[str], env: dict[str, str], limits: dict[str, int] | None = None
+    ) -> ForkedRun:
+        """Start `moot args` in a forked child; as `subprocess.Popen(..., text=True)` with pipes.
+
+        `limits` are the child's soft resource limits (`resource` names: ``RLIMIT_FSIZE``).
+        """
         with self._lock:
             if self._process is None or self._process.poll() is not None:
                 self._start()
@@ -171,17 +182,21 @@ class ForkServer:
         err_r, err_w = os.pipe()
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(self._path)
-        request = {"args": args, "env": env, "cwd": os.getcwd()}
+        request = {"args": args, "env": env, "cwd": os.getcwd(), "limits": limits or {}}
         socket.send_fds(conn, [json.dumps(request).encode()], [out_w, err_w])
         os.close(out_w)
         os.close(err_w)
         return ForkedRun(["moot", *args], conn, out_r, err_r)
 
     def run(
-        self, args: list[str], env: dict[str, str], timeout: float
+        self,
+        args: list[str],
+        env: dict[str, str],
+        timeout: float,
+        limits: dict[str, int] | None = None,
     ) -> subprocess.CompletedProcess:
         """Run `moot args` in a forked child; as `subprocess.run(..., capture_output=True)`."""
-        process = self.start(args, env)
+        process = self.start(args, env, limits)
         try:
             out, err = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:

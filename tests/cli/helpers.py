@@ -59,11 +59,18 @@ def moot_env(**extra: str) -> dict[str, str]:
 
 
 def run_moot(
-    *args: object, env: dict[str, str] | None = None, timeout: float = 300
+    *args: object,
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+    limits: dict[str, int] | None = None,
 ) -> subprocess.CompletedProcess:
-    """`moot args` as a real process, forked from a server that has done its imports already."""
+    """`moot args` as a real process, forked from a server that has done its imports already.
+
+    `limits` are its soft resource limits, as ``ulimit`` sets them (``{"RLIMIT_FSIZE": bytes}``:
+    a write past that file size fails, ``File too large``, as on a full disk).
+    """
     env = env or moot_env()
-    return fork_server_for(env).run([str(a) for a in args], env, timeout)
+    return fork_server_for(env).run([str(a) for a in args], env, timeout, limits)
 
 
 def run_fresh_moot(

@@ -332,7 +332,9 @@ def test_merge_reports_failures_and_refuses_to_overwrite_an_input(server, tmp_pa
     }
     into_input = run_moot("merge", tmp_path / "run", "--out", tmp_path / "run")
     # a `moot debate` folder is that command's alone
-    assert into_input.returncode == 2 and "belongs to `moot debate`" in into_input.stderr
+    assert (
+        into_input.returncode == 2 and f"is the input DIR {tmp_path / 'run'}" in into_input.stderr
+    )
 
 
 def test_outputs_are_readable_by_others_as_the_umask_allows(server, tmp_path):

@@ -156,7 +156,7 @@ def test_eval_panelbench_reports_hand_computed_rmse_bp_and_baselines(tmp_path):
     direct = direct_run(tmp_path / "direct_run")
     result = run_moot("eval", "panelbench", "--predictions", debatrix, direct, "--gold", gold)
     assert result.returncode == 0, result.stderr
-    out = debatrix / "panelbench"
+    out = tmp_path / "debatrix.panelbench"  # beside the first run, never inside it
     assert png_size(out / "chart.png") == (3 * 660, 528)  # 2 modes and BP, 5.5 x 4.4 in each
     assert (out / "summary.md").read_text(encoding="utf-8") in result.stdout
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
@@ -250,7 +250,7 @@ def test_a_folder_without_judgments_exits_2(tmp_path):
     (tmp_path / "empty").mkdir()
     result = run_moot("eval", "panelbench", "--predictions", tmp_path / "empty", "--gold", gold)
     assert_one_error_line(result, str(tmp_path / "empty" / "judgments.jsonl"), "file not found")
-    assert not (tmp_path / "empty" / "panelbench").exists()
+    assert not (tmp_path / "empty.panelbench").exists()
 
 
 def test_a_prediction_for_an_unknown_debate_exits_2(tmp_path):

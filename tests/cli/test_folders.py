@@ -84,7 +84,7 @@ def folders(made, tmp_path):
 @pytest.mark.parametrize(
     ("command", "target", "owner"),
     [
-        ("judge", "debate", "`moot debate`"),
+        ("judge", "debate", "holds the input --debates"),  # its debates.jsonl
         ("debate", "judge", "`moot judge`"),
         ("answer", "index", "`moot index`"),
         ("answer", "debate", "`moot debate`"),
@@ -181,3 +181,62 @@ def test_index_folder_built_before_owner_marks_is_still_rebuilt(tmp_path):
     shutil.rmtree(tmp_path / "index" / ".moot", ignore_errors=True)
     result = run_moot("index", "--docs", docs, "--out", tmp_path / "index")
     assert result.returncode == 0, result.stderr
+
+
+def test_no_output_lies_inside_an_input_or_another_run_or_holds_a_run(folders, tmp_path):
+    """Issue 29, item 10: every output path of every command, checked before any work.
+
+    The reported case: `moot answer --out idx/answers --index idx` was accepted, and a later
+    `moot index --out idx` exited 0 and deleted the paid answers.
+    """
+    index, judged, debate = folders / "index", folders / "judge", folders / "debate"
+    debates = debate / "debates.jsonl"
+    progress = tmp_path / ".r.jsonl.progress.jsonl"  # what retrieve keeps beside --out r.jsonl
+    progress.write_text('{"id": "1", "question": "Is it?"}\n')
+    before = snapshot(folders), progress.read_bytes()
+    with ScriptedServer(rules=RULES) as server:
+        retrieve = ["retrieve", "--index", index, "--model", "openai/scripted", *call(server)]
+        cases = [
+            (
+                answer(server, tmp_path, index / "answers", "--mode", "rag", "--index", index),
+                f"--out {index / 'answers'} lies inside the input --index {index}",
+            ),
+            (answer(server, tmp_path, index / "answers"), "`moot index`'s run folder"),
+            (
+                answer(server, tmp_path, tmp_path / "a", "--cache", judged / "c.sqlite"),
+                f"--cache {judged / 'c.sqlite'} lies inside {judged}, `moot judge`'s run folder",
+            ),
+            (judge(server, debates, debate / "judged"), "`moot debate`'s run folder"),
+            (
+                [*retrieve, "--questions", questions(tmp_path), "--out", judged / "r.jsonl"],
+                "`moot judge`'s run folder",
+            ),
+            (  # the progress log beside --out FILE would be written over its input
+                [*retrieve, "--questions", progress, "--out", tmp_path / "r.jsonl"],
+                f"--out {progress} is the input --questions {progress}",
+            ),
+            (
+                ["view", debate, "--out", debates],
+                f"--out {debates} lies inside the input RUN {debate}",
+            ),
+        ]
+        for args, problem in cases:
+            result = run_moot(*args, "--query-expansion" if args[0] == "retrieve" else "--quiet")
+            assert result.returncode == 2, (args, result.stderr)
+            assert result.stderr.count("\n") == 1 and problem in result.stderr, result.stderr
+        assert server.requests == []
+    assert (snapshot(folders), progress.read_bytes()) == before
+    assert not (tmp_path / "a").exists() and not (tmp_path / "r.jsonl").exists()
+
+    # a run folder moved into another (or made by an earlier version) is never swept away
+    with ScriptedServer(rules=RULES) as server:
+        made = run_moot(*answer(server, tmp_path, tmp_path / "answers"))
+        assert made.returncode == 0, made.stderr
+    (tmp_path / "answers").rename(index / "answers")
+    kept = snapshot(index / "answers")
+    rebuilt = run_moot("index", "--docs", folders / "docs.jsonl", "--out", index)
+    assert rebuilt.returncode == 2 and rebuilt.stderr.count("\n") == 1
+    assert (
+        f"--out {index} holds " in rebuilt.stderr and "`moot answer`'s run folder" in rebuilt.stderr
+    )
+    assert snapshot(index / "answers") == kept

@@ -109,7 +109,7 @@ def unwritable_outs(tmp_path: Path) -> list[tuple[Path, str]]:
 def test_an_unwritable_out_is_refused_before_any_model_call(tmp_path, scripted, capsys):
     path = dataset(tmp_path)
     before = path.read_bytes()
-    for out, problem in [*unwritable_outs(tmp_path), (path, "would overwrite an input")]:
+    for out, problem in [*unwritable_outs(tmp_path), (path, "is the input --dataset")]:
         args = ["generate", "--dataset", path, "--model", "openai/m", "--api-base", scripted.url]
         code = main([*map(str, args), "--out", str(out), "--no-cache", "--quiet"])
         err = capsys.readouterr().err

@@ -71,7 +71,7 @@ def test_judges_real_debates_and_counts_parse_failures(tmp_path):
     gold = shared_data("panelbench", "debateart.jsonl")
     scored = run_moot("eval", "panelbench", "--predictions", tmp_path / "out", "--gold", gold)
     assert scored.returncode == 0, scored.stderr
-    (framework,) = json.loads((tmp_path / "out" / "panelbench" / "summary.json").read_text())[
+    (framework,) = json.loads((tmp_path / "out.panelbench" / "summary.json").read_text())[
         "frameworks"
     ]
     direct, score = framework["debateart"]["direct"], framework["debateart"]["score"]
@@ -229,7 +229,7 @@ def test_judges_and_scores_bp_debates_in_panelbench_released_layout(tmp_path):
         "eval", "panelbench", "--predictions", tmp_path / "out", "--gold", tmp_path / "bp"
     )
     assert scored.returncode == 0, scored.stderr
-    summary = json.loads((tmp_path / "out" / "panelbench" / "summary.json").read_text())
+    summary = json.loads((tmp_path / "out.panelbench" / "summary.json").read_text())
     assert summary["debates"] == {"1v1": 0, "bp": 2}
     (framework,) = summary["frameworks"]
     bp = framework["bp"]

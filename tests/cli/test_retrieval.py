@@ -144,11 +144,15 @@ def test_bad_options_exit_2_with_one_line(index, tmp_path, extra, needle):
 def test_an_out_that_is_an_input_is_refused(index, tmp_path, capsys):
     questions = write_jsonl(tmp_path / "q.jsonl", ["Is it?"])
     before = {p: p.read_bytes() for p in [questions, *index.iterdir()] if p.is_file()}
-    for out, source in [(tmp_path / "." / "q.jsonl", questions), (index / "chunks.jsonl", index)]:
+    for out, problem in [
+        (tmp_path / "." / "q.jsonl", f"is the input --questions {questions}"),
+        (index / "chunks.jsonl", f"lies inside the input --index {index}"),
+    ]:
         args = ["retrieve", "--questions", str(questions), "--index", str(index), "--out", str(out)]
         assert main(args) == 2
-        problem = f"would overwrite an input ({source}); choose another file"
-        assert capsys.readouterr().err == f"moot: error: --out {out} {problem}\n"
+        assert (
+            capsys.readouterr().err == f"moot: error: --out {out} {problem}; choose another --out\n"
+        )
     assert {p: p.read_bytes() for p in before} == before
 
 

@@ -136,8 +136,9 @@ def test_mix_refuses_bad_data_before_importing_datasets(tmp_path: Path) -> None:
 
 
 def test_merge_refuses_a_folder_that_is_no_adapter_before_heavy_imports(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
     line, modules = refusal(
-        tmp_path, "train", "merge", "--adapter", tmp_path, "--out", tmp_path / "m"
+        tmp_path, "train", "merge", "--adapter", tmp_path / "notes", "--out", tmp_path / "m"
     )
     assert "not a LoRA adapter folder" in line
     assert not modules & HEAVY

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import codecs
+import errno
 import hashlib
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from moot.core.data.records import (
     write_json,
     write_jsonl,
 )
-from moot.core.errors import InputError
+from moot.core.errors import InputError, WriteError, writing
 
 
 def lines(path: Path) -> list[str]:
@@ -170,13 +172,13 @@ def test_atomic_write_keeps_target_when_writer_raises(tmp_path: Path) -> None:
 
 def test_a_write_that_cannot_land_names_the_target_not_the_temporary_file(tmp_path: Path) -> None:
     (tmp_path / "adir").mkdir()
-    with pytest.raises(IsADirectoryError) as caught:
+    with pytest.raises(WriteError) as caught:
         write_json(tmp_path / "adir", {})  # a folder where the file should go
-    assert caught.value.filename == str(tmp_path / "adir")
+    assert str(caught.value) == f"cannot write {tmp_path / 'adir'}: Is a directory"
     too_long = tmp_path / ("x" * 300 + ".json")
-    with pytest.raises(OSError) as caught:
+    with pytest.raises(WriteError) as caught:
         write_json(too_long, {})
-    assert caught.value.filename == str(too_long)
+    assert str(caught.value) == f"cannot write {too_long}: File name too long"
     assert [p.name for p in tmp_path.iterdir()] == ["adir"]
 
 
@@ -211,7 +213,7 @@ def test_atomic_replace_dir(tmp_path: Path) -> None:
         (folder / "data.txt").write_text("three", encoding="utf-8")
         raise OSError("disk full")
 
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(WriteError, match=f"cannot write {target}: disk full"):
         atomic_replace_dir(broken, target)
     assert (target / "data.txt").read_text(encoding="utf-8") == "two"
     assert [p.name for p in tmp_path.iterdir()] == ["export"]
@@ -251,3 +253,20 @@ def test_refuse_repeated_ids_names_the_first_repeat() -> None:
     with pytest.raises(InputError) as error:
         refuse_repeated_ids("docs.jsonl", ["a", "b", "c", "b", "a"], "repeated document id")
     assert str(error.value) == "docs.jsonl, id b: repeated document id"
+
+
+def test_only_the_machine_refusing_the_written_file_is_a_write_error(tmp_path: Path) -> None:
+    log = tmp_path / "run" / "log.jsonl"
+    disk_full = f"cannot write {log}: No space left on device"
+    with pytest.raises(WriteError, match=disk_full), writing(log):
+        raise OSError(errno.ENOSPC, "No space left on device")  # write() names no file
+    full = sqlite3.OperationalError("database or disk is full")
+    full.sqlite_errorcode = sqlite3.SQLITE_FULL  # as SQLite sets it
+    with pytest.raises(WriteError, match="database or disk is full"), writing(tmp_path / "c.db"):
+        raise full
+    other = OSError(errno.EACCES, "Permission denied", str(tmp_path / "input.jsonl"))
+    with pytest.raises(sqlite3.OperationalError) as unknown:
+        sqlite3.connect(":memory:").execute("SELECT * FROM missing")
+    for passing in (other, unknown.value, ValueError("bug")):
+        with pytest.raises(type(passing)), writing(log):
+            raise passing  # reading an input, SQLite's other errors, a bug: unchanged
