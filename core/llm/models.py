@@ -41,6 +41,7 @@ from moot.core.errors import (
     EndpointError,
     ModelCallError,
     MootError,
+    machine_failure,
 )
 from moot.core.llm import endpoints
 from moot.core.llm.billing import bill
@@ -813,5 +814,7 @@ def check_reachable(api_base: str, timeout: float = 5.0) -> None:
     try:
         socket.create_connection((url.hostname, port), timeout=timeout).close()
     except OSError as exc:
+        if machine_failure(exc):  # no file descriptor left: this machine's failure, not theirs
+            raise
         reason = exc.strerror or type(exc).__name__
         raise EndpointError(f"cannot reach {public_url(api_base)}: {reason.lower()}") from None

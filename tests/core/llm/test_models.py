@@ -489,6 +489,30 @@ def test_credentials_in_the_api_base_never_reach_a_message() -> None:
     assert "sk-URL-SECRET" not in json.dumps(role.describe())
 
 
+NO_DESCRIPTOR_LEFT = """
+import os
+from moot.core.llm.models import check_reachable
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+try:
+    check_reachable("http://127.0.0.1:9/v1")
+except Exception as exc:
+    print(type(exc).__name__, getattr(exc, "errno", None))
+"""
+
+
+def test_no_file_descriptor_left_is_the_machine_s_failure_not_the_endpoint_s() -> None:
+    # an EndpointError is exit 2, "your --api-base is wrong"; EMFILE is the machine's (exit 1)
+    done = subprocess.run(
+        [sys.executable, "-c", NO_DESCRIPTOR_LEFT], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.split() == ["OSError", "24"], done.stdout + done.stderr
+
+
 def test_wrong_key_error_does_not_echo_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_KEY", SECRET)
     with ScriptedServer(api_key="sk-other") as server:
