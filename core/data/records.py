@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 from moot.core.data.planned import planned_text
 from moot.core.errors import ConfigError, InputError
+from moot.core.redaction import scrub
 
 
 def package_versions(*packages: str) -> dict[str, str]:
@@ -189,7 +190,8 @@ def claim_folder(out_dir: Path, name: str, claim: dict[str, Any], holds: str) ->
     """Claim `out_dir` for one set of settings (``.moot/<name>.json``) before any work.
 
     A rerun with the same settings passes; with others it is refused, so results made with
-    different settings are never mixed or dropped.
+    different settings are never mixed or dropped. The claim is written scrubbed (`scrub`), as
+    every record of options is.
 
     Args:
         out_dir: The output folder.
@@ -204,7 +206,7 @@ def claim_folder(out_dir: Path, name: str, claim: dict[str, Any], holds: str) ->
     path = Path(out_dir) / ".moot" / f"{name}.json"
     check_claim(out_dir, name, claim, holds)
     if not path.exists():
-        write_json(path, claim)
+        write_json(path, scrub(claim))
 
 
 def check_claim(out_dir: Path, name: str, claim: dict[str, Any], holds: str) -> None:
@@ -214,7 +216,7 @@ def check_claim(out_dir: Path, name: str, claim: dict[str, Any], holds: str) -> 
         ConfigError: The folder is claimed for other settings.
     """
     path = Path(out_dir) / ".moot" / f"{name}.json"
-    if path.exists() and read_json_file(path) != claim:
+    if path.exists() and read_json_file(path) != scrub(claim):  # as `claim_folder` wrote it
         raise ConfigError(f"{out_dir} holds {holds}; use a new --out")
 
 

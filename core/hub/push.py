@@ -17,7 +17,7 @@ from typing import Literal
 
 from moot.core.data.records import write_json
 from moot.core.errors import ConfigError, MootError
-from moot.core.llm.spec import redact
+from moot.core.redaction import redact, sending
 
 #: Where a pushed folder records its repository.
 PUSHED = Path(".moot") / "hub.json"
@@ -56,7 +56,7 @@ def check_push(repo: str) -> None:
 
     if constants.HF_HUB_OFFLINE:
         raise ConfigError(f"--push-to-hub {repo}: HF_HUB_OFFLINE is set; unset it to push")
-    if not get_token():
+    if not sending(get_token()):  # the token is sent, so never written
         raise ConfigError(
             f"--push-to-hub {repo}: no Hugging Face token; set HF_TOKEN or run `hf auth login`"
         )

@@ -28,7 +28,8 @@ import contextvars
 from collections.abc import Iterator
 from typing import Any
 
-from moot.core.llm.spec import ModelSpec, public_url
+from moot.core.llm.spec import ModelSpec
+from moot.core.redaction import public_url
 
 #: The work item (its id) whose requests are being sent: requests of one item share an endpoint.
 SESSION: contextvars.ContextVar[str | None] = contextvars.ContextVar("moot_session", default=None)

@@ -47,7 +47,7 @@ from moot.core.llm.cache import RequestCache, request_key
 from moot.core.llm.failures import Transient, classify, where
 from moot.core.llm.ledger import UsageLedger
 from moot.core.llm.prices import Prices
-from moot.core.llm.spec import ModelSpec, Role, missing_litellm_keys, public_url, resolve_api_key
+from moot.core.llm.spec import ModelSpec, Role, missing_litellm_keys, resolve_api_key
 from moot.core.llm.structured import (
     OutputParseError,
     ParseFailure,
@@ -57,6 +57,7 @@ from moot.core.llm.structured import (
     schema_text,
 )
 from moot.core.llm.tokens import count_message_tokens
+from moot.core.redaction import public_url, redact
 
 log = logging.getLogger(__name__)  # one line per retry, shown by the CLI's --verbose
 T = TypeVar("T", bound=BaseModel)
@@ -755,6 +756,7 @@ def _read_reply(response: Any, shown: str) -> _Reply:
     enters: it cannot be encoded, so the cache, the result logs and every output file would fail
     on it. It is a bad character in a readable reply, like a bad byte a decoder replaces, not a
     malformed reply: refused, it would come back the same at temperature 0 and fail for good.
+    A key moot sent, echoed by the server, is taken out here too (`redact`), for the same reason.
     """
     choices = _field(response, "choices")
     choice = choices[0] if isinstance(choices, list) and choices else None
@@ -769,7 +771,7 @@ def _read_reply(response: Any, shown: str) -> _Reply:
     prompt = prompt if isinstance(prompt, int) else 0
     finish = _field(choice, "finish_reason")
     return _Reply(
-        _LONE_SURROGATE.sub("\ufffd", text or ""),
+        redact(_LONE_SURROGATE.sub("\ufffd", text or "")),  # a server may echo the key sent
         finish if isinstance(finish, str) else None,
         prompt,
         completion if isinstance(completion, int) else 0,

@@ -21,7 +21,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from moot.core.data.corpus import Chunk
 from moot.core.errors import ConfigError, EndpointError
-from moot.core.llm.spec import public_url
+from moot.core.redaction import public_url, redact, sending
 from moot.core.retrieval.index import Hit, is_trusted
 
 BRAVE_API_BASE = "https://api.search.brave.com/res/v1"
@@ -75,6 +75,7 @@ class WebSearchRetriever:
         if not key:
             raise ConfigError(f"web search needs an API key: set {api_key_env}")
         self._key, self.api_key_env = key, api_key_env
+        sending(key)  # never written, even where a reply echoes it
         self.url = api_base.rstrip("/") + "/web/search"
         self._shown = public_url(self.url)  # what messages name: no embedded credentials
         self.trusted_domains = trusted_domains
@@ -97,8 +98,8 @@ class WebSearchRetriever:
             if not url or url in seen or (self.trusted_domains and not is_trusted(url)):
                 continue
             seen.add(url)
-            text = _plain(result.get("description") or "")
-            title = _plain(result.get("title") or "") or None
+            text = redact(_plain(result.get("description") or ""))  # a reply may echo the key
+            title = redact(_plain(result.get("title") or "")) or None
             chunk = Chunk(f"{url}#0", url, text or (title or url), title, url)
             hits.append(Hit(chunk, 1.0 / (len(hits) + 1)))
         return hits[:k]
@@ -147,7 +148,7 @@ class WebSearchRetriever:
         return body
 
     def _clean(self, text: str) -> str:
-        return text.replace(self._key, "***")
+        return redact(text, [self._key])
 
 
 def _plain(text: str) -> str:

@@ -71,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from moot.cli.config import apply_config
     from moot.cli.runtime import BUDGET_EXIT, check_paths, execute
     from moot.core.errors import BudgetReached, MootError
+    from moot.core.redaction import redact
 
     try:
         if getattr(args, "config", None):
@@ -80,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MootError as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"moot: error: {exc}", file=sys.stderr)
+        print(f"moot: error: {redact(str(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:  # an output path that is a file, a folder we may not write, a full disk
         if exc.filename is None:

@@ -403,8 +403,14 @@ def log_retries() -> None:
 
     if models.log.handlers:  # once per process (the CLI may run in-process, more than once)
         return
+    from moot.core.redaction import redact
+
+    class Redacted(logging.Formatter):  # a server's message may quote a key moot sent
+        def format(self, record: logging.LogRecord) -> str:
+            return redact(super().format(record))
+
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("moot: %(message)s"))
+    handler.setFormatter(Redacted("moot: %(message)s"))
     models.log.addHandler(handler)
     models.log.setLevel(logging.INFO)
 

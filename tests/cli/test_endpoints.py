@@ -58,7 +58,7 @@ def run(tmp_path_factory):
             "debate",
             *("--topics", topics, "--out", tmp / "out", "--model", "openai/scripted"),
             *("--api-base", f"{a.url},{b.url}"),  # commas and a repeated flag
-            *("--api-base", failing.url, "--api-base", f"{with_password(refused)}?key={SECRET}"),
+            *("--api-base", failing.url, "--api-base", with_password(refused)),
             *("--arguments-per-stance", 2, "--concurrency", 6, "--no-cache"),
             *("--max-concurrency", 2),  # 2 per endpoint on average
         )
@@ -67,7 +67,7 @@ def run(tmp_path_factory):
             "out": tmp / "out",
             "healthy": {a.url: a.requests, b.url: b.requests},
             "failing": failing.requests,
-            "urls": [a.url, b.url, failing.url, f"{refused}?key=***"],
+            "urls": [a.url, b.url, failing.url, refused],
             "peaks": [a.peak_in_flight, b.peak_in_flight],
         }
 
@@ -146,6 +146,11 @@ def test_config_lists_endpoints_and_the_command_line_replaces_them(tmp_path):
         (["http://127.0.0.1:9/v1,"], "invalid --api-base ''"),
         (["http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1/"], "is given twice"),
         ([f"htp://u:{SECRET}@127.0.0.1:9/v1?key={SECRET}"], "'htp://127.0.0.1:9/v1?key=***'"),
+        # a port or host Python cannot read: one line, not a ValueError's traceback
+        (["http://127.0.0.1:99999/v1"], "port out of range"),
+        ([f"http://u:{SECRET}@[::1/v1"], "'http://[::1/v1' for 'openai/scripted': invalid ipv6"),
+        # sent by no client (the path would be lost after it): refused, never a 404 per call
+        ([f"http://127.0.0.1:9/v1,http://127.0.0.1:8/v1?key={SECRET}"], "cannot send a query"),
     ],
 )
 def test_bad_endpoints_are_one_line_exit_2(endpoints, problem):
@@ -158,14 +163,14 @@ def test_bad_endpoints_are_one_line_exit_2(endpoints, problem):
 
 def test_every_endpoint_refusing_is_one_line_exit_2_without_credentials(tmp_path):
     first, second = closed_port(), closed_port()
-    urls = f"http://u:{SECRET}@127.0.0.1:{first}/v1?key={SECRET},http://127.0.0.1:{second}/v1"
+    urls = f"http://u:{SECRET}@127.0.0.1:{first}/v1,http://127.0.0.1:{second}/v1"
     topics = write_topics(tmp_path / "topics.json", TOPICS)
     out = tmp_path / "out"
     args = ("--topics", topics, "--out", out, "--model", "openai/scripted", "--api-base", urls)
     result = run_moot("debate", *args)
     assert result.returncode == 2 and not out.exists()
     assert result.stderr.strip() == (
-        f"moot: error: cannot reach http://127.0.0.1:{first}/v1?key=***: connection refused"
+        f"moot: error: cannot reach http://127.0.0.1:{first}/v1: connection refused"
     )
 
 
