@@ -619,20 +619,11 @@ class _RouterTransport(_Transport):
         if loop is not self._loop:  # its pooled clients die with the loop that opened them
             self._router = endpoints.build_router(self.spec, self._key)
             self._loop = loop
-        request = asyncio.wait_for(
-            self._router.acompletion(
-                model=self.spec.name,
-                messages=messages,
-                metadata=endpoints.session_metadata(),
-                drop_params=True,
-                **params,
-            ),
-            self.spec.timeout,
-        )
+        # within the deadline, which counts against the endpoint; a failure moves the session
+        request = endpoints.complete(self._router, self.spec, messages, params)
         try:
             response = await request
         except Exception as exc:  # the endpoint that failed, when the Router says which
-            endpoints.unpin(self._router, self.spec)
             resting = endpoints.all_out(exc)
             if resting is not None:  # every endpoint is out: wait for the first to come back
                 raise Transient(

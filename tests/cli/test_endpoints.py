@@ -237,3 +237,22 @@ def test_an_endpoint_flag_out_of_range_is_exit_2():
     result = run_moot("models", "check", "openai/scripted", "--endpoint-max-fails", "0")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "--endpoint-max-fails: must be a positive integer, got 0" in result.stderr
+
+
+def test_an_endpoint_that_never_answers_is_taken_out_and_no_retry_goes_back_to_it(tmp_path):
+    # issue 29, item 14: the deadline (--timeout) is a failure of the endpoint that missed it,
+    # so after two it is out; each timed-out request's retry goes to the other endpoint
+    hang = [Fault("hang", times=10**6, hang_seconds=60)]
+    with (
+        ScriptedServer(rules=[Rule(".", "Fine.")]) as healthy,
+        ScriptedServer(rules=[Rule(".", "Fine.")], faults=hang) as silent,
+    ):
+        result = answer_questions(tmp_path, f"{silent.url},{healthy.url}", "--timeout", 2, count=12)
+        arrived, answered = silent.arrivals, healthy.url
+    assert result.returncode == 0, result.stderr
+    # two failures take it out; one more may be on its way while the second is missed (2 items
+    # in flight)
+    assert 1 <= arrived <= 3
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["ledger"]["total"]["retries"] == arrived  # one retry each, never to it again
+    assert summary["ledger"]["total"]["endpoints"] == {answered: 12}
