@@ -12,8 +12,10 @@ appears in errors or outputs. 429, 5xx, timeouts and connection errors are retri
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
+import time
 from typing import Any
 
 import httpx
@@ -27,6 +29,8 @@ from moot.core.retrieval.index import Hit, is_trusted
 BRAVE_API_BASE = "https://api.search.brave.com/res/v1"
 DEFAULT_KEY_ENV = "MOOT_SEARCH_API_KEY"
 MAX_RESULTS = 20  # Brave's largest ``count``
+#: The largest reply read, in bytes: 20 results are a few tens of kilobytes.
+MAX_REPLY = 10 * 2**20
 #: A web result as a dry run counts it, unfetched: a 300-character snippet (Brave's are
 #: shorter), a 100-character title and URL.
 STAND_IN = Chunk(
@@ -51,7 +55,7 @@ class WebSearchRetriever:
         api_base: The API root (tests point it at a local server).
         trusted_domains: Keep only results whose URL is trusted (`is_trusted`); the filter
             applies to the 20 results of one request.
-        timeout: Seconds per request.
+        timeout: Seconds each request may take, from connecting to its last byte.
         attempts: Tries per query, the first included.
         initial_wait: Base of the randomised exponential backoff between tries, in seconds.
 
@@ -125,27 +129,52 @@ class WebSearchRetriever:
 
     def _once(self, headers: dict[str, str], params: dict[str, Any]) -> dict[str, Any]:
         try:
-            response = httpx.get(self.url, headers=headers, params=params, timeout=self.timeout)
-        except (httpx.TimeoutException, httpx.TransportError) as exc:
+            status, reply = self._get(headers, params)
+        except httpx.TimeoutException:
+            raise _Transient(f"no reply within {self.timeout:g}s from {self._shown}") from None
+        except httpx.TransportError as exc:
             raise _Transient(f"{type(exc).__name__} for {self._shown}") from None
-        if response.status_code == 429 or response.status_code >= 500:
-            raise _Transient(f"HTTP {response.status_code} from {self._shown}")
-        if response.status_code in (401, 403):
-            raise ConfigError(
-                f"web search refused the key in {self.api_key_env} (HTTP {response.status_code})"
-            )
-        if response.status_code != 200:
+        if status == 429 or status >= 500:
+            raise _Transient(f"HTTP {status} from {self._shown}")
+        if status in (401, 403):
+            raise ConfigError(f"web search refused the key in {self.api_key_env} (HTTP {status})")
+        if status != 200:
+            text = reply[:200].decode("utf-8", "replace")
             raise EndpointError(
-                f"web search: HTTP {response.status_code} from {self._shown}: "
-                f"{self._clean(response.text[:200])}"
+                f"web search: HTTP {status} from {self._shown}: {self._clean(text)}"
             )
         try:
-            body = response.json()
-        except ValueError:
+            body = json.loads(reply)
+        except ValueError:  # UnicodeDecodeError is one
             raise _Transient(f"malformed JSON from {self._shown}") from None
         if not isinstance(body, dict):
             raise EndpointError(f"web search: unexpected reply from {self._shown}")
         return body
+
+    def _get(self, headers: dict[str, str], params: dict[str, Any]) -> tuple[int, bytes]:
+        """The reply's status and body, whole within `timeout` seconds and `MAX_REPLY` bytes.
+
+        httpx's timeout bounds each read: a server that drips its reply a byte at a time would
+        hold the search for ever, and one that never stops would fill the memory.
+
+        Raises:
+            httpx.ReadTimeout: The deadline passed.
+            EndpointError: The reply (unpacked, if the server packed it) is over `MAX_REPLY`.
+        """
+        deadline = time.monotonic() + self.timeout
+        body = bytearray()
+        with httpx.stream(
+            "GET", self.url, headers=headers, params=params, timeout=self.timeout
+        ) as response:
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > MAX_REPLY:
+                    raise EndpointError(
+                        f"web search: a reply over {MAX_REPLY} bytes from {self._shown}"
+                    )
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout(f"no reply within {self.timeout:g}s")
+        return response.status_code, bytes(body)
 
     def _clean(self, text: str) -> str:
         return redact(text, [self._key])

@@ -98,6 +98,8 @@ def _check_input(flag: str, path: Any, kind: str) -> None:
         return
     if not path.exists():
         raise ConfigError(f"{flag} {path}: {kind} not found")
+    if not (path.is_file() or path.is_dir()):  # reading a FIFO waits for a writer, for ever
+        raise ConfigError(f"{flag} {path}: not a regular file (a FIFO or a device)")
     if kind == "file" and path.is_dir():
         raise ConfigError(f"{flag} {path}: a folder, expected a file")
     if kind == "folder" and not path.is_dir():

@@ -256,3 +256,27 @@ def test_an_endpoint_that_never_answers_is_taken_out_and_no_retry_goes_back_to_i
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["ledger"]["total"]["retries"] == arrived  # one retry each, never to it again
     assert summary["ledger"]["total"]["endpoints"] == {answered: 12}
+
+
+def test_every_form_of_an_endpoint_list_refuses_what_one_endpoint_refuses(tmp_path):
+    # issue 29, item 15: a list in --config, a --router file, one URL or several: one rule
+    bad = f"http://127.0.0.1:9/v1?key={SECRET}"
+    config = tmp_path / "check.yaml"
+    config.write_text(json.dumps({"api-base": ["http://127.0.0.1:8/v1", bad]}))
+    routers = []
+    for api_base in (bad, "http://127.0.0.1:8/v1,http://127.0.0.1:9/v1"):
+        routers.append(tmp_path / f"router{len(routers)}.yaml")
+        params = {"model": "openai/scripted", "api_base": api_base}
+        routers[-1].write_text(json.dumps({"model_list": [
+            {"model_name": "openai/scripted", "litellm_params": params}]}))  # fmt: skip
+    cases = [
+        (["--api-base", bad], "cannot send a query string"),
+        (["--config", config], "cannot send a query string"),
+        (["--router", routers[0]], "cannot send a query string"),
+        (["--router", routers[1]], "api_base: one URL per deployment"),
+    ]
+    for flags, problem in cases:
+        result = run_moot("models", "check", "openai/scripted", *flags)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.count("\n") == 1 and problem in result.stderr, result.stderr
+        assert SECRET not in result.stderr

@@ -1,7 +1,12 @@
-"""Input files no parser should choke on: lone surrogates, JSON nested 100,000 deep."""
+"""Input files no parser should choke on: lone surrogates, JSON nested 100,000 deep, archives
+that unpack without bound, CSV fields past the csv module's limit, FIFOs."""
 
 from __future__ import annotations
 
+import gzip
+import json
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -97,3 +102,64 @@ def test_a_lone_surrogate_in_a_config_file_is_refused(tmp_path: Path):
     config.write_text('topics: "\\ud800"\n')
     result = run_moot("debate", "--config", config)
     one_line_exit_2(result, str(config), "lone surrogate")
+
+
+def test_readers_refuse_what_would_expand_without_bound_or_never_end(tmp_path: Path):
+    """Issue 29, item 15: one line, exit 2, in seconds, and not one request."""
+    packed = tmp_path / "topics"
+    packed.mkdir()
+    # 1 KiB of gzip holding 256 KiB (datasets unpacked a 1 MB one into 8 GB of memory, and died)
+    with gzip.open(packed / "topics.jsonl.gz", "wb") as f:
+        f.write(b'{"topic": "' + b"a" * 2**18 + b'"}\n')
+    wide = tmp_path / "topics.csv"
+    wide.write_text('topic\n"' + "a" * 200_000 + '"\n', encoding="utf-8")
+    config, router = tmp_path / "config.yaml", tmp_path / "router.yaml"
+    os.mkfifo(config)  # reading either would wait for a writer, for ever
+    os.mkfifo(router)
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(json.dumps({"id": "1", "question": "Zoos?"}) + "\n", encoding="utf-8")
+    with ScriptedServer(rules=[Rule(pattern=".", reply="Fine.")]) as server:
+        cases = [
+            (["debate", "--topics", packed, *model(server), "--dry-run"],
+             [f"{packed / 'topics.jsonl.gz'}: a compressed file"]),
+            (["debate", "--topics", wide, *model(server)],
+             [f"{wide}, line 2: unreadable CSV: field larger than field limit"]),
+            (["debate", "--config", config], [f"--config {config}: not a regular file"]),
+            (["answer", "--questions", questions, "--model", "openai/scripted", "--router",
+              router], [f"--router {router}: not a regular file"]),
+        ]  # fmt: skip
+        for args, words in cases:
+            result = run_moot(*args, "--out", tmp_path / "out", timeout=60)
+            one_line_exit_2(result, *words)
+            assert not (tmp_path / "out").exists()
+        assert server.requests == []
+
+
+def test_every_file_moot_writes_reads_back_whatever_characters_a_model_returned(tmp_path: Path):
+    """Issue 29, item 15: JSON leaves U+0085, U+2028 and U+2029 raw in a string, and
+    `str.splitlines` ends a line at each: a reply holding one cut its record in two."""
+    odd = "a\u2028b\u2029c\x85d"
+    arguments = json.dumps({"arguments": [f"Argument {{n}} {odd}."]})
+    rules = [Rule(pattern="list your arguments", reply=arguments), Rule(".", f"Turn {odd}.")]
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps(["Should zoos be banned?"]), encoding="utf-8")
+    out = tmp_path / "debates"
+    with ScriptedServer(rules=rules) as server:
+        made = run_moot("debate", "--topics", topics, "--out", out, *model(server),
+                        "--arguments-per-stance", 1, "--rounds", 1, "--no-cache")  # fmt: skip
+        assert made.returncode == 0, made.stderr
+        judged = run_moot("judge", "--debates", out / "debates.jsonl", "--out",
+                          tmp_path / "judged", "--judge", "openai/scripted",
+                          "--api-base", server.url, "--dry-run")  # fmt: skip
+        assert judged.returncode == 0, judged.stderr
+        assert re.search(r"judgments +2 +0 +2", judged.stdout), judged.stdout  # both, whole
+        # an index whose chunks hold them, read back by a search
+        docs = tmp_path / "docs.jsonl"
+        docs.write_text(json.dumps({"id": "d1", "text": f"Zoos {odd} protect."}) + "\n")
+        build_index(docs, tmp_path / "index")
+        questions = tmp_path / "questions.jsonl"
+        questions.write_text(json.dumps({"id": "1", "question": "Zoos?"}) + "\n")
+        answered = run_moot("answer", "--questions", questions, "--out", tmp_path / "answers",
+                            "--mode", "rag", "--index", tmp_path / "index", *model(server),
+                            "--dry-run")  # fmt: skip
+        assert answered.returncode == 0, answered.stderr
