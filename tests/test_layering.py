@@ -47,6 +47,7 @@ CORE_LEVELS = {
     "tables": 0,
     "validation": 0,
     "redaction": 0,
+    "yaml_aliases": 0,
     "llm": 1,  # errors, redaction
     "data": 2,  # errors, llm (compqa's rubric parses model output)
     "testing": 2,  # llm (the scripted server counts tokens like the model layer)
