@@ -137,9 +137,10 @@ def test_readers_refuse_what_would_expand_without_bound_or_never_end(tmp_path: P
 
 def test_every_file_moot_writes_reads_back_whatever_characters_a_model_returned(tmp_path: Path):
     """Issue 29, item 15: JSON leaves U+0085, U+2028 and U+2029 raw in a string, and
-    `str.splitlines` ends a line at each: a reply holding one cut its record in two."""
+    `str.splitlines` ends a line at each: a reply holding one cut its record in two. An escaped
+    lone surrogate in a reply's JSON crashed the first write of its record."""
     odd = "a\u2028b\u2029c\x85d"
-    arguments = json.dumps({"arguments": [f"Argument {{n}} {odd}."]})
+    arguments = '{"arguments": ["Argument {n} a\\u2028b\\u2029c\\u0085d \\udfff."]}'
     rules = [Rule(pattern="list your arguments", reply=arguments), Rule(".", f"Turn {odd}.")]
     topics = tmp_path / "topics.json"
     topics.write_text(json.dumps(["Should zoos be banned?"]), encoding="utf-8")
@@ -148,6 +149,7 @@ def test_every_file_moot_writes_reads_back_whatever_characters_a_model_returned(
         made = run_moot("debate", "--topics", topics, "--out", out, *model(server),
                         "--arguments-per-stance", 1, "--rounds", 1, "--no-cache")  # fmt: skip
         assert made.returncode == 0, made.stderr
+        assert "\ufffd." in (out / "debates.jsonl").read_text(encoding="utf-8")  # the surrogate
         judged = run_moot("judge", "--debates", out / "debates.jsonl", "--out",
                           tmp_path / "judged", "--judge", "openai/scripted",
                           "--api-base", server.url, "--dry-run")  # fmt: skip
