@@ -6,6 +6,13 @@ ran only the second. PyYAML reads YAML 1.1, in which ``1e-05`` and ``2e-1`` (JSO
 ``json.dumps(0.00001)`` writes the first) are text: the YAML loader here reads them as numbers, as
 JSON and YAML 1.2 do. Every price file, config, recipe, router file, SFT config, debate file and
 JSON or JSONL input moot reads goes through `load_yaml` or `load_json`.
+
+A YAML alias (``*name``) stands for its anchor's whole value, so a few lines whose aliases nest
+(``a1: [*a0, *a0, ...]``, ``a2: [*a1, *a1, ...]``) stand for a billion values: PyYAML builds them
+shared, in a moment, and the first walk of them (a check, ``json.dumps``, a copy) never ends; an
+anchor whose value holds its own alias holds itself, and every walk recurses for ever.
+`load_yaml` measures the document as it would be written out, aliases expanded, before building
+it, in time linear in its nodes (issue 29, item 15).
 """
 
 from __future__ import annotations
@@ -38,6 +45,9 @@ class RepeatedKey(Unreadable):
     def __init__(self, key: Any, place: str | None) -> None:
         super().__init__(f"key {key!r} repeated", place)
 
+
+#: What aliases may add to a YAML document, in values and scalar characters, past its own length.
+MAX_EXPANSION = 1_000_000
 
 #: A YAML 1.2 / JSON float with an exponent, which YAML 1.1 reads as text unless it has a dot
 #: and a signed exponent (``1.0e-05``).
@@ -74,12 +84,20 @@ def load_yaml(text: str) -> Any:
 
     Raises:
         RepeatedKey: A key given twice in one mapping (its line).
-        Unreadable: Not YAML (the line of the problem), or nested too deeply.
+        Unreadable: Not YAML (the line of the problem), nested too deeply, aliases that would
+            expand it past its length plus `MAX_EXPANSION`, or a value that holds itself.
     """
     import yaml
 
+    loader = _yaml_loader()(text)
     try:
-        return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        limit = len(text) + MAX_EXPANSION
+        if _expanded(node, {}, set(), limit) > limit:
+            raise Unreadable(f"its aliases expand it past {limit:,} values and characters")
+        return loader.construct_document(node)
     except RecursionError:
         raise Unreadable("nested too deeply") from None
     except yaml.MarkedYAMLError as exc:
@@ -88,6 +106,37 @@ def load_yaml(text: str) -> Any:
         raise Unreadable(exc.problem or str(exc).splitlines()[0], place) from None
     except yaml.YAMLError as exc:
         raise Unreadable(str(exc).splitlines()[0]) from None
+    finally:
+        loader.dispose()
+
+
+def _expanded(node: Any, sizes: dict[int, int], open_: set[int], limit: int) -> int:
+    """`node`'s size with every alias expanded: its values, plus each scalar's characters.
+
+    A node shared by aliases is measured once (`sizes`) and counted at each use, so the walk is
+    linear in the nodes; it stops as soon as the size passes `limit`.
+
+    Raises:
+        Unreadable: An anchor's value that holds its own alias.
+    """
+    key = id(node)
+    if key in sizes:
+        return sizes[key]
+    if key in open_:  # reached again from inside itself
+        raise Unreadable("a value that holds itself (an alias inside its own anchor)")
+    open_.add(key)
+    size = 1
+    if node.id == "scalar":
+        size += len(node.value)
+    else:  # a sequence's items, a mapping's keys and values
+        children = node.value if node.id == "sequence" else [n for pair in node.value for n in pair]
+        for child in children:
+            size += _expanded(child, sizes, open_, limit)
+            if size > limit:
+                break
+    open_.discard(key)
+    sizes[key] = size
+    return size
 
 
 class _Repeated(Exception):

@@ -36,6 +36,7 @@ from moot.core.data.records import (
 from moot.core.errors import InputError
 from moot.core.loader import Unreadable, load_yaml
 from moot.core.metrics.debatune import SUMMARY_KEYS
+from moot.core.redaction import scrub
 from moot.core.runs import format_cost
 from moot.core.tables import render_table, show
 from moot.core.validation import ConfigModel, problem
@@ -396,9 +397,9 @@ class Manifest:
         self.write()
 
     def write(self) -> None:
-        """Write the manifest atomically."""
+        """Write the manifest atomically, scrubbed: a stage's ``api-base`` may hold a key."""
         self.data["stages"] = self.stages
-        write_json(self.path, self.data)
+        write_json(self.path, scrub(self.data))
 
 
 def discard(paths: Iterable[Path]) -> None:

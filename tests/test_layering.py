@@ -47,7 +47,8 @@ CORE_LEVELS = {
     "loader": 0,
     "tables": 0,
     "validation": 0,
-    "llm": 1,  # errors
+    "redaction": 0,
+    "llm": 1,  # errors, redaction
     "data": 2,  # errors, llm (compqa's rubric parses model output)
     "testing": 2,  # llm (the scripted server counts tokens like the model layer)
     "runs": 3,  # errors, data (ResultLog)
@@ -55,8 +56,8 @@ CORE_LEVELS = {
     "retrieval": 3,  # errors, llm, data (corpus, records)
     "metrics": 4,  # errors, llm, data
     "plan": 4,  # llm (prices), data (logs), runs (the `finished` rules)
-    "view": 3,  # errors, llm (secrets), data (folders, records)
-    "hub": 3,  # errors, llm (secrets), data (records), tables
+    "view": 3,  # errors, redaction, data (folders, records)
+    "hub": 3,  # errors, redaction, data (records), tables
 }
 
 

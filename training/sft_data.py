@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from moot.core.data.hub_requests import bound_hub_requests
 from moot.core.data.records import read_records, stable_id
 from moot.core.errors import ConfigError, InputError, json_type
 
@@ -221,6 +222,7 @@ def _disk_rows(path: Path, split: str) -> Iterator[tuple[str, Any]]:
 def _hub_rows(name: str, split: str) -> Iterator[tuple[str, Any]]:
     import datasets
 
+    bound_hub_requests()
     datasets.disable_progress_bars()
     try:
         loaded = datasets.load_dataset(name, split=split)

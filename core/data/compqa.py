@@ -32,7 +32,7 @@ from typing import Any
 
 from moot.core.data.records import read_records
 from moot.core.errors import InputError, json_type
-from moot.core.llm.structured import OutputParseError, candidates
+from moot.core.llm.structured import OutputParseError, candidates, mended
 
 
 @dataclass(frozen=True)
@@ -433,7 +433,7 @@ def _literal_pairs(chunk: str) -> Pairs | None:
     """The pairs of a JSON or Python dict literal (nested dicts as pairs too), or None."""
     with contextlib.suppress(ValueError, RecursionError):
         value = json.loads(chunk, object_pairs_hook=list)
-        return value if _is_pairs(value) else None
+        return mended(value) if _is_pairs(value) else None
     try:
         node = ast.parse(chunk, mode="eval").body
         if not isinstance(node, ast.Dict) or None in node.keys:
@@ -442,7 +442,7 @@ def _literal_pairs(chunk: str) -> Pairs | None:
         for key, value in zip(node.keys, node.values, strict=True):
             inner = _literal_pairs(ast.unparse(value)) if isinstance(value, ast.Dict) else None
             pairs.append((ast.literal_eval(key), inner or ast.literal_eval(value)))
-        return pairs
+        return mended(pairs)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
 

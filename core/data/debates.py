@@ -47,13 +47,14 @@ match the speeches, ids unique. Problems are `InputError`s naming the file and t
 from __future__ import annotations
 
 import csv
+import io
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from moot.core.data.records import read_records, refuse_surrogates
+from moot.core.data.records import csv_rows, read_input_text, read_records, refuse_surrogates
 from moot.core.data.topics import STANCES
 from moot.core.errors import InputError, json_type
 from moot.core.loader import Unreadable, load_yaml
@@ -437,8 +438,7 @@ def _csv_rows(path: Path, key: str, numeric: bool = False) -> Iterable[dict[str,
     """The rows of a gold CSV, each with an integer `key` and a label (numeric if asked)."""
     if not path.exists():
         return []
-    with path.open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))
+    rows = csv_rows(path, csv.DictReader(io.StringIO(read_input_text(path), newline="")))
     for number, row in enumerate(rows, start=2):
         try:
             int(row[key])

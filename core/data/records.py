@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import csv
 import hashlib
 import json
 import os
@@ -24,6 +25,7 @@ from urllib.parse import quote
 from moot.core.data.planned import planned_text
 from moot.core.errors import ConfigError, InputError, writing
 from moot.core.loader import RepeatedKey, Unreadable, load_json
+from moot.core.redaction import scrub
 
 
 def package_versions(*packages: str) -> dict[str, str]:
@@ -81,9 +83,15 @@ class ResultLog:
         return {key for key, ok in passed.items() if ok}
 
     def _lines(self) -> Iterator[tuple[int, bytes, dict[str, Any] | None]]:
-        """Each line's offset, bytes and record (None: torn, corrupt, not a record with an id)."""
+        """Each line's offset, bytes and record (None: torn, corrupt, not a record with an id).
+
+        Raises:
+            InputError: The log is not a regular file (a FIFO would make the read wait for ever).
+        """
         if not self.path.exists():
             return
+        if not self.path.is_file():
+            raise InputError(self.path, "not a regular file (a FIFO, a device or a folder)")
         with self.path.open("rb") as f:  # bytes: a crash can tear a line inside a character
             offset = 0
             for line in f:
@@ -196,7 +204,8 @@ def claim_folder(out_dir: Path, name: str, claim: dict[str, Any], holds: str) ->
     """Claim `out_dir` for one set of settings (``.moot/<name>.json``) before any work.
 
     A rerun with the same settings passes; with others it is refused, so results made with
-    different settings are never mixed or dropped.
+    different settings are never mixed or dropped. The claim is written scrubbed (`scrub`), as
+    every record of options is.
 
     Args:
         out_dir: The output folder.
@@ -211,7 +220,7 @@ def claim_folder(out_dir: Path, name: str, claim: dict[str, Any], holds: str) ->
     path = Path(out_dir) / ".moot" / f"{name}.json"
     check_claim(out_dir, name, claim, holds)
     if not path.exists():
-        write_json(path, claim)
+        write_json(path, scrub(claim))
 
 
 def check_claim(out_dir: Path, name: str, claim: dict[str, Any], holds: str) -> None:
@@ -221,7 +230,7 @@ def check_claim(out_dir: Path, name: str, claim: dict[str, Any], holds: str) -> 
         ConfigError: The folder is claimed for other settings.
     """
     path = Path(out_dir) / ".moot" / f"{name}.json"
-    if path.exists() and read_json_file(path) != claim:
+    if path.exists() and read_json_file(path) != scrub(claim):  # as `claim_folder` wrote it
         raise ConfigError(f"{out_dir} holds {holds}; use a new --out")
 
 
@@ -479,7 +488,7 @@ def read_records(path: str | Path) -> Iterator[tuple[str, Any]]:
                     refuse_surrogates(path, f"index {i}", item)
                 yield f"index {i}", item
             return
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(jsonl_lines(text), start=1):
         if not line.strip():
             continue
         try:
@@ -489,6 +498,34 @@ def read_records(path: str | Path) -> Iterator[tuple[str, Any]]:
         if escaped:
             refuse_surrogates(path, f"line {number}", record)
         yield f"line {number}", record
+
+
+#: Where a JSONL line ends: a line feed (after a carriage return or not) or a carriage return.
+_LINE_END = re.compile(r"\r\n|[\r\n]")
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of JSONL `text` (the last one empty if it ends with a line end).
+
+    Split at line feeds and carriage returns alone, which JSON never leaves raw inside a string:
+    not at the others `str.splitlines` takes for line ends (U+0085, U+2028, U+2029), which a
+    JSON writer leaves as they are (``ensure_ascii=False``): a model reply holding one would cut
+    its record in two.
+    """
+    return _LINE_END.split(text)
+
+
+def csv_rows(path: str | Path, reader: Any) -> list[Any]:
+    """Every row of a `csv` reader over `path`'s text.
+
+    Raises:
+        InputError: A row the csv module refuses (a field over its 128 KiB limit, a NUL), named
+            by the line it starts on.
+    """
+    try:
+        return list(reader)
+    except csv.Error as exc:
+        raise InputError(path, f"unreadable CSV: {exc}", f"line {reader.line_num + 1}") from None
 
 
 def read_json_file(path: str | Path) -> Any:
@@ -553,14 +590,17 @@ def read_input_text(path: str | Path) -> str:
     """The text of a UTF-8 input file (a leading BOM dropped).
 
     Raises:
-        InputError: The file is missing, not UTF-8 (the first bad byte named), or holds only
-            whitespace.
+        InputError: The file is missing, not a regular file, not UTF-8 (the first bad byte
+            named), or holds only whitespace.
     """
     planned = planned_text(path)  # `moot run --dry-run`: what an earlier stage would write
     if planned is not None:
         return planned
-    if not Path(path).is_file():
-        raise InputError(path, "file not found")
+    if not Path(path).is_file():  # a FIFO or a device too: reading one would wait for ever
+        exists = Path(path).exists() and not Path(path).is_dir()
+        raise InputError(
+            path, "not a regular file (a FIFO or a device)" if exists else "file not found"
+        )
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.records import read_input_text, read_records
+from moot.core.data.hub_requests import bound_hub_requests
+from moot.core.data.records import csv_rows, read_input_text, read_records
 from moot.core.errors import InputError, json_type
 
 STANCES = ("Affirmative", "Negative")
@@ -49,11 +50,12 @@ def load_topics(source: str) -> list[Topic]:
             return _from_dataset(source, _load_hub_dataset(source))
         raise InputError(source, "file not found")
     if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(io.StringIO(read_input_text(source)))
+        reader = csv.DictReader(io.StringIO(read_input_text(source), newline=""))
+        rows = csv_rows(source, reader)
         if "topic" not in (reader.fieldnames or []):
             columns = ", ".join(reader.fieldnames or []) or "none"
             raise InputError(source, f"missing 'topic' column (columns: {columns})")
-        return _validate(source, ((f"line {i + 2}", row) for i, row in enumerate(reader)))
+        return _validate(source, ((f"line {i + 2}", row) for i, row in enumerate(rows)))
     return _validate(source, read_records(source))
 
 
@@ -121,9 +123,17 @@ def _from_dataset(source: str, rows: Any) -> list[Topic]:
     return _validate(source, ((f"row {i}", {"topic": t}) for i, t in enumerate(rows["topic"])))
 
 
+#: What `datasets` unpacks whole before reading a word of it: a few kilobytes of gzip can hold
+#: gigabytes (a 1 MB file held 8 GB of memory, and a crash, before this check).
+ARCHIVES = (".gz", ".bz2", ".xz", ".lzma", ".zst", ".zstd", ".lz4", ".zip", ".tar", ".tgz", ".7z")
+
+
 def _load_local_dataset(path: Path) -> Any:
     import datasets
 
+    packed = next((p for p in sorted(path.rglob("*")) if p.suffix.lower() in ARCHIVES), None)
+    if packed is not None:
+        raise InputError(packed, "a compressed file: moot unpacks none (its size is unknown)")
     try:
         if (path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists():
             loaded = datasets.load_from_disk(str(path))
@@ -137,6 +147,7 @@ def _load_local_dataset(path: Path) -> Any:
 def _load_hub_dataset(source: str) -> Any:
     import datasets
 
+    bound_hub_requests()
     name, _, split = source.partition(":")
     try:
         return datasets.load_dataset(name, split=split or "train")

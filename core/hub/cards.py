@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from moot.core.data.records import atomic_write, package_versions
-from moot.core.llm.spec import redact, url_secrets
+from moot.core.redaction import scrub
 from moot.core.tables import render_table
 
 #: Where moot's file formats are described (a card points at its section).
@@ -119,8 +119,9 @@ def folder_bytes(folder: Path) -> int:
 def command_line(argv: Sequence[str] | None = None) -> str:
     """The command that is running, as a shell would take it, with its secrets taken out.
 
-    Every value of an environment key or token (`secrets_in_environment`) and every credential a
-    URL holds (its password, its query's values) becomes ``[redacted]``.
+    It goes through the one scrubber of records of options (`moot.core.redaction.scrub`): every
+    URL without its ``user:password@`` and with its query's values masked, every key moot sends
+    and every value of an environment key or token as ``[redacted]``.
 
     Args:
         argv: The arguments (default: this process's ``sys.argv``, shown as ``moot ...`` when
@@ -131,7 +132,7 @@ def command_line(argv: Sequence[str] | None = None) -> str:
         # the `moot` script, or `python -m moot` (whose argv[0] is moot/__main__.py)
         moot = program.name == "moot" or program.parent.name == "moot"
         argv = ["moot", *sys.argv[1:]] if moot else list(sys.argv)
-    return redact(shlex.join(argv), (s for arg in argv if "://" in arg for s in url_secrets(arg)))
+    return str(scrub(shlex.join(argv)))
 
 
 def card_licence(source: str | Path) -> str | None:

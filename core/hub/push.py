@@ -15,9 +15,10 @@ import json
 from pathlib import Path
 from typing import Literal
 
+from moot.core.data.hub_requests import bound_hub_requests, hub_timeout
 from moot.core.data.records import write_json
 from moot.core.errors import ConfigError, MootError
-from moot.core.llm.spec import redact
+from moot.core.redaction import redact, sending
 
 #: Where a pushed folder records its repository.
 PUSHED = Path(".moot") / "hub.json"
@@ -49,14 +50,16 @@ def check_push(repo: str) -> None:
     """Whether a push to `repo` can happen, before any work: its id, online, a token.
 
     Raises:
-        ConfigError: A bad repository id, ``HF_HUB_OFFLINE`` set, or no token.
+        ConfigError: A bad repository id, ``HF_HUB_OFFLINE`` set, no token, or a bad
+            ``MOOT_HUB_TIMEOUT``.
     """
     check_repo_id(repo)
     from huggingface_hub import constants, get_token
 
     if constants.HF_HUB_OFFLINE:
         raise ConfigError(f"--push-to-hub {repo}: HF_HUB_OFFLINE is set; unset it to push")
-    if not get_token():
+    hub_timeout()  # a bad MOOT_HUB_TIMEOUT is found now, not after the work
+    if not sending(get_token()):  # the token is sent, so never written
         raise ConfigError(
             f"--push-to-hub {repo}: no Hugging Face token; set HF_TOKEN or run `hf auth login`"
         )
@@ -86,6 +89,7 @@ def push_folder(
     if quiet:
         disable_progress_bars()
     folder = Path(folder)
+    bound_hub_requests()
     api = HfApi()
     try:
         api.create_repo(repo, repo_type=kind, private=private, exist_ok=True)
@@ -99,6 +103,8 @@ def push_folder(
     except HfHubHTTPError as exc:
         status = exc.response.status_code if exc.response is not None else None
         raise PushError(_failure(repo, f"HTTP {status}: {_first_line(exc)}")) from None
+    except httpx.TimeoutException:
+        raise PushError(_failure(repo, f"no reply within {hub_timeout():g}s")) from None
     except (httpx.HTTPError, OSError, ValueError) as exc:
         raise PushError(_failure(repo, _first_line(exc))) from None
     write_json(folder / PUSHED, {"repo": repo, "kind": kind, "commit": commit.oid})

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from moot.core.errors import ConfigError
+from moot.core.redaction import sending
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: Most parallel slots of the embedded server: requests it decodes together in one batch
@@ -98,6 +99,7 @@ def start_embedded(model: str = "smollm2", slots: int = MAX_SLOTS) -> EmbeddedEn
             raise ConfigError("the embedded model needs xllamacpp: pip install xllamacpp") from exc
         threads = embedded_threads()
         key = secrets.token_hex(16)
+        sending(key)  # loopback only, but a key sent all the same
         params = xllamacpp.CommonParams()
         params.model.path = str(weights)
         params.model_alias = model

@@ -16,19 +16,24 @@ What moot layers on the Router, and why: litellm pins a session before its first
 sent and keeps the pin whatever happens to that request, so a debate whose first request went to
 an endpoint that then failed would wander from endpoint to endpoint for the pin's whole life (an
 hour), its prefix cache lost on each. `repin` moves the pin to the endpoint that answered, and
-`unpin` drops it when a request failed, so the retry is routed afresh. ``least-busy`` routing
+`elsewhere` to another endpoint when a request failed, so the retry does not go back to it. A
+passed deadline is a failure of the endpoint that did not answer in time (`complete`): litellm
+counts only what its own call raised. ``least-busy`` routing
 was tried and left: it counts requests in flight only once they are sent, so the first requests
 of a burst of debates all saw every endpoint idle and were all pinned to the first one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
+import random
 from collections.abc import Iterator
 from typing import Any
 
-from moot.core.llm.spec import ModelSpec, public_url
+from moot.core.llm.spec import ModelSpec
+from moot.core.redaction import public_url
 
 #: The work item (its id) whose requests are being sent: requests of one item share an endpoint.
 SESSION: contextvars.ContextVar[str | None] = contextvars.ContextVar("moot_session", default=None)
@@ -107,6 +112,52 @@ def session_metadata() -> dict[str, Any]:
     return {"session_id": session} if session is not None else {}
 
 
+async def complete(router: Any, spec: ModelSpec, messages: Any, params: dict[str, Any]) -> Any:
+    """One request through `router` within `spec`'s deadline; a failure moves the session away.
+
+    The deadline (``--timeout``) is moot's, around the Router's call, so that it bounds a reply
+    dripped a byte at a time too. litellm counts an endpoint's failures (and takes it out) only
+    for what its own call raised: cancelled by moot's deadline, an endpoint that accepts
+    connections and never answers was never taken out, and took its share of every request's
+    retries. So a deadline is recorded here as a failure of the endpoint the Router chose (which
+    it writes into the request's metadata, a dict it updates in place) through the Router's own
+    failure count and cooldown, and the exception names that endpoint (``failed_deployment_id``,
+    as the Router's own errors do). After any failure at a known endpoint the session is pinned
+    to another one that is not out (`elsewhere`), so the retry does not go back to it.
+
+    Raises:
+        Exception: What the Router raised, or `TimeoutError` when the deadline passed.
+    """
+    metadata = session_metadata()
+    request = router.acompletion(
+        model=spec.name, messages=messages, metadata=metadata, drop_params=True, **params
+    )
+    try:
+        return await asyncio.wait_for(request, spec.timeout)
+    except Exception as exc:
+        failed = getattr(exc, "failed_deployment_id", None)
+        if isinstance(exc, TimeoutError):
+            failed = (metadata.get("model_info") or {}).get("id")
+            if failed is not None:
+                _timed_out(router, spec, metadata)
+                exc.failed_deployment_id = str(failed)  # type: ignore[attr-defined]
+        elsewhere(router, spec, None if failed is None else str(failed))
+        raise
+
+
+def _timed_out(router: Any, spec: ModelSpec, metadata: dict[str, Any]) -> None:
+    """Count a passed deadline as the chosen deployment's failure, as litellm counts its own."""
+    from moot.core.llm.litellm_import import litellm
+
+    failure = litellm.Timeout(
+        message=f"no reply within {spec.timeout:g}s", model=spec.name, llm_provider=spec.provider
+    )
+    params = {"model_info": metadata["model_info"], "metadata": metadata}
+    router.deployment_callback_on_failure(
+        {"exception": failure, "litellm_params": params}, None, None, None
+    )
+
+
 def _pin_key(spec: ModelSpec, session: str) -> str:
     from litellm.router_utils.pre_call_checks.deployment_affinity_check import (
         DeploymentAffinityCheck,
@@ -125,10 +176,22 @@ def repin(router: Any, spec: ModelSpec, deployment: str) -> None:
         set_local_affinity_pin(router.cache, _pin_key(spec, session), value, PIN_SECONDS)
 
 
-def unpin(router: Any, spec: ModelSpec) -> None:
-    """Forget the current session's endpoint: its request failed there; the retry is re-routed."""
+def elsewhere(router: Any, spec: ModelSpec, failed: str | None) -> None:
+    """Pin the current session to an endpoint other than `failed` that is not out, if one is.
+
+    Else (or when which endpoint failed is unknown) the session's pin is dropped, and the
+    retry is routed afresh.
+    """
+    from litellm.router_utils.cooldown_handlers import get_cooldown_deployments
+
     session = SESSION.get()
-    if session is not None:
+    if session is None:
+        return
+    out = {failed, *get_cooldown_deployments(router, None)}
+    others = [str(i) for i in range(len(spec.endpoints)) if str(i) not in out]
+    if failed is not None and others:
+        repin(router, spec, random.choice(others))
+    else:
         router.cache.in_memory_cache.delete_cache(_pin_key(spec, session))
 
 

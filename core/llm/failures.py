@@ -14,7 +14,8 @@ import time
 from typing import Any
 
 from moot.core.errors import ConfigError, ContextWindowExceeded, ModelCallError, MootError
-from moot.core.llm.spec import ModelSpec, public_url, url_secrets
+from moot.core.llm.spec import ModelSpec
+from moot.core.redaction import public_url, url_secrets
 
 
 class Transient(Exception):

@@ -49,7 +49,7 @@ from moot.core.llm.cache import RequestCache, request_key
 from moot.core.llm.failures import Transient, classify, where
 from moot.core.llm.ledger import UsageLedger
 from moot.core.llm.prices import Prices
-from moot.core.llm.spec import ModelSpec, Role, missing_litellm_keys, public_url, resolve_api_key
+from moot.core.llm.spec import ModelSpec, Role, missing_litellm_keys, resolve_api_key
 from moot.core.llm.structured import (
     OutputParseError,
     ParseFailure,
@@ -59,6 +59,7 @@ from moot.core.llm.structured import (
     schema_text,
 )
 from moot.core.llm.tokens import count_message_tokens
+from moot.core.redaction import public_url, redact
 
 log = logging.getLogger(__name__)  # one line per retry, shown by the CLI's --verbose
 T = TypeVar("T", bound=BaseModel)
@@ -638,20 +639,11 @@ class _RouterTransport(_Transport):
         if loop is not self._loop:  # its pooled clients die with the loop that opened them
             self._router = endpoints.build_router(self.spec, self._key)
             self._loop = loop
-        request = asyncio.wait_for(
-            self._router.acompletion(
-                model=self.spec.name,
-                messages=messages,
-                metadata=endpoints.session_metadata(),
-                drop_params=True,
-                **params,
-            ),
-            self.spec.timeout,
-        )
+        # within the deadline, which counts against the endpoint; a failure moves the session
+        request = endpoints.complete(self._router, self.spec, messages, params)
         try:
             response = await request
         except Exception as exc:  # the endpoint that failed, when the Router says which
-            endpoints.unpin(self._router, self.spec)
             resting = endpoints.all_out(exc)
             if resting is not None:  # every endpoint is out: wait for the first to come back
                 raise Transient(
@@ -775,6 +767,7 @@ def _read_reply(response: Any, shown: str) -> _Reply:
     enters: it cannot be encoded, so the cache, the result logs and every output file would fail
     on it. It is a bad character in a readable reply, like a bad byte a decoder replaces, not a
     malformed reply: refused, it would come back the same at temperature 0 and fail for good.
+    A key moot sent, echoed by the server, is taken out here too (`redact`), for the same reason.
     """
     choices = _field(response, "choices")
     choice = choices[0] if isinstance(choices, list) and choices else None
@@ -785,7 +778,7 @@ def _read_reply(response: Any, shown: str) -> _Reply:
     usage = _field(response, "usage")
     finish = _field(choice, "finish_reason")
     return _Reply(
-        _LONE_SURROGATE.sub("\ufffd", text or ""),
+        redact(_LONE_SURROGATE.sub("\ufffd", text or "")),  # a server may echo the key sent
         finish if isinstance(finish, str) else None,
         {
             "prompt_tokens": _field(usage, "prompt_tokens"),

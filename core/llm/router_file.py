@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from moot.core.errors import ConfigError, InputError
 from moot.core.llm.spec import RouterGroup, endpoint_list
 from moot.core.loader import Unreadable, load_yaml
+from moot.core.redaction import sending
 
 #: litellm's routing strategies that need nothing but this process.
 STRATEGIES = Literal[
@@ -117,6 +118,9 @@ def load_router(path: Path, name: str) -> RouterGroup:
         if deployment.model_name != name:
             continue
         params = deployment.litellm_params.model_dump(exclude_none=True)
+        if "," in params["api_base"]:  # a list on the command line; here each has its own
+            where = f"model_list.{index}.litellm_params.api_base"
+            raise InputError(path, f"{where}: one URL per deployment (give each its own)")
         for key, value in params.items():
             if isinstance(value, str) and value.startswith(ENV_PREFIX):
                 var = value.removeprefix(ENV_PREFIX)
@@ -124,6 +128,7 @@ def load_router(path: Path, name: str) -> RouterGroup:
                     where = f"model_list.{index}.litellm_params.{key}"
                     raise InputError(path, f"{where}: {var} is not set")
                 params[key] = os.environ[var]
+        sending(params.get("api_key"))  # sent with its requests: never written
         deployments.append(params)
     if not deployments:
         known = ", ".join(sorted({d.model_name for d in config.model_list}))

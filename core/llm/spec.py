@@ -11,13 +11,14 @@ import functools
 import importlib.util
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlparse
+from urllib.parse import urlparse
 
 from moot.core.errors import ConfigError
+from moot.core.redaction import public_url, sending
 
 #: The embedded models, by name. SmolLM2-135M is a demo model: fluent, often off-topic or on the
 #: wrong side. Use a real model for real data.
@@ -156,53 +157,6 @@ class ModelSpec:
         return {**described, "context_window": self.context_window}
 
 
-def public_url(url: str) -> str:
-    """`url` without the credentials a URL may embed.
-
-    Its user and password (``https://user:password@host/...``) are dropped, its query's values
-    (``?api-key=...``) masked. Every message, record, ledger and manifest that names an
-    endpoint shows this form.
-    """
-    if "@" not in url and "?" not in url:
-        return url
-    parts = urlparse(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    return parts._replace(
-        netloc=parts.netloc.rpartition("@")[2],
-        query=urlencode([(name, "***") for name, _ in query], safe="*"),
-    ).geturl()
-
-
-def url_secrets(url: str) -> list[str]:
-    """What in `url` may be a credential (its password, its query's values), to scrub."""
-    parts = urlparse(url)
-    values = [value for _, value in parse_qsl(parts.query) if len(value) > 3]
-    return [secret for secret in (parts.password, *values) if secret]
-
-
-def secrets_in_environment() -> list[str]:
-    """Values of the environment's keys and tokens (longest first): never written anywhere.
-
-    `moot view`'s page, the Hub cards and push errors (`redact`) replace each with
-    ``[redacted]``.
-    """
-    names = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
-    return sorted(
-        {v for k, v in os.environ.items() if k.upper().endswith(names) and len(v) >= 8},
-        key=len,
-        reverse=True,
-    )
-
-
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with each of `secrets` and of `secrets_in_environment` as ``[redacted]``."""
-    for secret in sorted(
-        {*filter(None, secrets), *secrets_in_environment()}, key=len, reverse=True
-    ):
-        text = text.replace(secret, "[redacted]")
-    return text
-
-
 @dataclass(frozen=True)
 class Role:
     """A speaking part (debater A, judge ...) bound to a model and its sampling temperature.
@@ -284,21 +238,34 @@ def endpoint_list(
 ) -> tuple[str, ...]:
     """The endpoints `given` for model `text`: each a URL, or several separated by commas.
 
-    `flag` names where they come from, in messages.
+    `flag` names where they come from, in messages. Every form of a list (commas, a repeated
+    flag, a list in a config, a recipe or a ``--router`` file) comes through here, so each
+    accepts what one endpoint does.
 
     Raises:
-        ConfigError: One is not an http(s) URL, or one is given twice (named without credentials).
+        ConfigError: One is not an http(s) URL (a bad port or host too), holds a query string
+            or a fragment (no client sends them to a model server: every request would miss),
+            or is given twice; each named without credentials.
     """
     values = ([given] if given else []) if isinstance(given, str) else list(given or ())
     urls = [url.strip() for value in values for url in value.split(",")]
     seen: set[str] = set()
     for url in urls:
-        parts = urlparse(url)
+        where = f"invalid {flag} {public_url(url)!r} for {text!r}"
+        try:
+            parts = urlparse(url)
+            parts.port  # noqa: B018 - a port that is no number, or out of range, raises here
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {str(exc).lower()}") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(
-                f"invalid {flag} {public_url(url)!r} for {text!r}: expected "
-                "http(s)://host:port/..."
+                f"{where}: expected http(s)://host:port/..."
                 + (", several separated by commas" if flag.startswith("--") else "")
+            )
+        if parts.query or parts.fragment:
+            raise ConfigError(
+                f"{where}: moot cannot send a query string or fragment to a model server; "
+                "give a key with --api-key-env"
             )
         if url.rstrip("/") in seen:
             raise ConfigError(f"{flag} {public_url(url)!r} is given twice for {text!r}")
@@ -309,6 +276,8 @@ def endpoint_list(
 def resolve_api_key(spec: ModelSpec) -> str | None:
     """Return the API key for `spec` from the environment, or None if it needs none.
 
+    The key is one moot sends: `moot.core.redaction.redact` takes it out of what moot writes.
+
     Raises:
         ConfigError: The provider's own endpoint needs a key and none is set (the message names
             the variable, never a value).
@@ -317,14 +286,14 @@ def resolve_api_key(spec: ModelSpec) -> str | None:
         key = os.environ.get(spec.api_key_env)
         if not key:
             raise ConfigError(f"missing API key for {spec.name}: set {spec.api_key_env}")
-        return key
+        return sending(key)
     if spec.api_base:  # a custom server: never forward a provider's key to it implicitly
-        return os.environ.get("MOOT_API_KEY")
+        return sending(os.environ.get("MOOT_API_KEY"))
     if spec.transport == "openai":
         key = os.environ.get("OPENAI_API_KEY")
         if not key:
             raise ConfigError(f"missing API key for {spec.name}: set OPENAI_API_KEY")
-        return key
+        return sending(key)
     return None  # litellm providers read their own variables; see `check_environment`
 
 

@@ -144,16 +144,41 @@ def _repaired(text: str, chunks: list[str]) -> Iterator[dict[str, Any]]:
 
 
 def _readings(text: str) -> Iterator[Any]:
-    """Every value `text` may hold: strict JSON, then Python literals, then json_repair's."""
+    """Every value `text` may hold: strict JSON, then Python literals, then json_repair's.
+
+    Each `mended`, when the reply holds an escape that can make a lone surrogate.
+    """
     chunks: list[str] = []  # found lazily: most replies parse at the first chunk
+    escaped = "\\u" in text.lower()  # no such escape, no surrogate: nothing to walk
     for chunk in candidates(text):
         chunks.append(chunk)
         for loader in (json.loads, ast.literal_eval):
             try:
-                yield loader(chunk)
+                value = loader(chunk)
             except (ValueError, SyntaxError, MemoryError, RecursionError):
                 continue
-    yield from _repaired(text, chunks)
+            yield mended(value) if escaped else value
+    for value in _repaired(text, chunks):
+        yield mended(value) if escaped else value
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def mended(value: Any) -> Any:
+    r"""`value` (read from a reply) with every lone surrogate in its strings, keys too, as U+FFFD.
+
+    An escape in a reply's JSON or Python literal (``"\udfff"``) makes one; no UTF-8 file can
+    hold it, so the first write of its record crashed the run. The reply's own text is mended
+    where it enters (`moot.core.llm.models`).
+    """
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {mended(k): mended(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(mended(item) for item in value)
+    return value
 
 
 def _repair(span: str) -> dict[str, Any] | None:

@@ -39,7 +39,13 @@ from moot.core.data.corpus import (
     chunk_documents,
     load_documents,
 )
-from moot.core.data.records import atomic_replace_dir, check_out_dir, write_json, write_jsonl
+from moot.core.data.records import (
+    atomic_replace_dir,
+    check_out_dir,
+    jsonl_lines,
+    write_json,
+    write_jsonl,
+)
 from moot.core.errors import ConfigError, InputError
 from moot.core.retrieval.embeddings import unit_rows
 
@@ -118,7 +124,8 @@ class Index:
         try:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
             chunks_text = (path / "chunks.jsonl").read_text(encoding="utf-8")
-            chunks = [Chunk.from_json(json.loads(line)) for line in chunks_text.splitlines()]
+            lines = jsonl_lines(chunks_text)
+            chunks = [Chunk.from_json(json.loads(line)) for line in lines if line]
         except (OSError, ValueError, TypeError, RecursionError) as exc:
             problem = "nested too deeply" if isinstance(exc, RecursionError) else exc
             raise InputError(path, f"damaged index: {problem}") from None

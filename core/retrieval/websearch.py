@@ -12,8 +12,10 @@ appears in errors or outputs. 429, 5xx, timeouts and connection errors are retri
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
+import time
 from typing import Any
 
 import httpx
@@ -21,12 +23,14 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from moot.core.data.corpus import Chunk
 from moot.core.errors import ConfigError, EndpointError
-from moot.core.llm.spec import public_url
+from moot.core.redaction import public_url, redact, sending
 from moot.core.retrieval.index import Hit, is_trusted
 
 BRAVE_API_BASE = "https://api.search.brave.com/res/v1"
 DEFAULT_KEY_ENV = "MOOT_SEARCH_API_KEY"
 MAX_RESULTS = 20  # Brave's largest ``count``
+#: The largest reply read, in bytes: 20 results are a few tens of kilobytes.
+MAX_REPLY = 10 * 2**20
 #: A web result as a dry run counts it, unfetched: a 300-character snippet (Brave's are
 #: shorter), a 100-character title and URL.
 STAND_IN = Chunk(
@@ -51,7 +55,7 @@ class WebSearchRetriever:
         api_base: The API root (tests point it at a local server).
         trusted_domains: Keep only results whose URL is trusted (`is_trusted`); the filter
             applies to the 20 results of one request.
-        timeout: Seconds per request.
+        timeout: Seconds each request may take, from connecting to its last byte.
         attempts: Tries per query, the first included.
         initial_wait: Base of the randomised exponential backoff between tries, in seconds.
 
@@ -75,6 +79,7 @@ class WebSearchRetriever:
         if not key:
             raise ConfigError(f"web search needs an API key: set {api_key_env}")
         self._key, self.api_key_env = key, api_key_env
+        sending(key)  # never written, even where a reply echoes it
         self.url = api_base.rstrip("/") + "/web/search"
         self._shown = public_url(self.url)  # what messages name: no embedded credentials
         self.trusted_domains = trusted_domains
@@ -97,8 +102,8 @@ class WebSearchRetriever:
             if not url or url in seen or (self.trusted_domains and not is_trusted(url)):
                 continue
             seen.add(url)
-            text = _plain(result.get("description") or "")
-            title = _plain(result.get("title") or "") or None
+            text = redact(_plain(result.get("description") or ""))  # a reply may echo the key
+            title = redact(_plain(result.get("title") or "")) or None
             chunk = Chunk(f"{url}#0", url, text or (title or url), title, url)
             hits.append(Hit(chunk, 1.0 / (len(hits) + 1)))
         return hits[:k]
@@ -124,30 +129,55 @@ class WebSearchRetriever:
 
     def _once(self, headers: dict[str, str], params: dict[str, Any]) -> dict[str, Any]:
         try:
-            response = httpx.get(self.url, headers=headers, params=params, timeout=self.timeout)
-        except (httpx.TimeoutException, httpx.TransportError) as exc:
+            status, reply = self._get(headers, params)
+        except httpx.TimeoutException:
+            raise _Transient(f"no reply within {self.timeout:g}s from {self._shown}") from None
+        except httpx.TransportError as exc:
             raise _Transient(f"{type(exc).__name__} for {self._shown}") from None
-        if response.status_code == 429 or response.status_code >= 500:
-            raise _Transient(f"HTTP {response.status_code} from {self._shown}")
-        if response.status_code in (401, 403):
-            raise ConfigError(
-                f"web search refused the key in {self.api_key_env} (HTTP {response.status_code})"
-            )
-        if response.status_code != 200:
+        if status == 429 or status >= 500:
+            raise _Transient(f"HTTP {status} from {self._shown}")
+        if status in (401, 403):
+            raise ConfigError(f"web search refused the key in {self.api_key_env} (HTTP {status})")
+        if status != 200:
+            text = reply[:200].decode("utf-8", "replace")
             raise EndpointError(
-                f"web search: HTTP {response.status_code} from {self._shown}: "
-                f"{self._clean(response.text[:200])}"
+                f"web search: HTTP {status} from {self._shown}: {self._clean(text)}"
             )
         try:
-            body = response.json()
-        except ValueError:
+            body = json.loads(reply)
+        except ValueError:  # UnicodeDecodeError is one
             raise _Transient(f"malformed JSON from {self._shown}") from None
         if not isinstance(body, dict):
             raise EndpointError(f"web search: unexpected reply from {self._shown}")
         return body
 
+    def _get(self, headers: dict[str, str], params: dict[str, Any]) -> tuple[int, bytes]:
+        """The reply's status and body, whole within `timeout` seconds and `MAX_REPLY` bytes.
+
+        httpx's timeout bounds each read: a server that drips its reply a byte at a time would
+        hold the search for ever, and one that never stops would fill the memory.
+
+        Raises:
+            httpx.ReadTimeout: The deadline passed.
+            EndpointError: The reply (unpacked, if the server packed it) is over `MAX_REPLY`.
+        """
+        deadline = time.monotonic() + self.timeout
+        body = bytearray()
+        with httpx.stream(
+            "GET", self.url, headers=headers, params=params, timeout=self.timeout
+        ) as response:
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > MAX_REPLY:
+                    raise EndpointError(
+                        f"web search: a reply over {MAX_REPLY} bytes from {self._shown}"
+                    )
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout(f"no reply within {self.timeout:g}s")
+        return response.status_code, bytes(body)
+
     def _clean(self, text: str) -> str:
-        return text.replace(self._key, "***")
+        return redact(text, [self._key])
 
 
 def _plain(text: str) -> str:

@@ -4,7 +4,8 @@ The page's HTML, CSS and JavaScript are package data beside this module (``view.
 ``view.css``, ``view.js``); this module fills them in. Model text is data: the JSON is embedded in
 a ``<script type="application/json">`` element with ``<``, ``>`` and ``&`` escaped, so no string
 in it can close the element or open a comment, and the script draws every string with DOM text
-nodes, never as markup. Values of the environment's keys are taken out before anything is written.
+nodes, never as markup. Every known secret (`moot.core.redaction.known_secrets`: the keys this
+process sent, the environment's keys and tokens) is taken out before anything is written.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def render_view(payload: dict[str, Any], title: str, secrets: Sequence[str] = ()
     Args:
         payload: The runs to show.
         title: The page's title.
-        secrets: Strings that must not reach the page (`secrets_in_environment`).
+        secrets: Strings that must not reach the page (`moot.core.redaction.known_secrets`).
     """
     assets = resources.files(__package__)
     parts = {
@@ -91,11 +92,11 @@ def write_view(folders: Sequence[Path], out: Path, debates: Path | None = None) 
         InputError: A folder `moot view` cannot show, or a bad debates file.
     """
     from moot.core.data.records import atomic_write
-    from moot.core.llm.spec import secrets_in_environment
+    from moot.core.redaction import known_secrets
     from moot.core.view.payload import view_payload
 
     payload = view_payload(list(folders), debates)
     title = "moot view: " + ", ".join(run["name"] for run in payload["runs"])
-    page = render_view(payload, title, secrets_in_environment())
+    page = render_view(payload, title, known_secrets())
     atomic_write(out, lambda f: f.write(page))
     return payload

@@ -268,11 +268,11 @@ def read_run(folder: Path, name: str | None = None) -> Record:
     folder = Path(folder)
     command = command_of(folder)
     kind = KINDS[command]
-    summary_path = folder / kind.summary
+    summary_path = inside(folder, kind.summary)
     summary = read_json_file(summary_path) if summary_path.is_file() else None
     if summary is not None and not isinstance(summary, dict):
         raise InputError(summary_path, "expected a JSON object")
-    if kind.log is not None and summary is None and not (folder / kind.log).exists():
+    if kind.log is not None and summary is None and not inside(folder, kind.log).exists():
         raise InputError(folder, f"holds neither {kind.log} nor {kind.summary}: nothing to show")
     records = _records(folder, kind) if kind.log else []
     items = [_item(r, summary or {}, kind) for r in records]
@@ -302,11 +302,10 @@ def read_runs(folder: Path) -> list[Record]:
     """
     folder = Path(folder)
     if folder.is_dir() and owners(folder) == (RUN_COMMAND,):
-        manifest = (
-            read_json_file(folder / "manifest.json") if (folder / "manifest.json").is_file() else {}
-        )
+        path = inside(folder, "manifest.json")
+        manifest = read_json_file(path) if path.is_file() else {}
         order = manifest.get("order", []) if isinstance(manifest, dict) else []
-        stages = [folder / str(name) for name in order]
+        stages = [inside(folder, str(name)) for name in order]
         shown = [s for s in stages if s.is_dir() and (owners(s) or ("",))[0] in KINDS]
         if not shown:
             raise InputError(folder, "no stage of this `moot run` has a run folder to show yet")
@@ -314,10 +313,33 @@ def read_runs(folder: Path) -> list[Record]:
     return [read_run(folder)]
 
 
+def inside(folder: Path, name: str) -> Path:
+    """``folder / name``, which `moot view` may read: inside the run `folder`, and no FIFO.
+
+    The page embeds nothing from elsewhere: a symlink leading out of the folder, or a name
+    that does (``..``, an absolute path in a `moot run` manifest's ``order``), is refused, as is
+    a FIFO or a device, whose reading would wait for ever.
+
+    Raises:
+        InputError: Naming the path and the problem.
+    """
+    path = Path(folder) / name
+    try:
+        root, real = Path(folder).resolve(), path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop
+        raise InputError(path, "a symlink that leads nowhere (a loop)") from None
+    if real != root and root not in real.parents:
+        raise InputError(path, f"leads outside {folder}: moot view shows what run folders hold")
+    if path.exists() and not (path.is_file() or path.is_dir()):
+        raise InputError(path, "not a regular file (a FIFO or a device)")
+    return path
+
+
 def _records(folder: Path, kind: Kind) -> list[Record]:
-    path = folder / str(kind.log)
+    path = inside(folder, str(kind.log))
     if kind.name == "compqa":  # one judged file per --answers file, each record in input order
-        files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else []
+        names = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
+        files = [file for file in (inside(path, name) for name in names) if file.is_file()]
         found = []
         for file in files:
             for where, record in read_records(file):
@@ -359,7 +381,7 @@ def _join_detections(folder: Path, items: list[Record]) -> None:
     logged; a question left incomplete by a failed detection takes that detection's error.
     """
     by_question: dict[str, list[Record]] = {}
-    for record in ResultLog(folder / "judgments.jsonl").load().values():
+    for record in ResultLog(inside(folder, "judgments.jsonl")).load().values():
         by_question.setdefault(str(record.get("question_id")), []).append(record)
     for item in items:
         record = item["record"]
@@ -385,7 +407,7 @@ def _join_detections(folder: Path, items: list[Record]) -> None:
 
 def _failed_argument_lists(folder: Path) -> list[Record]:
     """Argument lists that failed: they are a debate run's failures too, never hidden."""
-    lists = ResultLog(folder / "arguments.jsonl").load().values()
+    lists = ResultLog(inside(folder, "arguments.jsonl")).load().values()
     return [
         {
             "id": str(r.get("id")),

@@ -82,6 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         machine_failure,
         os_problem,
     )
+    from moot.core.redaction import redact
 
     try:
         if getattr(args, "config", None):
@@ -91,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MootError as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"moot: error: {exc}", file=sys.stderr)
+        print(f"moot: error: {redact(str(exc))}", file=sys.stderr)
         return 2
     except WriteError as exc:  # the machine refused a file moot writes: not the user's input
         if args.debug:

@@ -47,7 +47,8 @@ def run_check(args: argparse.Namespace) -> int:
     """
     from dataclasses import replace
 
-    from moot.core.llm.spec import Role, public_url
+    from moot.core.llm.spec import Role
+    from moot.core.redaction import public_url
 
     role = runtime.role_from(args, "check", args.spec)
     args.concurrency = 1  # one request at a time: the embedded server needs a single slot

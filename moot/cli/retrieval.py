@@ -172,10 +172,12 @@ def retriever_from_args(args: argparse.Namespace) -> Any:
     if index is None:
         from moot.core.retrieval.websearch import BRAVE_API_BASE, WebSearchRetriever
 
+        deadline = getattr(args, "timeout", None)  # --timeout bounds each search request too
         return WebSearchRetriever(
             api_key_env=args.search_key_env,
             api_base=args.search_api_base or BRAVE_API_BASE,
             trusted_domains=args.trusted_domains,
+            **({"timeout": deadline} if deadline else {}),
         )
     from moot.core.retrieval.index import LocalRetriever
 

@@ -122,6 +122,8 @@ def _check_input(flag: str, path: Any, kind: str) -> None:
         return
     if not path.exists():
         raise ConfigError(f"{flag} {path}: {kind} not found")
+    if not (path.is_file() or path.is_dir()):  # reading a FIFO waits for a writer, for ever
+        raise ConfigError(f"{flag} {path}: not a regular file (a FIFO or a device)")
     if kind == "file" and path.is_dir():
         raise ConfigError(f"{flag} {path}: a folder, expected a file")
     if kind == "folder" and not path.is_dir():
@@ -425,8 +427,14 @@ def log_retries() -> None:
 
     if models.log.handlers:  # once per process (the CLI may run in-process, more than once)
         return
+    from moot.core.redaction import redact
+
+    class Redacted(logging.Formatter):  # a server's message may quote a key moot sent
+        def format(self, record: logging.LogRecord) -> str:
+            return redact(super().format(record))
+
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("moot: %(message)s"))
+    handler.setFormatter(Redacted("moot: %(message)s"))
     models.log.addHandler(handler)
     models.log.setLevel(logging.INFO)
 

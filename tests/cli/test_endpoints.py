@@ -58,7 +58,7 @@ def run(tmp_path_factory):
             "debate",
             *("--topics", topics, "--out", tmp / "out", "--model", "openai/scripted"),
             *("--api-base", f"{a.url},{b.url}"),  # commas and a repeated flag
-            *("--api-base", failing.url, "--api-base", f"{with_password(refused)}?key={SECRET}"),
+            *("--api-base", failing.url, "--api-base", with_password(refused)),
             *("--arguments-per-stance", 2, "--concurrency", 6, "--no-cache"),
             *("--max-concurrency", 2),  # 2 per endpoint on average
         )
@@ -67,7 +67,7 @@ def run(tmp_path_factory):
             "out": tmp / "out",
             "healthy": {a.url: a.requests, b.url: b.requests},
             "failing": failing.requests,
-            "urls": [a.url, b.url, failing.url, f"{refused}?key=***"],
+            "urls": [a.url, b.url, failing.url, refused],
             "peaks": [a.peak_in_flight, b.peak_in_flight],
         }
 
@@ -146,6 +146,11 @@ def test_config_lists_endpoints_and_the_command_line_replaces_them(tmp_path):
         (["http://127.0.0.1:9/v1,"], "invalid --api-base ''"),
         (["http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1/"], "is given twice"),
         ([f"htp://u:{SECRET}@127.0.0.1:9/v1?key={SECRET}"], "'htp://127.0.0.1:9/v1?key=***'"),
+        # a port or host Python cannot read: one line, not a ValueError's traceback
+        (["http://127.0.0.1:99999/v1"], "port out of range"),
+        ([f"http://u:{SECRET}@[::1/v1"], "'http://[::1/v1' for 'openai/scripted': invalid ipv6"),
+        # sent by no client (the path would be lost after it): refused, never a 404 per call
+        ([f"http://127.0.0.1:9/v1,http://127.0.0.1:8/v1?key={SECRET}"], "cannot send a query"),
     ],
 )
 def test_bad_endpoints_are_one_line_exit_2(endpoints, problem):
@@ -158,14 +163,14 @@ def test_bad_endpoints_are_one_line_exit_2(endpoints, problem):
 
 def test_every_endpoint_refusing_is_one_line_exit_2_without_credentials(tmp_path):
     first, second = closed_port(), closed_port()
-    urls = f"http://u:{SECRET}@127.0.0.1:{first}/v1?key={SECRET},http://127.0.0.1:{second}/v1"
+    urls = f"http://u:{SECRET}@127.0.0.1:{first}/v1,http://127.0.0.1:{second}/v1"
     topics = write_topics(tmp_path / "topics.json", TOPICS)
     out = tmp_path / "out"
     args = ("--topics", topics, "--out", out, "--model", "openai/scripted", "--api-base", urls)
     result = run_moot("debate", *args)
     assert result.returncode == 2 and not out.exists()
     assert result.stderr.strip() == (
-        f"moot: error: cannot reach http://127.0.0.1:{first}/v1?key=***: connection refused"
+        f"moot: error: cannot reach http://127.0.0.1:{first}/v1: connection refused"
     )
 
 
@@ -232,3 +237,46 @@ def test_an_endpoint_flag_out_of_range_is_exit_2():
     result = run_moot("models", "check", "openai/scripted", "--endpoint-max-fails", "0")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "--endpoint-max-fails: must be a positive integer, got 0" in result.stderr
+
+
+def test_an_endpoint_that_never_answers_is_taken_out_and_no_retry_goes_back_to_it(tmp_path):
+    # issue 29, item 14: the deadline (--timeout) is a failure of the endpoint that missed it,
+    # so after two it is out; each timed-out request's retry goes to the other endpoint
+    hang = [Fault("hang", times=10**6, hang_seconds=60)]
+    with (
+        ScriptedServer(rules=[Rule(".", "Fine.")]) as healthy,
+        ScriptedServer(rules=[Rule(".", "Fine.")], faults=hang) as silent,
+    ):
+        result = answer_questions(tmp_path, f"{silent.url},{healthy.url}", "--timeout", 2, count=12)
+        arrived, answered = silent.arrivals, healthy.url
+    assert result.returncode == 0, result.stderr
+    # two failures take it out; one more may be on its way while the second is missed (2 items
+    # in flight)
+    assert 1 <= arrived <= 3
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["ledger"]["total"]["retries"] == arrived  # one retry each, never to it again
+    assert summary["ledger"]["total"]["endpoints"] == {answered: 12}
+
+
+def test_every_form_of_an_endpoint_list_refuses_what_one_endpoint_refuses(tmp_path):
+    # issue 29, item 15: a list in --config, a --router file, one URL or several: one rule
+    bad = f"http://127.0.0.1:9/v1?key={SECRET}"
+    config = tmp_path / "check.yaml"
+    config.write_text(json.dumps({"api-base": ["http://127.0.0.1:8/v1", bad]}))
+    routers = []
+    for api_base in (bad, "http://127.0.0.1:8/v1,http://127.0.0.1:9/v1"):
+        routers.append(tmp_path / f"router{len(routers)}.yaml")
+        params = {"model": "openai/scripted", "api_base": api_base}
+        routers[-1].write_text(json.dumps({"model_list": [
+            {"model_name": "openai/scripted", "litellm_params": params}]}))  # fmt: skip
+    cases = [
+        (["--api-base", bad], "cannot send a query string"),
+        (["--config", config], "cannot send a query string"),
+        (["--router", routers[0]], "cannot send a query string"),
+        (["--router", routers[1]], "api_base: one URL per deployment"),
+    ]
+    for flags, problem in cases:
+        result = run_moot("models", "check", "openai/scripted", *flags)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.count("\n") == 1 and problem in result.stderr, result.stderr
+        assert SECRET not in result.stderr

@@ -1,8 +1,12 @@
-"""Input files no parser should choke on: lone surrogates, JSON nested 100,000 deep."""
+"""Input files no parser should choke on: lone surrogates, JSON nested 100,000 deep, archives
+that unpack without bound, CSV fields past the csv module's limit, FIFOs."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -158,3 +162,72 @@ def test_every_json_number_form_is_a_number_in_a_price_file(tmp_path: Path):
         )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "budget: the estimate fits within --budget $1.0000" in result.stdout
+
+
+def test_readers_refuse_what_would_expand_without_bound_or_never_end(tmp_path: Path):
+    """Issue 29, item 15: one line, exit 2, in seconds, and not one request."""
+    packed = tmp_path / "topics"
+    packed.mkdir()
+    # 1 KiB of gzip holding 256 KiB (datasets unpacked a 1 MB one into 8 GB of memory, and died)
+    with gzip.open(packed / "topics.jsonl.gz", "wb") as f:
+        f.write(b'{"topic": "' + b"a" * 2**18 + b'"}\n')
+    wide = tmp_path / "topics.csv"
+    wide.write_text('topic\n"' + "a" * 200_000 + '"\n', encoding="utf-8")
+    config, router = tmp_path / "config.yaml", tmp_path / "router.yaml"
+    os.mkfifo(config)  # reading either would wait for a writer, for ever
+    os.mkfifo(router)
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(json.dumps({"id": "1", "question": "Zoos?"}) + "\n", encoding="utf-8")
+    bomb, loop = tmp_path / "bomb.yaml", tmp_path / "loop.yaml"  # a billion values; itself
+    levels = [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)]
+    bomb.write_text("\n".join(['a0: &a0 "lol"', *levels]) + "\n")
+    loop.write_text("stages:\n  s: &s\n    command: debate\n    topics: *s\n")
+    with ScriptedServer(rules=[Rule(pattern=".", reply="Fine.")]) as server:
+        cases = [
+            (["debate", "--config", bomb], [f"{bomb}: cannot read config: its aliases expand"]),
+            (["run", loop], [f"{loop}: cannot read recipe: a value that holds itself"]),
+            (["debate", "--topics", packed, *model(server), "--dry-run"],
+             [f"{packed / 'topics.jsonl.gz'}: a compressed file"]),
+            (["debate", "--topics", wide, *model(server)],
+             [f"{wide}, line 2: unreadable CSV: field larger than field limit"]),
+            (["debate", "--config", config], [f"--config {config}: not a regular file"]),
+            (["answer", "--questions", questions, "--model", "openai/scripted", "--router",
+              router], [f"--router {router}: not a regular file"]),
+        ]  # fmt: skip
+        for args, words in cases:
+            result = run_moot(*args, "--out", tmp_path / "out", timeout=60)
+            one_line_exit_2(result, *words)
+            assert not (tmp_path / "out").exists()
+        assert server.requests == []
+
+
+def test_every_file_moot_writes_reads_back_whatever_characters_a_model_returned(tmp_path: Path):
+    """Issue 29, item 15: JSON leaves U+0085, U+2028 and U+2029 raw in a string, and
+    `str.splitlines` ends a line at each: a reply holding one cut its record in two. An escaped
+    lone surrogate in a reply's JSON crashed the first write of its record."""
+    odd = "a\u2028b\u2029c\x85d"
+    arguments = '{"arguments": ["Argument {n} a\\u2028b\\u2029c\\u0085d \\udfff."]}'
+    rules = [Rule(pattern="list your arguments", reply=arguments), Rule(".", f"Turn {odd}.")]
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps(["Should zoos be banned?"]), encoding="utf-8")
+    out = tmp_path / "debates"
+    with ScriptedServer(rules=rules) as server:
+        made = run_moot("debate", "--topics", topics, "--out", out, *model(server),
+                        "--arguments-per-stance", 1, "--rounds", 1, "--no-cache")  # fmt: skip
+        assert made.returncode == 0, made.stderr
+        assert "\ufffd." in (out / "debates.jsonl").read_text(encoding="utf-8")  # the surrogate
+        judged = run_moot("judge", "--debates", out / "debates.jsonl", "--out",
+                          tmp_path / "judged", "--judge", "openai/scripted",
+                          "--api-base", server.url, "--dry-run")  # fmt: skip
+        assert judged.returncode == 0, judged.stderr
+        assert re.search(r"judgments +2 +0 +2", judged.stdout), judged.stdout  # both, whole
+        # an index whose chunks hold them, read back by a search
+        docs = tmp_path / "docs.jsonl"
+        docs.write_text(json.dumps({"id": "d1", "text": f"Zoos {odd} protect."}) + "\n")
+        build_index(docs, tmp_path / "index")
+        questions = tmp_path / "questions.jsonl"
+        questions.write_text(json.dumps({"id": "1", "question": "Zoos?"}) + "\n")
+        answered = run_moot("answer", "--questions", questions, "--out", tmp_path / "answers",
+                            "--mode", "rag", "--index", tmp_path / "index", *model(server),
+                            "--dry-run")  # fmt: skip
+        assert answered.returncode == 0, answered.stderr

@@ -8,6 +8,7 @@ machine, and no saved login is read.
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -216,3 +217,22 @@ def test_data_commands_push_whole_with_their_cards(tmp_path: Path) -> None:
     assert "sft-tiny.jsonl`: licence not known (no moot card)" in card.text
     files = card.data.to_dict()["configs"][0]["data_files"]
     assert files == [{"split": "train", "path": "train.jsonl"}]
+
+
+def test_a_hub_that_never_answers_fails_the_push_at_its_deadline(tmp_path: Path) -> None:
+    """Issue 29, item 15: huggingface_hub's client has no timeout; moot gives each step one."""
+    silent = socket.create_server(("127.0.0.1", 0))  # the kernel accepts; nobody answers
+    hub = SimpleNamespace(url=f"http://127.0.0.1:{silent.getsockname()[1]}")
+    distilled = tmp_path / "distill"
+    try:
+        result = run_moot(
+            *("data", "distill-compqa", "--judged", judged_file(tmp_path / "gpt4_scenario_1.json")),
+            *("--out", distilled, "--push-to-hub", "me/distill"),
+            env=hub_env(hub, tmp_path, MOOT_HUB_TIMEOUT="1"),
+            timeout=60,
+        )
+    finally:
+        silent.close()
+    line = assert_one_line(result, 1, "push to me/distill failed: no reply within 1s")
+    assert "is complete and unchanged: rerun the same command to push it" in line
+    assert (distilled / "README.md").is_file() and not (distilled / ".moot" / "hub.json").exists()

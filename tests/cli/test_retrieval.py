@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -221,6 +225,45 @@ def test_web_search_through_the_cli_keeps_the_key_out_of_outputs(tmp_path):
         "https://agency.gov/report",
     ]
     assert KEY not in out.read_text() + result.stdout + result.stderr
+
+
+def test_a_web_search_that_drips_its_reply_ends_at_the_deadline(tmp_path):
+    """Issue 29, item 15: --timeout bounds each search request, its last byte included."""
+    from tests.core.retrieval.test_websearch import KEY, RESULTS
+
+    class Drip(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            body = json.dumps({"web": {"results": RESULTS}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            with contextlib.suppress(OSError):  # the client hangs up at its deadline
+                for byte in body:  # each read waits 0.2 s: no read timeout ever fires
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.2)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    questions = write_jsonl(tmp_path / "q.jsonl", [{"id": "q", "question": "Is UBI good?"}])
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Drip)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/res/v1"
+    try:
+        result = run_moot(
+            "retrieve", "--questions", questions, "--web", "--search-api-base", url, "--out",
+            tmp_path / "r.jsonl", "-k", 2, "--timeout", 1, env=moot_env(MOOT_SEARCH_API_KEY=KEY),
+            timeout=60,
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"moot: error: web search failed after 3 tries: no reply within 1s from {url}/web/search"
+    )
 
 
 def test_retrieve_with_mmr_records_its_normalisation(index, tmp_path):

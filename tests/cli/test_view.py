@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -362,3 +364,30 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(args, needle, runs, tmp
     assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
     assert not list(tmp_path.rglob("*.html")) and not (runs["tuned"] / "view.html").exists()
+
+
+def test_the_page_embeds_nothing_from_outside_its_folders_and_never_waits_on_a_fifo(runs, tmp_path):
+    """Issue 29, item 15: a log that is a symlink out of the folder, a `moot run` manifest that
+    names a folder outside it, a log that is a FIFO: each one line, exit 2, no page."""
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_text(json.dumps({"id": "x", "topic": "FROM-ELSEWHERE", "status": "ok"}) + "\n")
+    linked, fifo, loop = tmp_path / "linked", tmp_path / "fifo", tmp_path / "loop"
+    for folder in (linked, fifo, tmp_path / "outside"):
+        shutil.copytree(runs["tuned"], folder)
+    (linked / "debates.jsonl").unlink()
+    (linked / "debates.jsonl").symlink_to(elsewhere)
+    (fifo / "debates.jsonl").unlink()
+    os.mkfifo(fifo / "debates.jsonl")
+    (loop / ".moot").mkdir(parents=True)
+    (loop / ".moot" / "owner.json").write_text(json.dumps({"command": "moot run"}))
+    (loop / "manifest.json").write_text(json.dumps({"kind": "moot-run", "order": ["../outside"]}))
+    cases = [
+        (linked, f"{linked / 'debates.jsonl'}: leads outside {linked}"),
+        (fifo, f"{fifo / 'debates.jsonl'}: not a regular file"),
+        (loop, f"{loop / '..' / 'outside'}: leads outside {loop}"),
+    ]
+    for folder, needle in cases:
+        result = run_moot("view", folder, "--out", tmp_path / "page.html", timeout=60)
+        assert result.returncode == 2, result.stderr
+        assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "page.html").exists()

@@ -6,7 +6,8 @@ import pytest
 
 from moot.core.errors import ConfigError
 from moot.core.llm.endpoints import SESSION, sticky
-from moot.core.llm.spec import parse_spec, public_url
+from moot.core.llm.spec import parse_spec
+from moot.core.redaction import public_url
 
 
 def test_endpoints_come_from_commas_and_lists_in_order():
