@@ -265,7 +265,8 @@ class ModelClient:
             key = request_key({**identity, "params": params})
             hit = self.cache.get(key)
             if hit is not None:
-                reply = Completion(**hit, cached=True)
+                # redacted as a new reply is: an earlier version cached replies unredacted
+                reply = Completion(**{**hit, "text": redact(hit["text"])}, cached=True)
                 self.ledger.record(
                     spec,
                     role.name,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -673,3 +674,17 @@ def test_max_length_is_refused_for_a_server_model_before_any_request(server):
     with pytest.raises(ConfigError, match="max_length is for local models"):
         asyncio.run(client.complete(role, messages, stage="generate", max_length=64))
     assert not server.requests
+
+
+def test_a_key_in_a_cached_reply_of_an_earlier_version_is_redacted_on_the_way_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_SERVER_KEY", SECRET)  # its name is not a secret's: sending() marks it
+    path = tmp_path / "c.sqlite"
+    with ScriptedServer(api_key=SECRET) as server:
+        role = make_role(server, api_key_env="MY_SERVER_KEY")
+        first = complete(ModelClient(cache=RequestCache(path), retry=FAST), role)
+    with sqlite3.connect(path) as db:  # as a version that did not redact replies cached it
+        db.execute("UPDATE responses SET value = json_set(value, '$.text', ?)", (f"k={SECRET}",))
+    again = complete(ModelClient(cache=RequestCache(path), retry=FAST), role)
+    assert again.cached and first.text != again.text == "k=[redacted]"
