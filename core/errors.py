@@ -116,10 +116,17 @@ def writing(path: object, *scratch: object, os_errors: bool = True) -> Iterator[
 
 
 def _about(exc: Exception, *paths: object) -> bool:
-    """Whether `exc` is about one of `paths` (or a file inside one), or about no file."""
+    """Whether `exc` is about one of `paths` (or a file inside one), or the machine's limits.
+
+    An `OSError` that names no file is taken only when its errno is the machine's (a ``write``
+    on a full disk): a connection refused or a model that cannot load, raised while an output
+    is being built, is not a failure to write it.
+    """
     name = getattr(exc, "filename", None)
-    if not isinstance(exc, OSError) or name is None:
+    if not isinstance(exc, OSError):
         return True
+    if name is None:
+        return exc.errno in ENVIRONMENT_ERRNOS
     named = os.path.abspath(os.fsdecode(name))
     for path in paths:
         folder = os.path.abspath(os.fspath(Path(path)))  # type: ignore[arg-type]

@@ -3,10 +3,13 @@
 Two cleaners, one for each kind of text moot writes:
 
 - `redact` takes every known secret out of text: the value of every key moot sends (each is
-  registered by `sending` where it is read: a model's API key, whatever its variable's name, a
-  ``--router`` file's keys, the web search key, the Hub token) and of the environment's keys and
-  tokens. Model replies go through it where they enter (`moot.core.llm.models`), so a server that
-  echoes its key puts it in no log, cache, dataset or page; so does every page `moot view` writes.
+  registered by `sending` where it is read: a model's API key, whatever its variable's name, the
+  password of an endpoint's URL, a ``--router`` file's keys, the web search key, the Hub token)
+  and of the environment's keys and tokens. Every page `moot view` writes goes through it. Model
+  replies go through `without_sent_keys`, the keys moot sent alone, where they enter
+  (`moot.core.llm.models`): a server that echoes its key puts it in no log, cache, dataset or
+  page, and a reply's ordinary words are never taken for the value of some environment variable
+  (``DB_PASSWORD=password``). It costs a substring test per key sent, on every reply.
 - `scrub` is the one scrubber of records of options (a `moot run` manifest, a folder's claim, a
   card's command line, the CLI's error and retry lines): every URL in them shown as `public_url`
   shows it (no ``user:password@``, query values masked), then `redact`.
@@ -30,7 +33,7 @@ SECRET_NAMES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 #: without the punctuation that may end a sentence after it.
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s,'\"<>]*[^\s,'\"<>.:;!?)]")
 
-_sent: set[str] = set()
+_sent: tuple[str, ...] = ()  # longest first, so a key holding another goes out whole
 
 
 def sending(key: str | None) -> str | None:
@@ -38,15 +41,24 @@ def sending(key: str | None) -> str | None:
 
     Called where a key is read to be sent, whatever the variable or file that held it.
     """
-    if key and len(key) >= MIN_SECRET:
-        _sent.add(key)
+    global _sent
+    if key and len(key) >= MIN_SECRET and key not in _sent:
+        _sent = tuple(sorted({*_sent, key}, key=len, reverse=True))
     return key
+
+
+def without_sent_keys(text: str) -> str:
+    """`text` with every key this process sent as ``[redacted]`` (a model's reply)."""
+    for key in _sent:
+        if key in text:
+            text = text.replace(key, REDACTED)
+    return text
 
 
 def known_secrets() -> list[str]:
     """Every key this process sent, and the environment's keys and tokens, longest first."""
     found = {v for k, v in os.environ.items() if k.upper().endswith(SECRET_NAMES)}
-    return sorted({s for s in found | _sent if len(s) >= MIN_SECRET}, key=len, reverse=True)
+    return sorted({s for s in found | {*_sent} if len(s) >= MIN_SECRET}, key=len, reverse=True)
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:

@@ -87,7 +87,7 @@ def owners(folder: Path) -> tuple[str, ...] | None:
 
 
 #: The earlier versions' marks that are moot's alone, in ``.moot/`` (a manifest alone could be
-#: anyone's file): how `check_outputs` and `outside_runs` know a run folder above or below a path.
+#: anyone's file): how `check_outputs` and `beside_runs` know a run folder above or below a path.
 CLAIMS = tuple(entry for entry in LEGACY if entry[0].startswith(f"{MARKS}/"))
 
 
@@ -198,16 +198,24 @@ def _run_below(folder: Path) -> tuple[Path, tuple[str, ...]] | None:
     return None
 
 
-def outside_runs(path: Path) -> Path:
-    """`path`, or the outermost run folder that is or holds it: what a default output sits beside.
+def beside_runs(path: Path, suffix: str) -> Path:
+    """A default output about `path` (a file or a folder), outside every run folder.
 
-    The path's own parents are looked at as given, so the default reads as the input was named.
+    Beside the outermost run folder that is or holds `path`, named after the folders from there
+    down to it, then `suffix`: ``runs/answer.pd`` for ``runs/answer/answers.jsonl``, and
+    ``runs/loop.answer-rag.pd`` for ``runs/loop/answer-rag/answers.jsonl``, so two stages of one
+    `moot run` get two. Beside `path` itself, named after it, when no run folder holds it. The
+    path's own parents are looked at as given, so the default reads as the input was named.
     """
-    path, found = Path(path), Path(path)
+    path = Path(path)
+    run = path
     for folder in (path, *path.parents):
         if folder.name and folder.is_dir() and _marked(folder, CLAIMS) is not None:
-            found = folder
-    return found
+            run = folder
+    if run == path:
+        return path.with_name((path.name if path.is_dir() else path.stem) + suffix)
+    parts = path.relative_to(run.parent).parts
+    return run.with_name(".".join(parts if path.is_dir() else parts[:-1]) + suffix)
 
 
 def _whose(found: tuple[str, ...]) -> str:

@@ -68,14 +68,15 @@ def bill(
     problem = _impossible(prompt, completion, messages, text, max_tokens)
     if problem is not None:
         return _counted(messages, text, max_tokens, problem)
-    if prompt is None or completion is None:  # half reported: moot counts the other half
+    half = prompt is None or completion is None
+    if half:  # moot counts the other half
         counted = _counted(messages, text, max_tokens)
         prompt = counted.prompt if prompt is None else prompt
         completion = counted.completion if completion is None else completion
     cached = usage.get("cached_tokens")
     cached = min(cached, prompt) if _whole(cached) and cached > 0 else 0
     longer = max_tokens is not None and completion > max_tokens
-    return Bill(prompt, completion, cached, longer_than_asked=longer)
+    return Bill(prompt, completion, cached, counted=half, longer_than_asked=longer)
 
 
 def _counted(

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from moot.core.errors import InputError, WriteError, os_problem, writing
+from moot.core.errors import InputError, WriteError, machine_failure, os_problem, writing
 
 #: How long a process waits for another that holds the file (a write, or the cache's creation).
 BUSY_TIMEOUT_S = 10.0
@@ -55,7 +55,9 @@ class RequestCache:
             raise InputError(self.path, "a folder, not a request cache file")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
+        except OSError as exc:  # a full or read-only disk is the machine's, as below
+            if machine_failure(exc):
+                raise WriteError(self.path.parent, os_problem(exc) or str(exc)) from None
             raise InputError(self.path, f"cannot make its folder ({exc.strerror})") from None
         try:  # `timeout` sets the busy timeout before the first statement
             self._db = sqlite3.connect(

@@ -59,7 +59,7 @@ from moot.core.llm.structured import (
     schema_text,
 )
 from moot.core.llm.tokens import count_message_tokens
-from moot.core.redaction import public_url, redact
+from moot.core.redaction import public_url, without_sent_keys
 
 log = logging.getLogger(__name__)  # one line per retry, shown by the CLI's --verbose
 T = TypeVar("T", bound=BaseModel)
@@ -266,7 +266,7 @@ class ModelClient:
             hit = self.cache.get(key)
             if hit is not None:
                 # redacted as a new reply is: an earlier version cached replies unredacted
-                reply = Completion(**{**hit, "text": redact(hit["text"])}, cached=True)
+                reply = Completion(**{**hit, "text": without_sent_keys(hit["text"])}, cached=True)
                 self.ledger.record(
                     spec,
                     role.name,
@@ -768,7 +768,8 @@ def _read_reply(response: Any, shown: str) -> _Reply:
     enters: it cannot be encoded, so the cache, the result logs and every output file would fail
     on it. It is a bad character in a readable reply, like a bad byte a decoder replaces, not a
     malformed reply: refused, it would come back the same at temperature 0 and fail for good.
-    A key moot sent, echoed by the server, is taken out here too (`redact`), for the same reason.
+    A key moot sent, echoed by the server, is taken out here too (`without_sent_keys`), for the
+    same reason: nothing written after this point can hold it.
     """
     choices = _field(response, "choices")
     choice = choices[0] if isinstance(choices, list) and choices else None
@@ -779,7 +780,7 @@ def _read_reply(response: Any, shown: str) -> _Reply:
     usage = _field(response, "usage")
     finish = _field(choice, "finish_reason")
     return _Reply(
-        redact(_LONE_SURROGATE.sub("\ufffd", text or "")),  # a server may echo the key sent
+        without_sent_keys(_LONE_SURROGATE.sub("\ufffd", text or "")),  # a server may echo a key
         finish if isinstance(finish, str) else None,
         {
             "prompt_tokens": _field(usage, "prompt_tokens"),

@@ -270,6 +270,8 @@ def endpoint_list(
         if url.rstrip("/") in seen:
             raise ConfigError(f"{flag} {public_url(url)!r} is given twice for {text!r}")
         seen.add(url.rstrip("/"))
+        if parts.password:  # sent as basic auth: a key like any other
+            sending(parts.password)
     return tuple(urls)
 
 

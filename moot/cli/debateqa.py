@@ -468,15 +468,14 @@ def run_pd(args: argparse.Namespace) -> int:
 def _pd_out(args: argparse.Namespace) -> Path:
     """`moot eval pd`'s default folder: ``STEM.pd-VARIANT-SCORER`` beside the answers file.
 
-    Outside every run folder: beside the run that holds the answers (``runs/answer.pd-...``
-    for ``runs/answer/answers.jsonl``), named after it.
+    Outside every run folder: beside the run that holds the answers, named after it
+    (`moot.core.data.folders.beside_runs`: ``runs/answer.pd-...`` for
+    ``runs/answer/answers.jsonl``).
     """
-    from moot.core.data.folders import outside_runs
+    from moot.core.data.folders import beside_runs
 
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(args.scorer).name or args.scorer)
-    beside = outside_runs(args.answers)
-    stem = args.answers.stem if beside == args.answers else beside.name
-    return beside.with_name(f"{stem}.pd-{args.variant}-{slug}")
+    return beside_runs(args.answers, f".pd-{args.variant}-{slug}")
 
 
 def _previous_window(out: Path) -> int | None:

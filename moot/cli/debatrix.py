@@ -208,9 +208,9 @@ def run_panelbench(args: argparse.Namespace) -> int:
 def _panelbench_out(args: argparse.Namespace) -> Path:
     """`moot eval panelbench`'s default folder: ``DIR.panelbench`` beside the first DIR's run.
 
-    Outside every run folder: the judge's, or the `moot run` folder holding it.
+    Outside every run folder: the judge's, or the `moot run` folder holding it
+    (`moot.core.data.folders.beside_runs`).
     """
-    from moot.core.data.folders import outside_runs
+    from moot.core.data.folders import beside_runs
 
-    run = outside_runs(args.predictions[0])
-    return run.with_name(f"{run.name}.panelbench")
+    return beside_runs(args.predictions[0], ".panelbench")

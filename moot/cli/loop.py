@@ -286,7 +286,7 @@ def _run(args: argparse.Namespace, recipe: Any, stages: list[PlannedStage], mani
                     )
             print(
                 f"moot: stage {name} {how} (exit {code}); the stages after it did not run; "
-                f"rerun `moot run {args.recipe}` to resume it"
+                f"rerun `moot run {args.recipe} --out {args.out}` to resume it"
                 + (" (with a larger --budget)" if status == "stopped" else ""),
                 file=sys.stderr,
             )

@@ -209,12 +209,20 @@ def test_atomic_replace_dir(tmp_path: Path) -> None:
     atomic_replace_dir(build("two"), target)
     assert (target / "data.txt").read_text(encoding="utf-8") == "two"
 
-    def broken(folder: Path) -> None:
-        (folder / "data.txt").write_text("three", encoding="utf-8")
-        raise OSError("disk full")
+    def broken(exc: OSError) -> Any:
+        def write(folder: Path) -> None:
+            (folder / "data.txt").write_text("three", encoding="utf-8")
+            raise exc
 
-    with pytest.raises(WriteError, match=f"cannot write {target}: disk full"):
-        atomic_replace_dir(broken, target)
+        return write
+
+    full = OSError(errno.ENOSPC, "No space left on device")
+    with pytest.raises(WriteError, match=f"cannot write {target}: No space left on device"):
+        atomic_replace_dir(broken(full), target)
+    # a failure of the work that builds it (a model that cannot load) is not a failure to write
+    with pytest.raises(OSError, match="Can't load tokenizer") as raised:
+        atomic_replace_dir(broken(OSError("Can't load tokenizer")), target)
+    assert not isinstance(raised.value, WriteError)
     assert (target / "data.txt").read_text(encoding="utf-8") == "two"
     assert [p.name for p in tmp_path.iterdir()] == ["export"]
 

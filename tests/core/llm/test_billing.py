@@ -24,7 +24,7 @@ def test_no_usage_and_half_usage_are_counted_by_moot() -> None:
     assert (none.prompt, none.completion) == (count_message_tokens(MESSAGES), count_tokens(TEXT))
     assert none.counted and none.problem is None
     half = bill(usage(completion=None), MESSAGES, TEXT, 64)
-    assert (half.prompt, half.completion) == (20, count_tokens(TEXT))
+    assert (half.prompt, half.completion) == (20, count_tokens(TEXT)) and half.counted
 
 
 def test_usage_that_cannot_be_true_is_counted_and_named() -> None:
