@@ -237,12 +237,19 @@ HOW_TO_RUN = frozenset(
 )  # fmt: skip
 
 
-def what_to_make(options: dict[str, Any]) -> dict[str, Any]:
+def what_to_make(
+    options: dict[str, Any], how_to_run: frozenset[str] = HOW_TO_RUN
+) -> dict[str, Any]:
     """`options` less those that only say how a stage runs (`HOW_TO_RUN`)."""
-    return {k: v for k, v in options.items() if k.replace("_", "-") not in HOW_TO_RUN}
+    return {k: v for k, v in options.items() if k.replace("_", "-") not in how_to_run}
 
 
-def stage_key(stage: Stage, inputs: dict[str, str], upstream: dict[str, str]) -> str:
+def stage_key(
+    stage: Stage,
+    inputs: dict[str, str],
+    upstream: dict[str, str],
+    how_to_run: frozenset[str] = HOW_TO_RUN,
+) -> str:
     """What makes a stage the same work: command, options, inputs' contents, upstream keys.
 
     The options count as the recipe writes them (``{debate}``, not the path it stands for), so
@@ -254,15 +261,42 @@ def stage_key(stage: Stage, inputs: dict[str, str], upstream: dict[str, str]) ->
         stage: The stage.
         inputs: The digests of the files and folders it reads (`read_inputs`).
         upstream: The keys of the earlier stages whose outputs it reads.
+        how_to_run: The options that do not count (`LEGACY_HOW_TO_RUN` for `legacy_stage_key`).
     """
     identity = {
         "command": list(stage.command),
-        "options": what_to_make(stage.options),
+        "options": what_to_make(stage.options, how_to_run),
         "inputs": inputs,
         "upstream": upstream,
     }
     text = json.dumps(identity, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+#: `HOW_TO_RUN` before issue 29, for `legacy_stage_key`.
+LEGACY_HOW_TO_RUN = frozenset(
+    {"budget", "prices", "concurrency", "max-concurrency", "timeout", "max-retries", "cache",
+     "no-cache", "quiet", "verbose", "debug", "device", "batch-size"}
+)  # fmt: skip
+
+
+def legacy_stage_key(
+    stage: Stage, resolved: dict[str, Any], upstream: dict[str, str], out: Path
+) -> str:
+    """A stage's key as moot made it before issue 29, to take over a run folder keyed so.
+
+    The options less `LEGACY_HOW_TO_RUN`, and of the strings they hold, those naming a file
+    (not a folder) outside the run's folder, by content; `upstream` holds the legacy keys of the
+    stages it names as ``{stage}``. A stage finished under this key did what it does now by the
+    rules of its day (a folder's edits went unseen then), so it is not redone for the change of
+    formula: its entry takes the new key (`moot.cli.loop.to_do`).
+    """
+    inputs, run = {}, Path(out).resolve()
+    for text in option_strings(what_to_make(resolved, LEGACY_HOW_TO_RUN)):
+        path = Path(text.partition("=")[2] if "=" in text else text)
+        if len(text) < 4096 and path.is_file() and run not in path.resolve().parents:
+            inputs[text] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return stage_key(stage, inputs, upstream, LEGACY_HOW_TO_RUN)
 
 
 def read_inputs(

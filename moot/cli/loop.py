@@ -60,6 +60,8 @@ class PlannedStage:
         key: Its key (`moot.graphs.loop.stage_key`).
         inputs: The digests of the files and folders it reads (`moot.graphs.loop.read_inputs`).
         depends_on: The earlier stages whose outputs it reads.
+        legacy_key: Its key by the formula of earlier versions (`moot.graphs.loop.
+            legacy_stage_key`): a run folder they made is taken over, not redone.
     """
 
     stage: Any
@@ -69,6 +71,7 @@ class PlannedStage:
     key: str
     inputs: dict[str, str]
     depends_on: list[str]
+    legacy_key: str
 
 
 def plan(
@@ -94,6 +97,7 @@ def plan(
             refuses, lacks a required option, sets ``out``, or its SFT config does not load.
     """
     from moot.graphs.loop import (
+        legacy_stage_key,
         option_strings,
         read_inputs,
         references,
@@ -105,6 +109,7 @@ def plan(
     planned: list[PlannedStage] = []
     outputs: dict[str, Path] = {}
     keys: dict[str, str] = {}
+    legacy: dict[str, str] = {}
     for stage in recipe.stages:
         options = resolve(stage.options, outputs)
         args, output, config = _parse(
@@ -114,7 +119,11 @@ def plan(
         inputs, named = read_inputs(texts, outputs, out, digests)
         depends_on = list(dict.fromkeys([*references(stage.options), *named]))
         key = stage_key(stage, inputs, {name: keys[name] for name in depends_on})
-        planned.append(PlannedStage(stage, args, options, output, key, inputs, depends_on))
+        refs = {name: legacy[name] for name in references(stage.options)}
+        legacy[stage.name] = legacy_stage_key(stage, options, refs, out)
+        planned.append(
+            PlannedStage(stage, args, options, output, key, inputs, depends_on, legacy[stage.name])
+        )
         outputs[stage.name] = output if output is not None else out / stage.name
         keys[stage.name] = key
     return planned
@@ -229,6 +238,8 @@ def _run(args: argparse.Namespace, recipe: Any, stages: list[PlannedStage], mani
     spent = 0.0  # USD this run's stages spent, against its --budget
     for item in stages:
         name, todo = item.stage.name, to_do(item, manifest)
+        if manifest.done(name, item.legacy_key):  # made by an earlier version: keyed anew
+            manifest.update(name, key=item.key, inputs=item.inputs)
         if todo == "skip":
             say(f"stage {name}: done before (key {item.key}), skipped")
             continue
@@ -330,10 +341,12 @@ def to_do(item: PlannedStage, manifest: Any) -> str:
         but it now has a ``push-to-hub`` it did not push to: its command runs, finds its work
         done and pushes (nothing is paid). ``redo``: it ran before under another key (what
         changes its results changed): its stale output is discarded first. ``run``: new, or
-        unfinished (its command resumes it).
+        unfinished (its command resumes it). A stage an earlier version finished under its
+        `legacy_key` counts as done under its key.
     """
     name = item.stage.name
-    if manifest.done(name, item.key) and (item.output is None or item.output.exists()):
+    done = manifest.done(name, item.key) or manifest.done(name, item.legacy_key)
+    if done and (item.output is None or item.output.exists()):
         repo = getattr(item.args, "push_to_hub", None)
         return "push" if repo and not manifest.pushed(name, repo) else "skip"
     if manifest.changed(name, item.key) and item.output is not None:

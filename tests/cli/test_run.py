@@ -602,3 +602,28 @@ def test_a_later_stage_s_bad_input_is_refused_before_the_first_stage_pays(
         assert result.stderr.count("\n") == 1
         assert server.requests == []
         assert not (tmp_path / "out").exists()
+
+
+def test_a_run_folder_keyed_by_an_earlier_version_is_taken_over_not_redone(tmp_path, env):
+    """Keys changed with issue 29 (hub-private, api-base, ... left them; folders joined them): a
+    stage an earlier version finished, under that version's key, is kept and keyed anew."""
+    rows = [
+        {"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}],
+         "id": n}
+        for q, a, n in (("Hi", "Hello", "a"), ("Yo", "Hey", "b"))
+    ]  # fmt: skip
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    mix = {"command": "data mix", "in": ["rows.jsonl"], "hub-private": True, "eval-fraction": 0}
+    path, out = write(tmp_path / "recipe.yaml", {"stages": {"mix": mix}}), tmp_path / "out"
+    assert run_moot("run", path, "--out", out, "--quiet", env=env).returncode == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    key = manifest["stages"]["mix"]["key"]
+    # the key 6750b4e's graphs/loop.stage_key gave this stage (hub-private counted then)
+    manifest["stages"]["mix"]["key"] = "4b278d33db2d3b61"
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    made = (out / "mix").stat().st_mtime_ns
+    result = run_moot("run", path, "--out", out, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "stage mix: done before" in result.stdout and "redone" not in result.stderr
+    assert (out / "mix").stat().st_mtime_ns == made
+    assert json.loads((out / "manifest.json").read_text())["stages"]["mix"]["key"] == key
