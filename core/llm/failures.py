@@ -15,7 +15,7 @@ from typing import Any
 
 from moot.core.errors import ConfigError, ContextWindowExceeded, ModelCallError, MootError
 from moot.core.llm.spec import ModelSpec
-from moot.core.redaction import public_url, url_secrets
+from moot.core.redaction import public_url, redact, url_secrets
 
 
 class Transient(Exception):
@@ -48,10 +48,7 @@ def classify(exc: Exception, spec: ModelSpec, api_base: str | None, key: str | N
     secrets += spec.router.secrets() if spec.router is not None else []
 
     def clean(text: str) -> str:  # an SDK message must never carry a secret into a log
-        text = " ".join(str(text).split())[:300]
-        for secret in filter(None, secrets):
-            text = text.replace(secret, "***")
-        return text
+        return redact(" ".join(str(text).split())[:300], secrets)
 
     if isinstance(exc, ModelCallError | Transient | MootError):
         return exc

@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import re
 import socket
 import time
 from collections.abc import Awaitable, Callable
@@ -55,6 +54,7 @@ from moot.core.llm.structured import (
     ParseFailure,
     Structured,
     json_schema_format,
+    mended,
     parse_structured,
     schema_text,
 )
@@ -756,9 +756,6 @@ async def _request(
     return _read_reply(response, where(spec, api_base))
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # from JSON "\ud800": a str, not UTF-8
-
-
 def _read_reply(response: Any, shown: str) -> _Reply:
     """The reply in a response body, read without trusting its shape.
 
@@ -780,7 +777,7 @@ def _read_reply(response: Any, shown: str) -> _Reply:
     usage = _field(response, "usage")
     finish = _field(choice, "finish_reason")
     return _Reply(
-        without_sent_keys(_LONE_SURROGATE.sub("\ufffd", text or "")),  # a server may echo a key
+        without_sent_keys(mended(text or "")),  # a server may echo a key
         finish if isinstance(finish, str) else None,
         {
             "prompt_tokens": _field(usage, "prompt_tokens"),
