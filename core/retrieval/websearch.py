@@ -15,6 +15,7 @@ import html
 import json
 import os
 import re
+import threading
 import time
 from typing import Any
 
@@ -154,14 +155,35 @@ class WebSearchRetriever:
     def _get(self, headers: dict[str, str], params: dict[str, Any]) -> tuple[int, bytes]:
         """The reply's status and body, whole within `timeout` seconds and `MAX_REPLY` bytes.
 
-        httpx's timeout bounds each read: a server that drips its reply a byte at a time would
-        hold the search for ever, and one that never stops would fill the memory.
+        httpx's timeout bounds each read: a server that drips its headers or its body a byte at
+        a time would hold the search for ever, and one that never stops would fill the memory.
+        The request runs in a thread of its own, a daemon (it never holds the process's exit),
+        left to end on its own if the deadline passes first.
 
         Raises:
             httpx.ReadTimeout: The deadline passed.
             EndpointError: The reply (unpacked, if the server packed it) is over `MAX_REPLY`.
         """
-        deadline = time.monotonic() + self.timeout
+        done: dict[str, Any] = {}
+
+        def fetch() -> None:
+            try:
+                done["reply"] = self._read(headers, params, time.monotonic() + self.timeout)
+            except BaseException as exc:  # raised again in the caller's thread, below
+                done["error"] = exc
+
+        worker = threading.Thread(target=fetch, name="moot-web-search", daemon=True)
+        worker.start()
+        worker.join(self.timeout)
+        if worker.is_alive():
+            raise httpx.ReadTimeout(f"no reply within {self.timeout:g}s")
+        if "error" in done:
+            raise done["error"]
+        return done["reply"]
+
+    def _read(
+        self, headers: dict[str, str], params: dict[str, Any], deadline: float
+    ) -> tuple[int, bytes]:
         body = bytearray()
         with httpx.stream(
             "GET", self.url, headers=headers, params=params, timeout=self.timeout
@@ -172,7 +194,7 @@ class WebSearchRetriever:
                     raise EndpointError(
                         f"web search: a reply over {MAX_REPLY} bytes from {self._shown}"
                     )
-                if time.monotonic() > deadline:
+                if time.monotonic() > deadline:  # left behind: stop reading
                     raise httpx.ReadTimeout(f"no reply within {self.timeout:g}s")
         return response.status_code, bytes(body)
 

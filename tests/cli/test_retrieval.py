@@ -227,19 +227,21 @@ def test_web_search_through_the_cli_keeps_the_key_out_of_outputs(tmp_path):
     assert KEY not in out.read_text() + result.stdout + result.stderr
 
 
-def test_a_web_search_that_drips_its_reply_ends_at_the_deadline(tmp_path):
-    """Issue 29, item 15: --timeout bounds each search request, its last byte included."""
+@pytest.mark.parametrize("dripped", ["body", "headers"])
+def test_a_web_search_that_drips_its_reply_ends_at_the_deadline(tmp_path, dripped):
+    """Issue 29, item 15: --timeout bounds each search request, first byte to last."""
     from tests.core.retrieval.test_websearch import KEY, RESULTS
 
     class Drip(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             body = json.dumps({"web": {"results": RESULTS}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
+            pad = "x" * 400  # dripped, the headers alone take 80 s: far past the deadline
+            head = f"HTTP/1.1 200 OK\r\nX-Pad: {pad}\r\nContent-Length: {len(body)}\r\n\r\n"
+            if dripped == "body":
+                self.wfile.write(head.encode())
             with contextlib.suppress(OSError):  # the client hangs up at its deadline
-                for byte in body:  # each read waits 0.2 s: no read timeout ever fires
-                    self.wfile.write(bytes([byte]))
+                for byte in (head.encode() if dripped == "headers" else b"") + body:
+                    self.wfile.write(bytes([byte]))  # each read waits 0.2 s: no read timeout
                     self.wfile.flush()
                     time.sleep(0.2)
 
