@@ -281,7 +281,11 @@ LEGACY_HOW_TO_RUN = frozenset(
 
 
 def legacy_stage_key(
-    stage: Stage, resolved: dict[str, Any], upstream: dict[str, str], out: Path
+    stage: Stage,
+    resolved: dict[str, Any],
+    upstream: dict[str, str],
+    out: Path,
+    digests: dict[str, list[str]],
 ) -> str:
     """A stage's key as moot made it before issue 29, to take over a run folder keyed so.
 
@@ -289,13 +293,14 @@ def legacy_stage_key(
     (not a folder) outside the run's folder, by content; `upstream` holds the legacy keys of the
     stages it names as ``{stage}``. A stage finished under this key did what it does now by the
     rules of its day (a folder's edits went unseen then), so it is not redone for the change of
-    formula: its entry takes the new key (`moot.cli.loop.to_do`).
+    formula: its entry takes the new key (`moot.cli.loop.to_do`). A file's digest is the one
+    `content_digest` keeps in `digests` (the same SHA-256 of its bytes), so it is read once.
     """
     inputs, run = {}, Path(out).resolve()
     for text in option_strings(what_to_make(resolved, LEGACY_HOW_TO_RUN)):
         path = Path(text.partition("=")[2] if "=" in text else text)
         if len(text) < 4096 and path.is_file() and run not in path.resolve().parents:
-            inputs[text] = hashlib.sha256(path.read_bytes()).hexdigest()
+            inputs[text] = content_digest(path, digests)
     return stage_key(stage, inputs, upstream, LEGACY_HOW_TO_RUN)
 
 

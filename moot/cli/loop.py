@@ -120,7 +120,7 @@ def plan(
         depends_on = list(dict.fromkeys([*references(stage.options), *named]))
         key = stage_key(stage, inputs, {name: keys[name] for name in depends_on})
         refs = {name: legacy[name] for name in references(stage.options)}
-        legacy[stage.name] = legacy_stage_key(stage, options, refs, out)
+        legacy[stage.name] = legacy_stage_key(stage, options, refs, out, digests)
         planned.append(
             PlannedStage(stage, args, options, output, key, inputs, depends_on, legacy[stage.name])
         )
