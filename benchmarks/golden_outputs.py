@@ -22,7 +22,9 @@ Normalisation (all of it is listed in the digest):
   `VOLATILE_FIELDS` (timings, timestamps, package versions), with the file-system-dependent
   parts of `VOLATILE_VALUES` (a file mtime) blanked and the lists of `SORTED_FIELDS` sorted;
   Markdown files of `SORTED_FRONT_MATTER` get their front-matter lists sorted;
-- `VOLATILE_PATTERNS` (durations, progress bars, log timestamps) are blanked in stdout/stderr;
+- `VOLATILE_TEXT` (a card's folder size) is blanked in other text files;
+- `VOLATILE_PATTERNS` (durations, the summary table's seconds, progress bars, log timestamps)
+  are blanked in stdout/stderr;
 - files matching `SKIPPED` are listed with the reason but not hashed (a SQLite database, ...).
 
 `compare` prints per command the files added, removed and changed and exit-code differences,
@@ -106,8 +108,18 @@ SORTED_FIELDS = (  # (file, field, why): a list compared as a sorted list
 SORTED_FRONT_MATTER = (  # (file, why): lists in a Markdown file's YAML front matter sorted
     ("train/*README.md", "trl model card: its tags list is a set, ordered by the hash seed"),
 )
+# Regex replacements in text files other than JSON: (file glob, pattern, replacement, why).
+VOLATILE_TEXT = (
+    (
+        "*README.md",
+        r"\| folder bytes \| \d+ \|",
+        "| folder bytes | <BYTES> |",
+        "dataset cards: the folder's size counts its manifest's run times",
+    ),
+)
 # Regex replacements in stdout and stderr: durations and rates.
 VOLATILE_PATTERNS = (
+    (r"(?m)^(.*\s\d+\s+\d+\s+\d+\s+\d+\s+\d+\s+)\d+\.\d$", r"\1<SECONDS>"),  # tallies
     (r"\b\d+(\.\d+)?\s?(s|ms)\b", "<DURATION>"),  # "2.7s", "65 ms"
     (r"\[[0-9:]+<[0-9:?]+, [^\]]*\]", "[<PROGRESS>]"),  # tqdm "[00:00<00:00, 82.31it/s]"
     (r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\]", "[<TIMESTAMP>]"),  # logging time
@@ -671,6 +683,9 @@ class Normaliser:
             text = canonical_json(text, relpath, lines=path.suffix == ".jsonl")
         elif any(fnmatch.fnmatch(relpath, glob) for glob, _ in SORTED_FRONT_MATTER):
             text = sort_front_matter(text)
+        for glob, pattern, replacement, _ in VOLATILE_TEXT:
+            if fnmatch.fnmatch(relpath, glob):
+                text = re.sub(pattern, replacement, text)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -866,7 +881,8 @@ def record(args: argparse.Namespace) -> int:
             f"{f}: {k} ~ s/{p}/{r}/ ({why})" for f, k, p, r, why in VOLATILE_VALUES
         ],
         "sorted_lists": [f"{f}: {k} ({why})" for f, k, why in SORTED_FIELDS]
-        + [f"{f}: front matter ({why})" for f, why in SORTED_FRONT_MATTER],
+        + [f"{f}: front matter ({why})" for f, why in SORTED_FRONT_MATTER]
+        + [f"{f}: s/{p}/{r}/ ({why})" for f, p, r, why in VOLATILE_TEXT],
         "volatile_stream_patterns": [f"s/{p}/{r}/" for p, r in VOLATILE_PATTERNS],
         "skipped": [f"{p} ({why})" for p, why in SKIPPED],
         "placeholders": ["<API>", "<WORK>", "<VENV>", "<REPO>", "<DATA>"],

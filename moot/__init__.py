@@ -1,6 +1,14 @@
 """moot: multi-LLM debate simulation, debate data, training and judges.
 
-The public API is re-exported here lazily, so ``import moot`` (and ``moot --help``) stays fast:
+Every command is a function here, with the command line's flags as keyword arguments and its
+guarantees (`moot.api`; docs/python.md):
+
+    >>> import moot
+    >>> result = moot.debate(topics="topics.json", out="runs/debates")  # doctest: +SKIP
+    >>> moot.eval.quality(responses=..., baseline=..., out=...)  # doctest: +SKIP
+
+The building blocks under them are re-exported too. All of it lazily, so ``import moot`` (and
+``moot --help``) stays fast:
 
     >>> from moot import ModelClient, Role, parse_spec, run_debatune  # doctest: +SKIP
 """
@@ -12,6 +20,40 @@ from moot.core.lazy import lazy_exports
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "moot.api": (
+        "call",
+        "acall",
+        "RunFailed",
+        "RunStopped",
+        "debate",
+        "adebate",
+        "merge_shards",
+        "amerge_shards",
+        "generate",
+        "agenerate",
+        "judge",
+        "ajudge",
+        "answer",
+        "aanswer",
+        "curate",
+        "acurate",
+        "compare",
+        "acompare",
+        "index",
+        "aindex",
+        "retrieve",
+        "aretrieve",
+        "run",
+        "arun",
+        "view",
+        "aview",
+        "eval",
+        "report",
+        "data",
+        "train",
+        "models",
+    ),
+    "moot.result": ("Result",),
     "moot.core": (
         "BudgetReached",
         "Completion",

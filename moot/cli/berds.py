@@ -9,6 +9,7 @@ from typing import Any
 from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
+from moot.result import Result
 
 
 def register(commands: Commands) -> None:
@@ -107,7 +108,7 @@ def plan_detector_eval(args: argparse.Namespace) -> Any:
     return plan_detector(pairs, args.out, role, seed=args.seed, prompt=args.detector_prompt)
 
 
-def run_berds(args: argparse.Namespace) -> int:
+def run_berds(args: argparse.Namespace) -> Result:
     """`moot eval berds`."""
     from moot.graphs.berds_eval import evaluate_berds
     from moot.graphs.judging import write_summary
@@ -133,7 +134,7 @@ def run_berds(args: argparse.Namespace) -> int:
     return _report(args, result, write_summary(result, args.out, sources), client, "scores.jsonl")
 
 
-def run_detector(args: argparse.Namespace) -> int:
+def run_detector(args: argparse.Namespace) -> Result:
     """`moot eval detector`."""
     from moot.graphs.berds_eval import evaluate_detector, load_pairs
     from moot.graphs.judging import write_summary
@@ -158,16 +159,14 @@ def run_detector(args: argparse.Namespace) -> int:
     )
 
 
-def _report(
-    args: argparse.Namespace, result: object, text: str, client: object, *extra: str
-) -> int:
-    if not args.quiet:
-        print(text)
-        for name in ("judgments.jsonl", *extra, "summary.json"):
-            print(f"{name:<16} {args.out / name}")
+def _report(args: argparse.Namespace, result: Any, text: str, client: Any, *extra: str) -> Result:
+    names = ("judgments.jsonl", *extra, "summary.json")
+    lines = [text, *(f"{name:<16} {args.out / name}" for name in names)]
     return runtime.finish(
         args,
         result.tallies,
         client.ledger,
-        nothing_read=result.nothing_read,  # type: ignore[attr-defined]
+        nothing_read=result.nothing_read,
+        lines=lines,
+        outputs={name.partition(".")[0]: args.out / name for name in names},
     )

@@ -8,13 +8,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
+from moot.result import Result
 
 _GENERATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -232,7 +232,7 @@ def plan_compare_run(args: argparse.Namespace) -> Any:
     return plan_compare(questions, args.out, ctx, generator=args.generator)
 
 
-def run_compare(args: argparse.Namespace) -> int:
+def run_compare(args: argparse.Namespace) -> Result:
     """`moot compare`."""
     from moot.graphs.compqa_compare import CompareContext, compare_questions
 
@@ -250,31 +250,39 @@ def run_compare(args: argparse.Namespace) -> int:
         )
     )
     summary = run.summary
-    if not args.quiet:
-        print(
-            f"{summary['answered']}/{summary['questions']} answered (scenario {args.scenario}, "
-            f"{summary['generator']}); {summary['no_arguments']} without arguments, "
-            f"{summary['parse_failures']} unparsed, {summary['errors']} failed; "
-            f"mean {summary['mean_answer_words']} words"
-        )
-        if run.path:
-            print(f"answers {run.path}")
-        print(f"log     {args.out / 'answers.jsonl'}\nsummary {args.out / 'summary.json'}")
+    outputs = {"answers": run.path} if run.path else {}
+    outputs |= {"log": args.out / "answers.jsonl", "summary": args.out / "summary.json"}
+    lines = [
+        f"{summary['answered']}/{summary['questions']} answered (scenario {args.scenario}, "
+        f"{summary['generator']}); {summary['no_arguments']} without arguments, "
+        f"{summary['parse_failures']} unparsed, {summary['errors']} failed; "
+        f"mean {summary['mean_answer_words']} words",
+        *([f"answers {run.path}"] if run.path else []),
+        f"log     {outputs['log']}\nsummary {outputs['summary']}",
+    ]
+    messages = []
     for record in run.records:
         name = _describe(record)
         if record["status"] == "no_arguments":
-            print(f"moot: no arguments for question {name}", file=sys.stderr)
+            messages.append(f"moot: no arguments for question {name}")
         elif "parse_failure" in record:
             failure = record["parse_failure"]
-            print(
+            messages.append(
                 f"moot: question {name}: could not read the model's {failure['stage']} reply: "
-                f"{failure['error']}",
-                file=sys.stderr,
+                f"{failure['error']}"
             )
         elif record["status"] == "error":
-            print(f"moot: question {name} failed: {record['error']}", file=sys.stderr)
+            messages.append(f"moot: question {name} failed: {record['error']}")
     unanswered = run.count("no_arguments") + run.count("parse_failure")
-    return runtime.finish(args, run.tallies, client.ledger, failed=bool(unanswered))
+    return runtime.finish(
+        args,
+        run.tallies,
+        client.ledger,
+        failed=bool(unanswered),
+        lines=lines,
+        messages=messages,
+        outputs=outputs,
+    )
 
 
 def _describe(record: dict[str, Any]) -> str:
@@ -307,7 +315,7 @@ def plan_eval_compqa(args: argparse.Namespace) -> Any:
     )
 
 
-def run_eval_compqa(args: argparse.Namespace) -> int:
+def run_eval_compqa(args: argparse.Namespace) -> Result:
     """`moot eval compqa`."""
     from moot.graphs.compqa_eval import evaluate_compqa
 
@@ -327,14 +335,18 @@ def run_eval_compqa(args: argparse.Namespace) -> int:
         )
     )
     overall = result.summary["overall"]
-    if not args.quiet:
-        print((args.out / "summary.md").read_text(encoding="utf-8"))
-        print(f"judged    {args.out / 'judged'}")
-        print(f"summary   {args.out / 'summary.json'}")
+    outputs = {"judged": args.out / "judged", "summary": args.out / "summary.json"}
+    lines = [
+        (args.out / "summary.md").read_text(encoding="utf-8"),
+        f"judged    {outputs['judged']}",
+        f"summary   {outputs['summary']}",
+    ]
     if overall["invalid"]:
         runtime.note(args, f"note: {overall['invalid']} invalid judgment(s): counted, not summed")
     nothing_read = overall["invalid"] > 0 and overall["n_valid"] == 0
-    return runtime.finish(args, result.tallies, client.ledger, nothing_read=nothing_read)
+    return runtime.finish(
+        args, result.tallies, client.ledger, nothing_read=nothing_read, lines=lines, outputs=outputs
+    )
 
 
 def _first_answers(files: list[Any], limit: int) -> list[Any]:
@@ -350,7 +362,7 @@ def _first_answers(files: list[Any], limit: int) -> list[Any]:
     return kept
 
 
-def run_report(args: argparse.Namespace) -> int:
+def run_report(args: argparse.Namespace) -> Result:
     """`moot report compqa`."""
     from moot.core.data.compqa import load_judged
     from moot.core.data.records import atomic_write, write_json
@@ -375,30 +387,40 @@ def run_report(args: argparse.Namespace) -> int:
     atomic_write(args.out / "report.md", lambda f: f.write(markdown))
     _chart(report["generator_scenario"], args.out / "chart.png")
     _heatmap(report["groups"], by, args.out / "heatmap.png")
-    if not args.quiet:
-        print(report_markdown(report, full=False), end="")
-        print(f"wrote report.json, report.md, chart.png and heatmap.png to {args.out}")
-    if report["overall"]["n_total"] == 0:
-        print("moot: no judgment has a total; see report.md for why", file=sys.stderr)
-        return 1
-    return 0
+    lines = [
+        report_markdown(report, full=False).removesuffix("\n"),
+        f"wrote report.json, report.md, chart.png and heatmap.png to {args.out}",
+    ]
+    empty = report["overall"]["n_total"] == 0
+    return runtime.finish(
+        args,
+        lines=lines,
+        messages=["moot: no judgment has a total; see report.md for why"] if empty else [],
+        failed=empty,
+        outputs={name: args.out / f"{name}.{kind}" for name, kind in _REPORT_FILES},
+    )
 
 
-def run_distill(args: argparse.Namespace) -> int:
+#: What `moot report compqa` writes in its ``--out``: name and suffix.
+_REPORT_FILES = (("report", "json"), ("markdown", "md"), ("chart", "png"), ("heatmap", "png"))
+
+
+def run_distill(args: argparse.Namespace) -> Result:
     """`moot data distill-compqa`."""
     from moot.training.compqa_data import distill_compqa
 
     summary = distill_compqa(args.judged, args.out, min_score=args.min_score)
-    if not args.quiet:
-        print(summary.table())
     if not summary.kept:
-        print(f"moot: no answer scored >= {args.min_score:g}; nothing written", file=sys.stderr)
-        return 1
-    if not args.quiet:
-        print(
-            f"wrote {summary.kept} records to {args.out} (dataset.jsonl, dataset/, "
-            f"manifest.json, README.md); {summary.duplicates} duplicate(s) dropped"
+        return runtime.finish(
+            args,
+            lines=[summary.table()],
+            messages=[f"moot: no answer scored >= {args.min_score:g}; nothing written"],
+            failed=True,
         )
+    line = (
+        f"wrote {summary.kept} records to {args.out} (dataset.jsonl, dataset/, "
+        f"manifest.json, README.md); {summary.duplicates} duplicate(s) dropped"
+    )
     if summary.invalid_judgments:
         runtime.note(
             args, f"note: {summary.invalid_judgments} invalid or failed judgment(s) skipped"
@@ -407,7 +429,9 @@ def run_distill(args: argparse.Namespace) -> int:
         runtime.note(
             args, f"note: {summary.unchecked_scores} score(s) kept unchecked: no score_dict"
         )
-    return runtime.push(args, args.out, "dataset")
+    outputs = {"dataset": args.out / "dataset.jsonl", "manifest": args.out / "manifest.json"}
+    result = runtime.finish(args, lines=[summary.table(), line], outputs=outputs)
+    return runtime.push(args, args.out, "dataset", result)
 
 
 def _chart(cells: list[dict[str, Any]], path: Path) -> None:

@@ -16,6 +16,7 @@ command line's.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 from moot.cli.options import INLINE_MAPPINGS, Endpoints
@@ -122,3 +123,49 @@ def _one(path: object, key: str, action: argparse.Action, value: object) -> obje
         shown = ", ".join(map(str, action.choices))
         raise InputError(path, f"{key}: {value!r} is not one of {shown}")
     return converted
+
+
+def command_parser(
+    parser: argparse.ArgumentParser, words: Sequence[str]
+) -> argparse.ArgumentParser | None:
+    """The parser of command `words` (``("eval", "quality")``) in the whole `parser`, or None.
+
+    A group (``eval``) is no command: None.
+    """
+    for word in words:
+        choices = next(
+            (a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)),
+            None,
+        )
+        if not choices or word not in choices:
+            return None
+        parser = choices[word]
+    return parser if parser.get_default("command_parser") is parser else None
+
+
+def positional_argv(command: argparse.ArgumentParser, defaults: dict[str, object]) -> list[str]:
+    """The command line that gives the positional arguments in `defaults`, taken out of it.
+
+    `defaults` is `option_defaults`' (with ``positionals``).
+    """
+    actions = {action.dest: action for action in command._actions}
+    positional = [dest for dest in defaults if not actions[dest].option_strings]
+    values = [defaults.pop(dest) for dest in positional]
+    return [str(v) for value in values for v in (value if isinstance(value, list) else [value])]
+
+
+def parse_with(
+    parser: argparse.ArgumentParser,
+    words: Sequence[str],
+    argv: list[str],
+    values: dict[str, object],
+) -> argparse.Namespace:
+    """Command `words` parsed from `argv` (its positionals), with `values` over its defaults.
+
+    No option is on that command line, so `values` (already converted by `option_defaults`) go
+    over the parsed defaults: ``set_defaults`` would change the parser every caller shares.
+    """
+    args = parser.parse_args([*words, *argv])
+    for dest, value in values.items():
+        setattr(args, dest, value)
+    return args

@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import os
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
 from moot.cli.retrieval import retriever_from_args
+from moot.result import Result
 
 PROMPT_CHOICES = ("basic", "comprehensive", "detailed")
 PD_VARIANTS = ("mean", "sum", "released")
@@ -276,7 +276,7 @@ def plan_answer(args: argparse.Namespace) -> Any:
     return plan
 
 
-def run_answer(args: argparse.Namespace) -> int:
+def run_answer(args: argparse.Namespace) -> Result:
     """`moot answer`."""
     from moot.graphs.debateqa_answer import AnswerContext, answer_questions
 
@@ -290,13 +290,13 @@ def run_answer(args: argparse.Namespace) -> int:
         answer_questions(questions, args.out, ctx, concurrency=args.concurrency, progress=progress)
     )
     summary = run.summary
-    if not args.quiet:
-        print(
-            f"{summary['answered']}/{summary['questions']} answered ({args.mode}, {args.prompt}); "
-            f"mean {summary['mean_answer_words']} words"
-        )
-        print(f"answers {args.out / 'answers.jsonl'}\nsummary {args.out / 'summary.json'}")
-    return runtime.finish(args, run.tallies, client.ledger)
+    outputs = {"answers": args.out / "answers.jsonl", "summary": args.out / "summary.json"}
+    lines = [
+        f"{summary['answered']}/{summary['questions']} answered ({args.mode}, {args.prompt}); "
+        f"mean {summary['mean_answer_words']} words",
+        f"answers {outputs['answers']}\nsummary {outputs['summary']}",
+    ]
+    return runtime.finish(args, run.tallies, client.ledger, lines=lines, outputs=outputs)
 
 
 def _curate_inputs(args: argparse.Namespace) -> tuple[list[Any], Path | None]:
@@ -354,7 +354,7 @@ def plan_curate(args: argparse.Namespace) -> Any:
     )
 
 
-def run_curate(args: argparse.Namespace) -> int:
+def run_curate(args: argparse.Namespace) -> Result:
     """`moot curate`."""
     from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER, Embedder
     from moot.core.retrieval.index import Index, LocalRetriever, build_index
@@ -379,21 +379,28 @@ def run_curate(args: argparse.Namespace) -> int:
         curate(questions, args.out, ctx, concurrency=args.concurrency, progress=progress)
     )
     summary = run.summary
-    if not args.quiet:
-        print(
-            f"{summary['curated']}/{summary['questions']} questions curated: "
-            f"{summary['povs_extracted']} POVs, {summary['duplicates_removed']} duplicates removed"
-        )
-        print(f"partial answers {args.out / 'partial_answers.jsonl'}")
-    if run.unparsed:
-        print(
-            f"moot: {run.unparsed} questions got no readable POV list (see curation.jsonl)",
-            file=sys.stderr,
-        )
-    return runtime.finish(args, run.tallies, client.ledger, failed=bool(run.unparsed))
+    outputs = {
+        "partial_answers": args.out / "partial_answers.jsonl",
+        "curation": args.out / "curation.jsonl",
+    }
+    lines = [
+        f"{summary['curated']}/{summary['questions']} questions curated: "
+        f"{summary['povs_extracted']} POVs, {summary['duplicates_removed']} duplicates removed",
+        f"partial answers {outputs['partial_answers']}",
+    ]
+    unread = f"moot: {run.unparsed} questions got no readable POV list (see curation.jsonl)"
+    return runtime.finish(
+        args,
+        run.tallies,
+        client.ledger,
+        failed=bool(run.unparsed),
+        lines=lines,
+        messages=[unread] if run.unparsed else [],
+        outputs=outputs,
+    )
 
 
-def run_pd(args: argparse.Namespace) -> int:
+def run_pd(args: argparse.Namespace) -> Result:
     """`moot eval pd`."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never download a scorer at run time
     from moot.core.data.questions import load_answers, load_partial_answers
@@ -453,16 +460,19 @@ def run_pd(args: argparse.Namespace) -> int:
         versions=package_versions("moot", "transformers", "torch"),
     )
     write_report(summary, out)
-    if not args.quiet:
-        print((out / "summary.md").read_text(encoding="utf-8"))
-        print(f"scores {out / 'scores.jsonl'}")
-    if summary["errors"]:
-        print(
-            f"moot: {summary['errors']} answers could not be scored (a partial answer longer "
-            f"than the window); see 'error' in {out / 'scores.jsonl'}",
-            file=sys.stderr,
-        )
-    return runtime.finish(args, run.tallies, failed=bool(summary["errors"]))
+    outputs = {"scores": out / "scores.jsonl", "summary": out / "summary.json"}
+    unscored = (
+        f"moot: {summary['errors']} answers could not be scored (a partial answer longer "
+        f"than the window); see 'error' in {outputs['scores']}"
+    )
+    return runtime.finish(
+        args,
+        run.tallies,
+        failed=bool(summary["errors"]),
+        lines=[(out / "summary.md").read_text(encoding="utf-8"), f"scores {outputs['scores']}"],
+        messages=[unscored] if summary["errors"] else [],
+        outputs=outputs,
+    )
 
 
 def _pd_out(args: argparse.Namespace) -> Path:
@@ -509,7 +519,7 @@ def plan_da(args: argparse.Namespace) -> Any:
     return plan_dispute_awareness(answers, args.out, role, seed=args.seed)
 
 
-def run_da(args: argparse.Namespace) -> int:
+def run_da(args: argparse.Namespace) -> Result:
     """`moot eval da`."""
     from moot.graphs.debateqa_eval import evaluate_dispute_awareness
     from moot.graphs.judging import write_summary
@@ -528,14 +538,18 @@ def run_da(args: argparse.Namespace) -> int:
         )
     )
     text = write_summary(result, args.out, sources)
-    if not args.quiet:
-        print(text)
-        for name in ("judgments.jsonl", "summary.json"):
-            print(f"{name:<16} {args.out / name}")
-    return runtime.finish(args, result.tallies, client.ledger, nothing_read=result.nothing_read)
+    names = ("judgments.jsonl", "summary.json")
+    return runtime.finish(
+        args,
+        result.tallies,
+        client.ledger,
+        nothing_read=result.nothing_read,
+        lines=[text, *(f"{name:<16} {args.out / name}" for name in names)],
+        outputs={name.partition(".")[0]: args.out / name for name in names},
+    )
 
 
-def run_report(args: argparse.Namespace) -> int:
+def run_report(args: argparse.Namespace) -> Result:
     """`moot report debateqa`."""
     from moot.core.data.questions import load_partial_answers
     from moot.core.data.records import atomic_write, common_claim, write_json
@@ -605,7 +619,8 @@ def run_report(args: argparse.Namespace) -> int:
     kept = f", questions with at least {args.min_povs} partial answers" if keep is not None else ""
     text = f"# DebateQA: P.D., D.A. and Equation 4{kept}\n\n{render_table(table, markdown=True)}\n"
     atomic_write(args.out / "report.md", lambda f: f.write(text))
-    if not args.quiet:
-        print(text, end="")
-        print(f"wrote report.json and report.md to {args.out}")
-    return 0
+    return runtime.finish(
+        args,
+        lines=[text.removesuffix("\n"), f"wrote report.json and report.md to {args.out}"],
+        outputs={"report": args.out / "report.json", "markdown": args.out / "report.md"},
+    )

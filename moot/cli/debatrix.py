@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
 from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
+from moot.result import Result
 
 FRAMEWORK_NAMES = ("debatrix", "non-iterative", "chronological", "dimensional", "direct")
 PAPER_WINDOW = 16385  # ChatGPT's, gpt-3.5-turbo-0125 (paper, Sec. 5.1)
@@ -148,7 +148,7 @@ def plan_judge(args: argparse.Namespace) -> Any:
     return plan_judging(debates, args.out, settings, repeats=args.repeats)
 
 
-def run_judge(args: argparse.Namespace) -> int:
+def run_judge(args: argparse.Namespace) -> Result:
     """`moot judge`."""
     from moot.graphs.debatrix_run import judge_debates
 
@@ -169,22 +169,36 @@ def run_judge(args: argparse.Namespace) -> int:
             progress=runtime.progress_for(args, client),
         )
     )
-    if not args.quiet:
-        print(
-            f"judged {len(summary.records)}: {summary.count('complete')} complete, "
-            f"{summary.count('incomplete')} incomplete (prompt over the context window), "
-            f"{summary.count('error')} failed; {summary.parse_failures} unparsed scores or winners"
-        )
-        out = args.out
-        print(f"judgments {out / 'judgments.jsonl'}\nsummary   {out / 'summary.json'}")
-        print(f"reports   {out / 'reports'}")
-    for record in summary.records:
-        if record["status"] == "error":
-            print(f"moot: failed {record['debate']}: {record['reason']}", file=sys.stderr)
-    return runtime.finish(args, summary.tallies, client.ledger, nothing_read=summary.nothing_read)
+    out = args.out
+    outputs = {
+        "judgments": out / "judgments.jsonl",
+        "summary": out / "summary.json",
+        "reports": out / "reports",
+    }
+    lines = [
+        f"judged {len(summary.records)}: {summary.count('complete')} complete, "
+        f"{summary.count('incomplete')} incomplete (prompt over the context window), "
+        f"{summary.count('error')} failed; {summary.parse_failures} unparsed scores or winners",
+        f"judgments {outputs['judgments']}\nsummary   {outputs['summary']}",
+        f"reports   {outputs['reports']}",
+    ]
+    failures = [
+        f"moot: failed {record['debate']}: {record['reason']}"
+        for record in summary.records
+        if record["status"] == "error"
+    ]
+    return runtime.finish(
+        args,
+        summary.tallies,
+        client.ledger,
+        nothing_read=summary.nothing_read,
+        lines=lines,
+        messages=failures,
+        outputs=outputs,
+    )
 
 
-def run_panelbench(args: argparse.Namespace) -> int:
+def run_panelbench(args: argparse.Namespace) -> Result:
     """`moot eval panelbench`."""
     from moot.core.errors import ConfigError
     from moot.core.metrics.panelbench import (
@@ -199,10 +213,12 @@ def run_panelbench(args: argparse.Namespace) -> int:
     summary = evaluate_panelbench(args.predictions, args.gold, margins=margins)
     out = args.out
     write_panelbench_report(summary, out)
-    if not args.quiet:
-        print((out / "summary.md").read_text(encoding="utf-8"))
-        print(f"summary {out / 'summary.json'}\nchart   {out / 'chart.png'}")
-    return 0
+    outputs = {"summary": out / "summary.json", "chart": out / "chart.png"}
+    lines = [
+        (out / "summary.md").read_text(encoding="utf-8"),
+        f"summary {outputs['summary']}\nchart   {outputs['chart']}",
+    ]
+    return runtime.finish(args, lines=lines, outputs=outputs)
 
 
 def _panelbench_out(args: argparse.Namespace) -> Path:

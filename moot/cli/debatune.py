@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
 from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
+from moot.result import Result
 
 CHAT_TEMPLATES = ("alpaca", "chatml", "llama-2", "llama-3", "vicuna", "zephyr")
 
@@ -172,7 +172,7 @@ def plan_debate(args: argparse.Namespace) -> Any:
     return plan_debatune(topics, args.out, config, shard=shard, limit=args.limit)
 
 
-def run_debate(args: argparse.Namespace) -> int:
+def run_debate(args: argparse.Namespace) -> Result:
     """`moot debate`."""
     from moot.graphs.debatune_run import run_debatune
 
@@ -199,38 +199,47 @@ def run_debate(args: argparse.Namespace) -> int:
             progress=runtime.progress_for(args, client),
         )
     )
-    if not args.quiet:
-        out = summary.out_dir
-        print(
-            f"dataset   {out / 'dataset.jsonl'}  ({summary.dataset_records} records; "
-            f"datasets copy in {out / 'dataset'})"
-        )
-        print(f"debates   {out / 'debates.jsonl'}")
-        print(f"manifest  {out / 'manifest.json'}")
-        print(f"card      {out / 'README.md'}")
-    for failure in summary.failures:
-        print(f"moot: failed {failure['id']}: {failure['error']}", file=sys.stderr)
-    code = runtime.finish(args, summary.tallies, client.ledger)
-    return runtime.push(args, summary.out_dir, "dataset", code)
+    out = summary.out_dir
+    outputs = {
+        "dataset": out / "dataset.jsonl",
+        "debates": out / "debates.jsonl",
+        "manifest": out / "manifest.json",
+        "card": out / "README.md",
+    }
+    lines = [
+        f"dataset   {outputs['dataset']}  ({summary.dataset_records} records; "
+        f"datasets copy in {out / 'dataset'})",
+        f"debates   {outputs['debates']}",
+        f"manifest  {outputs['manifest']}",
+        f"card      {outputs['card']}",
+    ]
+    failures = [f"moot: failed {f['id']}: {f['error']}" for f in summary.failures]
+    result = runtime.finish(
+        args, summary.tallies, client.ledger, lines=lines, messages=failures, outputs=outputs
+    )
+    return runtime.push(args, summary.out_dir, "dataset", result)
 
 
-def run_merge(args: argparse.Namespace) -> int:
+def run_merge(args: argparse.Namespace) -> Result:
     """`moot merge-shards` (also `moot merge`)."""
     from moot.graphs.debatune_merge import merge_runs
 
     counts = merge_runs(args.dirs, args.out, allow_partial=args.allow_partial)
-    if not args.quiet:
-        print(
-            f"merged {len(args.dirs)} folder(s) into {args.out}: {counts['debates']} debates, "
-            f"{counts['dataset_records']} dataset records, {counts['failures']} failed"
-        )
-    if counts["failures"]:
-        print(
-            f"moot: {counts['failures']} failed in the shards; rerun their `moot debate` "
-            "commands, then merge again",
-            file=sys.stderr,
-        )
-    return 1 if counts["failures"] else 0
+    line = (
+        f"merged {len(args.dirs)} folder(s) into {args.out}: {counts['debates']} debates, "
+        f"{counts['dataset_records']} dataset records, {counts['failures']} failed"
+    )
+    failed = [
+        f"moot: {counts['failures']} failed in the shards; rerun their `moot debate` "
+        "commands, then merge again"
+    ]
+    return runtime.finish(
+        args,
+        lines=[line],
+        messages=failed if counts["failures"] else [],
+        failed=bool(counts["failures"]),
+        outputs={"dataset": args.out / "dataset.jsonl", "debates": args.out / "debates.jsonl"},
+    )
 
 
 def _generate_inputs(args: argparse.Namespace) -> tuple[list[Any], Any, int | None]:
@@ -271,7 +280,7 @@ def plan_generate(args: argparse.Namespace) -> Any:
     )
 
 
-def run_generate(args: argparse.Namespace) -> int:
+def run_generate(args: argparse.Namespace) -> Result:
     """`moot generate`."""
     from moot.graphs.debatune_generate import answer_instructions
 
@@ -290,11 +299,12 @@ def run_generate(args: argparse.Namespace) -> int:
             progress=runtime.progress_for(args, client),
         )
     )
-    if not args.quiet and not result.failed:
-        print(f"responses {args.out}")
-    if result.failed:
-        print(f"moot: {args.out} not written: it needs every answer", file=sys.stderr)
-    return runtime.finish(args, result.tallies, client.ledger)
+    lines = [] if result.failed else [f"responses {args.out}"]
+    failed = [f"moot: {args.out} not written: it needs every answer"] if result.failed else []
+    outputs = {} if result.failed else {"responses": args.out}
+    return runtime.finish(
+        args, result.tallies, client.ledger, lines=lines, messages=failed, outputs=outputs
+    )
 
 
 def _eval_inputs(args: argparse.Namespace) -> tuple[list[Any], list[Any], dict[str, str], Any]:
@@ -332,7 +342,7 @@ def plan_eval(args: argparse.Namespace) -> Any:
     return plan_controllability(responses, args.out, role, constrained=constrained)
 
 
-def run_eval(args: argparse.Namespace) -> int:
+def run_eval(args: argparse.Namespace) -> Result:
     """`moot eval controllability` and `moot eval quality`."""
     from moot.graphs.debatune_eval import evaluate_controllability, evaluate_quality, write_report
 
@@ -359,7 +369,20 @@ def run_eval(args: argparse.Namespace) -> int:
         run = evaluate_controllability(responses, args.out, role, client, **options)
     result = asyncio.run(run)
     write_report(result, args.out, sources)
-    if not args.quiet:
-        print((args.out / "summary.md").read_text(encoding="utf-8"))
-        print(f"judgments {args.out / 'judgments.jsonl'}\nchart     {args.out / 'chart.png'}")
-    return runtime.finish(args, result.tallies, client.ledger, nothing_read=result.nothing_read)
+    outputs = {
+        "judgments": args.out / "judgments.jsonl",
+        "summary": args.out / "summary.json",
+        "chart": args.out / "chart.png",
+    }
+    lines = [
+        (args.out / "summary.md").read_text(encoding="utf-8"),
+        f"judgments {outputs['judgments']}\nchart     {outputs['chart']}",
+    ]
+    return runtime.finish(
+        args,
+        result.tallies,
+        client.ledger,
+        nothing_read=result.nothing_read,
+        lines=lines,
+        outputs=outputs,
+    )

@@ -22,6 +22,7 @@ from typing import Any
 
 from moot.cli import options as opt
 from moot.cli.registry import Commands
+from moot.result import Result
 
 
 def register(commands: Commands) -> None:
@@ -139,12 +140,12 @@ def _parse(
     verbose: bool,
 ) -> tuple[argparse.Namespace, Path | None, dict[str, Any]]:
     """The stage's command line, its output, and its SFT config (`moot train sft`; else empty)."""
-    from moot.cli.config import option_defaults
+    from moot.cli.config import command_parser, option_defaults, parse_with, positional_argv
     from moot.core.errors import InputError
 
     where = f"stage {stage.name}: "
-    command = _command_parser(parser, stage.command)
-    if command is None:
+    command = command_parser(parser, stage.command)
+    if command is None or command.get_default("command_fn") is run_recipe:  # not `run` itself
         raise InputError(recipe.path, f"{where}unknown command {' '.join(stage.command)!r}")
     if "out" in options:
         raise InputError(
@@ -152,8 +153,7 @@ def _parse(
         )
     defaults = option_defaults(command, options, recipe.path, where, positionals=True)
     actions = {action.dest: action for action in command._actions}
-    positional = [dest for dest in defaults if not actions[dest].option_strings]
-    argv = [str(v) for dest in positional for v in _as_list(defaults.pop(dest))]
+    argv = positional_argv(command, defaults)
     output = None
     if "out" in actions:  # a folder, or a file for `moot generate`
         output = out.with_suffix(".json") if actions["out"].type is opt.output_file else out
@@ -166,11 +166,7 @@ def _parse(
     for flag, given in (("quiet", quiet), ("verbose", verbose)):
         if given and flag in actions:
             defaults.setdefault(flag, True)
-    # no option is on this command line, so the recipe's values go over the parsed defaults
-    # (set_defaults would change the parser every stage shares)
-    args = parser.parse_args([*stage.command, *argv])
-    for dest, value in defaults.items():
-        setattr(args, dest, value)
+    args = parse_with(parser, stage.command, argv, defaults)
     for dest in getattr(args, "required_flags", ()):
         if getattr(args, dest, None) is None:
             flag = max(actions[dest].option_strings, key=len).lstrip("-")
@@ -194,29 +190,7 @@ def _check_sft(recipe: Any, where: str, args: argparse.Namespace) -> dict[str, A
         raise InputError(recipe.path, f"{where}{exc}") from None
 
 
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
-def _command_parser(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> Any:
-    """The parser of command `words` (``("eval", "quality")``), or None."""
-    for word in words:
-        choices = next(
-            (a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)),
-            None,
-        )
-        if not choices or word not in choices:
-            return None
-        parser = choices[word]
-    if parser.get_default("command_parser") is not parser or parser.get_default("command_fn") in (
-        None,
-        run_recipe,
-    ):
-        return None  # a group (`eval`) or `run` itself
-    return parser
-
-
-def run_recipe(args: argparse.Namespace) -> int:
+def run_recipe(args: argparse.Namespace) -> Result:
     """`moot run`."""
     from moot.graphs.loop import Manifest
 
@@ -229,13 +203,19 @@ def run_recipe(args: argparse.Namespace) -> int:
         return _run(args, recipe, stages, manifest)
 
 
-def _run(args: argparse.Namespace, recipe: Any, stages: list[PlannedStage], manifest: Any) -> int:
-    from moot.cli.runtime import BUDGET_EXIT, execute
+def _run(
+    args: argparse.Namespace, recipe: Any, stages: list[PlannedStage], manifest: Any
+) -> Result:
+    from moot.cli.runtime import BUDGET_EXIT, execute, finish
     from moot.core.errors import BudgetReached, MootError, WriteError, machine_failure
+    from moot.core.llm.ledger import UsageLedger
     from moot.graphs.loop import discard, now, write_report, write_run_view
+    from moot.result import show
 
-    say = (lambda line: None) if args.quiet else print
+    live = getattr(args, "echo", True)  # the command line says each stage as it goes
+    say = print if live and not args.quiet else (lambda line: None)
     spent = 0.0  # USD this run's stages spent, against its --budget
+    done: dict[str, Result] = {}
     for item in stages:
         name, todo = item.stage.name, to_do(item, manifest)
         if manifest.done(name, item.legacy_key):  # made by an earlier version: keyed anew
@@ -244,11 +224,13 @@ def _run(args: argparse.Namespace, recipe: Any, stages: list[PlannedStage], mani
             say(f"stage {name}: done before (key {item.key}), skipped")
             continue
         if todo == "redo":
-            print(
+            redone = (
                 f"moot: stage {name} changed since its last run (or a stage it uses did): "
-                f"its output {item.output} is redone",
-                file=sys.stderr,
+                f"its output {item.output} is redone"
             )
+            args.notes.append(redone)
+            if live:  # even --quiet: what it discards
+                print(redone, file=sys.stderr)
             discard([item.output])
         how = {"push": " (done before: pushing it)", "run": " (resuming)", "redo": ""}[todo]
         say(f"stage {name}: {item.stage.title}" + (how if name in manifest.stages else ""))
@@ -269,7 +251,7 @@ def _run(args: argparse.Namespace, recipe: Any, stages: list[PlannedStage], mani
         for_the_run(item.args, args, spent)
         started = time.perf_counter()
         try:
-            code = execute(item.args)
+            result = done[name] = execute(item.args)
         except KeyboardInterrupt:
             _record(manifest, item, started, "interrupted", 130)
             raise
@@ -280,7 +262,9 @@ def _run(args: argparse.Namespace, recipe: Any, stages: list[PlannedStage], mani
             write_run_view(args.out, manifest)
             write_report(args.out, recipe, manifest)
             raise
-        used = stage_ledger(item.args)
+        if live:
+            show(result, item.args.quiet)
+        code, used = result.exit_code, result.ledger or UsageLedger()
         spent += used.spent() or 0.0
         status = {0: "done", BUDGET_EXIT: "stopped"}.get(code, "failed")
         _record(manifest, item, started, status, code, used=used)
@@ -295,17 +279,27 @@ def _run(args: argparse.Namespace, recipe: Any, stages: list[PlannedStage], mani
                         f"stopped at the run's --budget ${args.budget:.4f} "
                         f"(${spent:.4f} spent by this run)"
                     )
-            print(
+            message = (
                 f"moot: stage {name} {how} (exit {code}); the stages after it did not run; "
                 f"rerun `moot run {args.recipe} --out {args.out}` to resume it"
-                + (" (with a larger --budget)" if status == "stopped" else ""),
-                file=sys.stderr,
+                + (" (with a larger --budget)" if status == "stopped" else "")
             )
-            return code
+            return _ran(finish(args, messages=[message]), code, done)
     write_run_view(args.out, manifest)
     report = write_report(args.out, recipe, manifest)
-    say(f"report   {report}\nmanifest {manifest.path}")
-    return 0
+    lines = [f"report   {report}\nmanifest {manifest.path}"]
+    outputs = {"report": report, "manifest": manifest.path}
+    return _ran(finish(args, lines=lines, outputs=outputs), 0, done)
+
+
+def _ran(result: Result, code: int, stages: dict[str, Result]) -> Result:
+    """`moot run`'s result: its stages' results and what they spent, in one."""
+    from moot.core.llm.ledger import UsageLedger
+
+    ledgers = [stage.ledger for stage in stages.values() if stage.ledger is not None]
+    result.exit_code, result.stages = code, stages
+    result.ledger = UsageLedger.merged(ledgers) if ledgers else None
+    return result
 
 
 @contextlib.contextmanager
@@ -381,33 +375,20 @@ def run_options(args: argparse.Namespace, recipe: Any) -> None:
 def for_the_run(stage: argparse.Namespace, args: argparse.Namespace, spent: float) -> None:
     """Give a stage the run's prices (unless it has its own), its budget's rest, and its folder.
 
-    A stage's own ``budget`` still bounds it; its spending is counted through the model clients
-    its command makes (``stage.clients``, `stage_ledger`). Its output lies inside the run's folder
-    (``stage.run_folder``, `moot.cli.runtime.check_paths`).
+    A stage's own ``budget`` still bounds it; its spending is read from its result's ledger. Its
+    output lies inside the run's folder (``stage.run_folder``, `moot.cli.runtime.check_paths`).
 
     Args:
         stage: The stage's parsed command line.
         args: `moot run`'s.
         spent: USD the run's earlier stages spent.
     """
-    stage.clients = []
     stage.run_folder = args.out
     if hasattr(stage, "prices") and stage.prices is None:
         stage.prices = args.prices
     if hasattr(stage, "budget") and args.budget is not None:
         left = max(0.0, args.budget - spent)
         stage.budget = left if stage.budget is None else min(stage.budget, left)
-
-
-def stage_ledger(stage: argparse.Namespace) -> Any:
-    """What a stage's model clients used in this run (a run with a budget prices every call).
-
-    The clients are let go of then: an ``hf/`` model's weights are not held for later stages.
-    """
-    from moot.core.llm.ledger import UsageLedger
-
-    clients, stage.clients = getattr(stage, "clients", []), []
-    return UsageLedger.merged(client.ledger for client in clients)
 
 
 def plan_recipe(args: argparse.Namespace) -> Any:
@@ -580,7 +561,7 @@ def _record(
     """A stage's end in the manifest: status, exit code, time, ledger, outputs.
 
     The ledger is the one the command wrote (every run on its folder); a command that writes
-    none (`moot generate`) has its model clients' ledger of this run, ``used``.
+    none (`moot generate`) has its result's ledger of this run, ``used``.
     """
     from moot.graphs.loop import listed, now, written_ledger
 

@@ -83,12 +83,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         os_problem,
     )
     from moot.core.redaction import redact
+    from moot.result import show
 
     try:
         if getattr(args, "config", None):
             check_paths(args, "config")
             args = apply_config(parser, argv, args)
-        return execute(args)
+        result = execute(args)
+        show(result, getattr(args, "quiet", False))
+        return result.exit_code
     except MootError as exc:
         if args.debug:
             traceback.print_exc()

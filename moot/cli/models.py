@@ -10,6 +10,7 @@ from typing import Any
 from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
+from moot.result import Result
 
 #: The round trip's request and its completion budget.
 CHECK_MESSAGES = [{"role": "user", "content": "Reply with one short sentence: are you ready?"}]
@@ -39,7 +40,7 @@ def plan_check(args: argparse.Namespace) -> Any:
     return plan
 
 
-def run_check(args: argparse.Namespace) -> int:
+def run_check(args: argparse.Namespace) -> Result:
     """`moot models check SPEC`: the reply's latency and tokens, without the cache or retries.
 
     A model with several endpoints is checked at each of them, one after the other; the first
@@ -53,15 +54,18 @@ def run_check(args: argparse.Namespace) -> int:
     role = runtime.role_from(args, "check", args.spec)
     args.concurrency = 1  # one request at a time: the embedded server needs a single slot
     if not role.spec.api_bases:
-        return _check_one(args, role, role.spec.name)
+        return runtime.finish(args, lines=_check_one(args, role, role.spec.name))
+    lines = []
     for index, url in enumerate(role.spec.api_bases):
         router = role.spec.router.only(index) if role.spec.router is not None else None
         one = replace(role.spec, api_base=url, api_bases=(), router=router)
-        _check_one(args, Role(role.name, one, role.temperature), f"{one.name} at {public_url(url)}")
-    return 0
+        shown = f"{one.name} at {public_url(url)}"
+        lines += _check_one(args, Role(role.name, one, role.temperature), shown)
+    return runtime.finish(args, lines=lines)
 
 
-def _check_one(args: argparse.Namespace, role: Any, shown: str) -> int:
+def _check_one(args: argparse.Namespace, role: Any, shown: str) -> list[str]:
+    """What one endpoint's round trip took; an `EndpointError` if it failed."""
     from moot.core.errors import EndpointError, ModelCallError
 
     client = runtime.client_for(args, role.spec)
@@ -73,11 +77,8 @@ def _check_one(args: argparse.Namespace, role: Any, shown: str) -> int:
     except ModelCallError as exc:
         raise EndpointError(str(exc)) from None
     latency = time.perf_counter() - start
-    if args.quiet:
-        return 0
-    print(
+    return [
         f"{shown}: ok in {latency * 1000:.0f} ms, {reply.prompt_tokens} prompt + "
-        f"{reply.completion_tokens} completion tokens"
-    )
-    print(f"reply: {reply.text.strip()[:200]}")
-    return 0
+        f"{reply.completion_tokens} completion tokens",
+        f"reply: {reply.text.strip()[:200]}",
+    ]

@@ -58,6 +58,14 @@ class Commands:
     def _group(self, name: str) -> Any:
         if name not in self._groups:
             parser = self._root.add_parser(name, help=GROUPS[name], description=GROUPS[name])
-            parser.set_defaults(command_fn=lambda _: parser.print_help() or 2)
+            parser.set_defaults(command_fn=lambda _: _help(parser))
             self._groups[name] = parser.add_subparsers(title="commands", metavar="COMMAND")
         return self._groups[name]
+
+
+def _help(parser: argparse.ArgumentParser) -> Any:
+    """A group alone (`moot eval`): its help, and exit 2."""
+    from moot.result import Result
+
+    parser.print_help()
+    return Result(parser.prog, exit_code=2)

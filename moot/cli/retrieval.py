@@ -10,6 +10,7 @@ from typing import Any
 from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
+from moot.result import Result
 
 
 def register(commands: Commands) -> None:
@@ -80,18 +81,17 @@ def register(commands: Commands) -> None:
     )
 
 
-def run_index(args: argparse.Namespace) -> int:
+def run_index(args: argparse.Namespace) -> Result:
     """`moot index`."""
     from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER
     from moot.core.retrieval.index import build_index
 
     dense = DEFAULT_EMBEDDER if args.dense == "" else args.dense
     index = build_index(args.docs, args.out, chunk_chars=args.chunk_chars, dense=dense)
-    if not args.quiet:
-        m = index.manifest
-        dense = f", dense vectors ({m['embedder']})" if m["embedder"] else ""
-        print(f"indexed {m['documents']} documents as {m['chunks']} chunks{dense}: {args.out}")
-    return 0
+    m = index.manifest
+    dense = f", dense vectors ({m['embedder']})" if m["embedder"] else ""
+    line = f"indexed {m['documents']} documents as {m['chunks']} chunks{dense}: {args.out}"
+    return runtime.finish(args, lines=[line], outputs={"index": args.out})
 
 
 def _retrieve_inputs(args: argparse.Namespace) -> tuple[list[Any], Any]:
@@ -129,7 +129,7 @@ def plan_retrieve(args: argparse.Namespace) -> Any:
     return plan
 
 
-def run_retrieve(args: argparse.Namespace) -> int:
+def run_retrieve(args: argparse.Namespace) -> Result:
     """`moot retrieve`."""
     from moot.graphs.berds_retrieve import QueryExpansion, retrieve_questions
 
@@ -156,9 +156,14 @@ def run_retrieve(args: argparse.Namespace) -> int:
             args,
             f"warning: {run.short} of {len(questions)} question(s) got fewer than {args.k} chunks",
         )
-    if not args.quiet:
-        print(f"retrieved up to {args.k} chunks per question with {retriever.name}: {args.out}")
-    return runtime.finish(args, run.tallies, client.ledger if client else None)
+    line = f"retrieved up to {args.k} chunks per question with {retriever.name}: {args.out}"
+    return runtime.finish(
+        args,
+        run.tallies,
+        client.ledger if client else None,
+        lines=[line],
+        outputs={"retrieved": args.out},
+    )
 
 
 def retriever_from_args(args: argparse.Namespace) -> Any:

@@ -12,6 +12,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from moot.result import Result
+
 BUDGET_EXIT = 3  # ``--budget`` stopped the run: what finished is written, a rerun goes on
 PUSH_EXIT = 1  # ``--push-to-hub`` failed: the artifact is complete, a rerun pushes it
 
@@ -24,8 +26,13 @@ DEMO_NOTE = (
 
 
 def note(args: argparse.Namespace, text: str) -> None:
-    """A warning or note on stderr, unless ``--quiet``."""
-    if not args.quiet:
+    """A warning or note: kept in the command's result, and said on stderr now.
+
+    Not said with ``--quiet``, nor when the command runs from Python (`moot.api`): the result
+    keeps it.
+    """
+    args.notes.append(text)
+    if not args.quiet and getattr(args, "echo", True):
         print(text, file=sys.stderr)
 
 
@@ -130,25 +137,30 @@ def _check_input(flag: str, path: Any, kind: str) -> None:
         raise ConfigError(f"{flag} {path}: a file, expected a folder")
 
 
-def execute(args: argparse.Namespace) -> int:
-    """Run a parsed command (its ``--config`` applied): checks, its output folder, its exit code.
+def execute(args: argparse.Namespace) -> Result:
+    """Run a parsed command (its ``--config`` applied): checks, its output folder, its result.
 
-    `moot run` runs each stage of a recipe through here too.
+    The command line (`moot.cli.main`) prints the result, `moot.api` returns it, and `moot run`
+    runs each stage of a recipe through here too.
     """
     check_required(args)
     default = getattr(args, "out_default", None)
     if getattr(args, "out", None) is None and default is not None:
         args.out = default(args)  # before the checks: a default output is checked as any
     check_paths(args)
+    args.notes = []
     if getattr(args, "dry_run", False):  # the plan alone: no call, nothing written
-        print(plan_table(plan_for(args), args.command_parser.prog, getattr(args, "budget", None)))
-        return 0
+        plan, command = plan_for(args), args.command_parser.prog
+        table = plan_table(plan, command, getattr(args, "budget", None))
+        return Result(command, lines=[table], plan=plan, notes=args.notes)
     if getattr(args, "push_to_hub", None):  # before any work: a push that cannot happen
         from moot.core.hub.push import check_push
 
         check_push(args.push_to_hub)
     with own_out(args):  # the output folder: this command's, and this run's alone
-        return int(args.command_fn(args) or 0)
+        result: Result = args.command_fn(args)
+    result.notes = args.notes
+    return result
 
 
 @contextlib.contextmanager
@@ -367,9 +379,6 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
         budget=getattr(args, "budget", None),
         concurrency=getattr(args, "concurrency", None),
     )
-    clients = getattr(args, "clients", None)
-    if clients is not None:  # a `moot run` stage: what it spends counts against the run's budget
-        clients.append(client)
     if args.verbose:
         log_retries()
     for spec in dict.fromkeys(specs):  # each model once (both debaters may share one)
@@ -461,55 +470,70 @@ def limited(items: Sequence[Any], args: argparse.Namespace) -> list[Any]:
 
 def finish(
     args: argparse.Namespace,
-    tallies: Sequence[Any],
+    tallies: Sequence[Any] = (),
     ledger: Any = None,
     *,
     nothing_read: bool = False,
     failed: bool = False,
-) -> int:
-    """Print the run's summary table (unless ``--quiet``) and the failures; the exit code.
+    lines: Sequence[str] = (),
+    messages: Sequence[str] = (),
+    outputs: dict[str, Path] | None = None,
+) -> Result:
+    """The command's result: its summary table, its failures said, its exit code.
 
     Args:
         args: The parsed command line.
-        tallies: What each `run_items` of the command did.
+        tallies: What each `run_items` of the command did (none: the command has no summary
+            table, unless it called a model).
         ledger: The model layer's usage ledger (None: the command called no model server).
         nothing_read: A judge answered, but not one of its replies could be read.
-        failed: Something else failed that the command has already reported.
+        failed: Something else failed that the command has already said (in `messages`).
+        lines: What the command reports on stdout, before the summary table.
+        messages: What failed, and what to do about it (stderr).
+        outputs: What the command wrote, by name, its main records first.
 
     Returns:
-        3 if ``--budget`` stopped the run (`BUDGET_EXIT`); else 1 if any item failed, nothing
-        was read, or `failed`; else 0.
+        Its exit code: 3 if ``--budget`` stopped the run (`BUDGET_EXIT`); else 1 if any item
+        failed, nothing was read, or `failed`; else 0.
     """
-    if not args.quiet:
-        print()
-        print(summary_table(tallies, ledger))
+    messages = list(messages)
     stopped = [t for t in tallies if t.stopped]
     if stopped:
         from moot.core.runs import format_cost
 
         spent = format_cost(ledger.spent() if ledger is not None else None)
         left = ", ".join(f"{t.stopped} of {t.planned} {t.unit}" for t in stopped)
-        print(
+        messages.append(
             f"moot: budget reached: spent {spent} of {format_cost(args.budget)}; not done: {left}; "
-            "what finished is written; rerun with a larger --budget to go on",
-            file=sys.stderr,
+            "what finished is written; rerun with a larger --budget to go on"
         )
     for tally in tallies:
         if tally.failed:
-            print(
+            messages.append(
                 f"moot: {tally.failed} of {tally.planned} {tally.unit} failed; rerun the same "
-                "command to retry them",
-                file=sys.stderr,
+                "command to retry them"
             )
     if nothing_read:
-        print(
+        messages.append(
             "moot: not one judge reply could be read (each is recorded with its problem), so "
-            "nothing was measured; check the judge model and its replies in the output",
-            file=sys.stderr,
+            "nothing was measured; check the judge model and its replies in the output"
         )
     if stopped:
-        return BUDGET_EXIT
-    return 1 if failed or nothing_read or any(t.failed for t in tallies) else 0
+        code = BUDGET_EXIT
+    else:
+        code = 1 if failed or nothing_read or any(t.failed for t in tallies) else 0
+    folder = args.out if getattr(args, "out_folder", False) else None
+    return Result(
+        args.command_parser.prog,
+        exit_code=code,
+        folder=Path(folder).absolute() if folder is not None else None,
+        outputs={name: Path(path).absolute() for name, path in (outputs or {}).items()},
+        tallies=list(tallies),
+        ledger=ledger,
+        lines=list(lines),
+        messages=messages,
+        summary=summary_table(tallies, ledger) if tallies or ledger is not None else None,
+    )
 
 
 def summary_table(tallies: Sequence[Any], ledger: Any = None) -> str:
@@ -596,39 +620,35 @@ def _replies(n: int) -> str:
     return "reply" if n == 1 else "replies"
 
 
-def push(args: argparse.Namespace, folder: Any, kind: str, code: int = 0) -> int:
-    """Push the command's finished artifact when ``--push-to-hub`` asks; the exit code.
+def push(args: argparse.Namespace, folder: Any, kind: str, result: Result) -> Result:
+    """Push the command's finished artifact when ``--push-to-hub`` asks.
 
-    Only a run that finished (`code` 0) is pushed; otherwise a line says why not. A push that
-    fails prints one line and exits `PUSH_EXIT`, the local folder left as it was: rerunning the
+    Only a run that finished (exit code 0) is pushed; otherwise a message says why not. A push
+    that fails says so and exits `PUSH_EXIT`, the local folder left as it was: rerunning the
     command redoes no finished work and pushes again.
 
     Args:
         args: The parsed command line.
         folder: The artifact's folder (its card, ``README.md``, already written).
         kind: ``dataset`` or ``model`` (the repository's type).
-        code: The command's exit code so far.
+        result: The command's result so far; it gets the push's URL, or its failure.
     """
     repo = getattr(args, "push_to_hub", None)
     if not repo:
-        return code
-    if code != 0:
-        print(
-            f"moot: not pushed to {repo}: the run is not finished (exit {code}); rerun the same "
-            "command to finish it, and it pushes",
-            file=sys.stderr,
+        return result
+    if result.exit_code != 0:
+        result.messages.append(
+            f"moot: not pushed to {repo}: the run is not finished (exit {result.exit_code}); "
+            "rerun the same command to finish it, and it pushes"
         )
-        return code
+        return result
     from moot.core.hub.push import PushError, push_folder
 
     try:
-        url = push_folder(folder, repo, kind, private=args.hub_private, quiet=args.quiet)
+        result.pushed = push_folder(folder, repo, kind, private=args.hub_private, quiet=args.quiet)
     except PushError as exc:
-        print(
-            f"moot: {exc}; {folder} is complete and unchanged: rerun the same command to push it",
-            file=sys.stderr,
+        result.messages.append(
+            f"moot: {exc}; {folder} is complete and unchanged: rerun the same command to push it"
         )
-        return PUSH_EXIT
-    if not args.quiet:
-        print(f"pushed    {url}")
-    return code
+        result.exit_code = PUSH_EXIT
+    return result

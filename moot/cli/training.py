@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
+from moot.result import Result
 
 LAUNCHES = ("ddp", "fsdp", "zero3", "zero3-offload")
 
@@ -97,7 +99,7 @@ def register(commands: Commands) -> None:
     opt.hub_options(mix, "dataset")
 
 
-def run_sft(args: argparse.Namespace) -> int:
+def run_sft(args: argparse.Namespace) -> Result:
     """`moot train sft`."""
     from moot.core.errors import ConfigError
     from moot.training.sft_config import load_sft_config
@@ -130,11 +132,12 @@ def run_sft(args: argparse.Namespace) -> int:
             main_process_port=args.main_process_port,
         )
         if code != 0:
-            return runtime.push(args, None, "model", code)
+            return runtime.push(args, None, "model", runtime.finish(args, failed=True))
         if args.machine_rank != 0:  # the weights and manifest are machine 0's, and so is the push
-            return 0
+            return runtime.finish(args)
         weights = write_sft_card(config.training.output_dir)  # the workers have finished
-        return runtime.push(args, weights, "model")
+        outputs = {"model": weights, "manifest": Path(config.training.output_dir) / "manifest.json"}
+        return runtime.push(args, weights, "model", runtime.finish(args, outputs=outputs))
     from moot.training.sft_card import write_sft_card
     from moot.training.sft_trainer import exit_worker, train_sft
 
@@ -142,27 +145,34 @@ def run_sft(args: argparse.Namespace) -> int:
     result = train_sft(config, log=log, progress=not args.quiet)
     if not result.manifest:  # a launched worker other than the main one: it ends here, with 0
         exit_worker()
-        return 0
+        return runtime.finish(args)
     write_sft_card(result.output_dir)
-    if not args.quiet:
-        kind = "adapter " if result.method == "lora" else "model   "
-        print(f"{kind} {result.model_dir}\nmanifest {result.output_dir / 'manifest.json'}")
-        print(f"card     {result.model_dir / 'README.md'}")
+    outputs = {
+        "model": result.model_dir,
+        "manifest": result.output_dir / "manifest.json",
+        "card": result.model_dir / "README.md",
+    }
+    kind = "adapter " if result.method == "lora" else "model   "
+    lines = [
+        f"{kind} {outputs['model']}\nmanifest {outputs['manifest']}",
+        f"card     {outputs['card']}",
+    ]
     exit_worker()  # a launched worker ends here, with 0
-    return runtime.push(args, result.model_dir, "model")
+    done = runtime.finish(args, lines=lines, outputs=outputs)
+    return runtime.push(args, result.model_dir, "model", done)
 
 
-def run_merge_adapter(args: argparse.Namespace) -> int:
+def run_merge_adapter(args: argparse.Namespace) -> Result:
     """`moot train merge`."""
     from moot.training.merge import merge_adapter
 
     merged = merge_adapter(args.adapter, args.out)
-    if not args.quiet:
-        print(f"merged   {merged}\ncard     {merged / 'README.md'}")
-    return runtime.push(args, merged, "model")
+    outputs = {"model": merged, "card": merged / "README.md"}
+    lines = [f"merged   {merged}\ncard     {outputs['card']}"]
+    return runtime.push(args, merged, "model", runtime.finish(args, lines=lines, outputs=outputs))
 
 
-def run_mix(args: argparse.Namespace) -> int:
+def run_mix(args: argparse.Namespace) -> Result:
     """`moot data mix`."""
     from moot.training.mixing import mix_datasets
 
@@ -173,11 +183,10 @@ def run_mix(args: argparse.Namespace) -> int:
         eval_fraction=args.eval_fraction,
         seed=args.seed,
     )
-    if not args.quiet:
-        print(summary.table())
-    if not args.quiet:
-        print(
-            f"wrote {args.out}: {summary.train} train and {summary.eval} eval rows; "
-            f"{summary.duplicates} duplicate(s) dropped"
-        )
-    return runtime.push(args, args.out, "dataset")
+    line = (
+        f"wrote {args.out}: {summary.train} train and {summary.eval} eval rows; "
+        f"{summary.duplicates} duplicate(s) dropped"
+    )
+    outputs = {"train": args.out / "train.jsonl", "manifest": args.out / "manifest.json"}
+    done = runtime.finish(args, lines=[summary.table(), line], outputs=outputs)
+    return runtime.push(args, args.out, "dataset", done)

@@ -6,7 +6,9 @@ import argparse
 from pathlib import Path
 
 from moot.cli import options as opt
+from moot.cli import runtime
 from moot.cli.registry import Commands
+from moot.result import Result
 
 
 def register(commands: Commands) -> None:
@@ -49,7 +51,7 @@ def _page(args: argparse.Namespace) -> Path:
     return Path(args.runs[0]) / PAGE
 
 
-def run_view(args: argparse.Namespace) -> int:
+def run_view(args: argparse.Namespace) -> Result:
     """`moot view RUN... [--out FILE]`: read every folder, then write the page atomically."""
     from moot.core.errors import ConfigError
     from moot.core.view.page import write_view
@@ -58,8 +60,7 @@ def run_view(args: argparse.Namespace) -> int:
     if out.is_dir():
         raise ConfigError(f"--out {out} is a folder, expected a file")
     payload = write_view(args.runs, out, args.debates)
-    if not args.quiet:
-        items = sum(len(run["items"]) for run in payload["runs"])
-        failed = sum(item["failed"] for run in payload["runs"] for item in run["items"])
-        print(f"{out}: {len(payload['runs'])} run(s), {items} items, {failed} failed")
-    return 0
+    items = sum(len(run["items"]) for run in payload["runs"])
+    failed = sum(item["failed"] for run in payload["runs"] for item in run["items"])
+    line = f"{out}: {len(payload['runs'])} run(s), {items} items, {failed} failed"
+    return runtime.finish(args, lines=[line], outputs={"page": out})

@@ -1,0 +1,194 @@
+"""moot from Python: every command as a function, with every guarantee the command line has.
+
+A command's function takes its flags as keyword arguments, named as the flags with ``_`` for
+``-`` (``arguments_per_stance=1`` is ``--arguments-per-stance 1``; a bare flag is ``True``), with
+the command line's defaults. They are read by the command's own parser, as a ``--config`` file's
+values are (`moot.cli.config.option_defaults`): the same checks, the same did-you-mean, the same
+one-line errors. The command then runs through the path of the command line
+(`moot.cli.runtime.execute`: its folder owned and locked, its inputs checked before the first
+paid call, its run resumable), and returns its `moot.result.Result` instead of printing it.
+
+    >>> import moot
+    >>> result = moot.debate(topics="topics.json", out="runs/debates", rounds=2)  # doctest: +SKIP
+    >>> result.to_pandas()  # doctest: +SKIP
+
+A command the user must fix raises `moot.core.errors.InputError` or `ConfigError` before it runs.
+A run that did not do all its job raises `RunFailed` (some items failed, a push failed) or
+`RunStopped` (``budget`` reached); both hold the `Result`, and what finished is kept, so calling
+again resumes. ``dry_run=True`` returns the plan (`Result.plan`): nothing is sent or written.
+
+Each function works inside a running event loop (a Jupyter notebook): it then runs in a thread of
+its own. Each has an ``async`` twin, named with an ``a`` in front (`adebate`, ``eval.aquality``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Awaitable, Callable
+from types import SimpleNamespace
+from typing import Any
+
+from moot.result import STOPPED, Result
+
+
+class RunFailed(Exception):
+    """A command that ran but did not do all its job: its items failed, or its push did.
+
+    What finished is kept: calling the command again retries the rest.
+
+    Attributes:
+        result: What the command did.
+    """
+
+    def __init__(self, result: Result) -> None:
+        lines = result.messages or [f"exit code {result.exit_code}"]
+        super().__init__(f"{result.command}: " + "\n".join(lines))
+        self.result = result
+
+
+class RunStopped(RunFailed):
+    """``budget`` stopped the run: what finished is kept; call again with a larger budget."""
+
+
+def call(command: str, /, **options: Any) -> Result:
+    """Run moot command `command` (``"debate"``, ``"eval quality"``) with its flags `options`.
+
+    Raises:
+        ConfigError: An unknown command, or an option its flag refuses.
+        InputError: An input the command refuses (before it runs).
+        RunFailed: It ran, and some of its work failed.
+        RunStopped: Its ``budget`` stopped it.
+    """
+    args = command_args(command, options)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop here: the command runs its own
+        return _checked(_execute(args))
+    with concurrent.futures.ThreadPoolExecutor(1, "moot") as pool:  # a notebook's loop runs
+        return _checked(pool.submit(_execute, args).result())
+
+
+async def acall(command: str, /, **options: Any) -> Result:
+    """`call`, awaitable: the command runs in a thread, its event loop its own."""
+    args = command_args(command, options)
+    return _checked(await asyncio.to_thread(_execute, args))
+
+
+def command_args(command: str, options: dict[str, Any]) -> Any:
+    """`command`'s parsed arguments from `options`, checked as the command line checks them.
+
+    Raises:
+        ConfigError: An unknown command, option or value, or a required option missing.
+    """
+    from moot.cli.config import command_parser, option_defaults, parse_with, positional_argv
+    from moot.cli.main import build_parser
+    from moot.core.errors import ConfigError, InputError
+
+    parser = build_parser()
+    words = command.split()
+    command_line = command_parser(parser, words)
+    name = f"moot.{'.'.join(word.replace('-', '_') for word in words)}()"
+    if command_line is None:
+        raise ConfigError(f"{name}: no such moot command")
+    try:
+        values = option_defaults(command_line, options, name, positionals=True)
+    except InputError as exc:  # the keyword is the flag's name: said as a keyword
+        raise ConfigError(str(exc).replace("option '", "keyword '")) from None
+    argv = positional_argv(command_line, values)
+    args = parse_with(parser, words, argv, values)
+    for dest in getattr(args, "required_flags", ()):
+        if getattr(args, dest, None) is None:
+            flag = max(_flags(command_line)[dest], key=len).lstrip("-").replace("-", "_")
+            raise ConfigError(f"{name}: missing keyword {flag!r}")
+    args.echo = False  # the result is returned, not printed
+    return args
+
+
+def _flags(command_line: Any) -> dict[str, list[str]]:
+    return {action.dest: action.option_strings for action in command_line._actions}
+
+
+def _execute(args: Any) -> Result:
+    from moot.cli.runtime import execute
+
+    return execute(args)
+
+
+def _checked(result: Result) -> Result:
+    if result.exit_code == STOPPED:
+        raise RunStopped(result)
+    if result.exit_code != 0:
+        raise RunFailed(result)
+    return result
+
+
+def _command(command: str) -> tuple[Callable[..., Result], Callable[..., Awaitable[Result]]]:
+    """The function of `command` and its async twin."""
+    name = command.split()[-1].replace("-", "_")
+
+    def run(*positional: Any, **options: Any) -> Result:
+        return call(command, **_with_positional(command, positional, options))
+
+    async def arun(*positional: Any, **options: Any) -> Result:
+        return await acall(command, **_with_positional(command, positional, options))
+
+    doc = (
+        f"Run `moot {command}`: its flags are the keyword arguments (`moot {command} --help`, "
+        "docs/cli.md); returns its `moot.result.Result` (see `moot.api`)."
+    )
+    run.__name__, run.__qualname__, run.__doc__ = name, name, doc
+    arun.__name__, arun.__qualname__, arun.__doc__ = f"a{name}", f"a{name}", f"`{name}`, awaited."
+    return run, arun
+
+
+#: The one positional argument a command takes from Python, by command: `moot.run("r.yaml")`.
+POSITIONAL = {"run": "recipe", "view": "runs", "merge-shards": "dirs", "models check": "spec"}
+
+
+def _with_positional(command: str, given: tuple[Any, ...], options: dict[str, Any]) -> dict:
+    if not given:
+        return options
+    dest = POSITIONAL.get(command)
+    if dest is None or dest in options:
+        from moot.core.errors import ConfigError
+
+        raise ConfigError(f"moot.{command.replace(' ', '.')}() takes keyword arguments only")
+    return {dest: list(given) if len(given) > 1 else given[0], **options}
+
+
+def _group(*commands: str) -> SimpleNamespace:
+    """The functions of a group's commands (``moot.eval.quality``), and their async twins."""
+    functions = {}
+    for command in commands:
+        run, arun = _command(command)
+        functions[run.__name__], functions[arun.__name__] = run, arun
+    return SimpleNamespace(**functions)
+
+
+debate, adebate = _command("debate")
+merge_shards, amerge_shards = _command("merge-shards")
+generate, agenerate = _command("generate")
+judge, ajudge = _command("judge")
+answer, aanswer = _command("answer")
+curate, acurate = _command("curate")
+compare, acompare = _command("compare")
+index, aindex = _command("index")
+retrieve, aretrieve = _command("retrieve")
+run, arun = _command("run")
+view, aview = _command("view")
+
+eval = _group(  # noqa: A001 - `moot eval quality` is `moot.eval.quality`
+    "eval controllability",
+    "eval quality",
+    "eval panelbench",
+    "eval pd",
+    "eval da",
+    "eval berds",
+    "eval detector",
+    "eval compqa",
+)
+report = _group("report debateqa", "report compqa")
+data = _group("data distill-compqa", "data mix")
+train = _group("train sft", "train merge")
+models = _group("models check")

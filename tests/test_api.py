@@ -1,0 +1,142 @@
+"""moot from Python (`moot.api`): the guide's examples, the command tree, errors and results."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+import pytest
+
+import moot
+from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "python.md"
+SERVER_IN_THE_GUIDE = "http://127.0.0.1:8000/v1"
+
+
+def test_the_python_guide_runs(tmp_path, monkeypatch, capsys):
+    """Every example of docs/python.md, in order, against a scripted server."""
+    blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) >= 6
+    monkeypatch.chdir(tmp_path)
+    judge = Rule(pattern="supporting versus opposing proportion", reply="100 0\nSupportive.")
+    with ScriptedServer(rules=[judge]) as server:
+        namespace: dict = {}
+        for block in blocks:
+            sent = len(server.requests)
+            exec(
+                compile(block.replace(SERVER_IN_THE_GUIDE, server.url), str(GUIDE), "exec"),
+                namespace,
+            )  # noqa: S102
+            if "dry_run=True" in block:  # a dry run sends nothing and writes nothing
+                assert len(server.requests) == sent
+                assert not (tmp_path / "runs" / "bigger").exists()
+                assert namespace["plan"].plan.calls > 0
+            if "a_notebook_cell" in block:  # a sync call inside a running loop, resumed
+                assert namespace["again"].ok
+                assert len(server.requests) == sent
+    out = capsys.readouterr()
+    assert "done" in out.out and "unknown keyword 'rouds'" in out.out
+    assert out.err == ""  # a command called from Python prints nothing of its own
+    result = namespace["result"]
+    assert result.notes  # its warnings are in its result instead
+    shown = result._repr_html_()  # a notebook shows the summary, outputs and the view page
+    assert "moot debate</b>: done" in shown and "dataset.jsonl" in shown
+    assert "<iframe srcdoc=" in shown and "Should zoos be banned?" in result.view()
+    assert (tmp_path / "runs" / "a" / "dataset.jsonl").is_file()
+    assert (tmp_path / "runs" / "b" / "dataset.jsonl").is_file()
+
+
+def test_every_command_is_a_function_and_async_twin():
+    from moot.cli.main import build_parser
+
+    def leaves(parser, words=()):
+        for action in parser._actions:
+            if action.__class__.__name__ == "_SubParsersAction":
+                for name, sub in action.choices.items():
+                    if name in action._name_parser_map and sub.prog.endswith(name):
+                        yield from leaves(sub, (*words, name))
+                return
+        yield words
+
+    commands = {words for words in leaves(build_parser())}
+    assert len(commands) >= 25
+    for words in commands:
+        owner = moot
+        for word in words[:-1]:
+            owner = getattr(owner, word)
+        name = words[-1].replace("-", "_")
+        assert callable(getattr(owner, name)), words
+        assert asyncio.iscoroutinefunction(getattr(owner, f"a{name}")), words
+
+
+def test_refused_calls_raise_one_line_before_anything_runs(tmp_path, monkeypatch, scripted):
+    monkeypatch.chdir(tmp_path)
+    Path("topics.json").write_text('["Zoos?"]', encoding="utf-8")
+    model = {"model": "openai/m", "api_base": scripted.url}
+    cases = [
+        ({"topics": "topics.json", "out": "o", "rounds": "two"}, "keyword 'rounds': must be"),
+        ({"out": "o"}, "moot.debate(): missing keyword 'topics'"),
+        ({"topics": "missing.json", "out": "o"}, "missing.json: "),
+        ({"topics": "topics.json", "out": "o", "shard": "3/2"}, "shard"),
+    ]
+    for options, expected in cases:
+        with pytest.raises(moot.MootError) as caught:
+            moot.debate(**options, **model)
+        assert expected in str(caught.value)
+        assert "\n" not in str(caught.value)
+    with pytest.raises(moot.ConfigError, match="no such moot command"):
+        moot.call("debat")
+    with pytest.raises(moot.ConfigError, match="keyword arguments only"):
+        moot.debate("topics.json")
+    assert scripted.requests == []
+    assert not Path("o").exists()
+
+
+def test_a_run_whose_items_failed_raises_with_its_result_and_a_rerun_resumes(
+    tmp_path, monkeypatch, scripted
+):
+    monkeypatch.chdir(tmp_path)
+    Path("topics.json").write_text('["Zoos?", "Cats?"]', encoding="utf-8")
+    options = {
+        "topics": "topics.json",
+        "out": "debates",
+        "arguments_per_stance": 1,
+        "rounds": 0,
+        "model": "openai/m",
+        "api_base": scripted.url,
+        "max_retries": 0,
+    }
+    scripted.add_fault(Fault("400", times=1, match="Cats"))
+    with pytest.raises(moot.RunFailed) as caught:
+        moot.debate(**options)
+    failed = caught.value.result
+    assert failed.status == "failed" and failed.exit_code == 1
+    assert any("failed" in message for message in failed.messages)
+    assert "Cats" in str(caught.value) or "1 of" in str(caught.value)
+    done = moot.debate(**options)  # the fault is spent: the rest is done, nothing redone
+    assert done.ok and (done.tallies[0].skipped, done.tallies[0].done) == (3, 1)
+    assert {record["topic"] for record in done.records()} == {"Zoos?", "Cats?"}
+    assert done.to_dataset().num_rows == len(done.records())
+
+
+def test_a_recipe_runs_from_python_with_each_stage_result(tmp_path, scripted):
+    (tmp_path / "topics.json").write_text('["Zoos?"]', encoding="utf-8")
+    recipe = tmp_path / "loop.yaml"
+    recipe.write_text(
+        "stages:\n"
+        "  debate:\n"
+        "    command: debate\n"
+        "    topics: topics.json\n"
+        "    arguments-per-stance: 1\n"
+        "    rounds: 0\n"
+        "    model: openai/m\n"
+        f"    api-base: {scripted.url}\n",
+        encoding="utf-8",
+    )
+    result = moot.run(recipe, out=tmp_path / "run")
+    assert result.ok and list(result.stages) == ["debate"]
+    assert result.stages["debate"].records()
+    assert result.ledger.total().calls == len(scripted.requests) > 0
+    assert result.outputs["report"].is_file()
