@@ -50,7 +50,6 @@ CORE_LEVELS = {
     "redaction": 0,
     "llm": 1,  # errors, redaction
     "data": 2,  # errors, llm (compqa's rubric parses model output)
-    "testing": 2,  # llm (the scripted server counts tokens like the model layer)
     "runs": 3,  # errors, data (ResultLog)
     "charts": 3,  # data (atomic writes)
     "retrieval": 3,  # errors, llm, data (corpus, records)
