@@ -12,13 +12,19 @@ With pytest, enable the ``scripted_server`` fixture in a conftest or test module
 docs/testing.md shows a whole test.
 """
 
-from moot.testing.server import (
-    Fault,
-    FaultKind,
-    LoggedRequest,
-    Rule,
-    ScriptedServer,
-    ServerConfig,
-)
+from moot.core.lazy import lazy_exports
 
-__all__ = ["Fault", "FaultKind", "LoggedRequest", "Rule", "ScriptedServer", "ServerConfig"]
+# lazily: `python -m moot.testing.server` finds its module not yet imported
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "moot.testing.server": (
+            "Fault",
+            "FaultKind",
+            "LoggedRequest",
+            "Rule",
+            "ScriptedServer",
+            "ServerConfig",
+        )
+    },
+)
