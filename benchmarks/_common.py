@@ -41,8 +41,10 @@ def offline_env() -> dict[str, str]:
 
 
 def guard_loopback() -> None:
-    """Refuse any Python-level TCP connection that is not to this machine."""
-    from moot.core.testing.netguard import guard_loopback as guard
+    """Refuse any Python-level TCP connection that is not to this machine (the tests' guard)."""
+    if str(ROOT) not in sys.path:  # `tests` is importable from the repository's root
+        sys.path.insert(0, str(ROOT))
+    from tests.netguard import guard_loopback as guard
 
     guard("benchmarks")
 
@@ -55,7 +57,7 @@ def scripted_server(
     startup_timeout: float = 60.0,
     slots: int | None = None,
 ) -> Iterator[str]:
-    """Run ``python -m moot.core.testing.scripted_server`` in its own process; yield its base URL.
+    """Run ``python -m moot.testing.server`` in its own process; yield its base URL.
 
     A separate process keeps the server's threads off the client's GIL. `rules` are its
     scripted replies (``Rule``s), handed over in a ``ServerConfig`` file; `slots` bounds the
@@ -64,14 +66,14 @@ def scripted_server(
     with temp_dir("moot-bench-server-") as folder:
         config = folder / "server.json"
         if rules:
-            from moot.core.testing.scripted_server import ServerConfig
+            from moot.testing import ServerConfig
 
             text = ServerConfig(latency=latency, rules=list(rules)).to_json()
             config.write_text(text, encoding="utf-8")
         cmd = [
             sys.executable,
             "-m",
-            "moot.core.testing.scripted_server",
+            "moot.testing.server",
             "--latency",
             repr(latency),
             "--port",
@@ -109,8 +111,7 @@ def local_model_env() -> None:
     For benchmarks that run models in process (built by ``tests/tiny*.py`` from configs).
     """
     offline_env()
-    guard_loopback()
-    sys.path.insert(0, str(ROOT))
+    guard_loopback()  # puts the repository's root on sys.path
     from transformers.utils import logging
 
     logging.disable_progress_bar()

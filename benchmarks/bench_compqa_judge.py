@@ -74,8 +74,8 @@ def main() -> None:
     _common.offline_env()
     _common.guard_loopback()
     from moot.core.data.compqa import MAXIMA
-    from moot.core.testing.scripted_server import Rule
     from moot.graphs.compqa_eval import AnswerFile
+    from moot.testing import Rule
 
     count = 64 if args.quick else 480
     print("bench_compqa_judge: CompQA rubric judging, answers/s, 50 ms server latency")

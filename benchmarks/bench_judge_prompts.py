@@ -57,7 +57,7 @@ def judge_rules(numbered: bool = False) -> list[Any]:
     `numbered` ends each reply with its rule's match count, so no two replies (and no two
     extraction prompts quoting them) are the same request.
     """
-    from moot.core.testing.scripted_server import Rule
+    from moot.testing import Rule
 
     reply = f"{REPLY} ({{n}})" if numbered else REPLY
     # role="system": extraction prompts are a lone user message quoting the reply, never matched

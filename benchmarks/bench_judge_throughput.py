@@ -88,7 +88,7 @@ def main() -> None:
     args = parser.parse_args()
     _common.offline_env()
     _common.guard_loopback()
-    from moot.core.testing.scripted_server import Rule
+    from moot.testing import Rule
 
     count = 48 if args.quick else 480
     print("bench_judge_throughput: controllability judging, items/s, 50 ms server latency")

@@ -127,7 +127,7 @@ def main() -> None:
     args = parser.parse_args()
     _common.offline_env()
     _common.guard_loopback()
-    from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+    from moot.testing import Fault, Rule, ScriptedServer
 
     calls = args.debates * CALLS_PER_DEBATE
     half = args.fault_rate / 2  # 429 on this share of all requests, 500 on as many

@@ -53,10 +53,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-try:  # the module moves to moot.core.testing in the refactor
-    from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer, ServerConfig
+try:  # public as moot.testing since issue 30; a tree from before it has it in core
+    from moot.testing import Fault, Rule, ScriptedServer, ServerConfig
 except ImportError:
-    from moot.core.scripted_server import Fault, Rule, ScriptedServer, ServerConfig
+    from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer, ServerConfig
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared/data
 PORT = 28613  # fixed, below the ephemeral range; the URL is replaced by <API> in any case

@@ -6,12 +6,15 @@ import fcntl
 import os
 import pickle
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from moot.core.testing.netguard import guard_loopback
+from tests.netguard import guard_loopback
+
+# the `scripted_server` fixture: moot's tests use the one its users get (docs/testing.md)
+pytest_plugins = ["moot.testing.pytest_plugin"]
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
@@ -29,15 +32,6 @@ guard_loopback("tests")
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MOOT_CACHE_DIR", str(tmp_path / "moot-cache"))
-
-
-@pytest.fixture
-def scripted() -> Iterator[object]:
-    """A scripted OpenAI-compatible server on 127.0.0.1, stopped after the test."""
-    from moot.core.testing.scripted_server import ScriptedServer
-
-    with ScriptedServer() as server:
-        yield server
 
 
 def shared_data(*parts: str) -> Path:

@@ -7,7 +7,7 @@ import pkgutil
 
 import pytest
 
-PACKAGES = ("moot", "moot.core", "moot.agents", "moot.graphs", "moot.training")
+PACKAGES = ("moot", "moot.core", "moot.agents", "moot.graphs", "moot.training", "moot.testing")
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -9,7 +9,7 @@ from moot.core.data.corpus import Chunk
 from moot.core.llm.models import ModelClient, RetryPolicy
 from moot.core.llm.spec import Role, parse_spec
 from moot.core.retrieval.index import Hit
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.testing import Rule, ScriptedServer
 
 
 def hit(name: str, score: float = 1.0) -> Hit:

@@ -17,8 +17,8 @@ from moot.agents.compqa_comparers import (
     generate_arguments,
 )
 from moot.core import ModelClient, RetryPolicy, Role, parse_spec
-from moot.core.testing.scripted_server import Rule, ScriptedServer
 from moot.prompts import template_source
+from moot.testing import Rule, ScriptedServer
 from tests.conftest import shared_data
 from tests.fenced import NOTE, unfence
 

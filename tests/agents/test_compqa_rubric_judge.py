@@ -13,7 +13,7 @@ from moot.core import ModelClient, Role, parse_spec
 from moot.core.data.compqa import MAXIMA, Comparison
 from moot.core.errors import ModelCallError
 from moot.core.llm.models import RetryPolicy
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from moot.testing import Fault, Rule, ScriptedServer
 from tests.fenced import NOTE, fences, unfence
 
 SCORES = {n: MAXIMA[n] - (n % 2 == 0) for n in MAXIMA}  # 12 points

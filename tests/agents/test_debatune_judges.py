@@ -19,7 +19,7 @@ from moot.agents.debatune_judges import (
 from moot.core import ModelClient, RetryPolicy, Role, parse_spec
 from moot.core.errors import ConfigError
 from moot.core.llm.structured import OutputParseError
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.testing import Rule, ScriptedServer
 from tests.fenced import NOTE
 
 
@@ -213,11 +213,13 @@ def test_name_masking():
 
 
 @pytest.mark.parametrize("name", ["", " "])
-def test_a_blank_mask_name_is_refused_before_any_call(name, scripted):
-    run = judge_pair(ModelClient(), judge_role(scripted), QUALITY, "Q?", "a", "b", mask=[name])
+def test_a_blank_mask_name_is_refused_before_any_call(name, scripted_server):
+    run = judge_pair(
+        ModelClient(), judge_role(scripted_server), QUALITY, "Q?", "a", "b", mask=[name]
+    )
     with pytest.raises(ConfigError, match="--mask needs a non-blank name"):
         asyncio.run(run)
-    assert scripted.requests == []
+    assert scripted_server.requests == []
 
 
 def test_constrained_judging_sends_the_schema_and_reads_json():

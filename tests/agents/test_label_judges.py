@@ -19,8 +19,8 @@ from moot.agents.label_judges import (
 )
 from moot.core import ModelClient, Role, parse_spec
 from moot.core.llm.structured import OutputParseError
-from moot.core.testing.scripted_server import Rule, ScriptedServer
 from moot.prompts import render
+from moot.testing import Rule, ScriptedServer
 from tests.conftest import SHARED_DATA
 from tests.fenced import NOTE, unfence
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from tests.cli.forkserver import ForkedRun, fork_server_for
 
-#: The token the scripted Hub wants (`moot.core.testing.hub_server.ScriptedHub`).
+#: The token the scripted Hub wants (`tests.hub_server.ScriptedHub`).
 TOKEN = "hf_scriptedHubToken0123456789"
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from moot.core.retrieval.embeddings import Embedder, unit_rows
 from moot.core.retrieval.index import build_index
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import popen_moot, read_jsonl, run_moot
 from tests.conftest import shared_data
 from tests.fenced import unfence
@@ -90,7 +90,7 @@ PAPER_REACT_RULES = [Rule(pattern="## Question:", role="last", reply=ANSWERER), 
 
 
 def test_react_agent_picks_at_most_9_chunks_for_the_answering_model_and_resumes(corpus, tmp_path):
-    from moot.core.testing.scripted_server import Fault
+    from moot.testing import Fault
 
     out = tmp_path / "react"
     agent = ("--agent-model", "openai/agent", "--agent-api-base")
@@ -153,7 +153,7 @@ def test_rag_gives_the_top_10_chunks_and_plain_none(corpus, tmp_path):
 
 
 def test_failed_calls_are_retried_on_rerun_and_exit_1(corpus, tmp_path):
-    from moot.core.testing.scripted_server import Fault
+    from moot.testing import Fault
 
     out = tmp_path / "plain"
     with ScriptedServer(rules=[Rule(pattern=".", reply="Fine.")]) as server:

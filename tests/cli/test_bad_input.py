@@ -47,7 +47,7 @@ TOPIC_FILES = {
 
 
 @pytest.mark.parametrize("name", TOPIC_FILES)
-def test_bad_topic_files(name, tmp_path, scripted):
+def test_bad_topic_files(name, tmp_path, scripted_server):
     content, needle = TOPIC_FILES[name]
     path = tmp_path / name
     if content is not None:
@@ -62,11 +62,11 @@ def test_bad_topic_files(name, tmp_path, scripted):
         "--model",
         "openai/scripted",
         "--api-base",
-        scripted.url,
+        scripted_server.url,
     )
     assert_clean_failure(result, str(path), needle)
     assert not out.exists()
-    assert scripted.requests == []
+    assert scripted_server.requests == []
 
 
 @pytest.mark.parametrize(
@@ -128,7 +128,7 @@ def test_missing_key_names_the_variable_and_never_a_value(tmp_path):
 
 
 def test_wrong_key_is_a_clean_failure_that_never_shows_the_key(tmp_path):
-    from moot.core.testing.scripted_server import ScriptedServer
+    from moot.testing import ScriptedServer
 
     topics = write_topics(tmp_path / "t.json", ["zoos"])
     with ScriptedServer(api_key="right-key") as server:
@@ -175,8 +175,8 @@ def test_help_is_fast_because_it_imports_nothing_heavy():
     assert "HEAVY []" in result.stdout
 
 
-def test_models_check_round_trip_and_unreachable(scripted):
-    ok = run_moot("models", "check", "openai/scripted", "--api-base", scripted.url)
+def test_models_check_round_trip_and_unreachable(scripted_server):
+    ok = run_moot("models", "check", "openai/scripted", "--api-base", scripted_server.url)
     assert ok.returncode == 0, ok.stderr
     assert "openai/scripted: ok in" in ok.stdout and "completion tokens" in ok.stdout
     url = closed_port_url()
@@ -185,10 +185,12 @@ def test_models_check_round_trip_and_unreachable(scripted):
 
 
 @pytest.mark.parametrize("timeout", ["-1", "0", "nan", "soon"])
-def test_models_check_refuses_a_timeout_that_is_not_positive(timeout, scripted, capsys):
+def test_models_check_refuses_a_timeout_that_is_not_positive(timeout, scripted_server, capsys):
     with pytest.raises(SystemExit) as exit_:
-        main(["models", "check", "openai/x", "--api-base", scripted.url, "--timeout", timeout])
-    assert exit_.value.code == 2 and scripted.requests == []
+        main(
+            ["models", "check", "openai/x", "--api-base", scripted_server.url, "--timeout", timeout]
+        )
+    assert exit_.value.code == 2 and scripted_server.requests == []
     assert (
         f"--timeout: must be a positive number of seconds, got {timeout}" in capsys.readouterr().err
     )

@@ -11,9 +11,9 @@ import pytest
 
 from moot.core.data.questions import load_questions
 from moot.core.errors import InputError
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from moot.graphs.berds_eval import join_perspectives, load_pairs, load_retrieved
 from moot.prompts import fence
+from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import read_jsonl, run_moot
 from tests.conftest import shared_data
 from tests.fenced import unfence

@@ -19,7 +19,7 @@ from typing import Any
 
 from moot.cli import main
 from moot.core.data.compqa import load_judged
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import run_moot
 from tests.cli.test_berds import berds_fixture, demo_answers, detector_subset, write_jsonl
 from tests.cli.test_compare import ANSWER, questions

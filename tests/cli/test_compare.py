@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from moot.core.data.compqa import load_comparisons
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import read_jsonl, run_moot
 from tests.conftest import shared_data
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from moot.core.data.compqa import MAXIMA, load_judged
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import run_moot
 
 QUESTIONS = [

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import ARGUMENTS_REPLY, read_jsonl, run_moot, write_topics
 from tests.cli.test_generate import dataset
 from tests.cli.test_judge import SCORE, judge_args, real_debates

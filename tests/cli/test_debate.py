@@ -13,7 +13,7 @@ import pytest
 
 from moot.cli import main
 from moot.core.llm.cache import RequestCache
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import (
     ARGUMENTS_REPLY,
     moot_env,

@@ -10,7 +10,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import (
     ARGUMENTS_REPLY,
     moot_env,

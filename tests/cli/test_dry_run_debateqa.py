@@ -11,7 +11,7 @@ import json
 import pytest
 
 from moot.core.llm.tokens import count_message_tokens
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.testing import Rule, ScriptedServer
 from tests.cli import test_answer
 from tests.cli.helpers import read_jsonl, run_moot
 from tests.cli.test_answer import FINAL, PAPER_REACT_RULES, REACT_RULES, answer

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import read_jsonl, run_moot, write_topics
 
 TOPICS = ["Should zoos be banned?", "Is remote work better?", "Should meat be taxed?"]

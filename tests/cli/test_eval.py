@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import png_size, read_jsonl, run_moot
 
 
@@ -137,7 +137,7 @@ def test_quality_win_tie_loss_score_and_inconsistency(tmp_path):
     assert [r["argument"] for r in read_jsonl(strided / "judgments.jsonl")] == ["arg 0", "arg 2"]
 
 
-def test_a_bad_record_exits_2_before_any_claim(tmp_path, scripted):
+def test_a_bad_record_exits_2_before_any_claim(tmp_path, scripted_server):
     # each record problem is covered in tests/core/data/test_responses.py; here the CLI contract
     ours = responses_file(tmp_path / "ours.json", [("affirmative", "x"), ("negative", "y")])
     baseline = responses_file(tmp_path / "base.json", [("affirmative", "x"), ("negative", "y")])
@@ -146,28 +146,34 @@ def test_a_bad_record_exits_2_before_any_claim(tmp_path, scripted):
     baseline.write_text(json.dumps(records))
     out = tmp_path / "out"
     result = run_moot(
-        *eval_args("quality", scripted, out, "--responses", ours, "--baseline", baseline)
+        *eval_args("quality", scripted_server, out, "--responses", ours, "--baseline", baseline)
     )
     assert result.returncode == 2, result.stderr
     assert (
         result.stderr
         == f"moot: error: {baseline}, index 1: 'response' must be text, got a number\n"
     )
-    assert not out.exists() and scripted.requests == []
+    assert not out.exists() and scripted_server.requests == []
 
 
-def test_a_baseline_that_does_not_align_is_refused(tmp_path, scripted):
+def test_a_baseline_that_does_not_align_is_refused(tmp_path, scripted_server):
     ours = responses_file(tmp_path / "ours.json", [("affirmative", "x"), ("negative", "y")])
     other = responses_file(tmp_path / "other.json", [("negative", "x"), ("affirmative", "y")])
     short = responses_file(tmp_path / "short.json", [("affirmative", "x")])
     for baseline, needle in ((other, "does not align"), (short, "1 records")):
         result = run_moot(
             *eval_args(
-                "quality", scripted, tmp_path / "out", "--responses", ours, "--baseline", baseline
+                "quality",
+                scripted_server,
+                tmp_path / "out",
+                "--responses",
+                ours,
+                "--baseline",
+                baseline,
             )
         )
         assert result.returncode == 2 and needle in result.stderr, result.stderr
-    assert scripted.requests == []
+    assert scripted_server.requests == []
 
 
 def test_moot_debate_sft_records_are_judged_too(tmp_path):

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from moot.core.data.compqa import MAXIMA, load_judged
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import run_moot
 from tests.conftest import shared_data
 

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from moot.core.retrieval.index import build_index
-from moot.core.testing.scripted_server import LoggedRequest, Rule, ScriptedServer
+from moot.testing import LoggedRequest, Rule, ScriptedServer
 from tests.cli.helpers import read_jsonl, run_moot
 from tests.cli.test_judge import bad
 from tests.conftest import shared_data

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from moot.core.retrieval.index import build_index
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import ARGUMENTS_REPLY, popen_moot, read_jsonl, run_moot, write_topics
 
 SCORE = Rule(r'"score": <an integer from 1 to 10>', '{"comment": "solid", "score": 6}', role="last")

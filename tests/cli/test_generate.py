@@ -13,8 +13,8 @@ from moot.cli import main
 from moot.core.data.responses import load_responses
 from moot.core.data.topics import load_topics
 from moot.core.errors import InputError
-from moot.core.testing.scripted_server import Fault, ScriptedServer
 from moot.graphs.debatune_generate import debate_test_instructions
+from moot.testing import Fault, ScriptedServer
 from tests.cli.helpers import run_moot
 from tests.tiny import tiny_llama
 
@@ -76,7 +76,7 @@ def test_generate_writes_the_model_output_format_and_resumes(tmp_path):
     assert len(load_responses(out)) == 6  # the judges read it
 
 
-def test_topics_without_arguments_are_refused(tmp_path, scripted):
+def test_topics_without_arguments_are_refused(tmp_path, scripted_server):
     path = tmp_path / "topics.json"
     path.write_text('["Should zoos be banned?"]')
     result = run_moot(
@@ -86,7 +86,7 @@ def test_topics_without_arguments_are_refused(tmp_path, scripted):
         "--model",
         "openai/m",
         "--api-base",
-        scripted.url,
+        scripted_server.url,
         "--out",
         tmp_path / "r.json",
     )
@@ -106,15 +106,23 @@ def unwritable_outs(tmp_path: Path) -> list[tuple[Path, str]]:
     return outs
 
 
-def test_an_unwritable_out_is_refused_before_any_model_call(tmp_path, scripted, capsys):
+def test_an_unwritable_out_is_refused_before_any_model_call(tmp_path, scripted_server, capsys):
     path = dataset(tmp_path)
     before = path.read_bytes()
     for out, problem in [*unwritable_outs(tmp_path), (path, "is the input --dataset")]:
-        args = ["generate", "--dataset", path, "--model", "openai/m", "--api-base", scripted.url]
+        args = [
+            "generate",
+            "--dataset",
+            path,
+            "--model",
+            "openai/m",
+            "--api-base",
+            scripted_server.url,
+        ]
         code = main([*map(str, args), "--out", str(out), "--no-cache", "--quiet"])
         err = capsys.readouterr().err
         assert code == 2 and err.startswith(f"moot: error: --out {out}") and problem in err
-        assert err.count("\n") == 1 and scripted.requests == []
+        assert err.count("\n") == 1 and scripted_server.requests == []
     assert not any((tmp_path / "adir").iterdir())  # no progress ledger either
     assert not (tmp_path / ".adir.progress.jsonl").exists() and (tmp_path / "efile").is_file()
     assert path.read_bytes() == before
@@ -167,7 +175,7 @@ def test_generate_with_a_local_model_folder(adapter, tmp_path):
     assert len(records) == 6 and all(isinstance(r["raw_output"], str) for r in records)
 
 
-def test_template_is_only_for_local_models(tmp_path, scripted):
+def test_template_is_only_for_local_models(tmp_path, scripted_server):
     result = run_moot(
         "generate",
         "--dataset",
@@ -175,7 +183,7 @@ def test_template_is_only_for_local_models(tmp_path, scripted):
         "--model",
         "openai/m",
         "--api-base",
-        scripted.url,
+        scripted_server.url,
         "--template",
         "vicuna",
         "--out",
@@ -184,7 +192,7 @@ def test_template_is_only_for_local_models(tmp_path, scripted):
     assert result.returncode == 2 and "--template applies to local model folders" in result.stderr
 
 
-def test_max_length_counts_the_prompt_as_the_references_generate(tmp_path, scripted):
+def test_max_length_counts_the_prompt_as_the_references_generate(tmp_path, scripted_server):
     from moot.core.errors import ContextWindowExceeded
     from moot.core.llm.local_hf import LocalModel
     from moot.prompts import template_source
@@ -210,7 +218,7 @@ def test_max_length_counts_the_prompt_as_the_references_generate(tmp_path, scrip
     assert (
         both.returncode == 2 and "--max-length and --max-tokens exclude each other" in both.stderr
     )
-    api = ["--model", "openai/m", "--api-base", scripted.url, "--max-length", total]
+    api = ["--model", "openai/m", "--api-base", scripted_server.url, "--max-length", total]
     served = run_moot("generate", "--dataset", topics, "--out", tmp_path / "s.json", *api)
     assert served.returncode == 2 and "--max-length applies to local model" in served.stderr
 
@@ -246,13 +254,15 @@ def test_batch_size_answers_as_one_at_a_time_with_the_same_tokens_and_cache(tmp_
     assert json.loads((tmp_path / "again.json").read_text()) == records
 
 
-def test_local_model_options_without_a_local_model_are_refused(tmp_path, scripted):
+def test_local_model_options_without_a_local_model_are_refused(tmp_path, scripted_server):
     model = tiny_model(tmp_path / "tiny")
     args = ["generate", "--dataset", dataset(tmp_path), "--out", tmp_path / "r.json"]
-    served = run_moot(*args, "--model", "openai/m", "--api-base", scripted.url, "--batch-size", 2)
+    served = run_moot(
+        *args, "--model", "openai/m", "--api-base", scripted_server.url, "--batch-size", 2
+    )
     assert served.returncode == 2 and served.stderr.count("\n") == 1
     assert "--batch-size: for local model folders (hf/...) only" in served.stderr
-    assert scripted.requests == []
+    assert scripted_server.requests == []
     import torch
 
     if not torch.cuda.is_available():  # asked for a GPU that is not there

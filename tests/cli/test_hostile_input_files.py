@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from moot.core.retrieval.index import build_index
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import run_moot
 
 DEEP = "[" * 100_000

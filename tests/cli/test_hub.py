@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 from huggingface_hub import DatasetCard
 
-from moot.core.testing.hub_server import ScriptedHub
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from moot.testing import Fault, Rule, ScriptedServer
 from moot.training.sft_card import hub_id
 from tests.cli.helpers import (
     ARGUMENTS_REPLY,
@@ -30,6 +29,7 @@ from tests.cli.helpers import (
     write_topics,
 )
 from tests.cli.test_debate import debate_args
+from tests.hub_server import ScriptedHub
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import popen_moot, read_jsonl, run_moot, write_bp_competition
 from tests.conftest import shared_data
 

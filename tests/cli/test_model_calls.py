@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import read_jsonl, run_moot
 from tests.cli.test_judge import SCORE, judge_args, real_debates
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from moot.cli.main import build_parser, main
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import ARGUMENTS_REPLY, read_jsonl, run_moot
 from tests.cli.test_eval import CONTROL_RULES, QUALITY_RULES, eval_args, responses_file
 

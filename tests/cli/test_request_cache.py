@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from moot.core.llm.cache import RequestCache
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import ARGUMENTS_REPLY, popen_moot, read_jsonl, run_moot, write_topics
 
 RUNS = 4

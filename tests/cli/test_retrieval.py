@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from moot.cli import main
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import moot_env, read_jsonl, run_moot
 from tests.conftest import shared_data
 

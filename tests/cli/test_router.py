@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import moot_env, read_jsonl, run_moot
 
 KEYS = {"ROUTER_KEY_A": "rk-a-SECRET-1", "ROUTER_KEY_B": "rk-b-SECRET-2"}

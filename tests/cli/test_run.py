@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import ARGUMENTS_REPLY, moot_env, popen_moot, run_moot
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -305,16 +305,18 @@ def test_a_killed_stage_resumes_on_rerun_without_paying_twice(tmp_path, env):
         ),
     ],
 )
-def test_a_bad_recipe_is_one_line_exit_2_and_nothing_runs(stage, problem, tmp_path, scripted):
+def test_a_bad_recipe_is_one_line_exit_2_and_nothing_runs(
+    stage, problem, tmp_path, scripted_server
+):
     good = {"command": "generate", "dataset": "t.jsonl", "model": "openai/x"}
-    good |= {"api-base": scripted.url}
+    good |= {"api-base": scripted_server.url}
     path = write(tmp_path / "bad.yaml", {"stages": {"first": good, "bad": stage}})
     result = run_moot("run", path, "--out", tmp_path / "out")
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"moot: error: {path}: {problem}"), lines
     assert not (tmp_path / "out").exists()
-    assert scripted.requests == []
+    assert scripted_server.requests == []
 
 
 GOOD_STAGE = {"command": "generate", "dataset": "t.jsonl", "model": "openai/x"}
@@ -436,8 +438,8 @@ def stages_of(data: dict, *names: str) -> dict:
 def test_how_a_finished_stage_runs_leaves_it_finished_and_a_push_added_only_pushes(tmp_path):
     """The server moved (another --api-base), timeouts, retries, concurrency, verbosity and a
     push changed on finished stages: nothing is paid again, the push is made, once."""
-    from moot.core.testing.hub_server import ScriptedHub
     from tests.cli.helpers import TOKEN, hub_env
+    from tests.hub_server import ScriptedHub
 
     with (
         ScriptedHub(TOKEN) as hub,

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import termios
 
-from moot.core.testing.scripted_server import Fault, ScriptedServer
+from moot.testing import Fault, ScriptedServer
 from tests.cli.helpers import moot_env, run_moot
 from tests.cli.test_eval import CONTROL_RULES, eval_args, responses_file
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import moot_env, read_jsonl, run_moot, write_topics
 
 PASSWORD = "pw-in-a-recipe-0123"

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from huggingface_hub import ModelCard
 
-from moot.core.testing.hub_server import ScriptedHub
 from tests.cli.helpers import (
     TOKEN,
     assert_no_token,
@@ -21,6 +20,7 @@ from tests.cli.helpers import (
     popen_moot,
     run_moot,
 )
+from tests.hub_server import ScriptedHub
 
 pytestmark = pytest.mark.slow  # torch, peft and tens of training steps per test
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from moot.cli.main import main
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import run_moot
 from tests.cli.test_eval import QUALITY_RULES, responses_file
 

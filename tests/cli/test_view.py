@@ -11,7 +11,7 @@ import pytest
 
 from moot.core.data.compqa import MAXIMA
 from moot.core.retrieval.index import build_index
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.browser import items_tab, open_page
 from tests.cli.helpers import moot_env, run_moot
 from tests.conftest import built_once, shared_data

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from moot.core.retrieval.index import build_index
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from moot.prompts import fence
+from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.browser import items_tab, open_page
 from tests.cli.helpers import moot_env, read_jsonl, run_moot
 from tests.cli.test_berds import (

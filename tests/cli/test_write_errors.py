@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from moot.core.data.records import ResultLog
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import ARGUMENTS_REPLY, read_jsonl, run_moot, write_topics
 
 #: Every file moot writes stops at 40 kB: past SQLite's 32 kB shared-memory file, so the request

@@ -9,8 +9,8 @@ import asyncio
 import json
 
 from moot.core import ModelClient, RetryPolicy, Role, parse_spec
-from moot.core.testing.scripted_server import Rule, ScriptedServer
 from moot.graphs.berds_eval import BerdsInstance, DetectorPair, evaluate_berds, evaluate_detector
+from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import read_jsonl
 
 RULES = [Rule(r"Document: <<<document \w+>>>\nSUPPORTS", "Yes"), Rule("Document: ", "No")]

@@ -14,8 +14,8 @@ import pytest
 from moot.core import ModelClient, RetryPolicy, Role, parse_spec
 from moot.core.data.questions import Question
 from moot.core.retrieval.index import Index, LocalRetriever, build_index
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from moot.graphs.berds_retrieve import QueryExpansion, retrieve_questions
+from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import read_jsonl
 
 DOCS = [

@@ -10,7 +10,6 @@ from langgraph.graph import END, START, StateGraph
 
 from moot.core import ModelClient, RetryPolicy, Role, parse_spec
 from moot.core.llm.cache import RequestCache
-from moot.core.testing.scripted_server import Fault, ScriptedServer
 from moot.graphs.checkpoints import durability_for, open_checkpoints, run_thread
 from moot.graphs.debatune_debate import (
     DebateContext,
@@ -18,6 +17,7 @@ from moot.graphs.debatune_debate import (
     build_debate_graph,
     recursion_limit,
 )
+from moot.testing import Fault, ScriptedServer
 
 JOB = {"id": "d1", "topic": "Zoos", "stance": "Affirmative", "argument": "Zoos protect species."}
 

@@ -15,8 +15,8 @@ from moot.core import ModelClient, RetryPolicy, Role, parse_spec
 from moot.core.data.compqa import load_comparisons
 from moot.core.data.compqa_inputs import ArgumentFile, load_compqa_questions
 from moot.core.errors import ConfigError
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from moot.graphs.compqa_compare import CompareContext, compare_questions, generator_name
+from moot.testing import Fault, Rule, ScriptedServer
 from tests.conftest import shared_data
 from tests.fenced import unfence
 

@@ -13,8 +13,8 @@ from moot.core import ModelClient, Role, parse_spec
 from moot.core.data.compqa import MAXIMA, load_judged
 from moot.core.errors import ConfigError, InputError
 from moot.core.llm.models import RetryPolicy
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
 from moot.graphs.compqa_eval import evaluate_compqa, load_answer_files
+from moot.testing import Fault, Rule, ScriptedServer
 
 FULL = {str(n): MAXIMA[n] for n in MAXIMA}  # 19
 LOWER = {**FULL, "1": 0, "9": 1, "15": 0}  # 16

@@ -14,8 +14,8 @@ from moot.agents.debatrix_judges import FRAMEWORKS
 from moot.core import ModelClient, RetryPolicy, Role, parse_spec
 from moot.core.data.debates import Debate, Speech, load_debates
 from moot.core.llm.tokens import count_message_tokens, count_tokens
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer, ServerConfig
 from moot.graphs.debatrix_run import JudgeSettings, judge_debates
+from moot.testing import Fault, Rule, ScriptedServer, ServerConfig
 from tests.conftest import shared_data
 
 SCORE = '{"comment": "clear case", "score": 7}'

@@ -19,9 +19,9 @@ from moot.core import ModelClient, RequestCache, RetryPolicy, Role, parse_spec
 from moot.core.data.responses import load_responses
 from moot.core.data.topics import load_topics
 from moot.core.metrics.debatune import controllability, pairwise
-from moot.core.testing.scripted_server import Rule, ScriptedServer
 from moot.graphs.debatune_eval import align, evaluate_controllability, evaluate_quality
 from moot.graphs.debatune_generate import debate_test_instructions
+from moot.testing import Rule, ScriptedServer
 from tests.conftest import shared_data
 
 MODELS = [

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 from moot.core import ModelClient, RetryPolicy, Role, Topic, parse_spec
-from moot.core.testing.scripted_server import Fault, ScriptedServer
 from moot.graphs.debatune_generate import (
     answer_instructions,
     debate_test_instructions,
 )
+from moot.testing import Fault, ScriptedServer
 
 TOPIC = Topic("Zoos", {"Affirmative": ("A1 cages", "A2 stress"), "Negative": ("N1 species",)})
 

@@ -14,8 +14,8 @@ import pytest
 from moot.core import ModelClient, RetryPolicy, Role, Topic, load_topics, parse_spec
 from moot.core.data.topics import STANCES
 from moot.core.errors import InputError
-from moot.core.testing.scripted_server import Rule, ScriptedServer
 from moot.graphs import DebateRunConfig, Shard, merge_runs, run_debatune
+from moot.testing import Rule, ScriptedServer
 from tests.conftest import shared_data
 
 GIVEN = {"Affirmative": ("Zoos protect species.",), "Negative": ("Zoos confine animals.",)}

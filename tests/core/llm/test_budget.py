@@ -15,7 +15,7 @@ from moot.core.llm.models import ModelClient
 from moot.core.llm.prices import Prices, load_prices
 from moot.core.llm.spec import Role, parse_spec
 from moot.core.llm.tokens import count_message_tokens
-from moot.core.testing.scripted_server import ScriptedServer
+from moot.testing import ScriptedServer
 
 # USD per million tokens: a prompt token costs $0.001, a completion token $0.002
 PRICES = {"openai/scripted": {"input": 1000, "output": 2000, "cached_input": 100}}

@@ -5,7 +5,7 @@ import pytest
 from moot.core import chat_model
 from moot.core.errors import ConfigError
 from moot.core.llm.spec import parse_spec
-from moot.core.testing.scripted_server import Rule, ScriptedServer
+from moot.testing import Rule, ScriptedServer
 
 SECRET = "sk-test-LANGCHAIN42"
 

@@ -6,7 +6,7 @@ import asyncio
 import time
 
 from moot.core import ModelCallError, ModelClient, RetryPolicy, Role, parse_spec
-from moot.core.testing.scripted_server import Fault, ScriptedServer
+from moot.testing import Fault, ScriptedServer
 
 FAST = RetryPolicy(initial_wait=0.01, max_wait=0.02)
 HELLO = [{"role": "user", "content": "hello"}]

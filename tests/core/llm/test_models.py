@@ -23,7 +23,7 @@ from moot.core.llm.models import Completion, ModelClient, RetryPolicy, check_rea
 from moot.core.llm.spec import ModelSpec, Role, parse_spec, resolve_api_key
 from moot.core.llm.structured import ParseFailure
 from moot.core.llm.tokens import count_message_tokens
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from moot.testing import Fault, Rule, ScriptedServer
 
 HELLO = [
     {"role": "system", "content": "You are a careful debater."},

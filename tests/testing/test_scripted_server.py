@@ -16,7 +16,7 @@ import openai
 import pytest
 
 from moot.core.llm.tokens import count_message_tokens, count_tokens
-from moot.core.testing.scripted_server import Fault, FaultKind, Rule, ScriptedServer, ServerConfig
+from moot.testing import Fault, FaultKind, Rule, ScriptedServer, ServerConfig
 
 USER_HI = [{"role": "user", "content": "hi"}]
 
@@ -396,7 +396,9 @@ def test_subprocess_entry_point(tmp_path: Path) -> None:
     config = ServerConfig(rules=[Rule("^ping$", "pong {n}")], model="sub")
     path = tmp_path / "config.json"
     path.write_text(config.to_json())
-    command = [sys.executable, "-m", "moot.core.testing.scripted_server", "--config", str(path)]
+    # runpy warns when `moot.testing` has imported the module it is asked to run
+    python = [sys.executable, "-W", "error::RuntimeWarning"]
+    command = [*python, "-m", "moot.testing.server", "--config", str(path)]
     process = subprocess.Popen(
         [*command, "--latency", "0", "--port", "0"],
         stdout=subprocess.PIPE,

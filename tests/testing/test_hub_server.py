@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from moot.core.testing.hub_server import ScriptedHub
+from tests.hub_server import ScriptedHub
 
 
 def post(hub: ScriptedHub, path: str, body: Any, token: str | None = "t0ken") -> tuple[int, Any]:

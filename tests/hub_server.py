@@ -15,7 +15,7 @@ leaves the machine. Served:
 Every request is logged (method, path, status, whether it carried the token; never the token).
 `ScriptedHub.refuse` makes the next matching requests fail with a status, e.g. 401.
 
-Run it alone with ``python -m moot.core.testing.hub_server --token T``; it prints
+Run it alone with ``python -m tests.hub_server --token T``; it prints
 ``READY http://127.0.0.1:PORT`` and serves until SIGTERM or SIGINT.
 """
 

@@ -12,8 +12,8 @@ def test_tests_cannot_reach_beyond_loopback():
         sock.close()
 
 
-def test_loopback_stays_reachable(scripted):
+def test_loopback_stays_reachable(scripted_server):
     from urllib.request import urlopen
 
-    with urlopen(scripted.url.removesuffix("/v1") + "/health", timeout=5) as response:
+    with urlopen(scripted_server.url.removesuffix("/v1") + "/health", timeout=5) as response:
         assert response.status == 200

@@ -1,11 +1,11 @@
-"""Scripted OpenAI-compatible HTTP server for tests and benchmarks.
+"""Scripted OpenAI-compatible HTTP server for tests (moot's and its users') and benchmarks.
 
 Serves ``POST /v1/chat/completions`` (non-streaming), ``GET /v1/models`` and ``GET /health``
 on 127.0.0.1 with scripted replies (`Rule`), injected failures (`Fault`), a simulated context
 window and artificial latency. Replies that no rule scripts are derived from a hash of the
 request, so the same request gets the same reply in every process.
 
-Run it in its own process with ``python -m moot.core.testing.scripted_server --latency 0.5``;
+Run it in its own process with ``python -m moot.testing.server --latency 0.5``;
 it prints ``READY http://127.0.0.1:PORT/v1`` once listening and serves until SIGTERM or SIGINT.
 """
 
