@@ -14,8 +14,8 @@ the other tenants of a shared machine preempting a few calls); the reported figu
 over rounds, and the overhead is the median of the per-round paired differences (moot minus raw in
 the same round). Means are printed too.
 
-A last, network-free section times `complete` against a stub transport (moot's own CPU per call;
-it patches a private hook, ``moot.core.llm.models._make_transport``, and is skipped if that goes).
+A last, network-free section times `complete` against a stub transport registered for the
+``stub/`` prefix (moot's own CPU per call; skipped where moot has no transport registry).
 
 Run: ``python benchmarks/bench_model_overhead.py`` (``--quick`` for a smoke run).
 """
@@ -134,45 +134,41 @@ async def run_http(rounds: int, calls: int, warmup: int) -> Rounds:
 
 async def run_stub(calls: int) -> dict[str, float] | None:
     """Microseconds per `complete` with a do-nothing transport: moot's own cost, no network."""
-    from moot.core.llm import models
+    from moot.core.llm import models, spec
     from moot.core.llm.cache import RequestCache
-    from moot.core.llm.spec import Role, parse_spec
 
-    reply_type = getattr(models, "_Reply", None)
-    make_transport = getattr(models, "_make_transport", None)
-    if reply_type is None or make_transport is None:
+    if not hasattr(spec, "register_transport"):
         return None
 
-    class Stub:
-        identity, api_base, context_window = "stub", "http://127.0.0.1:9/v1", None
+    @spec.register_transport
+    class Stub(spec.Transport):
+        name, prefixes = "stub", ("stub",)
+        identity, api_base = "stub", None
+
+        @classmethod
+        def connect(cls, model: object, concurrency: object = None) -> Stub:
+            return cls()
 
         async def send(self, messages: object, params: object) -> object:
-            return reply_type("stub reply", "stop", {"prompt_tokens": 100, "completion_tokens": 20})
+            return spec.Reply("stub reply", "stop", {"prompt_tokens": 100, "completion_tokens": 20})
 
-    spec = parse_spec("openai/stub", api_base=Stub.api_base)
-    role = Role("bench", spec, TEMPERATURE)
+    role = spec.Role("bench", spec.parse_spec("stub/model"), TEMPERATURE)
     out: dict[str, float] = {}
-    models._make_transport = lambda s, *rest: Stub() if s == spec else make_transport(s, *rest)
-    try:
-        with _common.temp_dir("moot-bench-stub-") as tmp:
-            cache = RequestCache(tmp / "stub.sqlite")
-            for name, client_cache in (("cache off", None), ("cache miss", cache)):
-                client = models.ModelClient(
-                    cache=client_cache, retry=models.RetryPolicy(attempts=1)
-                )
-                seeds = itertools.count()
-                samples = []
-                for _ in range(5):
-                    start = time.perf_counter()
-                    for _ in range(calls):
-                        await client.complete(
-                            role, MESSAGES, stage="bench", max_tokens=MAX_TOKENS, seed=next(seeds)
-                        )
-                    samples.append((time.perf_counter() - start) / calls)
-                out[name] = min(samples) * 1e6  # min: the machine's other tenants only add time
-            cache.close()
-    finally:
-        models._make_transport = make_transport
+    with _common.temp_dir("moot-bench-stub-") as tmp:
+        cache = RequestCache(tmp / "stub.sqlite")
+        for name, client_cache in (("cache off", None), ("cache miss", cache)):
+            client = models.ModelClient(cache=client_cache, retry=models.RetryPolicy(attempts=1))
+            seeds = itertools.count()
+            samples = []
+            for _ in range(5):
+                start = time.perf_counter()
+                for _ in range(calls):
+                    await client.complete(
+                        role, MESSAGES, stage="bench", max_tokens=MAX_TOKENS, seed=next(seeds)
+                    )
+                samples.append((time.perf_counter() - start) / calls)
+            out[name] = min(samples) * 1e6  # min: the machine's other tenants only add time
+        cache.close()
     return out
 
 

@@ -125,9 +125,12 @@ __getattr__, __all__ = lazy_exports(
         ),
         "moot.core.llm.spec": (
             "ModelSpec",
+            "Reply",
             "Role",
             "RouterGroup",
+            "Transport",
             "parse_spec",
+            "register_transport",
         ),
         "moot.core.llm.structured": (
             "OutputParseError",

@@ -32,7 +32,7 @@ def chat_model(spec: ModelSpec, **options: Any) -> ChatOpenAI:
         ConfigError: The spec is not an OpenAI-compatible server with one endpoint, or its key
             variable is missing.
     """
-    if spec.transport != "openai" or len(spec.endpoints) > 1 or spec.router is not None:
+    if not spec.transport_class.openai_api or len(spec.endpoints) > 1 or spec.router is not None:
         raise ConfigError(
             f"{spec.name}: chat_model needs an OpenAI-compatible model with one endpoint"
         )

@@ -6,26 +6,22 @@ request, retries on 429 / 5xx / timeouts / malformed or empty replies that honou
 the request's identity, a token and cost ledger per role and stage, context-window checks, and an
 optional budget (`ModelClient` refuses a paid call that could pass it: `BudgetReached`).
 
-Transports: OpenAI-compatible servers (OpenAI, vLLM, llama.cpp, the embedded model) go through
-the OpenAI SDK's ``AsyncOpenAI`` client, one per endpoint, with an HTTP transport of ours that is
-the request's deadline (no LangChain chat model: ``ChatOpenAI.ainvoke`` adds about 2 ms of
-callback machinery per call, and building one also builds a sync client moot never uses). Other
-providers go through ``litellm.acompletion``, and a model with several endpoints (or a
-``--router`` file) through a litellm ``Router`` (`moot.core.llm.endpoints`: spread, one debate
-per endpoint, failing endpoints taken out for a while). All run with their own retries off, so
-there is exactly one retry loop.
+How a request reaches its model is the spec's transport (`moot.core.llm.spec.Transport`, one
+module each in `moot.core.llm.transports`): OpenAI-compatible servers and the embedded model
+through the OpenAI SDK, other providers through litellm, several endpoints through a litellm
+Router, ``hf/`` models in process. All run with their own retries off, so there is exactly one
+retry loop, here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import socket
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
@@ -42,19 +38,17 @@ from moot.core.errors import (
     MootError,
     machine_failure,
 )
-from moot.core.llm import endpoints
 from moot.core.llm.billing import bill
 from moot.core.llm.cache import RequestCache, request_key
-from moot.core.llm.failures import Transient, classify, where
+from moot.core.llm.failures import Transient, where
 from moot.core.llm.ledger import UsageLedger
 from moot.core.llm.prices import Prices
-from moot.core.llm.spec import ModelSpec, Role, missing_litellm_keys, resolve_api_key
+from moot.core.llm.spec import ModelSpec, Role, Transport
 from moot.core.llm.structured import (
     OutputParseError,
     ParseFailure,
     Structured,
     json_schema_format,
-    mended,
     parse_structured,
     schema_text,
 )
@@ -148,7 +142,7 @@ class ModelClient:
         # One transport per spec for the client's life (an hf/ model loads its weights once);
         # semaphores belong to one event loop, so a new loop gets fresh ones, as a transport's
         # HTTP client does.
-        self._transports: dict[ModelSpec, _Transport] = {}
+        self._transports: dict[ModelSpec, Transport] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._limits: dict[tuple[str, str | None], asyncio.Semaphore] = {}
 
@@ -169,8 +163,8 @@ class ModelClient:
                 "--prices FILE (or prices: in --config)"
             )
         transport = self._transport(spec)
-        if spec.transport == "litellm" and not spec.api_base and not spec.api_key_env:
-            missing = missing_litellm_keys(spec)
+        if not spec.api_base and not spec.api_key_env:
+            missing = spec.transport_class.missing_keys(spec)
             if missing:
                 raise ConfigError(f"missing API key for {spec.name}: set {', '.join(missing)}")
         if spec.api_bases:
@@ -226,7 +220,9 @@ class ModelClient:
             ModelCallError: The call failed for good (non-retryable, or retries exhausted).
         """
         spec = role.spec
-        if max_length is not None and (max_tokens is not None or spec.transport != "hf"):
+        if max_length is not None and (
+            max_tokens is not None or not spec.transport_class.takes_max_length
+        ):
             raise ConfigError(f"{spec.name}: max_length is for local models, without max_tokens")
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
@@ -409,7 +405,7 @@ class ModelClient:
 
     async def _send(
         self,
-        transport: _Transport,
+        transport: Transport,
         role: Role,
         stage: str,
         messages: Messages,
@@ -473,7 +469,7 @@ class ModelClient:
                         raise Transient(f"{billed.problem}, from {where(spec, transport.api_base)}")
                     if not reply.text.strip():  # never a result, in any command
                         empty = f"empty reply from {where(spec, transport.api_base)}"
-                        if spec.transport == "hf":  # it seeds each call: it would say it again
+                        if spec.transport_class.repeats_on_retry:  # it would say it again
                             raise ModelCallError(f"{spec.name}: {empty}")
                         raise Transient(empty)
         except (Transient, ModelCallError, MootError, BudgetReached) as exc:
@@ -521,278 +517,12 @@ class ModelClient:
             cached_prompt_tokens=billed.cached_prompt,
         )
 
-    def _transport(self, spec: ModelSpec) -> _Transport:
+    def _transport(self, spec: ModelSpec) -> Transport:
         transport = self._transports.get(spec)
         if transport is None:
-            transport = self._transports[spec] = _make_transport(spec, self.concurrency)
+            connect = spec.transport_class.connect
+            transport = self._transports[spec] = connect(spec, self.concurrency)
         return transport
-
-
-@dataclass(frozen=True)
-class _Reply:
-    text: str
-    finish_reason: str | None
-    # prompt_tokens, completion_tokens and cached_tokens as the server sent them (`bill`)
-    usage: dict[str, Any]
-    endpoint: str | None = None  # which of several endpoints answered (shown: no credentials)
-
-
-class _Transport:
-    """Sends one request; raises `_Transient` or `ModelCallError` on failure."""
-
-    identity: str
-    api_base: str | None
-    context_window: int | None = None
-
-    async def send(self, messages: Messages, params: dict[str, Any]) -> _Reply:
-        raise NotImplementedError
-
-
-class _OpenAITransport(_Transport):
-    def __init__(self, spec: ModelSpec, api_base: str | None, api_key: str | None, identity: str):
-        self.spec, self.api_base, self.identity, self._key = spec, api_base, identity, api_key
-        # made for the first request: a run with nothing left to send (a rerun of a finished
-        # run) never imports the SDK, about half a second
-        self._post: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None  # the loop `_post` is bound to
-
-    def _connect(self) -> Callable[[dict[str, Any]], Awaitable[Any]]:
-        """A fresh async client's request: ``POST /chat/completions`` with a body, its JSON back.
-
-        The OpenAI SDK's own client, with an HTTP client of our own per transport (pooled
-        connections die with the event loop that opened them) whose transport is the deadline,
-        and no retries of its own (`ModelClient` retries). With no ``api_base`` the SDK reads
-        ``OPENAI_BASE_URL`` and ``OPENAI_ORG_ID`` as usual. The request goes through the
-        client's ``post`` (its documented way to send a body as it is), not
-        ``chat.completions.create``: the body is plain JSON already, and ``create``'s walk of
-        it against the SDK's parameter types, and its parse of the reply into pydantic models,
-        cost about 1.5 ms of CPU per call, as much as the rest of moot's per-call work. The
-        client's headers, authentication, errors (``APIStatusError``, ...) and timeouts are
-        the same.
-        """
-        import httpx
-        import openai
-
-        limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-        client = openai.AsyncOpenAI(
-            base_url=self.api_base,
-            api_key=self._key or "EMPTY",  # a server without keys still wants the header
-            max_retries=0,
-            timeout=self.spec.timeout,
-            http_client=httpx.AsyncClient(
-                timeout=self.spec.timeout,
-                transport=_deadline_transport(self.spec.timeout, limits),
-            ),
-        )
-
-        async def post(body: dict[str, Any]) -> Any:
-            response = await client.post("/chat/completions", body=body, cast_to=httpx.Response)
-            return json.loads(response.content)  # not JSON: `classify` calls it malformed
-
-        return post
-
-    async def send(self, messages: Messages, params: dict[str, Any]) -> _Reply:
-        loop = asyncio.get_running_loop()
-        if self._post is None or loop is not self._loop:  # connections die with their loop
-            self._post, self._loop = self._connect(), loop
-        body = {"model": self.spec.model, "messages": messages, **params}
-        return await _request(self._post(body), self.spec, self.api_base, self._key)
-
-
-class _LiteLLMTransport(_Transport):
-    def __init__(self, spec: ModelSpec, api_key: str | None):
-        self.spec, self.api_base, self.identity, self._key = spec, spec.api_base, spec.name, api_key
-        if api_key is None and spec.api_base:
-            # litellm would otherwise fall back to the provider's own key variable and send it
-            # to a custom server
-            self._key = "EMPTY"
-
-    async def send(self, messages: Messages, params: dict[str, Any]) -> _Reply:
-        from moot.core.llm.litellm_import import litellm
-
-        # litellm's clients are its own: the deadline bounds the whole call, litellm's work too
-        request = asyncio.wait_for(
-            litellm.acompletion(
-                model=self.spec.name,
-                messages=messages,
-                api_base=self.api_base,
-                api_key=self._key,
-                timeout=self.spec.timeout,
-                num_retries=0,
-                drop_params=True,
-                **params,
-            ),
-            self.spec.timeout,
-        )
-        return await _request(request, self.spec, self.api_base, self._key)
-
-
-class _RouterTransport(_Transport):
-    """Several endpoints of one model, through a litellm Router (`moot.core.llm.endpoints`)."""
-
-    def __init__(self, spec: ModelSpec, api_key: str | None):
-        self.spec, self.api_base, self.identity, self._key = spec, spec.api_base, spec.name, api_key
-        self._router: Any = None  # built by the first request: importing litellm takes seconds
-        self._loop: asyncio.AbstractEventLoop | None = None  # its clients' loop
-
-    async def send(self, messages: Messages, params: dict[str, Any]) -> _Reply:
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:  # its pooled clients die with the loop that opened them
-            self._router = endpoints.build_router(self.spec, self._key)
-            self._loop = loop
-        # within the deadline, which counts against the endpoint; a failure moves the session
-        request = endpoints.complete(self._router, self.spec, messages, params)
-        try:
-            response = await request
-        except Exception as exc:  # the endpoint that failed, when the Router says which
-            resting = endpoints.all_out(exc)
-            if resting is not None:  # every endpoint is out: wait for the first to come back
-                raise Transient(
-                    f"every endpoint of {self.spec.name} failed and is out for {resting:g}s",
-                    retry_after=resting,
-                ) from None
-            failed = getattr(exc, "failed_deployment_id", None)
-            url = self.spec.endpoints[int(failed)] if str(failed).isdigit() else None
-            raise classify(exc, self.spec, url, self._key) from None
-        deployment = (getattr(response, "_hidden_params", None) or {}).get("model_id")
-        if deployment is not None:
-            endpoints.repin(self._router, self.spec, str(deployment))
-        shown = endpoints.endpoint_of(self.spec, deployment)
-        reply = _read_reply(response, shown or where(self.spec, None))
-        return replace(reply, endpoint=shown)
-
-
-class _HFTransport(_Transport):
-    """A model run in this process (``hf/<path>``): requests are batched by its `Batcher`."""
-
-    def __init__(self, spec: ModelSpec):
-        from moot.core.llm.local_hf import weights_identity
-
-        self.spec, self.api_base = spec, None
-        if spec.backend == "vllm":
-            from moot.core.llm.local_vllm import VLLMModel
-
-            self._model: Any = VLLMModel(
-                spec.model,
-                spec.chat_template,
-                dtype=spec.dtype,
-                device=spec.device,
-                batch_size=spec.batch_size,
-            )
-        else:
-            from moot.core.llm.local_hf import LocalModel
-
-            self._model = LocalModel(
-                spec.model,
-                spec.chat_template,
-                device=spec.device,
-                dtype=spec.dtype,
-                batch_size=spec.batch_size,
-            )
-        # float32 keeps the identity of earlier runs; other precisions or engines answer
-        # differently, so they have their own cache entries
-        engine = "" if spec.backend == "transformers" else f"|{spec.backend}"
-        precision = "" if self._model.precision == "float32" else f"|{self._model.precision}"
-        self.identity = weights_identity(spec.model) + (spec.chat_template or "")
-        self.identity += engine + precision
-
-    async def send(self, messages: Messages, params: dict[str, Any]) -> _Reply:
-        # tokenizing may take a while: off the event loop; the reply comes from the batch
-        future = await asyncio.to_thread(self._model.submit, messages, params)
-        text, finish, prompt, completion = await asyncio.wrap_future(future)
-        return _Reply(text, finish, {"prompt_tokens": prompt, "completion_tokens": completion})
-
-
-def _make_transport(spec: ModelSpec, concurrency: int | None = None) -> _Transport:
-    if spec.transport == "embedded":
-        from moot.core.llm.embedded import cache_identity, slots_for, start_embedded
-
-        endpoint = start_embedded(spec.model, slots_for(spec.max_concurrency or concurrency))
-        transport = _OpenAITransport(
-            spec, endpoint.api_base, endpoint.api_key, cache_identity(spec.model)
-        )
-        transport.context_window = endpoint.context_window
-        return transport
-    if spec.transport == "hf":
-        return _HFTransport(spec)
-    key = resolve_api_key(spec)
-    if spec.api_bases or spec.router is not None:
-        return _RouterTransport(spec, key)
-    if spec.transport == "openai":
-        return _OpenAITransport(spec, spec.api_base, key, spec.name)
-    return _LiteLLMTransport(spec, key)
-
-
-def _deadline_transport(deadline: float, limits: Any) -> Any:
-    """An httpx transport that gives each request `deadline` seconds, connect to last byte.
-
-    httpx's timeouts bound each connect, write and read, so a server that drips its body a byte
-    at a time would hold a call for ever. Bounding it here, not around the SDK call, leaves out
-    the client's own work (the first call in a process spends about a second building types).
-    """
-    import httpx
-
-    class Deadline(httpx.AsyncHTTPTransport):
-        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-            try:
-                async with asyncio.timeout(deadline):
-                    response = await super().handle_async_request(request)
-                    await response.aread()  # the body too, within the deadline
-            except TimeoutError:  # the SDK's APITimeoutError: a timeout like any other
-                raise httpx.ReadTimeout(f"no reply within {deadline:g}s", request=request) from None
-            return response
-
-    return Deadline(limits=limits)
-
-
-async def _request(
-    request: Awaitable[Any], spec: ModelSpec, api_base: str | None, key: str | None
-) -> _Reply:
-    """Await one request and read its reply; a failure is classified (`classify`)."""
-    try:
-        response = await request
-    except Exception as exc:  # what the server caused is retried; a bug surfaces as itself
-        raise classify(exc, spec, api_base, key) from None
-    return _read_reply(response, where(spec, api_base))
-
-
-def _read_reply(response: Any, shown: str) -> _Reply:
-    """The reply in a response body, read without trusting its shape.
-
-    The body is the decoded JSON (the OpenAI transport) or the SDK's parsed object (litellm).
-    A body without choices or a message (the SDKs parse any JSON without checking) is the
-    server's fault, so retried. A lone surrogate is replaced by U+FFFD here, where every reply
-    enters: it cannot be encoded, so the cache, the result logs and every output file would fail
-    on it. It is a bad character in a readable reply, like a bad byte a decoder replaces, not a
-    malformed reply: refused, it would come back the same at temperature 0 and fail for good.
-    A key moot sent, echoed by the server, is taken out here too (`without_sent_keys`), for the
-    same reason: nothing written after this point can hold it.
-    """
-    choices = _field(response, "choices")
-    choice = choices[0] if isinstance(choices, list) and choices else None
-    message = _field(choice, "message")
-    text = _field(message, "content")
-    if message is None or not isinstance(text, str | None):
-        raise Transient(f"malformed response from {shown}: no choices or no message")
-    usage = _field(response, "usage")
-    finish = _field(choice, "finish_reason")
-    return _Reply(
-        without_sent_keys(mended(text or "")),  # a server may echo a key
-        finish if isinstance(finish, str) else None,
-        {
-            "prompt_tokens": _field(usage, "prompt_tokens"),
-            "completion_tokens": _field(usage, "completion_tokens"),
-            # prompt tokens a provider read from its prompt cache, at its cached-input price
-            "cached_tokens": _field(_field(usage, "prompt_tokens_details"), "cached_tokens"),
-        },
-    )
-
-
-def _field(value: Any, name: str) -> Any:
-    """``value[name]`` of a JSON object, or ``value.name`` of a parsed one; None if missing."""
-    if isinstance(value, dict):
-        return value.get(name)
-    return getattr(value, name, None)
 
 
 def check_reachable(api_base: str, timeout: float = 5.0) -> None:

@@ -98,7 +98,7 @@ class Prices:
 
     def price(self, spec: ModelSpec) -> Price | None:
         """`spec`'s price, or None when it is unknown (unpriced)."""
-        if spec.transport in ("embedded", "hf"):
+        if spec.transport_class.free:
             return FREE
         own = self.own.get(spec.name)
         if own is not None:

@@ -3,32 +3,25 @@
 A spec string is litellm-style ``provider/model``: ``openai/gpt-4o-mini``,
 ``hosted_vllm/llama-3-8b`` (with ``api_base``), ``ollama_chat/llama3``, ``openai/<alias>`` plus
 ``api_base`` for any OpenAI-compatible server, or ``local/smollm2`` for the embedded default model.
+
+The provider names the spec's transport: a `Transport` subclass registered for it
+(`register_transport`); the built-in ones live in `moot.core.llm.transports`, registered when
+`moot.core.llm` is imported.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlparse
 
 from moot.core.errors import ConfigError
 from moot.core.redaction import public_url, sending
 
-#: The embedded models, by name. SmolLM2-135M is a demo model: fluent, often off-topic or on the
-#: wrong side. Use a real model for real data.
-EMBEDDED_MODELS = ("smollm2",)
-
-#: Default request timeout of the embedded model, in seconds.
-EMBEDDED_TIMEOUT = 600.0
-
-#: Providers served through the OpenAI SDK's client: anything speaking the OpenAI chat API.
-OPENAI_COMPATIBLE = ("openai", "hosted_vllm")
+#: What a spec looks like, for messages.
+SPEC_HINT = "expected provider/model, e.g. openai/gpt-4o-mini or local/smollm2"
 
 
 @dataclass(frozen=True)
@@ -129,13 +122,14 @@ class ModelSpec:
         return f"{self.provider}/{self.model}"
 
     @property
+    def transport_class(self) -> type[Transport]:
+        """The registered transport of the spec's provider: what callers ask about the model."""
+        return transport_for(self.provider)
+
+    @property
     def transport(self) -> str:
-        """``embedded``, ``hf`` (in process), ``openai`` (the OpenAI SDK) or ``litellm``."""
-        if self.provider == "local":
-            return "embedded"
-        if self.provider == "hf":
-            return "hf"
-        return "openai" if self.provider in OPENAI_COMPATIBLE else "litellm"
+        """Its transport's name: ``embedded``, ``hf``, ``openai``, ``litellm`` or a user's."""
+        return self.transport_class.name
 
     @property
     def endpoints(self) -> tuple[str, ...]:
@@ -177,6 +171,153 @@ class Role:
         return {"role": self.name, **self.spec.describe(), "temperature": self.temperature}
 
 
+@dataclass(frozen=True)
+class Reply:
+    """One reply as a transport read it, before moot bills it (`moot.core.llm.billing.bill`).
+
+    Args:
+        text: The reply's text.
+        finish_reason: Why it ended (``stop``, ``length`` ...), if the server said.
+        usage: ``prompt_tokens``, ``completion_tokens`` and ``cached_tokens`` as the server
+            sent them (missing or wrong ones are counted by moot).
+        endpoint: Which of several endpoints answered (shown: no credentials).
+    """
+
+    text: str
+    finish_reason: str | None
+    usage: dict[str, Any]
+    endpoint: str | None = None
+
+
+class Transport:
+    """How moot reaches one kind of model: one subclass per transport, `register_transport`-ed.
+
+    The class says which spec prefixes are its (`prefixes`), refuses spec texts it cannot
+    serve (`check`), gives its defaults and its own `ModelSpec` fields (`options`), and answers
+    what callers ask about a model (its class attributes: `in_process`, `free` ...). `connect`
+    makes the object that sends one spec's requests, preparing what they need first (the
+    embedded server starts there); `ModelClient` keeps one per spec and awaits its `send`.
+
+    Attributes:
+        name: The transport's name (`ModelSpec.transport`).
+        prefixes: The spec providers it serves (``openai`` for ``openai/...``); ``*``: every
+            provider no other transport claims (litellm's).
+        in_process: It runs on this machine, in moot's process: no endpoint, no key.
+        free: Its calls cost nothing (no price needed, even under ``--budget``).
+        embedded: It is the embedded demo model (moot notes so, and its server's slots).
+        decodes_schema: It decodes only JSON matching a request's schema (``--constrained`` is
+            on by default).
+        takes_max_length: It takes ``max_length`` (a budget counting the prompt, which its own
+            tokenizer counts exactly).
+        repeats_on_retry: A retried request gets the same reply (it seeds each call), so an
+            empty reply fails at once instead of being retried.
+        openai_api: Its spec's own endpoint speaks the OpenAI chat API (LangChain's
+            ``ChatOpenAI`` can call it: `moot.core.llm.langchain.chat_model`).
+        key_env: The environment variable holding the key for the provider's own endpoint;
+            None: none, or the provider's SDK finds it (`missing_keys`).
+        options: The `ModelSpec` fields that are this transport's alone (``--device`` ...).
+        defaults: `ModelSpec` fields it sets before the user's options (a longer ``timeout``).
+        identity: What the request cache names the model by (with the endpoint, the messages
+            and the parameters: `moot.core.llm.cache.request_key`). Never change it for an
+            existing transport: every cached reply would be lost.
+        api_base: The endpoint requests go to; None in process.
+        context_window: The context window its server reports, if it does.
+    """
+
+    name: ClassVar[str]
+    prefixes: ClassVar[tuple[str, ...]]
+    in_process: ClassVar[bool] = False
+    free: ClassVar[bool] = False
+    embedded: ClassVar[bool] = False
+    decodes_schema: ClassVar[bool] = False
+    takes_max_length: ClassVar[bool] = False
+    repeats_on_retry: ClassVar[bool] = False
+    openai_api: ClassVar[bool] = False
+    key_env: ClassVar[str | None] = None
+    options: ClassVar[tuple[str, ...]] = ()
+    defaults: ClassVar[Mapping[str, object]] = {}
+
+    identity: str
+    api_base: str | None = None
+    context_window: int | None = None
+
+    @classmethod
+    def check(cls, text: str, provider: str, model: str, api_base: str | None) -> None:
+        """Refuse a spec text this transport cannot serve.
+
+        Args:
+            text: The spec as given, for messages.
+            provider: Its provider (one of `prefixes`).
+            model: Its model name.
+            api_base: Its first endpoint, if any.
+
+        Raises:
+            ConfigError: The spec is wrong for this transport, in one line naming it.
+        """
+
+    @classmethod
+    def missing_keys(cls, spec: ModelSpec) -> list[str]:
+        """The environment variables calling `spec` needs that are not set (never their values).
+
+        Checked before any work when the spec names no endpoint and no key variable.
+        """
+        return []
+
+    @classmethod
+    def connect(cls, spec: ModelSpec, concurrency: int | None = None) -> Transport:
+        """The transport that sends `spec`'s requests, ready to send.
+
+        Args:
+            spec: The model.
+            concurrency: Requests the caller keeps in flight at once, when it knows.
+
+        Raises:
+            ConfigError: A key it needs is missing, or the model cannot be prepared.
+        """
+        raise NotImplementedError
+
+    async def send(self, messages: list[dict[str, str]], params: dict[str, Any]) -> Reply:
+        """Send one chat request and read its reply.
+
+        Args:
+            messages: OpenAI-format chat messages.
+            params: Request parameters (``temperature``, ``max_tokens``, ``seed``, ``stop``,
+                ``response_format``, ``max_length`` where `takes_max_length`).
+
+        Raises:
+            Transient: The server or its reply failed in a way worth retrying
+                (`moot.core.llm.failures`).
+            ModelCallError: The call failed for good.
+        """
+        raise NotImplementedError
+
+
+T = TypeVar("T", bound=type[Transport])
+_TRANSPORTS: dict[str, type[Transport]] = {}
+
+
+def register_transport(transport: T) -> T:
+    """Register a transport (a class decorator) for the spec providers in its `prefixes`.
+
+    Registering a transport of the same name again replaces it (a notebook cell run twice).
+
+    Raises:
+        ValueError: Another transport already serves one of its prefixes.
+    """
+    for prefix in transport.prefixes:
+        held = _TRANSPORTS.get(prefix)
+        if held is not None and held.name != transport.name:
+            raise ValueError(f"spec prefix {prefix!r} is {held.name}'s, not {transport.name}'s")
+    for prefix in transport.prefixes:
+        _TRANSPORTS[prefix] = transport
+    return transport
+
+
+def transport_for(provider: str) -> type[Transport]:
+    """The transport registered for `provider`, else the one for every other provider."""
+    return _TRANSPORTS.get(provider) or _TRANSPORTS["*"]
+
+
 def parse_spec(
     text: str, *, api_base: str | Sequence[str] | None = None, **options: object
 ) -> ModelSpec:
@@ -198,39 +339,17 @@ def parse_spec(
     bases = endpoint_list(text, api_base)
     api_base = bases[0] if bases else None
     provider, sep, model = text.strip().partition("/")
-    hint = "expected provider/model, e.g. openai/gpt-4o-mini or local/smollm2"
     if not sep or not provider or not model:
-        raise ConfigError(f"unknown model spec {text!r}: {hint}")
-    if provider == "local":
-        if model not in EMBEDDED_MODELS:
-            raise ConfigError(
-                f"unknown model spec {text!r}: embedded models are {', '.join(EMBEDDED_MODELS)}"
-            )
-        if api_base:
-            raise ConfigError(f"model spec {text!r} is embedded and takes no --api-base")
-    elif provider == "hf":  # a local model or LoRA adapter folder (or a hub id), run in process
-        if api_base:
-            raise ConfigError(f"model spec {text!r} runs in process and takes no --api-base")
-        folder = Path(model)
-        if folder.exists() and not any(
-            (folder / f).exists() for f in ("config.json", "adapter_config.json")
-        ):
-            raise ConfigError(
-                f"{model}: no config.json or adapter_config.json (not a model folder)"
-            )
-    elif provider not in _litellm_providers():
-        raise ConfigError(f"unknown model spec {text!r}: unknown provider {provider!r} ({hint})")
-    if provider == "hosted_vllm" and not api_base:
-        raise ConfigError(f"model spec {text!r} needs --api-base (the vLLM server's URL)")
+        raise ConfigError(f"unknown model spec {text!r}: {SPEC_HINT}")
+    transport = transport_for(provider)
+    transport.check(text, provider, model, api_base)
     spec = ModelSpec(
         provider=provider,
         model=model,
         api_base=api_base,
         api_bases=bases if len(bases) > 1 else (),
     )
-    if provider == "local":  # a 2-core CPU takes minutes for long completions
-        spec = spec.with_options(timeout=EMBEDDED_TIMEOUT)
-    return spec.with_options(**options)
+    return spec.with_options(**transport.defaults).with_options(**options)
 
 
 def endpoint_list(
@@ -291,12 +410,13 @@ def resolve_api_key(spec: ModelSpec) -> str | None:
         return sending(key)
     if spec.api_base:  # a custom server: never forward a provider's key to it implicitly
         return sending(os.environ.get("MOOT_API_KEY"))
-    if spec.transport == "openai":
-        key = os.environ.get("OPENAI_API_KEY")
+    variable = spec.transport_class.key_env
+    if variable:
+        key = os.environ.get(variable)
         if not key:
-            raise ConfigError(f"missing API key for {spec.name}: set OPENAI_API_KEY")
+            raise ConfigError(f"missing API key for {spec.name}: set {variable}")
         return sending(key)
-    return None  # litellm providers read their own variables; see `check_environment`
+    return None  # litellm providers read their own variables (`Transport.missing_keys`)
 
 
 def key_needs(spec: ModelSpec) -> str:
@@ -304,7 +424,8 @@ def key_needs(spec: ModelSpec) -> str:
 
     A dry run's plan says it instead of checking it (`resolve_api_key` is the check).
     """
-    if spec.transport in ("embedded", "hf"):
+    transport = spec.transport_class
+    if transport.in_process:
         return "no key (runs on this machine)"
 
     def state(var: str) -> str:
@@ -316,31 +437,7 @@ def key_needs(spec: ModelSpec) -> str:
         return state(spec.api_key_env)
     if spec.api_base:
         return f"{state('MOOT_API_KEY')}, if the server wants a key"
-    if spec.transport == "openai":
-        return state("OPENAI_API_KEY")
-    missing = missing_litellm_keys(spec)
+    if transport.key_env:
+        return state(transport.key_env)
+    missing = transport.missing_keys(spec)
     return ", ".join(f"{var} (not set)" for var in missing) or "its provider's key (set)"
-
-
-def missing_litellm_keys(spec: ModelSpec) -> list[str]:
-    """Environment variables litellm needs for `spec` that are not set (imports litellm)."""
-    from moot.core.llm.litellm_import import litellm
-
-    report = litellm.validate_environment(model=spec.name, api_base=spec.api_base)
-    return list(report.get("missing_keys", []))
-
-
-@functools.cache
-def _litellm_providers() -> frozenset[str]:
-    """Provider names litellm knows, read from its bundled data (importing litellm costs ~3 s)."""
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or not spec.submodule_search_locations:
-        return frozenset(OPENAI_COMPATIBLE)
-    path = (
-        Path(next(iter(spec.submodule_search_locations))) / "provider_endpoints_support_backup.json"
-    )
-    try:
-        providers = json.loads(path.read_text(encoding="utf-8"))["providers"]
-    except (OSError, KeyError, ValueError):
-        return frozenset(OPENAI_COMPATIBLE)
-    return frozenset(providers) | frozenset(OPENAI_COMPATIBLE)

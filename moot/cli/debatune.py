@@ -257,11 +257,11 @@ def _generate_inputs(args: argparse.Namespace) -> tuple[list[Any], Any, int | No
     text = f"hf/{args.model}" if local else args.model
     template = template_source(f"chat_templates/{args.template}.j2") if args.template else None
     role = runtime.role_from(args, "generator", text, chat_template=template)
-    if template and role.spec.transport != "hf":
+    if template and "chat_template" not in role.spec.transport_class.options:
         raise ConfigError("--template applies to local model folders only")
     if args.max_length is not None and args.max_tokens is not None:
         raise ConfigError("--max-length and --max-tokens exclude each other: give one")
-    if args.max_length is not None and role.spec.transport != "hf":
+    if args.max_length is not None and not role.spec.transport_class.takes_max_length:
         raise ConfigError(
             "--max-length applies to local model folders only (their tokenizer counts the "
             "prompt); use --max-tokens"

@@ -287,9 +287,8 @@ def spec_from(args: argparse.Namespace, text: str, **options: Any) -> Any:
         max_fails=args.endpoint_max_fails,
         **options,
     )
-    if spec.transport != "hf":  # `client_for` refuses them when no model runs in process
-        return spec
-    return spec.with_options(**{name: getattr(args, name, None) for name in LOCAL_OPTIONS})
+    own = spec.transport_class.options  # `client_for` refuses those no model takes
+    return spec.with_options(**{name: getattr(args, name, None) for name in own})
 
 
 #: The options of models run in process (``hf/<path>``), as `ModelSpec` fields and dests.
@@ -361,11 +360,11 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
 
     if args.max_retries < 0:
         raise ConfigError("--max-retries must be 0 or more")
-    if not any(spec.transport == "hf" for spec in specs):
-        given = [name for name in LOCAL_OPTIONS if _given(args, name)]
-        if given:
-            flags = " and ".join("--" + name.replace("_", "-") for name in given)
-            raise ConfigError(f"{flags}: for local model folders (hf/...) only; no model is one")
+    taken = {name for spec in specs for name in spec.transport_class.options}
+    given = [name for name in LOCAL_OPTIONS if name not in taken and _given(args, name)]
+    if given:
+        flags = " and ".join("--" + name.replace("_", "-") for name in given)
+        raise ConfigError(f"{flags}: for local model folders (hf/...) only; no model is one")
     prices = prices_from(args)
     cache = None
     if not args.no_cache:
@@ -384,7 +383,7 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
     for spec in dict.fromkeys(specs):  # each model once (both debaters may share one)
         for text in client.prepare(spec):
             note(args, text)
-    if any(spec.transport == "embedded" for spec in specs):
+    if any(spec.transport_class.embedded for spec in specs):
         note(args, DEMO_NOTE)
     for text in concurrency_notes(args, specs):
         note(args, text)
@@ -419,7 +418,7 @@ def concurrency_notes(args: argparse.Namespace, specs: Sequence[Any]) -> list[st
                 f"(--max-concurrency {spec.max_concurrency}), fewer than --concurrency {wanted}"
             )
         held = min(wanted or 0, bound or wanted or 0)  # what moot sends at once
-        if spec.transport == "embedded" and server and held > server.slots:
+        if spec.transport_class.embedded and server and held > server.slots:
             notes.append(
                 f"note: {spec.name} answers {server.slots} requests at a time (its embedded "
                 f"server's parallel slots, at most {embedded.MAX_SLOTS}); the others of "
@@ -451,7 +450,7 @@ def log_retries() -> None:
 def constrained(args: argparse.Namespace, role: Any) -> bool:
     """``--constrained`` as given, else on for the embedded model (it decodes to the schema)."""
     if args.constrained is None:
-        return role.spec.transport == "embedded"
+        return role.spec.transport_class.decodes_schema
     return bool(args.constrained)
 
 

@@ -1,0 +1,61 @@
+"""Reading a server's reply, the one place every remote reply enters moot."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any
+
+from moot.core.llm.failures import Transient, classify, where
+from moot.core.llm.spec import ModelSpec, Reply
+from moot.core.llm.structured import mended
+from moot.core.redaction import without_sent_keys
+
+
+async def request(
+    sent: Awaitable[Any], spec: ModelSpec, api_base: str | None, key: str | None
+) -> Reply:
+    """Await one request and read its reply; a failure is classified (`classify`)."""
+    try:
+        response = await sent
+    except Exception as exc:  # what the server caused is retried; a bug surfaces as itself
+        raise classify(exc, spec, api_base, key) from None
+    return read_reply(response, where(spec, api_base))
+
+
+def read_reply(response: Any, shown: str) -> Reply:
+    """The reply in a response body, read without trusting its shape.
+
+    The body is the decoded JSON (the OpenAI transport) or the SDK's parsed object (litellm).
+    A body without choices or a message (the SDKs parse any JSON without checking) is the
+    server's fault, so retried. A lone surrogate is replaced by U+FFFD here, where every reply
+    enters: it cannot be encoded, so the cache, the result logs and every output file would fail
+    on it. It is a bad character in a readable reply, like a bad byte a decoder replaces, not a
+    malformed reply: refused, it would come back the same at temperature 0 and fail for good.
+    A key moot sent, echoed by the server, is taken out here too (`without_sent_keys`), for the
+    same reason: nothing written after this point can hold it.
+    """
+    choices = _field(response, "choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = _field(choice, "message")
+    text = _field(message, "content")
+    if message is None or not isinstance(text, str | None):
+        raise Transient(f"malformed response from {shown}: no choices or no message")
+    usage = _field(response, "usage")
+    finish = _field(choice, "finish_reason")
+    return Reply(
+        without_sent_keys(mended(text or "")),  # a server may echo a key
+        finish if isinstance(finish, str) else None,
+        {
+            "prompt_tokens": _field(usage, "prompt_tokens"),
+            "completion_tokens": _field(usage, "completion_tokens"),
+            # prompt tokens a provider read from its prompt cache, at its cached-input price
+            "cached_tokens": _field(_field(usage, "prompt_tokens_details"), "cached_tokens"),
+        },
+    )
+
+
+def _field(value: Any, name: str) -> Any:
+    """``value[name]`` of a JSON object, or ``value.name`` of a parsed one; None if missing."""
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
