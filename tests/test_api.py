@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import moot
-from moot.core.testing.scripted_server import Fault, Rule, ScriptedServer
+from moot.testing import Fault, Rule, ScriptedServer
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "python.md"
 SERVER_IN_THE_GUIDE = "http://127.0.0.1:8000/v1"
@@ -71,10 +71,10 @@ def test_every_command_is_a_function_and_async_twin():
         assert asyncio.iscoroutinefunction(getattr(owner, f"a{name}")), words
 
 
-def test_refused_calls_raise_one_line_before_anything_runs(tmp_path, monkeypatch, scripted):
+def test_refused_calls_raise_one_line_before_anything_runs(tmp_path, monkeypatch, scripted_server):
     monkeypatch.chdir(tmp_path)
     Path("topics.json").write_text('["Zoos?"]', encoding="utf-8")
-    model = {"model": "openai/m", "api_base": scripted.url}
+    model = {"model": "openai/m", "api_base": scripted_server.url}
     cases = [
         ({"topics": "topics.json", "out": "o", "rounds": "two"}, "keyword 'rounds': must be"),
         ({"out": "o"}, "moot.debate(): missing keyword 'topics'"),
@@ -90,12 +90,12 @@ def test_refused_calls_raise_one_line_before_anything_runs(tmp_path, monkeypatch
         moot.call("debat")
     with pytest.raises(moot.ConfigError, match="keyword arguments only"):
         moot.debate("topics.json")
-    assert scripted.requests == []
+    assert scripted_server.requests == []
     assert not Path("o").exists()
 
 
 def test_a_run_whose_items_failed_raises_with_its_result_and_a_rerun_resumes(
-    tmp_path, monkeypatch, scripted
+    tmp_path, monkeypatch, scripted_server
 ):
     monkeypatch.chdir(tmp_path)
     Path("topics.json").write_text('["Zoos?", "Cats?"]', encoding="utf-8")
@@ -105,10 +105,10 @@ def test_a_run_whose_items_failed_raises_with_its_result_and_a_rerun_resumes(
         "arguments_per_stance": 1,
         "rounds": 0,
         "model": "openai/m",
-        "api_base": scripted.url,
+        "api_base": scripted_server.url,
         "max_retries": 0,
     }
-    scripted.add_fault(Fault("400", times=1, match="Cats"))
+    scripted_server.add_fault(Fault("400", times=1, match="Cats"))
     with pytest.raises(moot.RunFailed) as caught:
         moot.debate(**options)
     failed = caught.value.result
@@ -121,7 +121,7 @@ def test_a_run_whose_items_failed_raises_with_its_result_and_a_rerun_resumes(
     assert done.to_dataset().num_rows == len(done.records())
 
 
-def test_a_recipe_runs_from_python_with_each_stage_result(tmp_path, scripted):
+def test_a_recipe_runs_from_python_with_each_stage_result(tmp_path, scripted_server):
     (tmp_path / "topics.json").write_text('["Zoos?"]', encoding="utf-8")
     recipe = tmp_path / "loop.yaml"
     recipe.write_text(
@@ -132,11 +132,11 @@ def test_a_recipe_runs_from_python_with_each_stage_result(tmp_path, scripted):
         "    arguments-per-stance: 1\n"
         "    rounds: 0\n"
         "    model: openai/m\n"
-        f"    api-base: {scripted.url}\n",
+        f"    api-base: {scripted_server.url}\n",
         encoding="utf-8",
     )
     result = moot.run(recipe, out=tmp_path / "run")
     assert result.ok and list(result.stages) == ["debate"]
     assert result.stages["debate"].records()
-    assert result.ledger.total().calls == len(scripted.requests) > 0
+    assert result.ledger.total().calls == len(scripted_server.requests) > 0
     assert result.outputs["report"].is_file()
