@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.records import ResultLog, claim_folder
+from moot.core.data.folders import EVAL_CLAIM, RunFolder
+from moot.core.data.records import ResultLog
 from moot.core.errors import BudgetReached, ModelCallError
 from moot.core.llm.endpoints import sticky
 
@@ -344,7 +345,7 @@ async def run_claimed(
     Raises:
         ConfigError: `out_dir` is claimed for other settings.
     """
-    claim_folder(out_dir, "eval", claim, HOLDS)
+    RunFolder(out_dir).claim(EVAL_CLAIM, claim, HOLDS)
     return await run_items(items, task, ResultLog(Path(out_dir) / log), unit=unit, **options)
 
 

@@ -42,7 +42,8 @@ from moot.agents.compqa_comparers import (
     object_messages,
 )
 from moot.core.data.compqa_inputs import ArgumentFile, Arguments, CompQuestion
-from moot.core.data.records import check_claim, stable_id, write_json
+from moot.core.data.folders import EVAL_CLAIM, RunFolder
+from moot.core.data.records import stable_id, write_json
 from moot.core.llm.ledger import call_usage, record_usage
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
@@ -403,7 +404,7 @@ def plan_compare(
     `ctx.client` is never used.
     """
     generator = generator or generator_name(ctx.role.spec.name)
-    check_claim(out_dir, "eval", run_identity(ctx) | {"generator": generator}, HOLDS)
+    RunFolder(out_dir).check_claim(EVAL_CLAIM, run_identity(ctx) | {"generator": generator}, HOLDS)
     stage, pending = items_of("questions", _items(questions), Path(out_dir) / "answers.jsonl")
     plan = Plan([stage])
     helper, role, budget = ctx.helper_role, ctx.role, ctx.max_tokens

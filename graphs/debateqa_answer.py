@@ -41,8 +41,9 @@ from moot.agents.debateqa_answerers import (
     rag_messages,
     react_messages,
 )
+from moot.core.data.folders import EVAL_CLAIM, RunFolder
 from moot.core.data.questions import Question
-from moot.core.data.records import check_claim, write_json
+from moot.core.data.records import write_json
 from moot.core.llm.ledger import call_usage, record_usage
 from moot.core.llm.models import Completion, ModelClient
 from moot.core.llm.spec import Role
@@ -434,7 +435,7 @@ def plan_answers(
         ConfigError: `out_dir` holds a run with other settings.
     """
     out_dir = Path(out_dir)
-    check_claim(out_dir, "eval", run_identity(ctx, search), HOLDS)
+    RunFolder(out_dir).check_claim(EVAL_CLAIM, run_identity(ctx, search), HOLDS)
     stage, pending = items_of("questions", _items(questions, ctx), out_dir / "answers.jsonl")
     plan = Plan([stage])
     for item in pending:

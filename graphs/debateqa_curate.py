@@ -28,8 +28,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from moot.core.data.folders import EVAL_CLAIM, RunFolder
 from moot.core.data.questions import Question
-from moot.core.data.records import check_claim, write_json, write_jsonl
+from moot.core.data.records import write_json, write_jsonl
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.llm.tokens import count_message_tokens
@@ -379,7 +380,7 @@ def plan_curation(
         ConfigError: `out_dir` holds a run with other settings.
     """
     out_dir = Path(out_dir)
-    check_claim(out_dir, "eval", curate_identity(ctx, search, embedder), HOLDS)
+    RunFolder(out_dir).check_claim(EVAL_CLAIM, curate_identity(ctx, search, embedder), HOLDS)
     stage, pending = items_of("questions", _items(questions), out_dir / "curation.jsonl")
     plan = Plan([stage])
     role, budget, documents = ctx.role, ctx.max_tokens, list(hits[: ctx.documents])

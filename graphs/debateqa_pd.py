@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from moot.core.data.folders import RunFolder
 from moot.core.data.questions import Answer, PartialAnswers
-from moot.core.data.records import ResultLog, atomic_write, claim_folder, stable_id, write_json
+from moot.core.data.records import ResultLog, atomic_write, stable_id, write_json
 from moot.core.errors import InputError
 from moot.core.metrics.perspective_diversity import PartialTooLongError, PerspectiveDiversityScorer
 from moot.core.runs import Progress, Tally, run_items
@@ -99,9 +100,10 @@ async def score_answers(
         ConfigError: The folder holds scores from another scorer, variant or window; the scorer
             cannot be built (from `make_scorer`).
     """
-    claimed = (Path(out_dir) / ".moot" / "pd.json").exists()
+    folder = RunFolder(out_dir)
+    claimed = folder.claim_path("pd").exists()
     if claimed:  # refuse other settings before loading a scorer
-        claim_folder(out_dir, "pd", claim, HOLDS)
+        folder.claim("pd", claim, HOLDS)
     keys = {a.id: stable_id(a.text, [p.text for p in s.partial_answers]) for a, s in pairs}
     texts = {a.id: (a.text, s.partial_answers) for a, s in pairs}
     scorers: list[PerspectiveDiversityScorer] = []
@@ -109,7 +111,7 @@ async def score_answers(
     async def score(item: dict[str, Any]) -> dict[str, Any]:
         if not scorers:  # the first pending answer: only now is a scorer worth loading
             scorers.append(await asyncio.to_thread(make_scorer))
-            claim_folder(out_dir, "pd", claim, HOLDS)  # only once the scorer is accepted
+            folder.claim("pd", claim, HOLDS)  # only once the scorer is accepted
         try:
             result = await asyncio.to_thread(scorers[0].score, *texts[item["id"]])
         except PartialTooLongError as exc:  # deterministic: kept, reported, not retried
@@ -132,7 +134,7 @@ async def score_answers(
         progress=progress,
     )
     if not claimed:
-        claim_folder(out_dir, "pd", claim, HOLDS)  # nothing was pending: claim it now
+        folder.claim("pd", claim, HOLDS)  # nothing was pending: claim it now
     return PDRun(run.records, [run.tally], scorers[0].window if scorers else None)
 
 

@@ -27,7 +27,8 @@ from moot.agents.debatrix_judges import (
     transcript,
 )
 from moot.core.data.debates import Debate
-from moot.core.data.records import ResultLog, check_claim, claim_folder, stable_id, write_json
+from moot.core.data.folders import RunFolder
+from moot.core.data.records import ResultLog, stable_id, write_json
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.llm.tokens import count_message_tokens
@@ -185,7 +186,7 @@ async def judge_debates(
     out_dir = Path(out_dir)
     identity = settings.identity()
     plans = settings.plan(debates)  # fails before any call
-    claim_folder(out_dir, "judge", identity, HOLDS)
+    RunFolder(out_dir).claim("judge", identity, HOLDS)
     items = _items(debates, identity, repeats)
     async with open_checkpoints(out_dir) as saver:
         graph, mode = build_judge_graph(saver), durability_for(client)
@@ -274,7 +275,7 @@ def plan_judging(
     """
     identity = settings.identity()
     plans = settings.plan(debates)
-    check_claim(Path(out_dir), "judge", identity, HOLDS)
+    RunFolder(out_dir).check_claim("judge", identity, HOLDS)
     items = _items(debates, identity, repeats)
     stage, pending = items_of("judgments", items, Path(out_dir) / "judgments.jsonl", _finished)
     plan = Plan([stage])

@@ -11,11 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.records import ResultLog, holds_files, package_versions, write_json
+from moot.core.data.folders import RunFolder
+from moot.core.data.records import ResultLog, holds_files, package_versions
 from moot.core.data.topics import STANCES
 from moot.core.errors import ConfigError, InputError, json_type
 from moot.core.llm.ledger import UsageLedger
-from moot.graphs.debatune_run import PACKAGES, Shard, read_json_object
+from moot.graphs.debatune_run import CLAIM, PACKAGES, Shard, read_json_object
 from moot.training.debatune_data import write_sft_dataset
 
 
@@ -75,8 +76,7 @@ def merge_runs(dirs: list[Path], out: Path, *, allow_partial: bool = False) -> d
         "failures": len(failures),
         "dataset_records": records,
     }
-    write_json(
-        out / "manifest.json",
+    RunFolder(out).write_manifest(
         {
             **{k: manifests[0][k] for k in ("kind", "identity", "roles", "topics_source")},
             "shard": "partial" if missing else "0/1",
@@ -243,10 +243,11 @@ def _record_problem(record: dict[str, Any]) -> str | None:
 def _check_merge_target(out: Path, dirs: list[Path], identity: dict[str, Any]) -> None:
     if any(out.resolve() == Path(d).resolve() for d in dirs):
         raise ConfigError(f"--out {out} is one of the folders being merged; choose a new folder")
-    if (out / ".moot" / "run.json").exists():
+    folder = RunFolder(out)
+    if folder.claim_path(CLAIM).exists():
         raise ConfigError(f"{out} is a `moot debate` run folder; merge into a new folder")
-    if (out / "manifest.json").exists():
-        manifest = read_json_object(out / "manifest.json", "move it aside or use a new --out")
+    if folder.manifest_path.exists():
+        manifest = read_json_object(folder.manifest_path, "move it aside or use a new --out")
         if manifest.get("identity") != identity:
             raise ConfigError(f"{out} holds a run with a different configuration")
     elif holds_files(out):

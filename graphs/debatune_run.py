@@ -29,12 +29,12 @@ from moot.agents.debatune_debaters import (
     turn_messages,
     turn_stage,
 )
+from moot.core.data.folders import RunFolder
 from moot.core.data.records import (
     ResultLog,
     package_versions,
     read_json_file,
     stable_id,
-    write_json,
 )
 from moot.core.data.topics import STANCES, Topic
 from moot.core.errors import ConfigError, InputError
@@ -60,6 +60,12 @@ PROMPTS = (
 )
 # what the manifest's "versions" lists besides Python
 PACKAGES = ("moot", "langgraph", "openai", "litellm", "datasets", "xllamacpp")
+
+#: The run's claim (``.moot/run.json``: the configuration's identity and the shard), written
+#: before any work, so even a run interrupted before its first manifest keeps a rerun with other
+#: options from mixing two datasets in one folder.
+CLAIM = "run"
+HOLDS = "a run with a different configuration"
 
 
 @dataclass(frozen=True)
@@ -210,9 +216,7 @@ async def run_debatune(
     out_dir = Path(out_dir)
     started = time.time()
     previous = check_run_folder(out_dir, config, shard)
-    # the claim comes before any work, so even a run interrupted before its first manifest
-    # keeps a rerun with other options from mixing two datasets in one folder
-    write_json(out_dir / ".moot" / "run.json", {"identity": config.identity(), "shard": str(shard)})
+    RunFolder(out_dir).claim(CLAIM, {"identity": config.identity(), "shard": str(shard)}, HOLDS)
     summary = RunSummary(out_dir=out_dir, ledger=client.ledger)
     plan = await _plan_debates(
         shard.select(topics), config, client, out_dir, summary, concurrency, limit, progress
@@ -607,7 +611,7 @@ def check_run_folder(out_dir: Path, config: DebateRunConfig, shard: Shard) -> di
     """Check that `out_dir` is new or holds a run of this configuration and shard.
 
     It writes nothing, so the CLI can check before it prints anything; `run_debatune` checks
-    again before it claims the folder (``.moot/run.json``).
+    again before it claims the folder (`CLAIM`: ``.moot/run.json``).
 
     Returns:
         The previous manifest, or an empty dict.
@@ -621,7 +625,8 @@ def check_run_folder(out_dir: Path, config: DebateRunConfig, shard: Shard) -> di
         raise ConfigError(f"--out {out_dir} is a file, not a folder")
     identity = config.identity()
     previous: dict[str, Any] = {}
-    for path in (out_dir / ".moot" / "run.json", out_dir / "manifest.json"):
+    folder = RunFolder(out_dir)
+    for path in (folder.claim_path(CLAIM), folder.manifest_path):
         if not path.exists():
             continue
         data = read_json_object(path, "move it aside or use a new --out")
@@ -632,7 +637,7 @@ def check_run_folder(out_dir: Path, config: DebateRunConfig, shard: Shard) -> di
             )
         if data.get("shard") != str(shard):
             raise ConfigError(f"{out_dir} holds shard {data.get('shard')}, not {shard}")
-        if path.name == "manifest.json":
+        if path == folder.manifest_path:
             previous = data
     return previous
 
@@ -701,7 +706,7 @@ def _write_manifest(
             "dataset": "dataset/",
         },
     }
-    write_json(out_dir / "manifest.json", manifest)
+    RunFolder(out_dir).write_manifest(manifest)
     return manifest
 
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.records import atomic_write, check_claim, write_json
+from moot.core.data.folders import EVAL_CLAIM, RunFolder
+from moot.core.data.records import atomic_write, write_json
 from moot.core.llm.spec import Role
 from moot.core.llm.tokens import count_message_tokens
 from moot.core.plan import Plan, items_of
@@ -61,7 +62,7 @@ def plan_judgments(
     Raises:
         ConfigError: `out_dir` is claimed for other settings.
     """
-    check_claim(out_dir, "eval", claim, HOLDS)
+    RunFolder(out_dir).check_claim(EVAL_CLAIM, claim, HOLDS)
     tally, pending = items_of(unit, items, Path(out_dir) / "judgments.jsonl")
     plan = Plan([tally])
     for item in pending:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from moot.core.data.folders import RunFolder
 from moot.core.data.records import atomic_replace_dir, package_versions, write_json
 from moot.core.errors import ConfigError, InputError
 from moot.training.chat_templates import ChatFamily, chat_family, has_generation_markers
@@ -31,6 +32,8 @@ SCRATCH_WAIT = 600.0  # seconds other processes wait for the main one to build a
 VERSIONED = ("moot", "torch", "transformers", "trl", "peft", "accelerate", "datasets")
 #: Written into a checkpoint once the trainer has saved all of it: resume trusts no other.
 COMPLETE = "moot-complete.json"
+#: What a folder claimed for another training run holds, in the refusal.
+HOLDS = "a training run of another configuration or other data"
 
 
 @dataclass(frozen=True)
@@ -137,7 +140,7 @@ def train_sft(
         "seconds": round(time.perf_counter() - started, 1),
         "versions": package_versions(*VERSIONED),
     }
-    write_json(manifest_path, manifest)
+    RunFolder(out).write_manifest(manifest)
     trainer.accelerator.wait_for_everyone()
     log(
         f"trained {state.global_step} steps ({state.epoch:.2f} epochs) on {args.world_size} "
@@ -342,19 +345,16 @@ def _claim(out: Path, config: SFTRunConfig, data: dict[str, str | None]) -> str:
     settings = config.trained_settings()
     text = json.dumps({"config": settings, "data": data}, sort_keys=True)
     identity = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = out / ".moot" / "train.json"
-    if path.exists():
-        claim = json.loads(path.read_text(encoding="utf-8"))
-        same = claim.get("identity") == identity or (
-            claim.get("data") == data and config.claimed_by(claim.get("config") or {})
+
+    def same(claim: Any) -> bool:  # or an earlier moot's claim, without the keys added since
+        return isinstance(claim, dict) and (
+            claim.get("identity") == identity
+            or (claim.get("data") == data and config.claimed_by(claim.get("config") or {}))
         )
-        if not same:
-            raise ConfigError(
-                f"{out} holds a training run of another configuration or other data; use a new "
-                "training.output_dir"
-            )
-    elif _is_main():
-        write_json(path, {"identity": identity, "config": settings, "data": data})
+
+    folder = RunFolder(out, flag="training.output_dir")
+    claim = folder.claim if _is_main() else folder.check_claim  # the main process writes it
+    claim("train", {"identity": identity, "config": settings, "data": data}, HOLDS, same)
     return identity
 
 

@@ -25,7 +25,6 @@ from urllib.parse import quote
 from moot.core.data.planned import planned_text
 from moot.core.errors import ConfigError, InputError, writing
 from moot.core.loader import RepeatedKey, Unreadable, load_json
-from moot.core.redaction import scrub
 
 
 def package_versions(*packages: str) -> dict[str, str]:
@@ -198,72 +197,6 @@ class ResultLog:
 
         atomic_write(self.path, copy, binary=True)
         return moved
-
-
-def claim_folder(out_dir: Path, name: str, claim: dict[str, Any], holds: str) -> None:
-    """Claim `out_dir` for one set of settings (``.moot/<name>.json``) before any work.
-
-    A rerun with the same settings passes; with others it is refused, so results made with
-    different settings are never mixed or dropped. The claim is written scrubbed (`scrub`), as
-    every record of options is.
-
-    Args:
-        out_dir: The output folder.
-        name: The claim file's stem (``eval``, ``judge``, ``pd``).
-        claim: The settings, JSON-safe.
-        holds: What the folder holds otherwise, for the error (``judgments made with other
-            settings``).
-
-    Raises:
-        ConfigError: The folder is claimed for other settings.
-    """
-    path = Path(out_dir) / ".moot" / f"{name}.json"
-    check_claim(out_dir, name, claim, holds)
-    if not path.exists():
-        write_json(path, scrub(claim))
-
-
-def check_claim(out_dir: Path, name: str, claim: dict[str, Any], holds: str) -> None:
-    """Refuse `out_dir` if it is claimed for other settings (`claim_folder`); reads only.
-
-    Raises:
-        ConfigError: The folder is claimed for other settings.
-    """
-    path = Path(out_dir) / ".moot" / f"{name}.json"
-    if path.exists() and read_json_file(path) != scrub(claim):  # as `claim_folder` wrote it
-        raise ConfigError(f"{out_dir} holds {holds}; use a new --out")
-
-
-def common_claim(folders: Sequence[Path], name: str, made_by: str) -> dict[str, Any]:
-    """The settings all `folders` were claimed for by `claim_folder`, which must agree.
-
-    Args:
-        folders: Output folders of one command.
-        name: The claim file's stem (``eval``, ``pd``).
-        made_by: The command that claims them, for the error (``moot eval pd``).
-
-    Raises:
-        ConfigError: A folder without the claim (`made_by` did not make it), or two folders
-            whose claims differ (naming both and the first setting that differs).
-    """
-    claims = []
-    for folder in folders:
-        path = Path(folder) / ".moot" / f"{name}.json"
-        try:
-            claim = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
-            claim = None
-        if not isinstance(claim, dict):
-            raise ConfigError(f"{folder}: no readable {path.name} claim: not a {made_by} folder")
-        claims.append(claim)
-    for folder, claim in zip(folders[1:], claims[1:], strict=True):
-        for key in dict.fromkeys([*claims[0], *claim]):
-            if claims[0].get(key) != claim.get(key):
-                raise ConfigError(
-                    f"{folders[0]} and {folder} differ in {key} ({claims[0].get(key)!r} vs "
-                    f"{claim.get(key)!r}): their scores are not comparable"
-                )
-    return claims[0]
 
 
 def holds_files(folder: Path) -> bool:

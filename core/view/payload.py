@@ -1,11 +1,11 @@
 """Run folders as one JSON payload for `moot view`: each item with what the page filters on.
 
-A folder's kind is its owner's command (`moot.core.data.folders.owners`: the owner mark, or an
-earlier version's claim files and manifests). Each kind names the log it keeps one record per item
-in and how an item is summed up for the list: a title, its status (a failure stays a failure, with
-its error), the model, a number the page can filter by range, a label, and the key that aligns
-it with the same item in another run (e.g. base and tuned model on the same instructions). The
-record itself travels whole, for the page to show.
+A folder's kind is what its owner's command registered (`moot.core.data.folders.Output.view`;
+the owner from the owner mark, or an earlier version's claim files and manifests). Each kind
+names the log it keeps one record per item in and how an item is summed up for the list: a title,
+its status (a failure stays a failure, with its error), the model, a number the page can filter
+by range, a label, and the key that aligns it with the same item in another run (e.g. base and
+tuned model on the same instructions). The record itself travels whole, for the page to show.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.folders import owners
+from moot.core.data.folders import EVAL_CLAIM, RunFolder, output_of, owners
 from moot.core.data.records import ResultLog, read_json_file, read_records
 from moot.core.errors import InputError
 
@@ -195,43 +195,38 @@ def _none(r: Record, summary: Record) -> Record:
     return {}
 
 
-#: What each command's folder is, for the page.
+#: How `moot view` reads each kind of folder, by the name a command registers for its output
+#: (`moot.core.data.folders.Output.view`).
 KINDS: dict[str, Kind] = {
-    "moot debate": Kind("debate", "debates.jsonl", "manifest.json", _debate),
-    "moot merge-shards": Kind("debate", "debates.jsonl", "manifest.json", _debate),
-    "moot judge": Kind("judge", "judgments.jsonl", "summary.json", _judgment),
-    "moot eval controllability": Kind(
-        "controllability", "judgments.jsonl", "summary.json", _debatune_eval
-    ),
-    "moot eval quality": Kind("quality", "judgments.jsonl", "summary.json", _debatune_eval),
-    "moot eval da": Kind("da", "judgments.jsonl", "summary.json", _da),
-    "moot eval detector": Kind("detector", "judgments.jsonl", "summary.json", _detector),
-    "moot eval berds": Kind("berds", "scores.jsonl", "summary.json", _berds),
-    "moot eval pd": Kind("pd", "scores.jsonl", "summary.json", _pd),
-    "moot answer": Kind("answer", "answers.jsonl", "summary.json", _question),
-    "moot curate": Kind("curate", "curation.jsonl", "summary.json", _curated),
-    "moot compare": Kind("compare", "answers.jsonl", "summary.json", _compare),
-    "moot eval compqa": Kind("compqa", "judged", "summary.json", _compqa_judged),
-    "moot eval panelbench": Kind("summary", None, "summary.json", _none),
-    "moot report debateqa": Kind("summary", None, "report.json", _none),
-    "moot report compqa": Kind("summary", None, "report.json", _none),
+    "debate": Kind("debate", "debates.jsonl", "manifest.json", _debate),
+    "judge": Kind("judge", "judgments.jsonl", "summary.json", _judgment),
+    "controllability": Kind("controllability", "judgments.jsonl", "summary.json", _debatune_eval),
+    "quality": Kind("quality", "judgments.jsonl", "summary.json", _debatune_eval),
+    "da": Kind("da", "judgments.jsonl", "summary.json", _da),
+    "detector": Kind("detector", "judgments.jsonl", "summary.json", _detector),
+    "berds": Kind("berds", "scores.jsonl", "summary.json", _berds),
+    "pd": Kind("pd", "scores.jsonl", "summary.json", _pd),
+    "answer": Kind("answer", "answers.jsonl", "summary.json", _question),
+    "curate": Kind("curate", "curation.jsonl", "summary.json", _curated),
+    "compare": Kind("compare", "answers.jsonl", "summary.json", _compare),
+    "compqa": Kind("compqa", "judged", "summary.json", _compqa_judged),
+    "panelbench": Kind("summary", None, "summary.json", _none),
+    "report": Kind("summary", None, "report.json", _none),
 }
 
-#: `moot run`'s folder: its stages' folders are shown, each as a run (`read_runs`).
-RUN_COMMAND = "moot run"
+#: The kind of a folder that holds runs (`moot run`'s): its stages are shown, each as a run.
+STAGES = "stages"
 
-#: An earlier version's ``.moot/eval.json`` names no command; its claim's settings tell them apart.
-_CLAIMS = {
-    "controllability": "moot eval controllability",
-    "quality": "moot eval quality",
-    "da": "moot eval da",
-    "berds": "moot eval berds",
-    "detector": "moot eval detector",
-    "compqa": "moot eval compqa",
-    "answer": "moot answer",
-    "curate": "moot curate",
-    "compare": "moot compare",
-}
+
+def _view(command: str) -> str | None:
+    """How `moot view` shows `command`'s folders (a key of `KINDS`, or `STAGES`), or None."""
+    output = output_of(command)
+    return output.view if output else None
+
+
+def _view_of(folder: Path) -> str | None:
+    """How `moot view` shows `folder`, by its (first) owner's output; None: not at all."""
+    return _view((owners(folder) or ("",))[0])
 
 
 def command_of(folder: Path) -> str:
@@ -246,11 +241,12 @@ def command_of(folder: Path) -> str:
     found = owners(folder)
     if not found:
         raise InputError(folder, "not a run folder moot made (no .moot/owner.json)")
-    if len(found) > 1:  # an earlier version's .moot/eval.json: its claim says which
-        claim = read_json_file(folder / ".moot" / "eval.json")
+    if len({_view(command) for command in found}) > 1:  # an earlier version's .moot/eval.json
+        claim = RunFolder(folder).claimed(EVAL_CLAIM)
         setting = claim.get("evaluation") or claim.get("run") if isinstance(claim, dict) else None
-        found = (_CLAIMS.get(str(setting), ""),)
-    if found[0] not in KINDS:
+        # its claim's setting says which command made it: the one whose kind it names
+        found = tuple(command for command in found if _view(command) == setting) or ("",)
+    if _view(found[0]) not in KINDS:
         raise InputError(folder, f"a `{found[0] or 'moot'}` folder: `moot view` shows run folders")
     return found[0]
 
@@ -267,7 +263,7 @@ def read_run(folder: Path, name: str | None = None) -> Record:
     """
     folder = Path(folder)
     command = command_of(folder)
-    kind = KINDS[command]
+    kind = KINDS[str(_view(command))]
     summary_path = inside(folder, kind.summary)
     summary = read_json_file(summary_path) if summary_path.is_file() else None
     if summary is not None and not isinstance(summary, dict):
@@ -276,7 +272,7 @@ def read_run(folder: Path, name: str | None = None) -> Record:
         raise InputError(folder, f"holds neither {kind.log} nor {kind.summary}: nothing to show")
     records = _records(folder, kind) if kind.log else []
     items = [_item(r, summary or {}, kind) for r in records]
-    if command in ("moot debate", "moot merge-shards"):
+    if kind.name == "debate":
         items += _failed_argument_lists(folder)
     if kind.name == "berds":
         _join_detections(folder, items)
@@ -301,12 +297,12 @@ def read_runs(folder: Path) -> list[Record]:
         InputError: As `read_run`; a `moot run` folder none of whose stages can be shown yet.
     """
     folder = Path(folder)
-    if folder.is_dir() and owners(folder) == (RUN_COMMAND,):
+    if folder.is_dir() and _view_of(folder) == STAGES:
         path = inside(folder, "manifest.json")
         manifest = read_json_file(path) if path.is_file() else {}
         order = manifest.get("order", []) if isinstance(manifest, dict) else []
         stages = [inside(folder, str(name)) for name in order]
-        shown = [s for s in stages if s.is_dir() and (owners(s) or ("",))[0] in KINDS]
+        shown = [s for s in stages if s.is_dir() and _view_of(s) in KINDS]
         if not shown:
             raise InputError(folder, "no stage of this `moot run` has a run folder to show yet")
         return [read_run(stage, f"{folder}: {stage.name}") for stage in shown]

@@ -9,6 +9,7 @@ from typing import Any
 from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
+from moot.core.data.folders import EVAL_CLAIM, Output, claim_mark
 from moot.result import Result
 
 
@@ -22,6 +23,7 @@ def register(commands: Commands) -> None:
         "Yes/No prompt), then score MRecall@k and Precision@k per question.",
         group="eval",
         plan=plan_berds_eval,
+        output=Output("berds", (claim_mark(EVAL_CLAIM),)),
     )
     berds.add_argument(
         "--retrieved",
@@ -53,6 +55,7 @@ def register(commands: Commands) -> None:
         "Score a detector on a TSV of (question, id, document, perspective, label).",
         group="eval",
         plan=plan_detector_eval,
+        output=Output("detector", (claim_mark(EVAL_CLAIM),)),
     )
     detector.add_argument("--pairs", type=opt.input_file, help="BERDS pers_det TSV (required)")
     _prompt_option(detector)

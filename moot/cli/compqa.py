@@ -14,6 +14,7 @@ from typing import Any
 from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
+from moot.core.data.folders import EVAL_CLAIM, Mark, Output, claim_mark
 from moot.result import Result
 
 _GENERATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -34,6 +35,7 @@ def register(commands: Commands) -> None:
         "OUT/<generator>_scenario_<N>.json (the file `moot eval compqa` reads); a rerun "
         "answers only what is missing.",
         plan=plan_compare_run,
+        output=Output("compare", (claim_mark(EVAL_CLAIM),)),
     )
     compare.add_argument(
         "--questions",
@@ -83,6 +85,7 @@ def register(commands: Commands) -> None:
         "summary.json and summary.md. Reruns judge only what is missing.",
         group="eval",
         plan=plan_eval_compqa,
+        output=Output("compqa", (claim_mark(EVAL_CLAIM),)),
     )
     judge.add_argument(
         "--answers",
@@ -122,6 +125,7 @@ def register(commands: Commands) -> None:
         "Spearman, Krippendorff's alpha) with human annotation tables. Writes report.json, "
         "report.md, chart.png and heatmap.png into --out.",
         group="report",
+        output=Output("report", (Mark("report.json", "generator_scenario"),)),
     )
     report.add_argument(
         "--judged", type=opt.input_file, nargs="+", metavar="FILE", help="judged files (required)"
@@ -162,6 +166,7 @@ def register(commands: Commands) -> None:
         "Keep the judged comparative answers (CompQA's evaluated_summaries files) that scored at "
         "least --min-score of 19 and write them as chat SFT records. Exits 1 when none passed.",
         group="data",
+        output=Output(marks=(Mark("manifest.json", "kind", "compqa-distill"),)),
     )
     distill.add_argument(
         "--judged",

@@ -13,6 +13,7 @@ from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
 from moot.cli.retrieval import retriever_from_args
+from moot.core.data.folders import EVAL_CLAIM, Mark, Output, claim_mark
 from moot.result import Result
 
 PROMPT_CHOICES = ("basic", "comprehensive", "detailed")
@@ -31,6 +32,7 @@ def register(commands: Commands) -> None:
         "paper's); react-single is one model that searches and answers itself. One record per "
         "question in OUT/answers.jsonl; a rerun answers only what is missing.",
         plan=plan_answer,
+        output=Output("answer", (claim_mark(EVAL_CLAIM),)),
     )
     answer.add_argument("--questions", type=opt.input_file, help="questions file (required)")
     opt.out_option(answer)
@@ -65,6 +67,7 @@ def register(commands: Commands) -> None:
         "they hold, explain each in at most 300 words from its documents, and drop near-duplicate "
         "POVs. Writes OUT/partial_answers.jsonl, the file `moot eval pd` reads.",
         plan=plan_curate,
+        output=Output("curate", (claim_mark(EVAL_CLAIM),)),
     )
     curate.add_argument("--questions", type=opt.input_file, help="questions file (required)")
     curate.add_argument(
@@ -101,6 +104,7 @@ def register(commands: Commands) -> None:
         "instruction, context in the denominator, answers over the window score 1.0). Reruns "
         "score only what is missing.",
         group="eval",
+        output=Output("pd", (claim_mark("pd"),)),
     )
     pd.add_argument(
         "--answers", type=opt.input_file, help="answers (id, answer|generation) (required)"
@@ -149,6 +153,7 @@ def register(commands: Commands) -> None:
         "Reruns judge only what is missing.",
         group="eval",
         plan=plan_da,
+        output=Output("da", (claim_mark(EVAL_CLAIM),)),
     )
     da.add_argument(
         "--answers", type=opt.input_file, help="answers (id, answer|generation) (required)"
@@ -178,6 +183,7 @@ def register(commands: Commands) -> None:
         "its rank, for each k (default Figure 3's). --min-povs keeps only questions with at "
         "least N partial answers (the paper's filter, 3). Writes report.json and report.md.",
         group="report",
+        output=Output("report", (Mark("report.json", "report", "debateqa"),)),
     )
     report.add_argument(
         "--pd", type=opt.input_folder, nargs="+", metavar="DIR", help="eval pd folders"
@@ -551,8 +557,9 @@ def run_da(args: argparse.Namespace) -> Result:
 
 def run_report(args: argparse.Namespace) -> Result:
     """`moot report debateqa`."""
+    from moot.core.data.folders import RunFolder
     from moot.core.data.questions import load_partial_answers
-    from moot.core.data.records import atomic_write, common_claim, write_json
+    from moot.core.data.records import atomic_write, write_json
     from moot.core.errors import ConfigError
     from moot.core.metrics.debateqa_combined import (
         combined,
@@ -572,8 +579,8 @@ def run_report(args: argparse.Namespace) -> Result:
         raise ConfigError("--min-povs and --partial-answers go together")
     # only scores made with one scorer/variant/window, and one judge/prompt/seed, are comparable
     settings = {
-        "pd": common_claim(args.pd, "pd", "moot eval pd"),
-        "da": common_claim(args.da, "eval", "moot eval da"),
+        "pd": RunFolder.common_claim(args.pd, "pd", "moot eval pd"),
+        "da": RunFolder.common_claim(args.da, EVAL_CLAIM, "moot eval da"),
     }
     for flag, kind in (("pd", "perspective_diversity"), ("da", "da")):
         if settings[flag].get("evaluation") != kind:

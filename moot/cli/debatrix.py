@@ -10,6 +10,7 @@ from typing import Any
 from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
+from moot.core.data.folders import Mark, Output, claim_mark
 from moot.result import Result
 
 FRAMEWORK_NAMES = ("debatrix", "non-iterative", "chronological", "dimensional", "direct")
@@ -28,6 +29,7 @@ def register(commands: Commands) -> None:
         "a DebateArt folder. Writes judgments.jsonl, summary.json and a report per judgment; "
         "reruns resume.",
         plan=plan_judge,
+        output=Output("judge", (claim_mark("judge"),)),
     )
     judge.add_argument(
         "--debates",
@@ -85,6 +87,7 @@ def register(commands: Commands) -> None:
         "scores and from named winners; BP accuracy, completion and winners' positions. "
         "Unparsed, incomplete, failed and unjudged items are counted, never imputed.",
         group="eval",
+        output=Output("panelbench", (Mark("summary.json", "evaluation", "panelbench"),)),
     )
     panelbench.add_argument(
         "--predictions",

@@ -13,7 +13,11 @@ from typing import Any
 from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
+from moot.core.data.folders import EVAL_CLAIM, Mark, Output, claim_mark
 from moot.result import Result
+
+#: An earlier version's `moot debate` and `moot merge-shards` folders: their manifest.
+DEBATUNE_MANIFEST = Mark("manifest.json", "kind", "debatune")
 
 CHAT_TEMPLATES = ("alpaca", "chatml", "llama-2", "llama-3", "vicuna", "zephyr")
 
@@ -27,6 +31,7 @@ def register(commands: Commands) -> None:
         "Two agents with opposite stances debate each argument for M rounds; the supporting "
         "agent concludes a statement that becomes an SFT record. Reruns resume; see docs/cli.md.",
         plan=plan_debate,
+        output=Output("debate", (claim_mark("run"), DEBATUNE_MANIFEST)),
     )
     debate.add_argument(
         "--topics",
@@ -59,6 +64,7 @@ def register(commands: Commands) -> None:
         "join the output folders of `moot debate --shard I/N` runs",
         "Join the output folders of `moot debate --shard I/N` runs into one dataset.",
         aliases=("merge",),
+        output=Output("debate", (DEBATUNE_MANIFEST,)),
     )
     merge.add_argument("dirs", nargs="+", type=opt.input_source, metavar="DIR")
     opt.out_option(merge)
@@ -109,7 +115,15 @@ def register(commands: Commands) -> None:
         ("controllability", run_eval, "share of responses judged 100% on their side (CC_P, CC_N)"),
         ("quality", run_eval, "pairwise quality against a baseline, both orders (W/T/L, score)"),
     ):
-        sub = commands.add(name, run, text.replace("%", "%%"), text, group="eval", plan=plan_eval)
+        sub = commands.add(
+            name,
+            run,
+            text.replace("%", "%%"),
+            text,
+            group="eval",
+            plan=plan_eval,
+            output=Output(name, (claim_mark(EVAL_CLAIM),)),
+        )
         sub.set_defaults(evaluation=name)
         sub.add_argument("--responses", type=opt.input_file, help="responses to judge (required)")
         opt.out_option(sub)

@@ -22,6 +22,8 @@ from typing import Any
 
 from moot.cli import options as opt
 from moot.cli.registry import Commands
+from moot.core.data.folders import Output
+from moot.core.view.payload import STAGES
 from moot.result import Result
 
 
@@ -36,6 +38,7 @@ def register(commands: Commands) -> None:
         "interrupted one resumes, a changed one reruns with the stages that use it. See "
         "docs/cli.md.",
         plan=plan_recipe,
+        output=Output(STAGES),
     )
     run.add_argument("recipe", type=opt.input_file, metavar="RECIPE", help="the recipe (YAML)")
     opt.out_option(

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from moot.core.data.folders import Output
 
 #: The command groups (``moot eval ...``) and their help.
 GROUPS = {
@@ -37,14 +40,20 @@ class Commands:
         group: str | None = None,
         aliases: Sequence[str] = (),
         plan: Callable[[argparse.Namespace], Any] | None = None,
+        output: Output | None = None,
     ) -> argparse.ArgumentParser:
         """Add command `name` (under `group`, e.g. ``eval``) that `run` runs; its parser.
 
         A model-calling command gives its `plan`: what it would do for the parsed command line,
         as a `moot.core.plan.Plan`, without calling a model or writing a file. It then has
         ``--dry-run`` (`moot.cli.runtime.plan_for` asks it).
+
+        A command whose output folder is a kind of its own gives its `output`: how `moot view`
+        shows it, and how its folders from before owner marks are known
+        (`moot.core.data.folders.register_output`, under the command's name).
         """
         from moot.cli.options import dry_run_option
+        from moot.core.data.folders import register_output
 
         where = self._group(group) if group else self._root
         parser = where.add_parser(
@@ -53,6 +62,8 @@ class Commands:
         parser.set_defaults(command_fn=run, command_parser=parser, plan_fn=plan)
         if plan is not None:
             dry_run_option(parser)
+        if output is not None:
+            register_output(parser.prog, output)
         return parser
 
     def _group(self, name: str) -> Any:

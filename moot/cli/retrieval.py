@@ -10,6 +10,7 @@ from typing import Any
 from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
+from moot.core.data.folders import Mark, Output
 from moot.result import Result
 
 
@@ -21,6 +22,7 @@ def register(commands: Commands) -> None:
         "chunk a corpus and build a BM25 (and dense) index",
         "Chunk documents (JSON/JSONL records or a folder of .txt/.md/.html files) into "
         "~2000-character chunks and write a bm25s index, and dense vectors with --dense.",
+        output=Output(marks=(Mark("index.json"),)),
     )
     index.add_argument(
         "--docs", type=opt.input_path, metavar="PATH", help="corpus file/folder (required)"

@@ -171,14 +171,14 @@ def own_out(args: argparse.Namespace) -> Iterator[None]:
 
     Raises:
         ConfigError: The folder belongs to another command, holds files moot did not make, or
-            another run holds it (`moot.core.data.folders.own_folder`).
+            another run holds it (`moot.core.data.folders.RunFolder.hold`).
     """
     if not getattr(args, "out_folder", False):
         yield
         return
-    from moot.core.data.folders import own_folder
+    from moot.core.data.folders import RunFolder
 
-    with own_folder(args.out, args.command_parser.prog):
+    with RunFolder(args.out, args.command_parser.prog).hold():
         yield
 
 
@@ -191,14 +191,14 @@ def plan_for(args: argparse.Namespace) -> Any:
     Raises:
         ConfigError: The command has no plan (it calls no model), or its input is refused.
     """
-    from moot.core.data.folders import check_owner
+    from moot.core.data.folders import RunFolder
     from moot.core.errors import ConfigError
     from moot.core.llm.spec import key_needs
 
     if getattr(args, "plan_fn", None) is None:
         raise ConfigError(f"{args.command_parser.prog} calls no model: it has no --dry-run plan")
     if getattr(args, "out_folder", False):
-        check_owner(args.out, args.command_parser.prog)
+        RunFolder(args.out, args.command_parser.prog).check()
     plan = args.plan_fn(args)
     if hasattr(args, "prices") and not plan.prices.own:  # `moot run`'s: priced by its stages
         plan.prices = prices_from(args)

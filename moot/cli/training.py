@@ -8,6 +8,7 @@ from pathlib import Path
 from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
+from moot.core.data.folders import Mark, Output
 from moot.result import Result
 
 LAUNCHES = ("ddp", "fsdp", "zero3", "zero3-offload")
@@ -52,6 +53,7 @@ def register(commands: Commands) -> None:
         "Write one Hugging Face model folder (base + adapter merged) that `moot generate`, vLLM "
         "or any server can load.",
         group="train",
+        output=Output(marks=(Mark("manifest.json", "kind", "merged-model"),)),
     )
     merge.add_argument(
         "--adapter", type=opt.input_folder, metavar="DIR", help="the adapter (required)"
@@ -69,6 +71,7 @@ def register(commands: Commands) -> None:
         "folders, cached hub datasets) into one DatasetDict with train and eval splits, "
         "deduplicated on messages and split by a seeded hash of each row's id.",
         group="data",
+        output=Output(marks=(Mark("manifest.json", "kind", "mix"),)),
     )
     mix.add_argument(
         "--in",

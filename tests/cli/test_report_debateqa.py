@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from moot.core.data.records import claim_folder
+from moot.core.data.folders import RunFolder
 from tests.cli.helpers import run_moot
 
 # the claims `moot eval pd` and `moot eval da` write (run_pd; evaluate_dispute_awareness)
@@ -19,8 +19,8 @@ DA_CLAIM["prompts"] = "0123abcd"
 
 def _runs(tmp_path, name, pds, labels, pd_claim=PD_CLAIM, da_claim=DA_CLAIM):
     pd_dir, da_dir = tmp_path / f"{name}-pd", tmp_path / f"{name}-da"
-    claim_folder(pd_dir, "pd", pd_claim, "P.D. scores")
-    claim_folder(da_dir, "eval", da_claim, "judgments")
+    RunFolder(pd_dir).claim("pd", pd_claim, "P.D. scores")
+    RunFolder(da_dir).claim("eval", da_claim, "judgments")
     ids = [f"q{n}" for n in range(1, len(pds) + 1)]
     pd = [{"id": i, "status": "ok", "pd": v} for i, v in zip(ids, pds, strict=True)]
     da = [

@@ -4,8 +4,15 @@ import json
 
 import pytest
 
+from moot.cli.main import build_parser
 from moot.core.errors import InputError
 from moot.core.view.payload import command_of, read_run
+
+
+@pytest.fixture(autouse=True)
+def _kinds() -> None:
+    """Each command registers its output's kind as the CLI builds its parser."""
+    build_parser()
 
 
 def test_an_earlier_versions_eval_folder_is_told_apart_by_its_claim(tmp_path):
