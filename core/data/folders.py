@@ -105,6 +105,11 @@ def output_of(owner: str) -> Output | None:
     return _OUTPUTS.get(owner)
 
 
+def outputs() -> dict[str, Output]:
+    """Every registered output, by its owner, in the order they were registered."""
+    return dict(_OUTPUTS)
+
+
 def _legacy(claims_only: bool = False) -> list[tuple[Mark, tuple[str, ...]]]:
     """Every registered mark with the owners that registered it: claim files, then the rest.
 
@@ -112,7 +117,7 @@ def _legacy(claims_only: bool = False) -> list[tuple[Mark, tuple[str, ...]]]:
     were registered.
     """
     found: dict[Mark, list[str]] = {}
-    for owner, output in _OUTPUTS.items():
+    for owner, output in outputs().items():
         for mark in output.marks:
             found.setdefault(mark, []).append(owner)
     marks = sorted(found.items(), key=lambda entry: not entry[0].claim)  # stable: claims first

@@ -240,3 +240,54 @@ def test_no_output_lies_inside_an_input_or_another_run_or_holds_a_run(folders, t
         f"--out {index} holds " in rebuilt.stderr and "`moot answer`'s run folder" in rebuilt.stderr
     )
     assert snapshot(index / "answers") == kept
+
+
+def test_folders_an_earlier_version_wrote_resume_view_and_refuse_other_settings(folders):
+    """Issue 30, item 3: `RunFolder` writes the claims earlier versions wrote, byte for byte.
+
+    Each folder is made as an earlier version left it: its claim written as that version's
+    writer wrote it (`write_json`: ``json.dumps(claim, indent=2, ensure_ascii=False)``), and no
+    owner mark. A rerun is still its command's and finishes with no call; `moot view` still shows
+    it; other settings are still refused, touching nothing.
+    """
+    rules = [*RULES, Rule(pattern=".", reply="An answer.")]
+    with ScriptedServer(rules=rules) as server:
+        debates = folders / "debate" / "debates.jsonl"
+        cases = [  # the folder, its claim, its command, the same command with other settings
+            ("debate", "run", debate(server, folders, folders / "debate"), ["--rounds", 2]),
+            (
+                "judge",
+                "judge",
+                judge(server, debates, folders / "judge"),
+                ["--framework", "debatrix"],
+            ),
+            (
+                "answer",
+                "eval",
+                answer(server, folders, folders / "answer"),
+                ["--prompt", "detailed"],
+            ),
+        ]
+        first = run_moot(*cases[2][2])
+        assert first.returncode == 0, first.stderr
+        for name, claim, args, other in cases:
+            folder = folders / name
+            text = (folder / ".moot" / f"{claim}.json").read_text(encoding="utf-8")
+            written = json.loads(text)
+            assert text == json.dumps(written, indent=2, ensure_ascii=False) + "\n"
+            if claim == "run":  # `moot debate`'s: {identity, shard}, in that order
+                assert list(written) == ["identity", "shard"] and written["shard"] == "0/1"
+            (folder / ".moot" / "owner.json").unlink()
+            calls = len(server.requests)
+            rerun = run_moot(*args)
+            assert rerun.returncode == 0, rerun.stderr
+            assert len(server.requests) == calls, name  # nothing redone
+            assert (folder / ".moot" / f"{claim}.json").read_text(encoding="utf-8") == text
+            page = folders / f"{name}.html"
+            shown = run_moot("view", folder, "--out", page)
+            assert shown.returncode == 0, shown.stderr
+            before = snapshot(folder)
+            refused = run_moot(*args, *other)
+            assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+            assert f"{folder}" in refused.stderr and "use a new --out" in refused.stderr
+            assert len(server.requests) == calls and snapshot(folder) == before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -263,3 +264,27 @@ def test_a_packed_run_counts_every_token_once(tmp_path):
     assert manifest["tokens_seen"] == train["tokens"]  # the rows' filler is not counted
     (entry,) = [e for e in manifest["log_history"] if "num_tokens" in e][-1:]
     assert entry["num_tokens"] == train["tokens"]  # trl's own count, all rows of each batch
+
+
+def test_a_run_folder_an_earlier_version_claimed_and_finished_is_not_trained_again(tmp_path):
+    """Issue 30, item 3: ``.moot/train.json`` is a `RunFolder` claim now, the same file.
+
+    The folder is made as an earlier version left a finished run: its claim as that version
+    wrote it (the identity a hash of the settings and data), its manifest. It is done, its claim
+    untouched; another configuration is refused, naming the flag to change.
+    """
+    config = tiny(tmp_path)
+    out = Path(config.training.output_dir)
+    settings, data = config.trained_settings(), check_inputs(config)
+    text = json.dumps({"config": settings, "data": data}, sort_keys=True)
+    identity = hashlib.sha256(text.encode()).hexdigest()[:16]
+    claim = json.dumps({"identity": identity, "config": settings, "data": data}, indent=2)
+    (out / ".moot").mkdir(parents=True)
+    (out / ".moot" / "train.json").write_text(claim + "\n")
+    (out / "manifest.json").write_text(json.dumps({"identity": identity, "status": "complete"}))
+    assert train_sft(config).already_done
+    assert (out / ".moot" / "train.json").read_text() == claim + "\n"
+    other = tiny(tmp_path, "training.learning_rate=0.5")
+    refusal = "holds a training run of another configuration or other data; use a new training"
+    with pytest.raises(ConfigError, match=f"^{out} {refusal}.output_dir$"):
+        train_sft(other)

@@ -5,8 +5,9 @@ import json
 import pytest
 
 from moot.cli.main import build_parser
+from moot.core.data.folders import outputs
 from moot.core.errors import InputError
-from moot.core.view.payload import command_of, read_run
+from moot.core.view.payload import KINDS, STAGES, command_of, read_run
 
 
 @pytest.fixture(autouse=True)
@@ -15,10 +16,25 @@ def _kinds() -> None:
     build_parser()
 
 
+def test_every_kind_a_command_registers_is_one_the_page_draws_and_each_is_registered():
+    views = {output.view for output in outputs().values()} - {None}
+    assert views == {*KINDS, STAGES}
+    assert [c for c, o in outputs().items() if o.view == STAGES] == ["moot run"]
+
+
 def test_an_earlier_versions_eval_folder_is_told_apart_by_its_claim(tmp_path):
     (tmp_path / ".moot").mkdir()
     (tmp_path / ".moot" / "eval.json").write_text(json.dumps({"evaluation": "quality"}))
     assert command_of(tmp_path) == "moot eval quality"
+
+
+def test_an_earlier_versions_merged_shards_folder_is_a_debate_folder(tmp_path):
+    """Its manifest is `moot debate`'s and `moot merge-shards`'s alike: both show as debates."""
+    (tmp_path / "manifest.json").write_text(json.dumps({"kind": "debatune"}))
+    ok = {"id": "a", "topic": "T", "stance": "Affirmative", "argument": "x", "status": "ok"}
+    (tmp_path / "debates.jsonl").write_text(json.dumps(ok) + "\n")
+    run = read_run(tmp_path)
+    assert (run["command"], run["kind"], len(run["items"])) == ("moot debate", "debate", 1)
 
 
 def test_a_folder_with_nothing_to_show_is_named_with_its_command(tmp_path):
