@@ -78,11 +78,27 @@ def test_training_lowers_the_loss_writes_a_manifest_and_a_rerun_trains_nothing(t
     assert lines[0] == "train: 12 samples, 1629 tokens"
     again = train_sft(config, progress=False)
     assert again.already_done and again.manifest == manifest
+    # a folder an earlier moot finished: its old names, its own identity; finished all the same
+    old = {"num_train_epochs": "epochs", "lr_scheduler_type": "lr_scheduler"}
+    for path in (result.output_dir / ".moot" / "train.json", result.output_dir / "manifest.json"):
+        record = json.loads(path.read_text())
+        training = record["config"]["training"]
+        record["config"]["training"] = {old.get(k, k): v for k, v in training.items()}
+        path.write_text(json.dumps({**record, "identity": "0123456789abcdef"}))
+    assert train_sft(config, progress=False).already_done
+    assert "| learning rate, scheduler | 0.02, cosine |" in sft_card_text(result)
     with pytest.raises(ConfigError, match="another configuration or other data"):
         train_sft(tiny(tmp_path, "training.epochs=2"), progress=False)
     data.write_text("\n".join(data.read_text().splitlines()[:-1]) + "\n")  # one record less
     with pytest.raises(ConfigError, match="another configuration or other data"):
         train_sft(config, progress=False)
+
+
+def sft_card_text(result) -> str:
+    """The card `moot train sft` writes for `result`'s weights, as text."""
+    from moot.training.sft_card import write_sft_card
+
+    return (write_sft_card(result.output_dir) / "README.md").read_text()
 
 
 def test_full_fine_tuning_trains_every_weight_into_a_whole_model(tmp_path):
