@@ -510,8 +510,10 @@ def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
 
 
 def _layered(under: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """The section `over` on top of `under`: a key of `over` replaces `under`'s value under
-    either of its names (`RENAMED`), so an old name and its new one meet only in one layer."""
+    """The section `over` on top of `under`, a key of `over` replacing either of its names.
+
+    So an old name (`RENAMED`) and its new one meet only within one layer, where they are refused.
+    """
     names = {RENAMED.get(key, key) for key in over}
     kept = {key: value for key, value in under.items() if RENAMED.get(key, key) not in names}
     return {**kept, **over}
