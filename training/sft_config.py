@@ -166,11 +166,6 @@ def trl_names(training: dict[str, Any]) -> dict[str, Any]:
     return {RENAMED.get(key, key): value for key, value in training.items()}
 
 
-def renamed_twice(training: dict[str, Any]) -> str | None:
-    """An old name (`RENAMED`) given in `training` together with its new one, if any."""
-    return next((old for old, new in RENAMED.items() if old in training and new in training), None)
-
-
 def _key_error(key: str, message: str) -> ValidationError:
     """A validation error at `key` of the section being validated (``training.KEY: message``)."""
     error = InitErrorDetails(type="value_error", loc=(key,), input=None, ctx={"error": message})
@@ -265,7 +260,7 @@ class TrainingSettings(ConfigModel):
         from moot.core.validation import did_you_mean
         from moot.training.trl_fields import sft_config_fields
 
-        twice = renamed_twice(given)
+        twice = next((old for old, new in RENAMED.items() if old in given and new in given), None)
         if twice:
             raise _key_error(twice, f"the old name of {RENAMED[twice]}, also given: keep one")
         ratio = given.get("warmup_ratio")
