@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import re
 from pathlib import Path
 
@@ -69,6 +70,13 @@ def test_every_command_is_a_function_and_async_twin():
         name = words[-1].replace("-", "_")
         assert callable(getattr(owner, name)), words
         assert asyncio.iscoroutinefunction(getattr(owner, f"a{name}")), words
+    # the flags are the signature, with their defaults: what a notebook's tooltip shows
+    parameters = inspect.signature(moot.debate).parameters
+    assert parameters["arguments_per_stance"].default == 3
+    assert parameters["topics"].default is inspect.Parameter.empty
+    assert "constrained" in inspect.signature(moot.eval.quality).parameters  # not no_constrained
+    assert "arguments_per_stance: " in moot.debate.__doc__
+    assert list(inspect.signature(moot.run).parameters)[0] == "recipe"
 
 
 def test_refused_calls_raise_one_line_before_anything_runs(tmp_path, monkeypatch, scripted_server):
@@ -77,6 +85,10 @@ def test_refused_calls_raise_one_line_before_anything_runs(tmp_path, monkeypatch
     model = {"model": "openai/m", "api_base": scripted_server.url}
     cases = [
         ({"topics": "topics.json", "out": "o", "rounds": "two"}, "keyword 'rounds': must be"),
+        (
+            {"topics": "topics.json", "out": "o", "argument_per_stance": 1},
+            "unknown keyword 'argument_per_stance' (did you mean 'arguments_per_stance'?)",
+        ),
         ({"out": "o"}, "moot.debate(): missing keyword 'topics'"),
         ({"topics": "missing.json", "out": "o"}, "missing.json: "),
         ({"topics": "topics.json", "out": "o", "shard": "3/2"}, "shard"),
