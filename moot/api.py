@@ -26,9 +26,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import ctypes
 import inspect
 import keyword
 import re
+import threading
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
 from typing import Any
@@ -69,14 +71,70 @@ def call(command: str, /, **options: Any) -> Result:
         asyncio.get_running_loop()
     except RuntimeError:  # no loop here: the command runs its own
         return _checked(_execute(args))
-    with concurrent.futures.ThreadPoolExecutor(1, "moot") as pool:  # a notebook's loop runs
-        return _checked(pool.submit(_execute, args).result())
+    thread, running = _in_a_thread(args)  # a notebook's loop runs here: the command beside it
+    try:
+        while True:  # awake now and then: a signal may wake another thread, not this wait
+            try:
+                return _checked(running.result(timeout=0.1))
+            except concurrent.futures.TimeoutError:
+                continue
+    except KeyboardInterrupt:  # the notebook's interrupt: stop the command as Ctrl-C does
+        _interrupt(thread)
+        raise
 
 
 async def acall(command: str, /, **options: Any) -> Result:
-    """`call`, awaitable: the command runs in a thread, its event loop its own."""
+    """`call`, awaitable: the command runs in a thread, its event loop its own.
+
+    Cancelling the awaiting task stops the command as Ctrl-C stops the command line.
+    """
     args = command_args(command, options)
-    return _checked(await asyncio.to_thread(_execute, args))
+    thread, running = _in_a_thread(args)
+    try:
+        result = await asyncio.wrap_future(running)
+    except asyncio.CancelledError:
+        _interrupt(thread)
+        raise
+    return _checked(result)
+
+
+def _in_a_thread(args: Any) -> tuple[threading.Thread, concurrent.futures.Future[Result]]:
+    """Run the command in a thread of its own (its event loop its own); its future result."""
+    running: concurrent.futures.Future[Result] = concurrent.futures.Future()
+
+    def work() -> None:
+        running.set_running_or_notify_cancel()  # from now on it ends only by `_interrupt`
+        try:
+            running.set_result(_execute(args))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, whatever it is
+            running.set_exception(exc)
+
+    thread = threading.Thread(target=work, name=f"moot {args.command_parser.prog}", daemon=True)
+    thread.start()
+    return thread, running
+
+
+def _interrupt(thread: threading.Thread) -> None:
+    """Stop the command running in `thread` as Ctrl-C stops the command line, and wait for it.
+
+    Its running work is cancelled (`moot.cli.runtime.run`); between its runs, a
+    `KeyboardInterrupt` is raised in the thread when it next runs Python. Either way what
+    finished is kept, its output folder's lock let go of, and calling it again resumes it.
+    """
+    from moot.cli.runtime import RUNNING
+
+    running = RUNNING.get(thread.ident or 0)
+    if running is not None:
+        loop, task = running
+        loop.call_soon_threadsafe(task.cancel)
+    else:
+        ident = ctypes.c_ulong(thread.ident or 0)
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ident, ctypes.py_object(KeyboardInterrupt))
+    thread.join(INTERRUPT_WAIT)
+
+
+#: Seconds an interrupted command is waited for (it stops at its next reply or timer).
+INTERRUPT_WAIT = 30.0
 
 
 def command_args(command: str, options: dict[str, Any]) -> Any:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import re
+import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -152,3 +156,64 @@ def test_a_recipe_runs_from_python_with_each_stage_result(tmp_path, scripted_ser
     assert result.stages["debate"].records()
     assert result.ledger.total().calls == len(scripted_server.requests) > 0
     assert result.outputs["report"].is_file()
+
+
+def _slow_debates(tmp_path: Path, server: ScriptedServer) -> dict:
+    """A debate run whose first replies take 0.2 s each: long enough to interrupt."""
+    (tmp_path / "topics.json").write_text('["Zoos?", "Cats?", "Dogs?"]', encoding="utf-8")
+    server.add_fault(Fault("hang", times=8, hang_seconds=0.2))
+    return {
+        "topics": tmp_path / "topics.json",
+        "out": tmp_path / "debates",
+        "arguments_per_stance": 1,
+        "rounds": 1,
+        "model": "openai/m",
+        "api_base": server.url,
+        "concurrency": 1,
+    }
+
+
+def _moot_threads() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name.startswith("moot ")]
+
+
+def test_an_interrupted_call_in_a_running_loop_stops_its_command_and_resumes(
+    tmp_path, scripted_server
+):
+    """A notebook's interrupt stops the command as Ctrl-C does: nothing runs on, all resumes."""
+    options = _slow_debates(tmp_path, scripted_server)
+
+    async def a_notebook_cell() -> None:
+        moot.debate(**options)
+
+    threading.Thread(target=_interrupt_at, args=(scripted_server, 3), daemon=True).start()
+    loop = asyncio.new_event_loop()  # as Jupyter's: an interrupt is a KeyboardInterrupt there
+    with pytest.raises(KeyboardInterrupt):  # (asyncio.run's first Ctrl-C only cancels its task)
+        loop.run_until_complete(a_notebook_cell())
+    loop.close()
+    assert _moot_threads() == []  # the command stopped, its folder let go of
+    done = moot.debate(**options)  # resumes: what finished is not asked for again
+    assert done.ok and done.tallies[0].skipped >= 1
+
+
+def _interrupt_at(server: ScriptedServer, requests: int) -> None:
+    """Ctrl-C (a notebook's interrupt) once the server has had `requests` requests."""
+    while len(server.requests) < requests:
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_a_cancelled_async_call_stops_its_command(tmp_path, scripted_server):
+    options = _slow_debates(tmp_path, scripted_server)
+
+    async def cancel_it() -> None:
+        task = asyncio.create_task(moot.adebate(**options))
+        while len(scripted_server.requests) < 3:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_it())
+    assert _moot_threads() == []
+    assert moot.debate(**options).ok

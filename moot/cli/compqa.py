@@ -6,7 +6,6 @@ Nikishina et al., 2025 (arXiv:2502.14476).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
 from typing import Any
 
@@ -238,7 +237,7 @@ def run_compare(args: argparse.Namespace) -> Result:
     questions, settings = _compare_inputs(args)
     client = runtime.client_for(args, settings["role"].spec)
     ctx = CompareContext(client=client, **settings)
-    run = asyncio.run(
+    run = runtime.run(
         compare_questions(
             questions,
             args.out,
@@ -320,7 +319,7 @@ def run_eval_compqa(args: argparse.Namespace) -> Result:
 
     files, role = _eval_compqa_inputs(args)
     client = runtime.client_for(args, role.spec)
-    result = asyncio.run(
+    result = runtime.run(
         evaluate_compqa(
             files,
             args.out,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import re
 from pathlib import Path
@@ -286,7 +285,7 @@ def run_answer(args: argparse.Namespace) -> Result:
     client = runtime.client_for(args, *specs)
     ctx = AnswerContext(client=client, retriever=retriever, **settings)
     progress = runtime.progress_for(args, client)
-    run = asyncio.run(
+    run = runtime.run(
         answer_questions(questions, args.out, ctx, concurrency=args.concurrency, progress=progress)
     )
     summary = run.summary
@@ -375,7 +374,7 @@ def run_curate(args: argparse.Namespace) -> Result:
         seed=args.seed,
     )
     progress = runtime.progress_for(args, client)
-    run = asyncio.run(
+    run = runtime.run(
         curate(questions, args.out, ctx, concurrency=args.concurrency, progress=progress)
     )
     summary = run.summary
@@ -439,7 +438,7 @@ def run_pd(args: argparse.Namespace) -> Result:
             backend=args.backend,
         )
 
-    run = asyncio.run(
+    run = runtime.run(
         score_answers(pairs, out, make_scorer, claim, progress=runtime.progress_for(args))
     )
     summary = summarize(
@@ -521,7 +520,7 @@ def run_da(args: argparse.Namespace) -> Result:
 
     answers, sources, role = _da_inputs(args)
     client = runtime.client_for(args, role.spec)
-    result = asyncio.run(
+    result = runtime.run(
         evaluate_dispute_awareness(
             answers,
             args.out,

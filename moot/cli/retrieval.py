@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 from typing import Any
 
@@ -139,7 +138,7 @@ def run_retrieve(args: argparse.Namespace) -> Result:
     if role is not None:
         client = runtime.client_for(args, role.spec)
         expansion = QueryExpansion(client, role, runtime.constrained(args, role), args.seed)
-    run = asyncio.run(
+    run = runtime.run(
         retrieve_questions(
             questions,
             retriever,

@@ -6,16 +6,20 @@ Heavy libraries are imported inside these functions, so ``moot --help`` stays fa
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import sys
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from moot.result import Result
 
 BUDGET_EXIT = 3  # ``--budget`` stopped the run: what finished is written, a rerun goes on
 PUSH_EXIT = 1  # ``--push-to-hub`` failed: the artifact is complete, a rerun pushes it
+
+T = TypeVar("T")
 
 PROGRESS_ROOM = len("..progress.jsonl")  # what `.NAME.progress.jsonl` adds to an --out FILE
 
@@ -23,6 +27,29 @@ DEMO_NOTE = (
     "note: local/smollm2 is the embedded 135M demo model: fluent, often off-topic or on the wrong "
     "side. Use a real model (--model, --judge) for real data."
 )
+
+
+#: The main task of the command running in each thread, by thread: `moot.api` cancels it to
+#: interrupt a command it runs in a thread of its own, as Ctrl-C interrupts the command line.
+RUNNING: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = {}
+
+
+def run(work: Coroutine[Any, Any, T]) -> T:
+    """Run a command's coroutine to its end in an event loop of its own (`asyncio.run`).
+
+    While it runs, its task is in `RUNNING`, so a command run from Python in a thread can be
+    interrupted: cancelling the task unwinds it as Ctrl-C does (what finished is kept).
+    """
+
+    async def main() -> T:
+        thread = threading.get_ident()
+        RUNNING[thread] = (asyncio.get_running_loop(), asyncio.current_task())  # type: ignore[assignment]
+        try:
+            return await work
+        finally:
+            del RUNNING[thread]
+
+    return asyncio.run(main())
 
 
 def note(args: argparse.Namespace, text: str) -> None:
