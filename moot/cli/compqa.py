@@ -223,10 +223,10 @@ def _compare_inputs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]
 
 def plan_compare_run(args: argparse.Namespace) -> Any:
     """`moot compare --dry-run` (its context has no client: the plan calls no model)."""
-    from moot.graphs.compqa_compare import CompareContext, plan_compare
+    from moot.graphs.compqa_compare import CompareSettings, plan_compare
 
     questions, settings = _compare_inputs(args)
-    ctx = CompareContext(client=None, **settings)  # type: ignore[arg-type]
+    ctx = CompareSettings(**settings)
     return plan_compare(questions, args.out, ctx, generator=args.generator)
 
 

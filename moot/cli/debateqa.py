@@ -260,10 +260,10 @@ def _answer_inputs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]
 def plan_answer(args: argparse.Namespace) -> Any:
     """`moot answer --dry-run`: searches stand in as the index's longest chunks (no search)."""
     from moot.cli.retrieval import planned_search, search_source, web_key
-    from moot.graphs.debateqa_answer import AnswerContext, plan_answers
+    from moot.graphs.debateqa_answer import AnswerSettings, plan_answers
 
     questions, settings = _answer_inputs(args)
-    ctx = AnswerContext(client=None, **settings)  # type: ignore[arg-type]
+    ctx = AnswerSettings(**settings)
     if args.mode == "plain":
         return plan_answers(questions, args.out, ctx)
     index = search_source(args)
@@ -323,7 +323,7 @@ def plan_curate(args: argparse.Namespace) -> Any:
     from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER
     from moot.core.retrieval.index import Index, corpus_chunks, corpus_sha256
     from moot.graphs.debateqa_answer import search_identity
-    from moot.graphs.debateqa_curate import CurateContext, plan_curation
+    from moot.graphs.debateqa_curate import CurateSettings, plan_curation
 
     questions, path = _curate_inputs(args)
     if path is not None:
@@ -333,11 +333,8 @@ def plan_curate(args: argparse.Namespace) -> Any:
         chunks = corpus_chunks(args.docs)
         manifest = {"source_sha256": corpus_sha256(args.docs), "chunk_chars": DEFAULT_CHUNK_CHARS}
     role = runtime.role_from(args, "curator")
-    ctx = CurateContext(
-        client=None,  # type: ignore[arg-type]
+    ctx = CurateSettings(
         role=role,
-        retriever=None,  # type: ignore[arg-type]
-        embedder=None,  # type: ignore[arg-type]
         documents=args.documents,
         threshold=args.threshold,
         max_tokens=args.max_tokens,

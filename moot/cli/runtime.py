@@ -42,8 +42,9 @@ def run(work: Coroutine[Any, Any, T]) -> T:
     """
 
     async def main() -> T:
-        thread = threading.get_ident()
-        RUNNING[thread] = (asyncio.get_running_loop(), asyncio.current_task())  # type: ignore[assignment]
+        thread, task = threading.get_ident(), asyncio.current_task()
+        assert task is not None  # a coroutine asyncio.run runs is a task's
+        RUNNING[thread] = (asyncio.get_running_loop(), task)
         try:
             return await work
         finally:
