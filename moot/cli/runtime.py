@@ -14,10 +14,7 @@ from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from moot.result import Result
-
-BUDGET_EXIT = 3  # ``--budget`` stopped the run: what finished is written, a rerun goes on
-PUSH_EXIT = 1  # ``--push-to-hub`` failed: the artifact is complete, a rerun pushes it
+from moot.result import FAILED, STOPPED, Result
 
 T = TypeVar("T")
 
@@ -520,7 +517,7 @@ def finish(
         outputs: What the command wrote, by name, its main records first.
 
     Returns:
-        Its exit code: 3 if ``--budget`` stopped the run (`BUDGET_EXIT`); else 1 if any item
+        Its exit code: 3 if ``--budget`` stopped the run (`STOPPED`); else 1 if any item
         failed, nothing was read, or `failed`; else 0.
     """
     messages = list(messages)
@@ -546,7 +543,7 @@ def finish(
             "nothing was measured; check the judge model and its replies in the output"
         )
     if stopped:
-        code = BUDGET_EXIT
+        code = STOPPED
     else:
         code = 1 if failed or nothing_read or any(t.failed for t in tallies) else 0
     folder = args.out if getattr(args, "out_folder", False) else None
@@ -651,7 +648,7 @@ def push(args: argparse.Namespace, folder: Any, kind: str, result: Result) -> Re
     """Push the command's finished artifact when ``--push-to-hub`` asks.
 
     Only a run that finished (exit code 0) is pushed; otherwise a message says why not. A push
-    that fails says so and exits `PUSH_EXIT`, the local folder left as it was: rerunning the
+    that fails says so and exits 1 (`FAILED`), the local folder left as it was: rerunning the
     command redoes no finished work and pushes again.
 
     Args:
@@ -677,5 +674,5 @@ def push(args: argparse.Namespace, folder: Any, kind: str, result: Result) -> Re
         result.messages.append(
             f"moot: {exc}; {folder} is complete and unchanged: rerun the same command to push it"
         )
-        result.exit_code = PUSH_EXIT
+        result.exit_code = FAILED
     return result
