@@ -32,6 +32,7 @@ import keyword
 import re
 import threading
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -143,7 +144,13 @@ def command_args(command: str, options: dict[str, Any]) -> Any:
     Raises:
         ConfigError: An unknown command, option or value, or a required option missing.
     """
-    from moot.cli.config import command_parser, option_defaults, parse_with, positional_argv
+    from moot.cli.config import (
+        command_parser,
+        option_defaults,
+        parse_with,
+        positional_argv,
+        read_config,
+    )
     from moot.cli.main import build_parser
     from moot.core.errors import ConfigError, InputError
 
@@ -154,13 +161,19 @@ def command_args(command: str, options: dict[str, Any]) -> Any:
     if command_line is None:
         raise ConfigError(f"{name}: no such moot command")
     options = {_flag_name(key): value for key, value in options.items()}
+    takes_config = "config" in _flags(command_line)  # --config FILE.yaml (not train sft's own)
+    config = options.pop("config", None) if takes_config else None
     try:
         values = option_defaults(command_line, options, name, positionals=True)
     except InputError as exc:  # the keyword is the flag's name: said as a keyword
         said = str(exc).replace("option '", "keyword '")
         raise ConfigError(_SUGGESTED.sub(lambda m: f"'{_keyword(m[1])}'", said)) from None
+    if config is not None:  # its values under the keywords, as under the command line's flags
+        values = {**option_defaults(command_line, read_config(config), config), **values}
     argv = positional_argv(command_line, values)
     args = parse_with(parser, words, argv, values)
+    if takes_config:
+        args.config = config if config is None else Path(config)  # inline `prices:` read against it
     for dest in getattr(args, "required_flags", ()):
         if getattr(args, dest, None) is None:
             flag = _keyword(max(_flags(command_line)[dest], key=len))
@@ -273,7 +286,7 @@ def _described(command: str) -> tuple[inspect.Signature, str]:
 
 
 #: Parser entries that are not keyword arguments of a command's function.
-_NOT_KEYWORDS = ("help", "debug", "config", "command_fn")
+_NOT_KEYWORDS = ("help", "debug", "command_fn")
 
 
 #: The whole command line's parser, read for the functions' signatures and docstrings.

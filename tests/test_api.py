@@ -217,3 +217,18 @@ def test_a_cancelled_async_call_stops_its_command(tmp_path, scripted_server):
     asyncio.run(cancel_it())
     assert _moot_threads() == []
     assert moot.debate(**options).ok
+
+
+def test_a_config_file_gives_values_under_the_keywords(tmp_path, monkeypatch, scripted_server):
+    monkeypatch.chdir(tmp_path)
+    Path("topics.json").write_text('["Zoos?"]', encoding="utf-8")
+    Path("debate.yaml").write_text(
+        f"model: openai/m\napi-base: {scripted_server.url}\nrounds: 3\narguments-per-stance: 1\n",
+        encoding="utf-8",
+    )
+    result = moot.debate(config="debate.yaml", topics="topics.json", out="d", rounds=0)
+    assert result.ok and scripted_server.requests  # the file's model and server were used
+    assert {r["rounds"] for r in result.records("debates")} == {0}  # the keyword won
+    Path("bad.yaml").write_text("rouds: 2\n", encoding="utf-8")
+    with pytest.raises(moot.InputError, match=r"bad.yaml: unknown option 'rouds'"):
+        moot.debate(config="bad.yaml", topics="topics.json", out="d")
