@@ -10,11 +10,13 @@ __getattr__, __all__ = lazy_exports(
     {
         "moot.graphs.debateqa_answer": (
             "AnswerContext",
+            "AnswerSettings",
             "answer_questions",
             "build_answer_graph",
         ),
         "moot.graphs.compqa_compare": (
             "CompareContext",
+            "CompareSettings",
             "build_compare_graph",
             "compare_questions",
         ),
@@ -24,6 +26,7 @@ __getattr__, __all__ = lazy_exports(
         ),
         "moot.graphs.debateqa_curate": (
             "CurateContext",
+            "CurateSettings",
             "build_curate_graph",
             "curate",
         ),

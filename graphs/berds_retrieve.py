@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,17 +42,15 @@ from moot.prompts import template_digest
 
 
 @dataclass(frozen=True)
-class QueryExpansion:
-    """The model that lists each question's perspectives before retrieval (BERDS).
+class ExpansionSettings:
+    """How each question's perspectives are listed before retrieval (BERDS).
 
     Args:
-        client: The model layer.
         role: The expansion model (BERDS used GPT-4).
         constrained: Send a bounded JSON schema as ``response_format``.
         seed: Sampling seed.
     """
 
-    client: ModelClient
     role: Role
     constrained: bool = False
     seed: int = 0
@@ -66,6 +64,17 @@ class QueryExpansion:
             "seed": self.seed,
             "prompts": template_digest("debateqa/query_expansion.j2"),
         }
+
+
+@dataclass(frozen=True)
+class QueryExpansion(ExpansionSettings):
+    """The model that lists each question's perspectives before retrieval, and its model layer.
+
+    Args:
+        client: The model layer.
+    """
+
+    client: ModelClient = field(kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -207,7 +216,7 @@ async def _expand(
 
 
 def _expansion_items(
-    questions: Sequence[Question], expansion: QueryExpansion
+    questions: Sequence[Question], expansion: ExpansionSettings
 ) -> tuple[dict[str, str], list[dict[str, Any]]]:
     """Each question's expansion id (by question id), and the run engine's items."""
     identity = expansion.identity()
@@ -217,13 +226,13 @@ def _expansion_items(
 
 
 def plan_expansions(
-    questions: Sequence[Question], out: Path, expansion: QueryExpansion | None
+    questions: Sequence[Question], out: Path, expansion: ExpansionSettings | None
 ) -> Plan:
     """What `retrieve_questions` would do, reading `out`'s progress log and writing nothing.
 
     One expansion call per question text not yet expanded (none without query expansion):
     the real prompt in, at most `EXPANSION_TOKENS` out; a repair round for an unreadable
-    reply is not counted. `expansion.client` is never used.
+    reply is not counted.
     """
     out = Path(out)
     check_out_file(out)

@@ -74,11 +74,10 @@ class CompareState(TypedDict, total=False):
 
 
 @dataclass(frozen=True)
-class CompareContext:
-    """Run-level settings (LangGraph runtime context).
+class CompareSettings:
+    """What a comparing run does: its model, scenario, arguments and budgets.
 
     Args:
-        client: The model layer.
         role: The answering model (it also extracts objects and generates arguments, at
             `helper_role`'s temperature).
         scenario: CompQA prompting scenario, 1-4.
@@ -89,7 +88,6 @@ class CompareContext:
         seed: Base sampling seed.
     """
 
-    client: ModelClient
     role: Role
     scenario: int
     arguments: ArgumentFile | None = None
@@ -120,6 +118,17 @@ class CompareContext:
         return (
             self.role if self.role.temperature is not None else replace(self.role, temperature=0.0)
         )
+
+
+@dataclass(frozen=True)
+class CompareContext(CompareSettings):
+    """A comparing run's settings and its model layer (the LangGraph runtime context).
+
+    Args:
+        client: The model layer.
+    """
+
+    client: ModelClient = field(kw_only=True)
 
 
 def build_compare_graph() -> Any:
@@ -216,7 +225,7 @@ async def _answer(state: CompareState, runtime: Runtime[CompareContext]) -> Comp
     }
 
 
-def run_identity(ctx: CompareContext) -> dict[str, Any]:
+def run_identity(ctx: CompareSettings) -> dict[str, Any]:
     """What makes two comparing runs the same: model, scenario, sampling, prompts, arguments."""
     identity: dict[str, Any] = {
         "run": "compare",
@@ -347,7 +356,7 @@ async def compare_questions(
     return CompareRun(records, answers, summary, path, [run.tally])
 
 
-def _answer_record(record: dict[str, Any], generator: str, ctx: CompareContext) -> dict[str, Any]:
+def _answer_record(record: dict[str, Any], generator: str, ctx: CompareSettings) -> dict[str, Any]:
     """A log record as an answer-file record (the raw_summaries shape plus provenance)."""
     found = record.get("extracted") or record
     aspect = found["aspect"] or ""
@@ -391,7 +400,7 @@ def _items(questions: Sequence[CompQuestion]) -> list[dict[str, Any]]:
 def plan_compare(
     questions: Sequence[CompQuestion],
     out_dir: Path,
-    ctx: CompareContext,
+    ctx: CompareSettings,
     *,
     generator: str | None = None,
 ) -> Plan:
@@ -440,6 +449,7 @@ def _item_id(question: CompQuestion) -> str:
 
 __all__ = [
     "CompareContext",
+    "CompareSettings",
     "CompareRun",
     "CompareState",
     "build_compare_graph",

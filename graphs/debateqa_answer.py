@@ -27,7 +27,7 @@ import asyncio
 import operator
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
@@ -76,15 +76,13 @@ class AnswerState(TypedDict, total=False):
 
 
 @dataclass(frozen=True)
-class AnswerContext:
-    """Run-level settings (LangGraph runtime context).
+class AnswerSettings:
+    """What an answering run does: its models, mode, prompt, retrieval sizes and budgets.
 
     Args:
-        client: The model layer.
         role: The answering model (the evaluated one).
         mode: ``plain``, ``rag``, ``react`` or ``react-single``.
         prompt: System prompt: ``basic``, ``comprehensive`` or ``detailed``.
-        retriever: The search tool (a local index or web search); needed by rag and react.
         k: Chunks given to vanilla RAG.
         search_k: Chunks per ReAct search.
         max_searches: ReAct retrievals, the first on the question.
@@ -93,11 +91,9 @@ class AnswerContext:
         agent: The ReAct agent of ``react`` (default: `role`); ``react-single`` uses `role`.
     """
 
-    client: ModelClient
     role: Role
     mode: str = "plain"
     prompt: str = "basic"
-    retriever: Retriever | None = None
     k: int = 10
     search_k: int = 3
     max_searches: int = 3
@@ -109,6 +105,19 @@ class AnswerContext:
     def agent_role(self) -> Role:
         """Who runs the ReAct loop: `agent` in ``react``, else the answering model."""
         return self.agent if self.mode == "react" and self.agent else self.role
+
+
+@dataclass(frozen=True)
+class AnswerContext(AnswerSettings):
+    """An answering run's settings and what it runs with (the LangGraph runtime context).
+
+    Args:
+        client: The model layer.
+        retriever: The search tool (a local index or web search); needed by rag and react.
+    """
+
+    client: ModelClient = field(kw_only=True)
+    retriever: Retriever | None = field(default=None, kw_only=True)
 
 
 def build_answer_graph(mode: str) -> Any:
@@ -254,12 +263,13 @@ async def _final(state: AnswerState, runtime: Runtime[AnswerContext]) -> AnswerS
     return {"trace": [event], "calls": [usage], "answer": answer}
 
 
-def run_identity(ctx: AnswerContext, search: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_identity(ctx: AnswerSettings, search: dict[str, Any] | None = None) -> dict[str, Any]:
     """What makes two answering runs the same: model, mode, prompts, retrieval, budgets.
 
     Args:
         ctx: The run's settings.
-        search: The search tool's identity (`search_identity`); default: ``ctx.retriever``'s.
+        search: The search tool's identity (`search_identity`); default: ``ctx.retriever``'s,
+            when `ctx` is a run's context.
     """
     names = ["answer_basic", "answer_comprehensive", "answer_detailed", "rag_system", "rag"]
     names += ["react_system", "react_question", "react_observation", "react_final"]
@@ -273,7 +283,7 @@ def run_identity(ctx: AnswerContext, search: dict[str, Any] | None = None) -> di
         "seed": ctx.seed,
         "prompts": template_digest(*(f"debateqa/{name}.j2" for name in names)),
     }
-    if search is None and ctx.mode != "plain":
+    if search is None and isinstance(ctx, AnswerContext) and ctx.mode != "plain":
         search = retriever_identity(ctx.retriever)
     if ctx.mode == "rag":
         identity |= {**(search or {}), "k": ctx.k}
@@ -396,7 +406,7 @@ async def answer_questions(
     return RunOutput(records, summary, [run.tally])
 
 
-def _items(questions: Sequence[Question], ctx: AnswerContext) -> list[dict[str, Any]]:
+def _items(questions: Sequence[Question], ctx: AnswerSettings) -> list[dict[str, Any]]:
     """The run engine's items: one per question."""
     return [
         {"id": q.id, "question": q.text, "mode": ctx.mode, "prompt": ctx.prompt} for q in questions
@@ -410,7 +420,7 @@ UNKNOWN_QUERY = "word " * 20
 def plan_answers(
     questions: Sequence[Question],
     out_dir: Path,
-    ctx: AnswerContext,
+    ctx: AnswerSettings,
     *,
     search: dict[str, Any] | None = None,
     hits: Sequence[dict[str, Any]] = (),
@@ -421,7 +431,7 @@ def plan_answers(
     that answers earlier takes fewer) and the answer; react-single at most ``max_searches``
     steps and, when the last one still searches, the final call. Input tokens: the real prompts,
     with `hits` as every search's results, each earlier agent reply at its full budget and each
-    query the agent chooses as `UNKNOWN_QUERY`. `ctx.client` and `ctx.retriever` are never used.
+    query the agent chooses as `UNKNOWN_QUERY`.
 
     Args:
         questions: The questions.
@@ -452,7 +462,7 @@ def plan_answers(
 
 
 def _plan_question(
-    plan: Plan, ctx: AnswerContext, question: str, hits: list[dict[str, Any]]
+    plan: Plan, ctx: AnswerSettings, question: str, hits: list[dict[str, Any]]
 ) -> None:
     """Count one question's calls (see `plan_answers`)."""
     role, budget, held = ctx.role, ctx.max_tokens, 0
@@ -473,7 +483,7 @@ def _plan_question(
 
 
 def _plan_react_steps(
-    plan: Plan, ctx: AnswerContext, question: str, hits: list[dict[str, Any]]
+    plan: Plan, ctx: AnswerSettings, question: str, hits: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """Count the agent's steps, each after a search; the trace they leave."""
     agent, budget = ctx.agent_role, ctx.max_tokens
@@ -496,6 +506,7 @@ __all__ = [
     "REACT_MODES",
     "UNKNOWN_QUERY",
     "AnswerContext",
+    "AnswerSettings",
     "AnswerState",
     "answer_questions",
     "build_answer_graph",

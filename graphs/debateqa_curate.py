@@ -20,7 +20,7 @@ import asyncio
 import operator
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
@@ -90,28 +90,37 @@ class CurateState(TypedDict, total=False):
 
 
 @dataclass(frozen=True)
-class CurateContext:
-    """Run-level settings (LangGraph runtime context).
+class CurateSettings:
+    """What a curation run does: its model, documents per question, threshold and budgets.
 
     Args:
-        client: The model layer.
         role: The curating model.
-        retriever: Where the documents come from (a `moot index` folder).
-        embedder: Embeds POVs for near-duplicate removal.
         documents: Documents (chunks) retrieved per question.
         threshold: Cosine similarity above which a POV duplicates an earlier one.
         max_tokens: Completion budget per call.
         seed: Base sampling seed.
     """
 
-    client: ModelClient
     role: Role
-    retriever: Retriever
-    embedder: Embedder
     documents: int = 10
     threshold: float = 0.75
     max_tokens: int = 1024
     seed: int = 0
+
+
+@dataclass(frozen=True)
+class CurateContext(CurateSettings):
+    """A curation run's settings and what it runs with (the LangGraph runtime context).
+
+    Args:
+        client: The model layer.
+        retriever: Where the documents come from (a `moot index` folder).
+        embedder: Embeds POVs for near-duplicate removal.
+    """
+
+    client: ModelClient = field(kw_only=True)
+    retriever: Retriever = field(kw_only=True)
+    embedder: Embedder = field(kw_only=True)
 
 
 def build_curate_graph() -> Any:
@@ -221,21 +230,24 @@ async def _dedup(state: CurateState, runtime: Runtime[CurateContext]) -> CurateS
 
 
 def curate_identity(
-    ctx: CurateContext, search: dict[str, Any] | None = None, embedder: str | None = None
+    ctx: CurateSettings, search: dict[str, Any] | None = None, embedder: str | None = None
 ) -> dict[str, Any]:
     """What makes two curation runs the same.
 
     Args:
-        ctx: The run's settings.
-        search: The retriever's identity (`search_identity`); default: ``ctx.retriever``'s.
-        embedder: The embedder's name; default: ``ctx.embedder``'s.
+        ctx: The run's settings (or its context).
+        search: The retriever's identity (`search_identity`); default: a context's retriever's.
+        embedder: The embedder's name; default: a context's embedder's.
     """
+    if isinstance(ctx, CurateContext):  # a run's: its retriever and embedder, unless given
+        search = search if search is not None else retriever_identity(ctx.retriever)
+        embedder = embedder or ctx.embedder.name
     return {
         "run": "curate",
         "model": ctx.role.spec.name,
         "temperature": ctx.role.temperature,
-        **(search if search is not None else retriever_identity(ctx.retriever)),
-        "embedder": embedder or ctx.embedder.name,
+        **(search or {}),
+        "embedder": embedder,
         "documents": ctx.documents,
         "threshold": ctx.threshold,
         "max_tokens": ctx.max_tokens,
@@ -354,7 +366,7 @@ UNKNOWN_POV = "word " * 40
 def plan_curation(
     questions: Sequence[Question],
     out_dir: Path,
-    ctx: CurateContext,
+    ctx: CurateSettings,
     *,
     search: dict[str, Any],
     embedder: str,
@@ -365,8 +377,7 @@ def plan_curation(
     Per question: one extraction, then `PLANNED_POVS` explanations (one per POV it finds:
     unknown before it runs). Input tokens: the real prompts with `hits` as the question's
     documents, each explanation given all of them (a POV's own documents are some of them)
-    and `UNKNOWN_POV` as its POV. `ctx.client`, `ctx.retriever` and `ctx.embedder` are never
-    used; the embedder is not loaded.
+    and `UNKNOWN_POV` as its POV; the embedder is not loaded.
 
     Args:
         questions: The questions.

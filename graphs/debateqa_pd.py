@@ -22,7 +22,11 @@ from moot.core.data.folders import RunFolder
 from moot.core.data.questions import Answer, PartialAnswers
 from moot.core.data.records import ResultLog, atomic_write, stable_id, write_json
 from moot.core.errors import InputError
-from moot.core.metrics.perspective_diversity import PartialTooLongError, PerspectiveDiversityScorer
+from moot.core.metrics.perspective_diversity import (
+    PartialTooLongError,
+    PerspectiveDiversityScorer,
+    scorer_identity,
+)
 from moot.core.runs import Progress, Tally, run_items
 from moot.core.tables import render_table, show
 
@@ -136,6 +140,33 @@ async def score_answers(
     if not claimed:
         folder.claim("pd", claim, HOLDS)  # nothing was pending: claim it now
     return PDRun(run.records, [run.tally], scorers[0].window if scorers else None)
+
+
+def pd_claim(
+    scorer: str, variant: str, max_length: int | None, dtype: str | None, backend: str
+) -> dict[str, Any]:
+    """What makes P.D. scores comparable, claimed for a `moot eval pd` folder.
+
+    Args:
+        scorer: The scorer model (its identity is claimed: `scorer_identity`).
+        variant: The P.D. variant (``mean``, ``sum``, ``released``).
+        max_length: The scorer's window, if given.
+        dtype: The scorer's precision (None: auto).
+        backend: ``transformers`` or ``vllm``.
+    """
+    claim = {
+        "evaluation": "perspective_diversity",
+        "scorer": scorer_identity(scorer),
+        "variant": variant,
+        "max_length": max_length,
+    }
+    # float32 through transformers was the only setting before these options: claims without
+    # them stay valid, and any other precision or engine scores differently, so it is claimed
+    if dtype != "float32":
+        claim["dtype"] = dtype or "auto"
+    if backend != "transformers":
+        claim["backend"] = backend
+    return claim
 
 
 def summarize(records: Sequence[dict[str, Any]], **about: Any) -> dict[str, Any]:

@@ -23,9 +23,16 @@ its own. Each has an ``async`` twin, named with an ``a`` in front (`adebate`, ``
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import concurrent.futures
+import ctypes
+import inspect
+import keyword
+import re
+import threading
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -65,14 +72,70 @@ def call(command: str, /, **options: Any) -> Result:
         asyncio.get_running_loop()
     except RuntimeError:  # no loop here: the command runs its own
         return _checked(_execute(args))
-    with concurrent.futures.ThreadPoolExecutor(1, "moot") as pool:  # a notebook's loop runs
-        return _checked(pool.submit(_execute, args).result())
+    thread, running = _in_a_thread(args)  # a notebook's loop runs here: the command beside it
+    try:
+        while True:  # awake now and then: a signal may wake another thread, not this wait
+            try:
+                return _checked(running.result(timeout=0.1))
+            except concurrent.futures.TimeoutError:
+                continue
+    except KeyboardInterrupt:  # the notebook's interrupt: stop the command as Ctrl-C does
+        _interrupt(thread)
+        raise
 
 
 async def acall(command: str, /, **options: Any) -> Result:
-    """`call`, awaitable: the command runs in a thread, its event loop its own."""
+    """`call`, awaitable: the command runs in a thread, its event loop its own.
+
+    Cancelling the awaiting task stops the command as Ctrl-C stops the command line.
+    """
     args = command_args(command, options)
-    return _checked(await asyncio.to_thread(_execute, args))
+    thread, running = _in_a_thread(args)
+    try:
+        result = await asyncio.wrap_future(running)
+    except asyncio.CancelledError:
+        _interrupt(thread)
+        raise
+    return _checked(result)
+
+
+def _in_a_thread(args: Any) -> tuple[threading.Thread, concurrent.futures.Future[Result]]:
+    """Run the command in a thread of its own (its event loop its own); its future result."""
+    running: concurrent.futures.Future[Result] = concurrent.futures.Future()
+
+    def work() -> None:
+        running.set_running_or_notify_cancel()  # from now on it ends only by `_interrupt`
+        try:
+            running.set_result(_execute(args))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, whatever it is
+            running.set_exception(exc)
+
+    thread = threading.Thread(target=work, name=f"moot {args.command_parser.prog}", daemon=True)
+    thread.start()
+    return thread, running
+
+
+def _interrupt(thread: threading.Thread) -> None:
+    """Stop the command running in `thread` as Ctrl-C stops the command line, and wait for it.
+
+    Its running work is cancelled (`moot.cli.runtime.run`); between its runs, a
+    `KeyboardInterrupt` is raised in the thread when it next runs Python. Either way what
+    finished is kept, its output folder's lock let go of, and calling it again resumes it.
+    """
+    from moot.cli.runtime import RUNNING
+
+    running = RUNNING.get(thread.ident or 0)
+    if running is not None:
+        loop, task = running
+        loop.call_soon_threadsafe(task.cancel)
+    else:
+        ident = ctypes.c_ulong(thread.ident or 0)
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ident, ctypes.py_object(KeyboardInterrupt))
+    thread.join(INTERRUPT_WAIT)
+
+
+#: Seconds an interrupted command is waited for (it stops at its next reply or timer).
+INTERRUPT_WAIT = 30.0
 
 
 def command_args(command: str, options: dict[str, Any]) -> Any:
@@ -81,7 +144,13 @@ def command_args(command: str, options: dict[str, Any]) -> Any:
     Raises:
         ConfigError: An unknown command, option or value, or a required option missing.
     """
-    from moot.cli.config import command_parser, option_defaults, parse_with, positional_argv
+    from moot.cli.config import (
+        command_parser,
+        option_defaults,
+        parse_with,
+        positional_argv,
+        read_config,
+    )
     from moot.cli.main import build_parser
     from moot.core.errors import ConfigError, InputError
 
@@ -91,18 +160,50 @@ def command_args(command: str, options: dict[str, Any]) -> Any:
     name = f"moot.{'.'.join(word.replace('-', '_') for word in words)}()"
     if command_line is None:
         raise ConfigError(f"{name}: no such moot command")
+    options = {_flag_name(key): value for key, value in options.items()}
+    takes_config = "config" in _flags(command_line)  # --config FILE.yaml (not train sft's own)
+    config = options.pop("config", None) if takes_config else None
     try:
         values = option_defaults(command_line, options, name, positionals=True)
     except InputError as exc:  # the keyword is the flag's name: said as a keyword
-        raise ConfigError(str(exc).replace("option '", "keyword '")) from None
+        said = str(exc).replace("option '", "keyword '")
+        raise ConfigError(_SUGGESTED.sub(lambda m: f"'{_keyword(m[1])}'", said)) from None
+    if config is not None:  # its values under the keywords, as under the command line's flags
+        values = {**option_defaults(command_line, read_config(config), config), **values}
     argv = positional_argv(command_line, values)
     args = parse_with(parser, words, argv, values)
+    if takes_config:
+        args.config = config if config is None else Path(config)  # inline `prices:` read against it
     for dest in getattr(args, "required_flags", ()):
         if getattr(args, dest, None) is None:
-            flag = max(_flags(command_line)[dest], key=len).lstrip("-").replace("-", "_")
+            flag = _keyword(max(_flags(command_line)[dest], key=len))
             raise ConfigError(f"{name}: missing keyword {flag!r}")
     args.echo = False  # the result is returned, not printed
     return args
+
+
+def _keyword(flag: str) -> str:
+    """A flag's keyword argument: ``--arguments-per-stance`` is ``arguments_per_stance``.
+
+    A flag that is a word of Python takes a ``_`` after it: ``--in`` is ``in_``.
+    """
+    name = flag.lstrip("-").replace("-", "_")
+    return f"{name}_" if keyword.iskeyword(name) else name
+
+
+def _flag_name(key: str) -> str:
+    """The flag a keyword argument names (`_keyword` backwards: ``in_`` is ``in``)."""
+    return key[:-1] if key.endswith("_") and keyword.iskeyword(key[:-1]) else key
+
+
+#: A did-you-mean's flag name, said as its keyword.
+_SUGGESTED = re.compile(r"(?<=did you mean )'([^']+)'")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from moot.cli.main import build_parser
+
+    return build_parser()
 
 
 def _flags(command_line: Any) -> dict[str, list[str]]:
@@ -124,7 +225,7 @@ def _checked(result: Result) -> Result:
 
 
 def _command(command: str) -> tuple[Callable[..., Result], Callable[..., Awaitable[Result]]]:
-    """The function of `command` and its async twin."""
+    """The function of `command` and its async twin, with the command's flags as signature."""
     name = command.split()[-1].replace("-", "_")
 
     def run(*positional: Any, **options: Any) -> Result:
@@ -133,14 +234,63 @@ def _command(command: str) -> tuple[Callable[..., Result], Callable[..., Awaitab
     async def arun(*positional: Any, **options: Any) -> Result:
         return await acall(command, **_with_positional(command, positional, options))
 
-    doc = (
-        f"Run `moot {command}`: its flags are the keyword arguments (`moot {command} --help`, "
-        "docs/cli.md); returns its `moot.result.Result` (see `moot.api`)."
-    )
-    run.__name__, run.__qualname__, run.__doc__ = name, name, doc
-    arun.__name__, arun.__qualname__, arun.__doc__ = f"a{name}", f"a{name}", f"`{name}`, awaited."
+    signature, doc = _described(command)
+    for function, shown in ((run, name), (arun, f"a{name}")):
+        function.__name__ = function.__qualname__ = shown
+        function.__signature__ = signature  # type: ignore[attr-defined]
+        function.__doc__ = doc if function is run else f"`{name}`, awaitable.\n\n{doc}"
     return run, arun
 
+
+def _described(command: str) -> tuple[inspect.Signature, str]:
+    """`command`'s keyword arguments (its flags, with their defaults) and its docstring.
+
+    So ``help(moot.debate)`` and a notebook's tooltips show what `moot debate --help` shows.
+    """
+    from moot.cli.config import command_parser
+
+    parser = command_parser(_PARSER, command.split())
+    assert parser is not None, command  # the table below names only commands
+    parameters, lines = [], []
+    first = POSITIONAL.get(command)
+    required = parser.get_default("required_flags") or ()
+    for action in parser._actions:
+        if action.dest in _NOT_KEYWORDS or action.help == argparse.SUPPRESS:
+            continue
+        if isinstance(action, argparse.BooleanOptionalAction):  # `constrained=False` is --no-
+            flag = action.option_strings[0]
+        else:  # --judge, not -j
+            flag = max(action.option_strings, key=len, default=action.dest)
+        keyword = _keyword(flag)
+        kind = inspect.Parameter.KEYWORD_ONLY
+        if action.dest == first:
+            kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        needed = action.dest in required or (not action.option_strings and action.nargs != "?")
+        default = inspect.Parameter.empty if needed else action.default
+        parameter = inspect.Parameter(keyword, kind, default=default)
+        parameters.insert(0, parameter) if kind != parameter.KEYWORD_ONLY else parameters.append(
+            parameter
+        )
+        help_text = (action.help or "").replace("%%", "%")
+        if "default" not in help_text and "required" not in help_text:
+            help_text += " (required)" if needed else f" (default {action.default!r})"
+        lines.append(f"    {keyword}: {help_text.strip()}")
+    description = (parser.description or "").replace("%%", "%")
+    doc = (
+        f"`moot {command}` from Python: {description}\n\n"
+        "Keyword arguments are its flags, ``_`` for ``-`` (docs/cli.md, docs/python.md); it "
+        "returns its `moot.result.Result`, and raises `RunFailed` or `RunStopped` (holding it) "
+        "when it did not do all its job.\n\nArgs:\n" + "\n".join(lines) + "\n"
+    )
+    return inspect.Signature(parameters, return_annotation=Result), doc
+
+
+#: Parser entries that are not keyword arguments of a command's function.
+_NOT_KEYWORDS = ("help", "debug", "command_fn")
+
+
+#: The whole command line's parser, read for the functions' signatures and docstrings.
+_PARSER = _parser()
 
 #: The one positional argument a command takes from Python, by command: `moot.run("r.yaml")`.
 POSITIONAL = {"run": "recipe", "view": "runs", "merge-shards": "dirs", "models check": "spec"}

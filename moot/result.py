@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: The exit codes of a command that ran: done, failed (some items, or the machine), ``--budget``.
+#: The exit codes of a command that ran: done; failed (some items, a push, or the machine: what
+#: finished is kept, a rerun retries the rest); stopped by ``--budget`` (a rerun goes on).
 DONE, FAILED, STOPPED = 0, 1, 3
 
 #: What an exit code says of a run, in words.

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
+import os
 import re
+import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -69,6 +74,13 @@ def test_every_command_is_a_function_and_async_twin():
         name = words[-1].replace("-", "_")
         assert callable(getattr(owner, name)), words
         assert asyncio.iscoroutinefunction(getattr(owner, f"a{name}")), words
+    # the flags are the signature, with their defaults: what a notebook's tooltip shows
+    parameters = inspect.signature(moot.debate).parameters
+    assert parameters["arguments_per_stance"].default == 3
+    assert parameters["topics"].default is inspect.Parameter.empty
+    assert "constrained" in inspect.signature(moot.eval.quality).parameters  # not no_constrained
+    assert "arguments_per_stance: " in moot.debate.__doc__
+    assert list(inspect.signature(moot.run).parameters)[0] == "recipe"
 
 
 def test_refused_calls_raise_one_line_before_anything_runs(tmp_path, monkeypatch, scripted_server):
@@ -77,6 +89,10 @@ def test_refused_calls_raise_one_line_before_anything_runs(tmp_path, monkeypatch
     model = {"model": "openai/m", "api_base": scripted_server.url}
     cases = [
         ({"topics": "topics.json", "out": "o", "rounds": "two"}, "keyword 'rounds': must be"),
+        (
+            {"topics": "topics.json", "out": "o", "argument_per_stance": 1},
+            "unknown keyword 'argument_per_stance' (did you mean 'arguments_per_stance'?)",
+        ),
         ({"out": "o"}, "moot.debate(): missing keyword 'topics'"),
         ({"topics": "missing.json", "out": "o"}, "missing.json: "),
         ({"topics": "topics.json", "out": "o", "shard": "3/2"}, "shard"),
@@ -140,3 +156,79 @@ def test_a_recipe_runs_from_python_with_each_stage_result(tmp_path, scripted_ser
     assert result.stages["debate"].records()
     assert result.ledger.total().calls == len(scripted_server.requests) > 0
     assert result.outputs["report"].is_file()
+
+
+def _slow_debates(tmp_path: Path, server: ScriptedServer) -> dict:
+    """A debate run whose first replies take 0.2 s each: long enough to interrupt."""
+    (tmp_path / "topics.json").write_text('["Zoos?", "Cats?", "Dogs?"]', encoding="utf-8")
+    server.add_fault(Fault("hang", times=8, hang_seconds=0.2))
+    return {
+        "topics": tmp_path / "topics.json",
+        "out": tmp_path / "debates",
+        "arguments_per_stance": 1,
+        "rounds": 1,
+        "model": "openai/m",
+        "api_base": server.url,
+        "concurrency": 1,
+    }
+
+
+def _moot_threads() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name.startswith("moot ")]
+
+
+def test_an_interrupted_call_in_a_running_loop_stops_its_command_and_resumes(
+    tmp_path, scripted_server
+):
+    """A notebook's interrupt stops the command as Ctrl-C does: nothing runs on, all resumes."""
+    options = _slow_debates(tmp_path, scripted_server)
+
+    async def a_notebook_cell() -> None:
+        moot.debate(**options)
+
+    threading.Thread(target=_interrupt_at, args=(scripted_server, 3), daemon=True).start()
+    loop = asyncio.new_event_loop()  # as Jupyter's: an interrupt is a KeyboardInterrupt there
+    with pytest.raises(KeyboardInterrupt):  # (asyncio.run's first Ctrl-C only cancels its task)
+        loop.run_until_complete(a_notebook_cell())
+    loop.close()
+    assert _moot_threads() == []  # the command stopped, its folder let go of
+    done = moot.debate(**options)  # resumes: what finished is not asked for again
+    assert done.ok and done.tallies[0].skipped >= 1
+
+
+def _interrupt_at(server: ScriptedServer, requests: int) -> None:
+    """Ctrl-C (a notebook's interrupt) once the server has had `requests` requests."""
+    while len(server.requests) < requests:
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_a_cancelled_async_call_stops_its_command(tmp_path, scripted_server):
+    options = _slow_debates(tmp_path, scripted_server)
+
+    async def cancel_it() -> None:
+        task = asyncio.create_task(moot.adebate(**options))
+        while len(scripted_server.requests) < 3:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_it())
+    assert _moot_threads() == []
+    assert moot.debate(**options).ok
+
+
+def test_a_config_file_gives_values_under_the_keywords(tmp_path, monkeypatch, scripted_server):
+    monkeypatch.chdir(tmp_path)
+    Path("topics.json").write_text('["Zoos?"]', encoding="utf-8")
+    Path("debate.yaml").write_text(
+        f"model: openai/m\napi-base: {scripted_server.url}\nrounds: 3\narguments-per-stance: 1\n",
+        encoding="utf-8",
+    )
+    result = moot.debate(config="debate.yaml", topics="topics.json", out="d", rounds=0)
+    assert result.ok and scripted_server.requests  # the file's model and server were used
+    assert {r["rounds"] for r in result.records("debates")} == {0}  # the keyword won
+    Path("bad.yaml").write_text("rouds: 2\n", encoding="utf-8")
+    with pytest.raises(moot.InputError, match=r"bad.yaml: unknown option 'rouds'"):
+        moot.debate(config="bad.yaml", topics="topics.json", out="d")

@@ -14,6 +14,7 @@ from moot.core.errors import InputError
 from moot.core.hub.cards import Card, folder_bytes, write_card
 from moot.core.hub.push import pushed_repo
 from moot.core.tables import render_table
+from moot.training.sft_config import trl_names
 
 #: The Hub model whose weights the embedded ``local/smollm2`` ships (as a GGUF).
 EMBEDDED_BASE = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -62,13 +63,13 @@ def sft_card(manifest: dict[str, Any], weights: Path) -> Card:
     shown = base or f"a random-weight {config['model']['init']['model_type']} (`model.init`)"
     sources = [d["source"] for d in manifest["data"].values() if d]
     params = manifest["trainable_parameters"]
-    train = config["training"]
+    train = trl_names(config["training"])  # a manifest of an earlier moot: its names
     what = "A LoRA adapter" if lora else "A fully fine-tuned model"
     losses = ", ".join(f"{k} {v:.4f}" for k, v in manifest["losses"].items())
     settings = [
         ("method", manifest["method"]),
         ("epochs / steps", f"{manifest['epochs']:g} / {manifest['steps']}"),
-        ("learning rate, scheduler", f"{train['learning_rate']:g}, {train['lr_scheduler']}"),
+        ("learning rate, scheduler", f"{train['learning_rate']:g}, {train['lr_scheduler_type']}"),
         (
             "precision, device, processes",
             f"{train['precision']}, {manifest['device']}, {manifest['processes']}",

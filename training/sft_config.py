@@ -15,7 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails
 
 from moot.core.errors import ConfigError
 from moot.core.loader import Unreadable, load_yaml
@@ -132,23 +133,68 @@ class LoraSettings(ConfigModel):
     qlora: bool | Literal["auto"] = False
 
 
+#: moot's earlier names for trl's own fields: still read, as trl's names (docs/cli.md lists them).
+RENAMED = {
+    "epochs": "num_train_epochs",
+    "lr_scheduler": "lr_scheduler_type",
+    "warmup_ratio": "warmup_steps",  # trl reads a warmup below 1 as a share of the steps
+    "per_device_batch_size": "per_device_train_batch_size",
+    "gradient_checkpointing": "activation_checkpointing",  # transformers' own old name
+}
+
+#: trl's fields a config may not set, and why: moot sets them itself, or they hold a secret.
+REFUSED = {
+    "gradient_accumulation_steps": "set by moot from training.effective_batch_size",
+    "max_length": "set by moot from data.max_length",
+    "assistant_only_loss": "set by moot: the loss covers the assistant's turns only",
+    "bf16": "set by moot from training.precision",
+    "fp16": "set by moot from training.precision",
+    "use_cpu": "set by moot: CUDA when present, else the CPU",
+    "include_num_input_tokens_seen": "set by moot: it counts the tokens for the manifest",
+    "disable_tqdm": "set by moot from --quiet",
+    "resume_from_checkpoint": "set by moot: a rerun resumes from the last complete checkpoint",
+    "hub_token": "a secret does not belong in a config: log in (hf auth login) or set HF_TOKEN",
+}
+
+#: Keys of ``training`` that are moot's alone, not trl's (``output_dir`` is the run folder:
+#: trl's checkpoints go to ``OUT/checkpoints``).
+OWN = ("output_dir", "method", "effective_batch_size", "precision")
+
+
+def trl_names(training: dict[str, Any]) -> dict[str, Any]:
+    """`training` with moot's earlier names (`RENAMED`) read as trl's; an old manifest's too."""
+    return {RENAMED.get(key, key): value for key, value in training.items()}
+
+
+def _key_error(key: str, message: str) -> ValidationError:
+    """A validation error at `key` of the section being validated (``training.KEY: message``)."""
+    error = InitErrorDetails(type="value_error", loc=(key,), input=None, ctx={"error": message})
+    return ValidationError.from_exception_data("TrainingSettings", [error])
+
+
 class TrainingSettings(ConfigModel):
-    """The optimisation (trl ``SFTConfig``, transformers ``TrainingArguments``).
+    """The optimisation: trl's ``SFTConfig`` fields by their own names, and moot's own keys.
+
+    Any other field of the installed trl's ``SFTConfig`` (transformers' ``TrainingArguments``
+    included) may be given too, and reaches the trainer as given; a key that is neither is
+    refused with the closest known one, before torch loads (`moot.training.trl_fields`). The
+    fields below are the ones moot gives its own default or check, or reads itself.
 
     Args:
         output_dir: Run folder: checkpoints, the trained weights, the logs, the manifest.
         method: ``lora`` (train a LoRA adapter, written to ``adapter/``) or ``full`` (train every
             weight, written as a whole model to ``model/``).
-        epochs: Passes over the training data.
+        num_train_epochs: Passes over the training data.
         max_steps: Stop after this many optimizer steps (-1: run all epochs).
         learning_rate: Peak learning rate.
-        lr_scheduler: A transformers scheduler name (``cosine``, ``linear``, ``constant``...).
-        warmup_ratio: Share of the steps spent warming up.
+        lr_scheduler_type: A transformers scheduler name (``cosine``, ``linear``, ``constant``...).
+        warmup_steps: Steps spent warming up; below 1, a share of all steps.
         weight_decay: AdamW weight decay.
         optim: A transformers optimizer name (``adamw_torch``, ``adafactor``, ``sgd``...,
             transformers' ``OptimizerNames``); None: transformers' default (``adamw_torch_fused``).
         max_grad_norm: Gradients are clipped to this norm (0: no clipping).
-        per_device_batch_size: Samples per process per forward pass.
+        per_device_train_batch_size: Samples per process per forward pass (in evaluation too,
+            unless ``per_device_eval_batch_size`` is given).
         effective_batch_size: Samples per optimizer step over all processes; gradient
             accumulation makes up the difference. None: no accumulation.
         packing: Pack samples into ``max_length`` blocks (best-fit, padding-free); each pack is
@@ -159,7 +205,8 @@ class TrainingSettings(ConfigModel):
         activation_checkpointing: Recompute activations in the backward pass to save memory
             (transformers' gradient checkpointing, under its v5 name).
         precision: ``auto`` (bf16 on GPUs that have it, else fp32), ``fp32``, ``bf16``, ``fp16``.
-        seed: Seed of the initialisation, the data order and dropout.
+        seed: Seed of the initialisation, the data order and dropout (and ``data_seed``, unless
+            given).
         logging_strategy: Log the loss every ``logging_steps`` steps, every epoch, or never.
         logging_steps: Log the loss every this many steps.
         eval_strategy: Evaluate every ``eval_steps`` steps, every epoch, or never; None: steps
@@ -168,24 +215,26 @@ class TrainingSettings(ConfigModel):
         save_strategy: Checkpoint every ``save_steps`` steps, every epoch, or never (then a
             killed run starts over); None: steps when ``save_steps`` is set, else every epoch.
         save_steps: Checkpoint every this many steps.
-        save_total_limit: Checkpoints kept.
+        save_total_limit: Checkpoints kept (moot rotates them, once the newest is complete).
         report_to: Experiment trackers the trainer logs to (transformers' integrations:
             ``tensorboard``, ``wandb``, ``trackio``, ``mlflow``...); each one's package must be
             installed. ``[]`` or ``none``: none.
         run_name: The run's name in the trackers; None: the output folder's name.
     """
 
+    model_config = ConfigDict(frozen=True, extra="allow", strict=True)
+
     output_dir: str = Field(min_length=1)
     method: Literal["lora", "full"] = "lora"
-    epochs: float = Field(3.0, gt=0)
+    num_train_epochs: float = Field(3.0, gt=0)
     max_steps: int = -1
     learning_rate: float = Field(2e-5, gt=0)
-    lr_scheduler: str = "cosine"
-    warmup_ratio: float = Field(0.03, ge=0, lt=1)
+    lr_scheduler_type: str = "cosine"
+    warmup_steps: float = Field(0.03, ge=0)
     weight_decay: float = 0.0
     optim: str | None = None
     max_grad_norm: float = Field(1.0, ge=0)
-    per_device_batch_size: int = Field(4, gt=0)
+    per_device_train_batch_size: int = Field(4, gt=0)
     effective_batch_size: int | None = Field(None, gt=0)
     packing: bool = False
     padding_free: bool = False
@@ -201,6 +250,30 @@ class TrainingSettings(ConfigModel):
     save_total_limit: int = Field(2, gt=0)
     report_to: list[str] = []
     run_name: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _trl_fields(cls, given: Any) -> Any:
+        """Read old names as trl's; refuse a key trl does not know or moot sets itself."""
+        if not isinstance(given, dict):
+            return given
+        from moot.core.validation import did_you_mean
+        from moot.training.trl_fields import sft_config_fields
+
+        twice = next((old for old, new in RENAMED.items() if old in given and new in given), None)
+        if twice:
+            raise _key_error(twice, f"the old name of {RENAMED[twice]}, also given: keep one")
+        ratio = given.get("warmup_ratio")
+        if isinstance(ratio, int | float) and not 0 <= ratio < 1:
+            raise _key_error("warmup_ratio", f"a share of the steps, in [0, 1), got {ratio}")
+        trl = sft_config_fields()
+        known = [*cls.model_fields, *trl]
+        for key in given:
+            if key in REFUSED:
+                raise _key_error(key, REFUSED[key])
+            if key not in cls.model_fields and key not in trl and key not in RENAMED:
+                raise _key_error(key, f"unknown key{did_you_mean(key, known)}")
+        return trl_names(given)
 
     @field_validator("max_steps")
     @classmethod
@@ -231,6 +304,11 @@ class TrainingSettings(ConfigModel):
                     f"(pip install {package})"
                 )
         return names
+
+    def trainer_arguments(self) -> dict[str, Any]:
+        """The settings that are trl's ``SFTConfig`` fields, by name; None ones left to trl."""
+        settings = self.model_dump(exclude=set(OWN))
+        return {key: value for key, value in settings.items() if value is not None}
 
     def strategy(self, what: Literal["eval", "save"]) -> str:
         """The ``eval`` or ``save`` strategy in force: as given, else by whether steps are set."""
@@ -296,7 +374,9 @@ class SFTRunConfig(ConfigModel):
         """Whether `claimed` (a folder's recorded `trained_settings`) is this configuration.
 
         A key the recorded settings lack was added to moot after the run began: it matches
-        while it holds its default, so a run folder survives an upgrade.
+        while it holds its default, so a run folder survives an upgrade (and a key moot has
+        since renamed to trl's name, `RENAMED`, is read under it). A trl field passed through
+        matches only if both give it alike.
         """
         current = json.loads(json.dumps(self.trained_settings()))
         for section, values in current.items():
@@ -305,11 +385,13 @@ class SFTRunConfig(ConfigModel):
                     return False
                 continue
             fields = type(getattr(self, section)).model_fields
-            recorded = claimed.get(section) or {}
+            recorded = trl_names(claimed.get(section) or {})
+            if set(recorded) - set(values):
+                return False
             for key, value in values.items():
                 if key in recorded:
                     expected = recorded[key]
-                elif fields[key].is_required():
+                elif key not in fields or fields[key].is_required():
                     return False
                 else:
                     expected = fields[key].get_default(call_default_factory=True)
@@ -323,14 +405,14 @@ class SFTRunConfig(ConfigModel):
         Raises:
             ConfigError: The effective batch is not a multiple of the per-step batch.
         """
-        per_step = self.training.per_device_batch_size * processes
+        per_step = self.training.per_device_train_batch_size * processes
         wanted = self.training.effective_batch_size
         if wanted is None:
             return 1
         if wanted % per_step:
             raise ConfigError(
                 f"training.effective_batch_size {wanted} is not a multiple of "
-                f"per_device_batch_size × processes = {per_step}"
+                f"per_device_train_batch_size × processes = {per_step}"
             )
         return wanted // per_step
 
@@ -402,7 +484,7 @@ def _assign(tree: dict[str, Any], key: str, value: Any, override: str) -> None:
     target = tree.setdefault(section, {})
     if not isinstance(target, dict):
         raise ConfigError(f"override {override!r}: section {section!r} is not a mapping")
-    target[name] = value
+    tree[section] = _layered(target, {name: value})
 
 
 def _preset(name: object, where: str) -> dict[str, Any]:
@@ -416,7 +498,17 @@ def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     merged = {k: dict(v) if isinstance(v, dict) else v for k, v in base.items()}
     for key, value in top.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = {**merged[key], **value}
+            merged[key] = _layered(merged[key], value)
         else:
             merged[key] = value
     return merged
+
+
+def _layered(under: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """The section `over` on top of `under`, a key of `over` replacing either of its names.
+
+    So an old name (`RENAMED`) and its new one meet only within one layer, where they are refused.
+    """
+    names = {RENAMED.get(key, key) for key in over}
+    kept = {key: value for key, value in under.items() if RENAMED.get(key, key) not in names}
+    return {**kept, **over}

@@ -341,12 +341,16 @@ def _scratch_base(config: SFTRunConfig, family: ChatFamily | None, rows: Any, fo
 
 
 def _claim(out: Path, config: SFTRunConfig, data: dict[str, str | None]) -> str:
-    """Claim `out` for this configuration and data (``.moot/train.json``); return the identity."""
+    """Claim `out` for this configuration and data (``.moot/train.json``); return the identity.
+
+    A folder an earlier moot claimed for this configuration keeps the identity it recorded (its
+    manifest carries it), though that moot named or defaulted some settings otherwise.
+    """
     settings = config.trained_settings()
     text = json.dumps({"config": settings, "data": data}, sort_keys=True)
     identity = hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def same(claim: Any) -> bool:  # or an earlier moot's claim, without the keys added since
+    def same(claim: Any) -> bool:  # or an earlier moot's, that named some settings otherwise
         return isinstance(claim, dict) and (
             claim.get("identity") == identity
             or (claim.get("data") == data and config.claimed_by(claim.get("config") or {}))
@@ -355,7 +359,8 @@ def _claim(out: Path, config: SFTRunConfig, data: dict[str, str | None]) -> str:
     folder = RunFolder(out, flag="training.output_dir")
     claim = folder.claim if _is_main() else folder.check_claim  # the main process writes it
     claim("train", {"identity": identity, "config": settings, "data": data}, HOLDS, same)
-    return identity
+    claimed = folder.claimed("train")  # an earlier moot's keeps the identity it recorded
+    return (claimed.get("identity") if isinstance(claimed, dict) else None) or identity
 
 
 def _is_main() -> bool:
@@ -445,46 +450,36 @@ def _sft_args(config: SFTRunConfig, out: Path, has_eval: bool, progress: bool) -
         precision = "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
     if precision != "fp32" and not cuda:
         raise ConfigError(f"training.precision {precision} needs a GPU here; use fp32 or auto")
-    processes = int(os.environ.get("WORLD_SIZE", "1"))
-    options: dict[str, Any] = {}
-    if training.optim is not None:  # else transformers' own default
-        options["optim"] = _optimizer(training.optim)
-    return SFTConfig(
-        output_dir=str(out / "checkpoints"),
-        num_train_epochs=training.epochs,
-        max_steps=training.max_steps,
-        learning_rate=training.learning_rate,
-        lr_scheduler_type=training.lr_scheduler,
-        warmup_steps=training.warmup_ratio,  # a float below 1 is a ratio of all steps
-        weight_decay=training.weight_decay,
-        max_grad_norm=training.max_grad_norm,
-        per_device_train_batch_size=training.per_device_batch_size,
-        per_device_eval_batch_size=training.per_device_batch_size,
-        gradient_accumulation_steps=config.gradient_accumulation(processes),
-        max_length=config.data.max_length,
-        packing=training.packing,
-        padding_free=training.padding_free,
-        assistant_only_loss=True,
-        activation_checkpointing=training.activation_checkpointing,
-        bf16=precision == "bf16",
-        fp16=precision == "fp16",
-        use_cpu=not cuda,
-        seed=training.seed,
-        data_seed=training.seed,
-        logging_strategy=training.logging_strategy,
-        logging_steps=training.logging_steps,
-        save_strategy=training.strategy("save"),
-        save_steps=training.save_steps or 500,  # read only with the steps strategy
-        save_total_limit=None,  # the completion callback rotates, after marking
-        eval_strategy=training.strategy("eval") if has_eval else "no",
-        eval_steps=training.eval_steps,
-        include_num_input_tokens_seen="non_padding",
-        report_to=list(training.report_to),
-        run_name=training.run_name or out.name,
-        disable_tqdm=not progress,
-        ddp_find_unused_parameters=False,
-        **options,
-    )
+    given = training.trainer_arguments()  # trl's fields by name: moot's defaults, the config's
+    if "optim" in given:
+        _optimizer(given["optim"])
+    defaults = {
+        "per_device_eval_batch_size": training.per_device_train_batch_size,
+        "data_seed": training.seed,
+        "ddp_find_unused_parameters": False,
+    }
+    derived = {  # moot's own keys and rules; the config may not set these fields (REFUSED)
+        "output_dir": str(out / "checkpoints"),
+        "gradient_accumulation_steps": config.gradient_accumulation(
+            int(os.environ.get("WORLD_SIZE", "1"))
+        ),
+        "max_length": config.data.max_length,
+        "assistant_only_loss": True,
+        "bf16": precision == "bf16",
+        "fp16": precision == "fp16",
+        "use_cpu": not cuda,
+        "save_strategy": training.strategy("save"),
+        "save_steps": training.save_steps or 500,  # read only with the steps strategy
+        "save_total_limit": None,  # the completion callback rotates, after marking
+        "eval_strategy": training.strategy("eval") if has_eval else "no",
+        "include_num_input_tokens_seen": "non_padding",
+        "run_name": training.run_name or out.name,
+        "disable_tqdm": not progress,
+    }
+    try:
+        return SFTConfig(**{**defaults, **given, **derived})
+    except (TypeError, ValueError) as exc:  # trl's own check of a value passed through
+        raise ConfigError(f"training: {str(exc).strip().splitlines()[0]}") from None
 
 
 def _optimizer(name: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Any
 
 from moot.cli import options as opt
@@ -118,7 +117,7 @@ def run_berds(args: argparse.Namespace) -> Result:
 
     instances, role = _berds_inputs(args)
     client = runtime.client_for(args, role.spec)
-    result = asyncio.run(
+    result = runtime.run(
         evaluate_berds(
             instances,
             args.out,
@@ -145,7 +144,7 @@ def run_detector(args: argparse.Namespace) -> Result:
     pairs = runtime.limited(load_pairs(args.pairs), args)
     role = runtime.role_from(args, "perspective_detector")
     client = runtime.client_for(args, role.spec)
-    result = asyncio.run(
+    result = runtime.run(
         evaluate_detector(
             pairs,
             args.out,

@@ -6,9 +6,7 @@ Nikishina et al., 2025 (arXiv:2502.14476).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
-from pathlib import Path
 from typing import Any
 
 from moot.cli import options as opt
@@ -230,10 +228,10 @@ def _compare_inputs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]
 
 def plan_compare_run(args: argparse.Namespace) -> Any:
     """`moot compare --dry-run` (its context has no client: the plan calls no model)."""
-    from moot.graphs.compqa_compare import CompareContext, plan_compare
+    from moot.graphs.compqa_compare import CompareSettings, plan_compare
 
     questions, settings = _compare_inputs(args)
-    ctx = CompareContext(client=None, **settings)  # type: ignore[arg-type]
+    ctx = CompareSettings(**settings)
     return plan_compare(questions, args.out, ctx, generator=args.generator)
 
 
@@ -244,7 +242,7 @@ def run_compare(args: argparse.Namespace) -> Result:
     questions, settings = _compare_inputs(args)
     client = runtime.client_for(args, settings["role"].spec)
     ctx = CompareContext(client=client, **settings)
-    run = asyncio.run(
+    run = runtime.run(
         compare_questions(
             questions,
             args.out,
@@ -326,7 +324,7 @@ def run_eval_compqa(args: argparse.Namespace) -> Result:
 
     files, role = _eval_compqa_inputs(args)
     client = runtime.client_for(args, role.spec)
-    result = asyncio.run(
+    result = runtime.run(
         evaluate_compqa(
             files,
             args.out,
@@ -369,11 +367,9 @@ def _first_answers(files: list[Any], limit: int) -> list[Any]:
 
 def run_report(args: argparse.Namespace) -> Result:
     """`moot report compqa`."""
-    from moot.core.data.compqa import load_judged
-    from moot.core.data.records import atomic_write, write_json
     from moot.core.errors import ConfigError
-    from moot.core.metrics.compqa_human import read_human_table
-    from moot.core.metrics.compqa_report import build_report, check_by, report_markdown
+    from moot.core.metrics.compqa_report import check_by, report_markdown
+    from moot.graphs.compqa_report import FILES, write_report
 
     by = check_by(args.by.split(","))
     for flag, paths in (("--judged", args.judged), ("--human", args.human)):
@@ -381,17 +377,9 @@ def run_report(args: argparse.Namespace) -> Result:
         twice = {str(p) for p, r in zip(paths, resolved, strict=True) if resolved.count(r) > 1}
         if twice:
             raise ConfigError(f"{flag}: {', '.join(sorted(twice))} given twice")
-    judged_files = {path: load_judged(path) for path in args.judged}
-    tables = [
-        read_human_table(path, args.drop_out_of_range, args.keep_out_of_range)
-        for path in args.human
-    ]
-    report = build_report(judged_files, tables, by)
-    write_json(args.out / "report.json", report)
-    markdown = report_markdown(report)
-    atomic_write(args.out / "report.md", lambda f: f.write(markdown))
-    _chart(report["generator_scenario"], args.out / "chart.png")
-    _heatmap(report["groups"], by, args.out / "heatmap.png")
+    report = write_report(
+        args.judged, args.human, by, args.out, args.drop_out_of_range, args.keep_out_of_range
+    )
     lines = [
         report_markdown(report, full=False).removesuffix("\n"),
         f"wrote report.json, report.md, chart.png and heatmap.png to {args.out}",
@@ -402,12 +390,8 @@ def run_report(args: argparse.Namespace) -> Result:
         lines=lines,
         messages=["moot: no judgment has a total; see report.md for why"] if empty else [],
         failed=empty,
-        outputs={name: args.out / f"{name}.{kind}" for name, kind in _REPORT_FILES},
+        outputs={name: args.out / file for name, file in FILES.items()},
     )
-
-
-#: What `moot report compqa` writes in its ``--out``: name and suffix.
-_REPORT_FILES = (("report", "json"), ("markdown", "md"), ("chart", "png"), ("heatmap", "png"))
 
 
 def run_distill(args: argparse.Namespace) -> Result:
@@ -437,68 +421,3 @@ def run_distill(args: argparse.Namespace) -> Result:
     outputs = {"dataset": args.out / "dataset.jsonl", "manifest": args.out / "manifest.json"}
     result = runtime.finish(args, lines=[summary.table(), line], outputs=outputs)
     return runtime.push(args, args.out, "dataset", result)
-
-
-def _chart(cells: list[dict[str, Any]], path: Path) -> None:
-    """Mean total by generator (x) and scenario (bars), sample std as error bars."""
-    from matplotlib.patches import Patch
-
-    from moot.core.charts import NEUTRAL, chart, save_png
-
-    generators = list(dict.fromkeys(c["generator"] for c in cells))
-    scenarios = sorted({c["scenario"] for c in cells}, key=lambda s: (s is None, s))
-    shown = [c for c in cells if c["mean"] is not None]
-    per_generator = {g: [c for c in shown if c["generator"] == g] for g in generators}
-    width = 0.8 / (max(len(group) for group in per_generator.values()) or 1)
-    colors = {s: f"C{k}" for k, s in enumerate(scenarios)}
-    labels = {s: "no scenario" if s is None else f"scenario {s}" for s in scenarios}
-    with chart(max(6.0, 0.9 * len(generators) + 2), 4.2) as (fig, (ax,)):
-        for x, group in enumerate(per_generator.values()):
-            for k, cell in enumerate(group):  # the generator's bars, centred on its tick
-                ax.bar(
-                    x + (k - (len(group) - 1) / 2) * width,
-                    cell["mean"],
-                    width,
-                    yerr=float("nan") if cell["std"] is None else cell["std"],
-                    capsize=2,
-                    color=colors[cell["scenario"]],
-                )
-        ax.axhline(19, color=NEUTRAL, linestyle=":", linewidth=0.8)
-        ax.set_xticks(range(len(generators)), generators, rotation=30, ha="right")
-        ax.set_ylim(0, 21)
-        ax.set_ylabel("mean total (0-19) ± sample std")
-        ax.set_title("CompQA: mean rubric total by generator and scenario")
-        handles = [Patch(color=colors[s], label=labels[s]) for s in scenarios]
-        ax.legend(
-            handles=handles,
-            fontsize=7,
-            ncol=len(scenarios),
-            loc="lower center",
-            bbox_to_anchor=(0.5, 1.08),
-        )
-        fig.tight_layout()
-        save_png(fig, path)
-
-
-def _heatmap(groups: list[dict[str, Any]], by: tuple[str, ...], path: Path) -> None:
-    """Share of points lost per criterion (columns) and group (rows)."""
-    import numpy as np
-
-    from moot.core.charts import chart, save_png
-
-    values = np.array(
-        [[np.nan if v is None else v for v in g["lost"].values()] for g in groups], dtype=float
-    )
-    labels = [" / ".join("-" if g[k] is None else str(g[k]) for k in by) for g in groups]
-    with chart(9, 1.2 + 0.32 * len(groups)) as (fig, (ax,)):
-        image = ax.imshow(values, cmap="Reds", vmin=0, vmax=1, aspect="auto")
-        for (row, col), value in np.ndenumerate(values):
-            if not np.isnan(value):
-                color = "white" if value > 0.6 else "black"
-                ax.text(col, row, f"{value:.2f}", ha="center", va="center", fontsize=6, color=color)
-        ax.set_xticks(range(values.shape[1]), list(groups[0]["lost"]) if groups else [])
-        ax.set_yticks(range(len(labels)), labels, fontsize=7)
-        ax.set_title("Share of points lost per criterion (valid judgments)")
-        fig.colorbar(image, ax=ax, fraction=0.03)
-        fig.tight_layout()
-        save_png(fig, path)

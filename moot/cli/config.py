@@ -35,9 +35,19 @@ def apply_config(
         InputError: The file cannot be read, is not a mapping, or holds an unknown key or a
             value its flag refuses.
     """
+    values = option_defaults(args.command_parser, read_config(args.config), args.config)
+    args.command_parser.set_defaults(**values)
+    return parser.parse_args(argv)
+
+
+def read_config(path: str | Path) -> dict[str, object]:
+    """A ``--config`` file's mapping of option names to values, as written.
+
+    Raises:
+        InputError: The file cannot be read, or is not a mapping.
+    """
     from moot.core.loader import Unreadable, load_yaml
 
-    path = args.config
     try:
         values = load_yaml(Path(path).read_text(encoding="utf-8")) or {}
     except (OSError, UnicodeDecodeError) as exc:
@@ -47,8 +57,7 @@ def apply_config(
     refuse_surrogates(path, None, values)
     if not isinstance(values, dict):
         raise InputError(path, "expected a mapping of option names to values")
-    args.command_parser.set_defaults(**option_defaults(args.command_parser, values, path))
-    return parser.parse_args(argv)
+    return values
 
 
 def option_defaults(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import re
 from pathlib import Path
@@ -267,10 +266,10 @@ def _answer_inputs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]
 def plan_answer(args: argparse.Namespace) -> Any:
     """`moot answer --dry-run`: searches stand in as the index's longest chunks (no search)."""
     from moot.cli.retrieval import planned_search, search_source, web_key
-    from moot.graphs.debateqa_answer import AnswerContext, plan_answers
+    from moot.graphs.debateqa_answer import AnswerSettings, plan_answers
 
     questions, settings = _answer_inputs(args)
-    ctx = AnswerContext(client=None, **settings)  # type: ignore[arg-type]
+    ctx = AnswerSettings(**settings)
     if args.mode == "plain":
         return plan_answers(questions, args.out, ctx)
     index = search_source(args)
@@ -292,7 +291,7 @@ def run_answer(args: argparse.Namespace) -> Result:
     client = runtime.client_for(args, *specs)
     ctx = AnswerContext(client=client, retriever=retriever, **settings)
     progress = runtime.progress_for(args, client)
-    run = asyncio.run(
+    run = runtime.run(
         answer_questions(questions, args.out, ctx, concurrency=args.concurrency, progress=progress)
     )
     summary = run.summary
@@ -330,7 +329,7 @@ def plan_curate(args: argparse.Namespace) -> Any:
     from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER
     from moot.core.retrieval.index import Index, corpus_chunks, corpus_sha256
     from moot.graphs.debateqa_answer import search_identity
-    from moot.graphs.debateqa_curate import CurateContext, plan_curation
+    from moot.graphs.debateqa_curate import CurateSettings, plan_curation
 
     questions, path = _curate_inputs(args)
     if path is not None:
@@ -340,11 +339,8 @@ def plan_curate(args: argparse.Namespace) -> Any:
         chunks = corpus_chunks(args.docs)
         manifest = {"source_sha256": corpus_sha256(args.docs), "chunk_chars": DEFAULT_CHUNK_CHARS}
     role = runtime.role_from(args, "curator")
-    ctx = CurateContext(
-        client=None,  # type: ignore[arg-type]
+    ctx = CurateSettings(
         role=role,
-        retriever=None,  # type: ignore[arg-type]
-        embedder=None,  # type: ignore[arg-type]
         documents=args.documents,
         threshold=args.threshold,
         max_tokens=args.max_tokens,
@@ -381,7 +377,7 @@ def run_curate(args: argparse.Namespace) -> Result:
         seed=args.seed,
     )
     progress = runtime.progress_for(args, client)
-    run = asyncio.run(
+    run = runtime.run(
         curate(questions, args.out, ctx, concurrency=args.concurrency, progress=progress)
     )
     summary = run.summary
@@ -411,8 +407,14 @@ def run_pd(args: argparse.Namespace) -> Result:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never download a scorer at run time
     from moot.core.data.questions import load_answers, load_partial_answers
     from moot.core.data.records import package_versions
-    from moot.core.metrics.perspective_diversity import PerspectiveDiversityScorer, scorer_identity
-    from moot.graphs.debateqa_pd import match_answers, score_answers, summarize, write_report
+    from moot.core.metrics.perspective_diversity import PerspectiveDiversityScorer
+    from moot.graphs.debateqa_pd import (
+        match_answers,
+        pd_claim,
+        score_answers,
+        summarize,
+        write_report,
+    )
 
     answers = runtime.limited(load_answers(args.answers), args)
     partial_sets = load_partial_answers(args.partial_answers)
@@ -423,18 +425,7 @@ def run_pd(args: argparse.Namespace) -> Result:
             args,
             f"note: {len(unused)} partial-answer sets have no answer (first: id {unused[0]})",
         )
-    claim = {
-        "evaluation": "perspective_diversity",
-        "scorer": scorer_identity(args.scorer),
-        "variant": args.variant,
-        "max_length": args.max_length,
-    }
-    # float32 through transformers was the only setting before these options: claims without
-    # them stay valid, and any other precision or engine scores differently, so it is claimed
-    if args.dtype != "float32":
-        claim["dtype"] = args.dtype or "auto"
-    if args.backend != "transformers":
-        claim["backend"] = args.backend
+    claim = pd_claim(args.scorer, args.variant, args.max_length, args.dtype, args.backend)
 
     def make_scorer() -> PerspectiveDiversityScorer:
         from transformers.utils import logging
@@ -450,7 +441,7 @@ def run_pd(args: argparse.Namespace) -> Result:
             backend=args.backend,
         )
 
-    run = asyncio.run(
+    run = runtime.run(
         score_answers(pairs, out, make_scorer, claim, progress=runtime.progress_for(args))
     )
     summary = summarize(
@@ -532,7 +523,7 @@ def run_da(args: argparse.Namespace) -> Result:
 
     answers, sources, role = _da_inputs(args)
     client = runtime.client_for(args, role.spec)
-    result = asyncio.run(
+    result = runtime.run(
         evaluate_dispute_awareness(
             answers,
             args.out,
@@ -557,18 +548,8 @@ def run_da(args: argparse.Namespace) -> Result:
 
 def run_report(args: argparse.Namespace) -> Result:
     """`moot report debateqa`."""
-    from moot.core.data.folders import RunFolder
-    from moot.core.data.questions import load_partial_answers
-    from moot.core.data.records import atomic_write, write_json
     from moot.core.errors import ConfigError
-    from moot.core.metrics.debateqa_combined import (
-        combined,
-        keep_ids,
-        model_scores,
-        read_judgments,
-        read_scores,
-    )
-    from moot.core.tables import render_table, show
+    from moot.graphs.debateqa_report import write_report
 
     if len(args.pd) != len(args.da):
         raise ConfigError(f"{len(args.pd)} --pd folders but {len(args.da)} --da folders")
@@ -577,55 +558,9 @@ def run_report(args: argparse.Namespace) -> Result:
         raise ConfigError(f"--names needs {len(args.pd)} different names, one per --pd folder")
     if (args.min_povs is None) != (args.partial_answers is None):
         raise ConfigError("--min-povs and --partial-answers go together")
-    # only scores made with one scorer/variant/window, and one judge/prompt/seed, are comparable
-    settings = {
-        "pd": RunFolder.common_claim(args.pd, "pd", "moot eval pd"),
-        "da": RunFolder.common_claim(args.da, EVAL_CLAIM, "moot eval da"),
-    }
-    for flag, kind in (("pd", "perspective_diversity"), ("da", "da")):
-        if settings[flag].get("evaluation") != kind:
-            found = settings[flag].get("evaluation")
-            raise ConfigError(f"{getattr(args, flag)[0]} holds a {found} run, not moot eval {flag}")
-    keep = None
-    if args.min_povs:
-        keep = keep_ids(load_partial_answers(args.partial_answers), args.min_povs)
-    logs = []
-    for pd_dir, da_dir in zip(args.pd, args.da, strict=True):
-        pair = (pd_dir / "scores.jsonl", da_dir / "judgments.jsonl")
-        for log in pair:
-            if not log.is_file():
-                raise ConfigError(f"{log}: no such file (is it a moot eval pd/da folder?)")
-        logs.append(pair)
-    try:
-        models = [
-            model_scores(name, read_scores(pd), read_judgments(da), keep)
-            for name, (pd, da) in zip(names, logs, strict=True)
-        ]
-        scores = {k: combined(models, k) for k in args.k}
-    except ValueError as exc:  # nothing left to score, or no spread to z-normalise by
-        raise ConfigError(str(exc)) from None
-    rows = []
-    for index, model in enumerate(models):
-        row = {"model": model.name, "pd": model.pd, "pd_answers": model.pd_count}
-        row |= {"da": model.da, "da_answers": model.da_count, "mu_w": {}}
-        for k, values in scores.items():
-            rank = 1 + sum(1 for v in values if v > values[index])
-            row["mu_w"][f"{k:g}"] = {"score": values[index], "rank": rank}
-        rows.append(row)
-    report = {"report": "debateqa", "k": list(args.k), "min_povs": args.min_povs}
-    report |= {"pd_settings": settings["pd"], "da_settings": settings["da"], "models": rows}
-    write_json(args.out / "report.json", report)
-    header = ("model", "P.D.", "n", "D.A.", "n", *(f"mu_w k={k:g} (rank)" for k in args.k))
-    table = [header] + [
-        (
-            r["model"], show(r["pd"], 3), r["pd_answers"], show(r["da"], 3), r["da_answers"],
-            *(f"{show(m['score'], 3)} ({m['rank']})" for m in r["mu_w"].values()),
-        )
-        for r in rows
-    ]  # fmt: skip
-    kept = f", questions with at least {args.min_povs} partial answers" if keep is not None else ""
-    text = f"# DebateQA: P.D., D.A. and Equation 4{kept}\n\n{render_table(table, markdown=True)}\n"
-    atomic_write(args.out / "report.md", lambda f: f.write(text))
+    text = write_report(
+        args.pd, args.da, names, args.k, args.out, args.min_povs, args.partial_answers
+    )
     return runtime.finish(
         args,
         lines=[text.removesuffix("\n"), f"wrote report.json and report.md to {args.out}"],

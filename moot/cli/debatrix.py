@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +159,7 @@ def run_judge(args: argparse.Namespace) -> Result:
     client = runtime.client_for(args, role.spec)
     if skipped:
         runtime.note(args, f"note: {skipped} debate(s) not judged: their status is not ok")
-    summary = asyncio.run(
+    summary = runtime.run(
         judge_debates(
             debates,
             args.out,

@@ -6,7 +6,6 @@ Li et al., ACL 2024.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -200,7 +199,7 @@ def run_debate(args: argparse.Namespace) -> Result:
             f"warning: both debaters use {role_a.spec.name} at temperature "
             f"{role_a.temperature:g}; set --model-b or --temperature-b for distinct voices",
         )
-    summary = asyncio.run(
+    summary = runtime.run(
         run_debatune(
             topics,
             args.out,
@@ -300,7 +299,7 @@ def run_generate(args: argparse.Namespace) -> Result:
 
     items, role, max_tokens = _generate_inputs(args)
     client = runtime.client_for(args, role.spec)
-    result = asyncio.run(
+    result = runtime.run(
         answer_instructions(
             items,
             args.out,
@@ -381,7 +380,7 @@ def run_eval(args: argparse.Namespace) -> Result:
         )
     else:
         run = evaluate_controllability(responses, args.out, role, client, **options)
-    result = asyncio.run(run)
+    result = runtime.run(run)
     write_report(result, args.out, sources)
     outputs = {
         "judgments": args.out / "judgments.jsonl",

@@ -209,11 +209,11 @@ def run_recipe(args: argparse.Namespace) -> Result:
 def _run(
     args: argparse.Namespace, recipe: Any, stages: list[PlannedStage], manifest: Any
 ) -> Result:
-    from moot.cli.runtime import BUDGET_EXIT, execute, finish
+    from moot.cli.runtime import execute, finish
     from moot.core.errors import BudgetReached, MootError, WriteError, machine_failure
     from moot.core.llm.ledger import UsageLedger
     from moot.graphs.loop import discard, now, write_report, write_run_view
-    from moot.result import show
+    from moot.result import FAILED, STATUS, STOPPED, show
 
     live = getattr(args, "echo", True)  # the command line says each stage as it goes
     say = print if live and not args.quiet else (lambda line: None)
@@ -260,7 +260,7 @@ def _run(
             raise
         except (MootError, OSError, WriteError, BudgetReached) as exc:  # main prints its line
             stopped = isinstance(exc, BudgetReached)
-            code = BUDGET_EXIT if stopped else 1 if machine_failure(exc) else 2
+            code = STOPPED if stopped else FAILED if machine_failure(exc) else 2
             _record(manifest, item, started, "stopped" if stopped else "failed", code, str(exc))
             write_run_view(args.out, manifest)
             write_report(args.out, recipe, manifest)
@@ -269,7 +269,7 @@ def _run(
             show(result, item.args.quiet)
         code, used = result.exit_code, result.ledger or UsageLedger()
         spent += used.spent() or 0.0
-        status = {0: "done", BUDGET_EXIT: "stopped"}.get(code, "failed")
+        status = STATUS.get(code, "failed")
         _record(manifest, item, started, status, code, used=used)
         if code:
             write_run_view(args.out, manifest)

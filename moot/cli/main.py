@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ignore", "coroutine 'arun_with_retry' was never awaited", RuntimeWarning
     )
     from moot.cli.config import apply_config
-    from moot.cli.runtime import BUDGET_EXIT, check_paths, execute
+    from moot.cli.runtime import check_paths, execute
     from moot.core.errors import (
         BudgetReached,
         MootError,
@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os_problem,
     )
     from moot.core.redaction import redact
-    from moot.result import show
+    from moot.result import STOPPED, show
 
     try:
         if getattr(args, "config", None):
@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         print(f"moot: {exc}; rerun with a larger --budget to go on", file=sys.stderr)
-        return BUDGET_EXIT
+        return STOPPED
     except KeyboardInterrupt:
         print("moot: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130

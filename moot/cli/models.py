@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import time
 from typing import Any
 
@@ -71,7 +70,7 @@ def _check_one(args: argparse.Namespace, role: Any, shown: str) -> list[str]:
     client = runtime.client_for(args, role.spec)
     start = time.perf_counter()
     try:
-        reply = asyncio.run(
+        reply = runtime.run(
             client.complete(role, CHECK_MESSAGES, stage="check", max_tokens=CHECK_TOKENS, seed=0)
         )
     except ModelCallError as exc:

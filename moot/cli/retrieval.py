@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 from typing import Any
 
@@ -117,14 +116,14 @@ def _retrieve_inputs(args: argparse.Namespace) -> tuple[list[Any], Any]:
 
 def plan_retrieve(args: argparse.Namespace) -> Any:
     """`moot retrieve --dry-run`: the expansion calls (its context has no client)."""
-    from moot.graphs.berds_retrieve import QueryExpansion, plan_expansions
+    from moot.graphs.berds_retrieve import ExpansionSettings, plan_expansions
 
     questions, role = _retrieve_inputs(args)
     index = search_source(args)  # checked as a run checks it; its searches cost nothing
     expansion = None
     if role is not None:
         constrained = runtime.constrained(args, role)
-        expansion = QueryExpansion(None, role, constrained, args.seed)  # type: ignore[arg-type]
+        expansion = ExpansionSettings(role, constrained, args.seed)
     plan = plan_expansions(questions, args.out, expansion)
     if index is None:
         plan.keys.append(web_key(args))
@@ -140,8 +139,9 @@ def run_retrieve(args: argparse.Namespace) -> Result:
     expansion, client = None, None
     if role is not None:
         client = runtime.client_for(args, role.spec)
-        expansion = QueryExpansion(client, role, runtime.constrained(args, role), args.seed)
-    run = asyncio.run(
+        constrained = runtime.constrained(args, role)
+        expansion = QueryExpansion(role, constrained, args.seed, client=client)
+    run = runtime.run(
         retrieve_questions(
             questions,
             retriever,

@@ -6,16 +6,17 @@ Heavy libraries are imported inside these functions, so ``moot --help`` stays fa
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import sys
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from moot.result import Result
+from moot.result import FAILED, STOPPED, Result
 
-BUDGET_EXIT = 3  # ``--budget`` stopped the run: what finished is written, a rerun goes on
-PUSH_EXIT = 1  # ``--push-to-hub`` failed: the artifact is complete, a rerun pushes it
+T = TypeVar("T")
 
 PROGRESS_ROOM = len("..progress.jsonl")  # what `.NAME.progress.jsonl` adds to an --out FILE
 
@@ -23,6 +24,30 @@ DEMO_NOTE = (
     "note: local/smollm2 is the embedded 135M demo model: fluent, often off-topic or on the wrong "
     "side. Use a real model (--model, --judge) for real data."
 )
+
+
+#: The main task of the command running in each thread, by thread: `moot.api` cancels it to
+#: interrupt a command it runs in a thread of its own, as Ctrl-C interrupts the command line.
+RUNNING: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = {}
+
+
+def run(work: Coroutine[Any, Any, T]) -> T:
+    """Run a command's coroutine to its end in an event loop of its own (`asyncio.run`).
+
+    While it runs, its task is in `RUNNING`, so a command run from Python in a thread can be
+    interrupted: cancelling the task unwinds it as Ctrl-C does (what finished is kept).
+    """
+
+    async def main() -> T:
+        thread, task = threading.get_ident(), asyncio.current_task()
+        assert task is not None  # a coroutine asyncio.run runs is a task's
+        RUNNING[thread] = (asyncio.get_running_loop(), task)
+        try:
+            return await work
+        finally:
+            del RUNNING[thread]
+
+    return asyncio.run(main())
 
 
 def note(args: argparse.Namespace, text: str) -> None:
@@ -492,7 +517,7 @@ def finish(
         outputs: What the command wrote, by name, its main records first.
 
     Returns:
-        Its exit code: 3 if ``--budget`` stopped the run (`BUDGET_EXIT`); else 1 if any item
+        Its exit code: 3 if ``--budget`` stopped the run (`STOPPED`); else 1 if any item
         failed, nothing was read, or `failed`; else 0.
     """
     messages = list(messages)
@@ -518,7 +543,7 @@ def finish(
             "nothing was measured; check the judge model and its replies in the output"
         )
     if stopped:
-        code = BUDGET_EXIT
+        code = STOPPED
     else:
         code = 1 if failed or nothing_read or any(t.failed for t in tallies) else 0
     folder = args.out if getattr(args, "out_folder", False) else None
@@ -623,7 +648,7 @@ def push(args: argparse.Namespace, folder: Any, kind: str, result: Result) -> Re
     """Push the command's finished artifact when ``--push-to-hub`` asks.
 
     Only a run that finished (exit code 0) is pushed; otherwise a message says why not. A push
-    that fails says so and exits `PUSH_EXIT`, the local folder left as it was: rerunning the
+    that fails says so and exits 1 (`FAILED`), the local folder left as it was: rerunning the
     command redoes no finished work and pushes again.
 
     Args:
@@ -649,5 +674,5 @@ def push(args: argparse.Namespace, folder: Any, kind: str, result: Result) -> Re
         result.messages.append(
             f"moot: {exc}; {folder} is complete and unchanged: rerun the same command to push it"
         )
-        result.exit_code = PUSH_EXIT
+        result.exit_code = FAILED
     return result

@@ -34,7 +34,7 @@ def register(commands: Commands) -> None:
     )
     opt.required(sft, "train_config")
     sft.add_argument(
-        "overrides", nargs="*", metavar="SECTION.KEY=VALUE", help="e.g. training.epochs=1"
+        "overrides", nargs="*", metavar="SECTION.KEY=VALUE", help="e.g. training.num_train_epochs=1"
     )
     launch = sft.add_argument_group("launch on many processes (accelerate launch)")
     launch.add_argument("--launch", choices=LAUNCHES, help="distributed strategy")

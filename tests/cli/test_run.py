@@ -509,7 +509,7 @@ def test_an_edited_data_train_named_in_the_sft_config_redoes_the_sft_stage(tmp_p
     data.write_text((ROOT / "examples" / "sft-tiny.jsonl").read_text())
     config = yaml.safe_load(TRAIN_TINY.read_text())
     config["data"]["train"] = "sft.jsonl"  # relative to the recipe's folder
-    config["training"] |= {"epochs": 1, "max_steps": 1}
+    config["training"] |= {"num_train_epochs": 1, "max_steps": 1}
     write(tmp_path / "sft.yaml", config)
     sft = {"command": "train sft", "config": "sft.yaml"}
     path = write(tmp_path / "loop.yaml", {"stages": {"sft": sft}})

@@ -38,13 +38,22 @@ def train(tmp_path: Path, *extra: object) -> list[object]:
     return ["train", "sft", "--config", EXAMPLE, f"data.train={DATA}", out, *extra]
 
 
-def test_a_config_typo_is_one_line_before_heavy_imports(tmp_path: Path) -> None:
-    line, modules = refusal(tmp_path, *train(tmp_path, "training.learnin_rate=1e-3"))
+@pytest.mark.parametrize(
+    ("key", "meant"),
+    [
+        ("learnin_rate", "learning_rate"),  # one of moot's keys
+        ("neftune_noise_alfa", "neftune_noise_alpha"),  # a field of trl's SFTConfig
+    ],
+)
+def test_a_config_typo_is_one_line_before_heavy_imports(
+    tmp_path: Path, key: str, meant: str
+) -> None:
+    line, modules = refusal(tmp_path, *train(tmp_path, f"training.{key}=1e-3"))
     assert line == (
-        f"moot: error: {EXAMPLE}: training.learnin_rate: unknown key "
-        "(did you mean 'learning_rate'?)"
+        f"moot: error: {EXAMPLE}: training.{key}: unknown key (did you mean {meant!r}?)"
     )
     assert not modules & HEAVY
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize(

@@ -47,7 +47,7 @@ def retriever(tmp_path_factory: pytest.TempPathFactory) -> LocalRetriever:
 
 def retrieve(server: ScriptedServer, retriever: LocalRetriever, out: Path):
     role = Role("query_expander", parse_spec("openai/scripted", api_base=server.url))
-    expansion = QueryExpansion(ModelClient(retry=RetryPolicy(attempts=1)), role)  # no cache
+    expansion = QueryExpansion(role, client=ModelClient(retry=RetryPolicy(attempts=1)))  # no cache
     run = retrieve_questions(QUESTIONS, retriever, out, k=2, query_expansion=expansion)
     return asyncio.run(run)
 

@@ -41,7 +41,7 @@ def questions_file(tmp_path, count=2, free=("Nike or Adidas: which is more comfo
 def run(server, tmp_path, scenario, out="out", questions=None, generator=None, **options):
     spec = parse_spec("openai/scripted", api_base=server.url)
     client = ModelClient(retry=RetryPolicy(attempts=1))  # no cache
-    ctx = CompareContext(client, Role("comparer", spec), scenario, **options)
+    ctx = CompareContext(Role("comparer", spec), scenario, client=client, **options)
     items = load_compqa_questions(questions or questions_file(tmp_path))
     run = compare_questions(items, tmp_path / out, ctx, generator=generator, concurrency=4)
     return asyncio.run(run)
@@ -104,10 +104,10 @@ def test_the_models_own_temperature_is_for_answers_and_moots_own_steps_run_at_0(
     with ScriptedServer(rules=RULES) as server:
         spec = parse_spec("openai/scripted", api_base=server.url)
         ctx = CompareContext(
-            ModelClient(retry=RetryPolicy(attempts=1)),
             Role("comparer", spec, temperature=None),  # moot compare's default (Section 3)
             4,
             generate_arguments=True,
+            client=ModelClient(retry=RetryPolicy(attempts=1)),
         )
         items = load_compqa_questions(questions_file(tmp_path))
         asyncio.run(compare_questions(items, tmp_path / "out", ctx, concurrency=4))
@@ -216,7 +216,7 @@ def test_run_settings_are_checked():
     role = Role("comparer", spec)
     for scenario, options in [(2, {}), (1, {"generate_arguments": True}), (5, {})]:
         with pytest.raises(ValueError):
-            CompareContext(ModelClient(), role, scenario, **options)
+            CompareContext(role, scenario, client=ModelClient(), **options)
 
 
 def test_generator_names_are_file_safe():

@@ -18,10 +18,10 @@ def test_presets_carry_the_papers_recipes_and_the_file_and_overrides_win(tmp_pat
     config = load_sft_config(path, [*REQUIRED, "training.learning_rate=3e-5"])
     assert config.preset == "debatune-vicuna" and config.model.chat_template == "vicuna"
     assert config.training.learning_rate == 3e-5  # moot.core.loader reads YAML 1.2 / JSON exponents
-    assert config.training.epochs == 1.0 and config.training.effective_batch_size == 128
+    assert config.training.num_train_epochs == 1.0 and config.training.effective_batch_size == 128
     llama = load_sft_config(None, ["preset=debatune-llama2", *REQUIRED])
     assert (llama.training.learning_rate, llama.data.max_length) == (2e-5, 2048)
-    assert llama.training.warmup_ratio == 0.03
+    assert llama.training.warmup_steps == 0.03  # below 1: a share of the steps
     assert llama.model.chat_template == "vicuna"  # the released DEBATunE outputs' format
     assert llama.training.method == config.training.method == "full"  # DEBATunE, Appendix B
     compqa = load_sft_config(None, ["preset=compqa-distill", *REQUIRED]).training
@@ -30,7 +30,7 @@ def test_presets_carry_the_papers_recipes_and_the_file_and_overrides_win(tmp_pat
         32,
         0.01,
     )
-    assert compqa.lr_scheduler == "cosine" and compqa.epochs == 3
+    assert compqa.lr_scheduler_type == "cosine" and compqa.num_train_epochs == 3
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,13 @@ def test_lora_presets_keep_the_papers_schedule_with_lora_rates(preset, rate):
     paper = load_sft_config(None, [f"preset={preset.removesuffix('-lora')}", *REQUIRED])
     assert lora.training.method == "lora" and lora.training.learning_rate == rate
     assert lora.training.learning_rate == 10 * paper.training.learning_rate
-    same = ("epochs", "effective_batch_size", "warmup_ratio", "lr_scheduler", "weight_decay")
+    same = (
+        "num_train_epochs",
+        "effective_batch_size",
+        "warmup_steps",
+        "lr_scheduler_type",
+        "weight_decay",
+    )
     assert [getattr(lora.training, k) for k in same] == [getattr(paper.training, k) for k in same]
     assert lora.data == paper.data and lora.model == paper.model
 
@@ -73,7 +79,11 @@ def test_effective_batch_becomes_gradient_accumulation_per_process_count():
             "training.learnin_rate: unknown key \\(did you mean",
         ),
         ("trainer: {}\n", [], "trainer: unknown key \\(did you mean 'training'\\?\\)"),
-        ("", ["training.epochs=three"], "training.epochs: must be a valid number, got 'three'"),
+        (
+            "",
+            ["training.num_train_epochs=three"],
+            "training.num_train_epochs: must be a valid number, got 'three'",
+        ),
         ("", ["training.seed=true"], "training.seed: must be a valid integer, got True"),
         ("", ["lora.r=0"], "lora.r: must be greater than 0, got 0"),
         ("", ["lora.target_modules=[1, 2]"], "lora.target_modules: expected list\\[str\\] or str"),
@@ -164,6 +174,77 @@ def test_a_folder_claimed_before_a_key_existed_is_still_claimed_while_the_key_ho
     changed = json.loads(json.dumps(plain.trained_settings()))
     changed["training"]["learning_rate"] = 1.0
     assert not plain.claimed_by(changed)
+
+
+OLD_NAMES = (
+    "training:\n  epochs: 2\n  lr_scheduler: linear\n  warmup_ratio: 0.1\n"
+    "  per_device_batch_size: 2\n  gradient_checkpointing: false\n"
+)
+
+
+def test_moots_old_names_of_trls_fields_still_load_as_trls_names(tmp_path):
+    path = tmp_path / "old.yaml"
+    path.write_text(OLD_NAMES)
+    training = load_sft_config(path, REQUIRED).training
+    assert (training.num_train_epochs, training.lr_scheduler_type) == (2.0, "linear")
+    assert (training.warmup_steps, training.per_device_train_batch_size) == (0.1, 2)
+    assert training.activation_checkpointing is False
+    # an override replaces the file's value whichever name either gives, over a preset too
+    over = [
+        "preset=debatune-llama2",
+        "training.num_train_epochs=5",
+        "training.lr_scheduler=constant",
+    ]
+    training = load_sft_config(path, [*REQUIRED, *over]).training
+    assert (training.num_train_epochs, training.lr_scheduler_type) == (5.0, "constant")
+    assert training.effective_batch_size == 128  # the preset's, under the file
+    both = tmp_path / "both.yaml"
+    both.write_text("training:\n  epochs: 2\n  num_train_epochs: 3\n")
+    with pytest.raises(ConfigError) as caught:
+        load_sft_config(both, REQUIRED)
+    assert str(caught.value) == (
+        f"{both}: training.epochs: the old name of num_train_epochs, also given: keep one"
+    )
+    with pytest.raises(ConfigError, match="training.warmup_ratio: a share of the steps, in"):
+        load_sft_config(None, [*REQUIRED, "training.warmup_ratio=5"])
+
+
+def test_trls_other_fields_pass_through_and_a_key_it_lacks_or_moot_sets_is_refused(tmp_path):
+    given = ["training.neftune_noise_alpha=5", "training.lr_scheduler_kwargs={min_lr: 1.0e-6}"]
+    training = load_sft_config(None, [*REQUIRED, *given]).training
+    arguments = training.trainer_arguments()
+    assert arguments["neftune_noise_alpha"] == 5 and arguments["lr_scheduler_kwargs"] == {
+        "min_lr": 1e-6
+    }
+    assert arguments["num_train_epochs"] == 3.0 and "output_dir" not in arguments  # moot's own
+    assert "optim" not in arguments  # None: trl's default
+    path = tmp_path / "run.yaml"
+    for key, message in [
+        ("neftune_noise_alfa: 5", "unknown key (did you mean 'neftune_noise_alpha'?)"),
+        ("gradient_acumulation_steps: 4", "unknown key (did you mean 'gradient_accumulation"),
+        ("gradient_accumulation_steps: 4", "set by moot from training.effective_batch_size"),
+        ("bf16: true", "set by moot from training.precision"),
+        ("hub_token: hf_abc", "a secret does not belong in a config"),
+    ]:
+        path.write_text(f"training:\n  {key}\n")
+        with pytest.raises(ConfigError) as caught:
+            load_sft_config(path, REQUIRED)
+        assert str(caught.value).startswith(f"{path}: training.{key.split(':')[0]}: {message}")
+        assert "hf_abc" not in str(caught.value)
+
+
+def test_a_folder_claimed_under_the_old_names_is_claimed_and_a_passed_field_counts(tmp_path):
+    path = tmp_path / "old.yaml"
+    path.write_text(OLD_NAMES)
+    config = load_sft_config(path, REQUIRED)
+    older = json.loads(json.dumps(config.trained_settings()))
+    renamed = {"num_train_epochs": "epochs", "lr_scheduler_type": "lr_scheduler"}
+    older["training"] = {renamed.get(k, k): v for k, v in older["training"].items()}
+    assert "epochs" in older["training"] and config.claimed_by(older)
+    passed = load_sft_config(path, [*REQUIRED, "training.neftune_noise_alpha=5"])
+    assert not passed.claimed_by(older)  # the earlier run was not given it
+    assert not config.claimed_by(json.loads(json.dumps(passed.trained_settings())))
+    assert passed.claimed_by(json.loads(json.dumps(passed.trained_settings())))
 
 
 def test_required_values_are_named(tmp_path):

@@ -79,11 +79,27 @@ def test_training_lowers_the_loss_writes_a_manifest_and_a_rerun_trains_nothing(t
     assert lines[0] == "train: 12 samples, 1629 tokens"
     again = train_sft(config, progress=False)
     assert again.already_done and again.manifest == manifest
+    # a folder an earlier moot finished: its old names, its own identity; finished all the same
+    old = {"num_train_epochs": "epochs", "lr_scheduler_type": "lr_scheduler"}
+    for path in (result.output_dir / ".moot" / "train.json", result.output_dir / "manifest.json"):
+        record = json.loads(path.read_text())
+        training = record["config"]["training"]
+        record["config"]["training"] = {old.get(k, k): v for k, v in training.items()}
+        path.write_text(json.dumps({**record, "identity": "0123456789abcdef"}))
+    assert train_sft(config, progress=False).already_done
+    assert "| learning rate, scheduler | 0.02, cosine |" in sft_card_text(result)
     with pytest.raises(ConfigError, match="another configuration or other data"):
         train_sft(tiny(tmp_path, "training.epochs=2"), progress=False)
     data.write_text("\n".join(data.read_text().splitlines()[:-1]) + "\n")  # one record less
     with pytest.raises(ConfigError, match="another configuration or other data"):
         train_sft(config, progress=False)
+
+
+def sft_card_text(result) -> str:
+    """The card `moot train sft` writes for `result`'s weights, as text."""
+    from moot.training.sft_card import write_sft_card
+
+    return (write_sft_card(result.output_dir) / "README.md").read_text()
 
 
 def test_full_fine_tuning_trains_every_weight_into_a_whole_model(tmp_path):
@@ -152,8 +168,15 @@ def test_the_trainer_options_reach_the_trainer_and_an_unknown_optimizer_is_named
         f"data.eval={data}",
         "training.eval_steps=3",
         "training.report_to=tensorboard",
+        "training.epochs=2",  # moot's old name of num_train_epochs
+        "training.neftune_noise_alpha=5.0",  # trl's fields moot does not name: passed through
+        "training.per_device_eval_batch_size=2",
+        "training.dataloader_drop_last=true",
     ]
     args = build_trainer(tiny(tmp_path, *options), progress=False).trainer.args
+    assert (args.num_train_epochs, args.warmup_steps, args.lr_scheduler_type) == (2, 0.03, "cosine")
+    assert (args.neftune_noise_alpha, args.dataloader_drop_last) == (5.0, True)
+    assert (args.per_device_train_batch_size, args.per_device_eval_batch_size) == (4, 2)
     assert (args.optim, args.max_grad_norm, args.logging_strategy) == ("sgd", 0.5, "epoch")
     assert (args.save_strategy, args.save_steps) == ("steps", 7)
     assert (args.eval_strategy, args.eval_steps) == ("steps", 3)
@@ -164,6 +187,20 @@ def test_the_trainer_options_reach_the_trainer_and_an_unknown_optimizer_is_named
         "training.optim: unknown optimizer 'adamw_torchh' (did you mean 'adamw_torch'?) "
         "(transformers' OptimizerNames)"
     )
+    with pytest.raises(
+        ConfigError, match="^training: cosin is not a valid SchedulerType, please select one of"
+    ):
+        build_trainer(tiny(tmp_path, "training.lr_scheduler_type=cosin"), progress=False)
+
+
+def test_the_fields_read_from_trls_source_are_sft_configs_own():
+    import dataclasses
+
+    from trl import SFTConfig
+
+    from moot.training.trl_fields import sft_config_fields
+
+    assert sft_config_fields() == {f.name for f in dataclasses.fields(SFTConfig) if f.init}
 
 
 def test_a_mix_folder_gives_train_and_eval_splits(tmp_path):

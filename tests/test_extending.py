@@ -1,0 +1,31 @@
+"""docs/extending.md's judge and pipeline run as written, against a scripted server."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from moot.testing import ScriptedServer
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
+SERVER_IN_THE_PAGE = "http://127.0.0.1:8000/v1"
+
+
+def test_the_judge_and_the_pipeline_run_and_the_pipeline_resumes(tmp_path, monkeypatch, capsys):
+    page = PAGE.read_text(encoding="utf-8")
+    sections = [
+        page.split(f"\n## {title}\n")[1].split("\n## ")[0] for title in ("A judge", "A pipeline")
+    ]
+    blocks = [b for section in sections for b in re.findall(r"```python\n(.*?)```", section, re.S)]
+    assert len(blocks) == 2
+    monkeypatch.chdir(tmp_path)
+    with ScriptedServer() as server:  # it answers a request's JSON schema with a valid value
+        scope: dict = {}
+        for block in blocks:
+            exec(compile(block.replace(SERVER_IN_THE_PAGE, server.url), str(PAGE), "exec"), scope)  # noqa: S102
+        assert len(server.requests) == 3  # the judge's one call, then the two answers' once
+    printed = capsys.readouterr().out
+    assert "'verdict': {'relevant':" in printed and "1 call" in printed
+    assert "2 judged now" in printed and "2 done before; 0 calls" in printed
+    records = (tmp_path / "runs" / "relevance" / "judgments.jsonl").read_text().splitlines()
+    assert len(records) == 2
