@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_OUT ?= runs/demo
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test test-fast lint bench clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,14 @@ demo: setup
 test: setup
 	@OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n 3 --dist worksteal; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests"; status=0; fi; exit $$status
+
+# The fast tier (about a minute on 2 cores): every test that starts no moot process and is not
+# marked slow or embedded, i.e. the unit tests and the commands run in process through moot's
+# Python API. A test that starts a moot process is marked `subprocess` (tests/cli/helpers.py
+# refuses to start one in an unmarked test), so this tier can never pick one up by mistake.
+test-fast: setup
+	@OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n 2 --dist worksteal \
+		-m "not slow and not embedded and not subprocess"
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

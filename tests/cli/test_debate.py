@@ -52,6 +52,7 @@ def debate_args(server: ScriptedServer, topics: Path, out: Path, *extra: object)
     ]
 
 
+@pytest.mark.subprocess
 def test_generates_dataset_with_transcripts_and_manifest(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS)
     result = run_moot(*debate_args(server, topics, tmp_path / "out"))
@@ -97,6 +98,7 @@ def test_generates_dataset_with_transcripts_and_manifest(server, tmp_path):
         assert any(topic in text for topic in TOPICS)
 
 
+@pytest.mark.subprocess
 def test_rerun_skips_finished_debates_and_pays_nothing(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS)
     assert run_moot(*debate_args(server, topics, tmp_path / "out")).returncode == 0
@@ -110,6 +112,7 @@ def test_rerun_skips_finished_debates_and_pays_nothing(server, tmp_path):
     assert (tmp_path / "out" / "dataset.jsonl").read_text() == before
 
 
+@pytest.mark.subprocess
 def test_a_rerun_of_a_finished_run_imports_no_debate_machinery_and_rewrites_nothing(
     server, tmp_path
 ):
@@ -138,6 +141,7 @@ def test_a_rerun_of_a_finished_run_imports_no_debate_machinery_and_rewrites_noth
     assert len(server.requests) == paid  # the reruns sent nothing
 
 
+@pytest.mark.subprocess
 def test_resume_after_kill_repays_no_finished_call(tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS)
     rules = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]
@@ -166,6 +170,7 @@ def test_resume_after_kill_repays_no_finished_call(tmp_path):
     assert sorted(r["id"] for r in dataset) == sorted(d["id"] for d in debates)
 
 
+@pytest.mark.subprocess
 def test_failing_debates_are_recorded_exit_nonzero_and_only_they_are_retried(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS)
     # every conclusion about zoos fails twice in a row: 2 debates x 2 attempts
@@ -191,6 +196,7 @@ def test_failing_debates_are_recorded_exit_nonzero_and_only_they_are_retried(ser
     assert len(read_jsonl(tmp_path / "out" / "dataset.jsonl")) == 4
 
 
+@pytest.mark.subprocess
 def test_shards_merge_into_the_unsharded_dataset(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", [*TOPICS, "Should homework be abolished?"])
     assert run_moot(*debate_args(server, topics, tmp_path / "full")).returncode == 0
@@ -214,6 +220,7 @@ def test_shards_merge_into_the_unsharded_dataset(server, tmp_path):
     assert not shard_topics[0] & shard_topics[1]
 
 
+@pytest.mark.subprocess
 def test_config_file_supplies_options_and_flags_win(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
     config = tmp_path / "run.yaml"
@@ -239,6 +246,7 @@ def test_config_file_supplies_options_and_flags_win(server, tmp_path):
     assert bad.returncode == 2 and "unknown option 'modle' (did you mean 'model'?)" in bad.stderr
 
 
+@pytest.mark.subprocess
 def test_a_changed_configuration_needs_a_new_output_folder(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
     assert run_moot(*debate_args(server, topics, tmp_path / "out")).returncode == 0
@@ -246,6 +254,7 @@ def test_a_changed_configuration_needs_a_new_output_folder(server, tmp_path):
     assert result.returncode == 2 and "different configuration" in result.stderr
 
 
+@pytest.mark.subprocess
 def test_config_file_can_supply_the_required_options(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
     config = tmp_path / "run.yaml"
@@ -258,6 +267,7 @@ def test_config_file_can_supply_the_required_options(server, tmp_path):
     assert len(read_jsonl(tmp_path / "out" / "debates.jsonl")) == 2
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     ("line", "needle"),
     [
@@ -274,11 +284,13 @@ def test_config_values_are_validated_like_flags(line, needle, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.subprocess
 def test_missing_required_option_is_a_clean_error(tmp_path):
     result = run_moot("debate", "--out", tmp_path / "o")
     assert result.returncode == 2 and "missing --topics" in result.stderr
 
 
+@pytest.mark.subprocess
 def test_an_interrupted_run_still_refuses_other_options(tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS)
     rules = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]
@@ -294,6 +306,7 @@ def test_an_interrupted_run_still_refuses_other_options(tmp_path):
     assert other.returncode == 2 and "different configuration" in other.stderr
 
 
+@pytest.mark.subprocess
 def test_empty_replies_fail_the_debate_and_are_asked_again_on_rerun(tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
     rules = [
@@ -316,6 +329,7 @@ def test_empty_replies_fail_the_debate_and_are_asked_again_on_rerun(tmp_path):
     assert len(read_jsonl(tmp_path / "out" / "dataset.jsonl")) == 2
 
 
+@pytest.mark.subprocess
 def test_merge_reports_failures_and_refuses_to_overwrite_an_input(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
     server.add_fault(Fault(kind="500", times=2, match="watching a debate.*You are Affirmative"))
@@ -337,6 +351,7 @@ def test_merge_reports_failures_and_refuses_to_overwrite_an_input(server, tmp_pa
     )
 
 
+@pytest.mark.subprocess
 def test_outputs_are_readable_by_others_as_the_umask_allows(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
     args = debate_args(server, topics, tmp_path / "out", "--arguments-per-stance", 1)
@@ -345,11 +360,13 @@ def test_outputs_are_readable_by_others_as_the_umask_allows(server, tmp_path):
         assert (tmp_path / "out" / name).stat().st_mode & 0o044 == 0o044, name
 
 
+@pytest.mark.subprocess
 def test_models_without_a_subcommand_shows_its_help():
     result = run_moot("models")
     assert result.returncode == 2 and "check" in result.stdout
 
 
+@pytest.mark.subprocess
 def test_a_failed_argument_list_is_asked_anew_on_rerun(tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
     prose = [Rule(pattern="list your arguments", reply="I would rather talk about the weather.")]
@@ -364,6 +381,7 @@ def test_a_failed_argument_list_is_asked_anew_on_rerun(tmp_path):
     assert len(seeds) == len(reseeds) == 2 and not set(seeds) & set(reseeds)
 
 
+@pytest.mark.subprocess
 def test_config_value_left_empty_is_an_error(tmp_path):
     config = tmp_path / "run.yaml"
     config.write_text("rounds:\n")
@@ -371,6 +389,7 @@ def test_config_value_left_empty_is_an_error(tmp_path):
     assert result.returncode == 2 and "option 'rounds': needs a value" in result.stderr
 
 
+@pytest.mark.subprocess
 def test_merge_never_writes_into_a_run_folder(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS)
     for index in (0, 1):
@@ -382,6 +401,7 @@ def test_merge_never_writes_into_a_run_folder(server, tmp_path):
     assert result.returncode == 2 and "belongs to `moot debate`" in result.stderr
 
 
+@pytest.mark.subprocess
 def test_resume_after_kill_without_cache_redoes_only_unfinished_work(tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS)
     rules = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]
@@ -438,6 +458,7 @@ def test_merge_of_a_corrupt_shard_is_one_error_line_and_writes_nothing(server, t
     assert error.count("\n") == 1 and not (tmp_path / "m").exists()
 
 
+@pytest.mark.subprocess
 def test_rounds_0_writes_the_statement_without_a_debate(server, tmp_path):
     # the paper's "Topic Data without Debate" ablation (Section 5.2, Table 2)
     server.add_rule(Rule(pattern="proposed by you", reply="Statement {n}."))

@@ -10,6 +10,8 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
+
 from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import (
     ARGUMENTS_REPLY,
@@ -26,6 +28,8 @@ from tests.cli.test_compare import questions as compare_questions
 from tests.cli.test_debate import debate_args as shared_debate_args
 from tests.cli.test_eval import responses_file
 from tests.conftest import shared_data
+
+pytestmark = pytest.mark.subprocess
 
 TURN_TOKENS = 40  # small budgets keep the bounds tight
 CONCLUSION_TOKENS = 60

@@ -13,6 +13,8 @@ from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import popen_moot, read_jsonl, run_moot, write_bp_competition
 from tests.conftest import shared_data
 
+pytestmark = pytest.mark.subprocess
+
 SCORE = Rule(r'"score": <an integer from 1 to 10>', '{"comment": "solid", "score": 6}', role="last")
 
 
