@@ -26,6 +26,7 @@ from tests.cli.helpers import (
 )
 from tests.cli.test_berds import berds_fixture, demo_answers, write_jsonl
 from tests.cli.test_compare import questions as compare_questions
+from tests.cli.test_debate import debate_options as shared_debate_options
 from tests.cli.test_eval import responses_file
 from tests.conftest import shared_data
 
@@ -85,18 +86,9 @@ def stdout(result: moot.Result) -> str:
 
 
 def debate_options(server: ScriptedServer, topics: Path, out: Path, cache: Path) -> dict:
-    """`moot debate`'s options in tests/cli/test_debate.py, with small budgets."""
-    return {
-        "topics": topics,
-        "out": out,
-        "model": "openai/scripted",
-        "api_base": server.url,
-        "arguments_per_stance": 2,
-        "max_retries": 1,
-        "turn_tokens": TURN_TOKENS,
-        "conclusion_tokens": CONCLUSION_TOKENS,
-        "cache": cache,
-    }
+    """`moot.debate`'s options of tests/cli/test_debate.py, with small budgets."""
+    budgets = {"turn_tokens": TURN_TOKENS, "conclusion_tokens": CONCLUSION_TOKENS}
+    return shared_debate_options(server, topics, out, **budgets, cache=cache)
 
 
 def test_the_plan_calls_equal_a_real_runs_its_tokens_bound_them_and_a_rerun_skips(tmp_path):
