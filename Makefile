@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_OUT ?= runs/demo
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test test-fast lint bench clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -21,14 +21,22 @@ demo: setup
 		--arguments-per-stance 1 --rounds 2 --turn-tokens 160 --conclusion-tokens 320
 
 # Three workers on 2 cores: chosen when most tests waited on subprocesses (10.8 min against 14
-# with two). Since issue 19 the suite is CPU-bound (96-99% of both cores busy, 574-663 s of pytest
-# time on an idle machine); two workers were not measured since.
+# with two). The suite is CPU-bound: 486-503 s of CPU in all (issue 30, `perf stat -e task-clock`,
+# the forked moot runs included), so about 4.5 min of wall time on 2 idle cores.
 # tests/conftest.py deals the tests marked slow or embedded to the heads of worksteal's per-worker
 # shares, so that no worker is left alone on a minute-long test at the end.
 # pytest exits 5 when it collects no tests; say so instead of failing on it.
 test: setup
 	@OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n 3 --dist worksteal; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests"; status=0; fi; exit $$status
+
+# The fast tier (about a minute on 2 cores): every test that starts no moot process and is not
+# marked slow or embedded, i.e. the unit tests and the commands run in process through moot's
+# Python API. A test that starts a moot process is marked `subprocess` (tests/cli/helpers.py
+# refuses to start one in an unmarked test), so this tier can never pick one up by mistake.
+test-fast: setup
+	@OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n 2 --dist worksteal \
+		-m "not slow and not embedded and not subprocess"
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

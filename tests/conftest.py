@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli import helpers
 from tests.netguard import guard_loopback
 
 # the `scripted_server` fixture: moot's tests use the one its users get (docs/testing.md)
@@ -100,6 +101,16 @@ def built_once(
             folder.mkdir()
             done.write_bytes(pickle.dumps(build(folder)))
         return pickle.loads(done.read_bytes())
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Let only the tests marked for a process tier start moot processes (`make test-fast`).
+
+    Set before the item's fixtures, so a module-scoped fixture's runs are checked too.
+    """
+    marked = any(any(item.iter_markers(name)) for name in helpers.PROCESS_TIERS)
+    helpers.unmarked_test = None if marked else item.nodeid
 
 
 def _slow(item: pytest.Item) -> bool:

@@ -52,6 +52,21 @@ ARGUMENTS_REPLY = (
 )
 
 
+#: The marks of the tests that may start moot processes: the tiers `make test-fast` leaves out.
+PROCESS_TIERS = ("subprocess", "slow", "embedded")
+#: The running test's node id when it carries none of them (set by tests/conftest.py).
+unmarked_test: str | None = None
+
+
+def assert_process_tier() -> None:
+    """Refuse to start a moot process in a test of the fast tier: such a test says so by a mark."""
+    if unmarked_test is not None:
+        raise AssertionError(
+            f"{unmarked_test} starts a moot process: mark it `subprocess`"
+            " (or test it in process, through moot's Python API)"
+        )
+
+
 def moot_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update(extra)
@@ -69,6 +84,7 @@ def run_moot(
     `limits` are its soft resource limits, as ``ulimit`` sets them (``{"RLIMIT_FSIZE": bytes}``:
     a write past that file size fails, ``File too large``, as on a full disk).
     """
+    assert_process_tier()
     env = env or moot_env()
     return fork_server_for(env).run([str(a) for a in args], env, timeout, limits)
 
@@ -77,6 +93,7 @@ def run_fresh_moot(
     *args: object, env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess:
     """`python -m moot args` in a fresh interpreter, start-up and all, as a shell runs it."""
+    assert_process_tier()
     return subprocess.run(
         [sys.executable, "-m", "moot", *map(str, args)],
         capture_output=True,
@@ -92,6 +109,7 @@ def popen_moot(*args: object, env: dict[str, str] | None = None) -> ForkedRun:
     Its SIGINT is the default (Ctrl-C raises KeyboardInterrupt), as at a terminal, even in a
     suite started in the background (`make test &`), whose children inherit an ignored SIGINT.
     """
+    assert_process_tier()
     env = env or moot_env()
     return fork_server_for(env).start([str(a) for a in args], env)
 

@@ -17,6 +17,8 @@ from tests.conftest import shared_data
 from tests.fenced import unfence
 from tests.tiny import tiny_bert
 
+pytestmark = pytest.mark.subprocess
+
 FINAL = "It is debated. Some argue it reduces poverty; others say it costs too much."
 REACT_RULES = [
     Rule(pattern="no searches left", role="last", reply=f"Thought: done.\nFinal Answer: {FINAL}"),

@@ -46,6 +46,7 @@ TOPIC_FILES = {
 }
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("name", TOPIC_FILES)
 def test_bad_topic_files(name, tmp_path, scripted_server):
     content, needle = TOPIC_FILES[name]
@@ -69,6 +70,7 @@ def test_bad_topic_files(name, tmp_path, scripted_server):
     assert scripted_server.requests == []
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     ("spec", "needle"),
     [
@@ -85,6 +87,7 @@ def test_bad_model_specs(spec, needle, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.subprocess
 def test_unreachable_endpoint(tmp_path):
     topics = write_topics(tmp_path / "t.json", ["zoos"])
     url = closed_port_url()
@@ -103,6 +106,7 @@ def test_unreachable_endpoint(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.subprocess
 def test_missing_key_names_the_variable_and_never_a_value(tmp_path):
     topics = write_topics(tmp_path / "t.json", ["zoos"])
     result = run_moot(
@@ -127,6 +131,7 @@ def test_missing_key_names_the_variable_and_never_a_value(tmp_path):
     assert_clean_failure(result, "set MY_KEY")
 
 
+@pytest.mark.subprocess
 def test_wrong_key_is_a_clean_failure_that_never_shows_the_key(tmp_path):
     from moot.testing import ScriptedServer
 
@@ -175,6 +180,7 @@ def test_help_is_fast_because_it_imports_nothing_heavy():
     assert "HEAVY []" in result.stdout
 
 
+@pytest.mark.subprocess
 def test_models_check_round_trip_and_unreachable(scripted_server):
     ok = run_moot("models", "check", "openai/scripted", "--api-base", scripted_server.url)
     assert ok.returncode == 0, ok.stderr
@@ -222,11 +228,13 @@ def test_debug_adds_the_traceback_and_keeps_exit_2(tmp_path, capsys):
     )
 
 
+@pytest.mark.subprocess
 def test_no_command_prints_help_and_fails():
     result = run_moot()
     assert result.returncode == 2 and "debate" in result.stdout
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     "command",
     [

@@ -42,6 +42,7 @@ DA_RULES = [
 ]
 
 
+@pytest.mark.subprocess
 def test_dispute_awareness_counts_parse_failures_apart_and_resumes(tmp_path):
     answers = demo_answers(4)  # {generation, id}: no question text
     answers[0]["question"] = "Q-AWARE: is it debated?"  # its own question wins
@@ -77,6 +78,7 @@ def test_dispute_awareness_counts_parse_failures_apart_and_resumes(tmp_path):
     assert (out / "summary.md").read_text().startswith("# dispute_awareness")
 
 
+@pytest.mark.subprocess
 def test_dispute_awareness_needs_question_text(tmp_path):
     path = write_jsonl(tmp_path / "answers.jsonl", demo_answers(2))
     with ScriptedServer() as server:
@@ -136,6 +138,7 @@ def berds_fixture(tmp_path: Path) -> tuple[Path, Path, list[Rule]]:
     return retrieved, perspectives, rules
 
 
+@pytest.mark.subprocess
 def test_berds_mrecall_and_precision_equal_hand_computed_values(tmp_path):
     retrieved, perspectives, rules = berds_fixture(tmp_path)
     out = tmp_path / "out"
@@ -162,6 +165,7 @@ def test_berds_mrecall_and_precision_equal_hand_computed_values(tmp_path):
     assert len(read_jsonl(out / "judgments.jsonl")) == 12
 
 
+@pytest.mark.subprocess
 def test_berds_k_larger_than_the_retrieved_list_exits_2_with_one_line(tmp_path):
     retrieved, perspectives, _ = berds_fixture(tmp_path)
     out = tmp_path / "out"
@@ -191,6 +195,7 @@ def test_a_retrieved_question_without_perspectives_is_an_input_error(tmp_path):
         load_retrieved(retrieved)
 
 
+@pytest.mark.subprocess
 def test_berds_k_is_required(tmp_path):
     retrieved, perspectives, _ = berds_fixture(tmp_path)
     result = run_moot("eval", "berds", "--retrieved", retrieved, "--perspectives", perspectives,
@@ -212,6 +217,7 @@ def detector_subset(tmp_path: Path, n: int = 20) -> tuple[Path, list[list[str]]]
 DETECTOR_REPLIES = {"1": "Yes", "2": "Answer: No", "3": "Maybe", "18": "No.", "20": "**Yes**"}
 
 
+@pytest.mark.subprocess
 def test_detector_accuracy_and_f1(tmp_path):
     pairs, rows = detector_subset(tmp_path)
     rules = [
@@ -267,6 +273,7 @@ def test_detector_bad_rows_name_the_line(tmp_path, edit, message):
         load_pairs(pairs)
 
 
+@pytest.mark.subprocess
 def test_detector_bad_label_exits_2_with_one_line(tmp_path):
     pairs, _ = detector_subset(tmp_path, 5)
     rewrite(pairs, lambda rows: rows[3].__setitem__(4, "yes"))
@@ -278,6 +285,7 @@ def test_detector_bad_label_exits_2_with_one_line(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.subprocess
 def test_berds_reads_the_released_layout_without_conversion(tmp_path):
     """BERDS' eval input: the released question records with `ctxs` added (berds README)."""
     _, questions = perspective_sets(2)
@@ -332,6 +340,7 @@ def test_a_released_record_with_an_empty_title_keeps_the_released_space(tmp_path
     assert item.documents == ("Body. ",)  # Eval/eval.py: doc['text'] + ' ' + doc['title']
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     ("record", "problem"),
     [
@@ -362,6 +371,7 @@ def test_moot_records_without_perspectives_need_the_perspectives_file(tmp_path):
         join_perspectives(load_retrieved(retrieved), retrieved, None, None, 2)
 
 
+@pytest.mark.subprocess
 def test_the_one_shot_detector_prompt_is_its_own_run(tmp_path):
     pairs, rows = detector_subset(tmp_path, 3)
     out = tmp_path / "out"

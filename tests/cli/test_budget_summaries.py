@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from moot.cli import main
 from moot.core.data.compqa import load_judged
 from moot.testing import Fault, Rule, ScriptedServer
@@ -25,6 +27,8 @@ from tests.cli.test_berds import berds_fixture, demo_answers, detector_subset, w
 from tests.cli.test_compare import ANSWER, questions
 from tests.cli.test_eval import responses_file
 from tests.cli.test_eval_compqa import SCORES, real_answers
+
+pytestmark = pytest.mark.subprocess
 
 DONE = 2  # items the first run's budget lets through (at --concurrency 1)
 TEXTS = (".json", ".jsonl", ".md")

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from moot.core.data.compqa import load_comparisons
 from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import read_jsonl, run_moot
 from tests.conftest import shared_data
+
+pytestmark = pytest.mark.subprocess
 
 ANSWER = "Summary: both are fine.\nMain Aspects of Comparison:\n- Cost: equal.\nBest Option: Tea"
 

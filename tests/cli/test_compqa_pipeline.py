@@ -16,6 +16,8 @@ from moot.core.data.compqa import MAXIMA, load_judged
 from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import run_moot
 
+pytestmark = pytest.mark.subprocess
+
 QUESTIONS = [
     {"object1": "tea", "object2": "coffee", "aspect": "health"},
     {"object1": "Python", "object2": "Java", "aspect": ""},

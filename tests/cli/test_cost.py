@@ -19,6 +19,8 @@ from tests.cli.test_generate import dataset
 from tests.cli.test_judge import SCORE, judge_args, real_debates
 from tests.conftest import built_once
 
+pytestmark = pytest.mark.subprocess
+
 TOPICS = ["Should zoos be banned?"]
 # a prompt token costs $0.001, a completion token $0.002, a cached prompt token $0.0001
 PRICES = {"openai/scripted": {"input": 1000, "output": 2000, "cached_input": 100}}

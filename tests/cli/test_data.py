@@ -34,6 +34,7 @@ def judged(path: Path, scores: list[object]) -> Path:
     return path
 
 
+@pytest.mark.subprocess
 def test_distill_real_files_then_mix(tmp_path: Path) -> None:
     files = sorted(shared_data("compqa", "evaluated_summaries", "gpt-4").glob("*.json"))
     out = tmp_path / "compqa"
@@ -65,6 +66,7 @@ def test_distill_real_files_then_mix(tmp_path: Path) -> None:
     assert {r["source"] for r in train} >= {"compqa:gpt4", str(extra)}
 
 
+@pytest.mark.subprocess
 def test_distill_nothing_kept_exits_1(tmp_path: Path) -> None:
     low = judged(tmp_path / "cam.json", [9, 12])
     result = run_moot("data", "distill-compqa", "--judged", low, "--out", tmp_path / "o", env=ENV)
@@ -73,6 +75,7 @@ def test_distill_nothing_kept_exits_1(tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.subprocess
 def test_bad_judged_record_is_one_line(tmp_path: Path) -> None:
     # a malformed judgment (a score as words) is skipped and counted, not a bad file
     odd = judged(tmp_path / "gpt4_scenario_1.json", [19, "high"])
@@ -85,6 +88,7 @@ def test_bad_judged_record_is_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "p").exists()
 
 
+@pytest.mark.subprocess
 def test_uncached_hub_name_exits_2(tmp_path: Path) -> None:
     result = run_moot("data", "mix", "--in", "nobody-moot/absent", "--out", tmp_path / "o", env=ENV)
     assert_clean_failure(

@@ -1,4 +1,8 @@
-"""`moot debate` and `moot merge-shards` end to end, through real HTTP to the scripted server."""
+"""`moot debate` and `moot merge-shards` end to end, through real HTTP to the scripted server.
+
+What a run does is tested in process (`moot.debate(...)`); what needs the process, in one:
+kills and resumes, the command line's flags and --config files, what a rerun imports.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import moot
 from moot.cli import main
 from moot.core.llm.cache import RequestCache
 from moot.testing import Fault, Rule, ScriptedServer
@@ -52,10 +57,15 @@ def debate_args(server: ScriptedServer, topics: Path, out: Path, *extra: object)
     ]
 
 
+def debate_options(server: ScriptedServer, topics: Path, out: Path, **extra: object) -> dict:
+    """`debate_args` as the keyword arguments of `moot.debate`."""
+    options = {"topics": topics, "out": out, "model": "openai/scripted", "api_base": server.url}
+    return options | {"arguments_per_stance": 2, "max_retries": 1, **extra}
+
+
 def test_generates_dataset_with_transcripts_and_manifest(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS)
-    result = run_moot(*debate_args(server, topics, tmp_path / "out"))
-    assert result.returncode == 0, result.stderr
+    result = moot.debate(**debate_options(server, topics, tmp_path / "out"))
     out = tmp_path / "out"
     debates = read_jsonl(out / "debates.jsonl")
     assert len(debates) == 2 * 2 * 2 and {d["status"] for d in debates} == {"ok"}
@@ -85,7 +95,7 @@ def test_generates_dataset_with_transcripts_and_manifest(server, tmp_path):
     assert roles == {"debater_a", "debater_b"}
     assert manifest["ledger"]["total"]["calls"] == 4 + 8 * 5
     assert manifest["counts"]["dataset_records"] == 8
-    assert "dataset.jsonl" in result.stdout and "debater_a" in result.stdout
+    assert "dataset.jsonl" in str(result) and "debater_a" in result.summary  # what it prints
 
     bodies = [r.body for r in server.requests if r.path.endswith("/chat/completions")]
     assert len(bodies) == 4 + 8 * 5
@@ -99,17 +109,18 @@ def test_generates_dataset_with_transcripts_and_manifest(server, tmp_path):
 
 def test_rerun_skips_finished_debates_and_pays_nothing(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS)
-    assert run_moot(*debate_args(server, topics, tmp_path / "out")).returncode == 0
+    options = debate_options(server, topics, tmp_path / "out")
+    moot.debate(**options)
     before = (tmp_path / "out" / "dataset.jsonl").read_text()
     server.clear_log()
-    for extra in ([], ["--no-cache"]):
-        result = run_moot(*debate_args(server, topics, tmp_path / "out", *extra))
-        assert result.returncode == 0, result.stderr
-        assert re.search(r"debates +8 +8 +0 +0", result.stdout)
+    for extra in ({}, {"no_cache": True}):
+        result = moot.debate(**options, **extra)
+        assert re.search(r"debates +8 +8 +0 +0", result.summary)
     assert server.requests == []
     assert (tmp_path / "out" / "dataset.jsonl").read_text() == before
 
 
+@pytest.mark.subprocess
 def test_a_rerun_of_a_finished_run_imports_no_debate_machinery_and_rewrites_nothing(
     server, tmp_path
 ):
@@ -138,6 +149,7 @@ def test_a_rerun_of_a_finished_run_imports_no_debate_machinery_and_rewrites_noth
     assert len(server.requests) == paid  # the reruns sent nothing
 
 
+@pytest.mark.subprocess
 def test_resume_after_kill_repays_no_finished_call(tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS)
     rules = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]
@@ -170,10 +182,11 @@ def test_failing_debates_are_recorded_exit_nonzero_and_only_they_are_retried(ser
     topics = write_topics(tmp_path / "topics.json", TOPICS)
     # every conclusion about zoos fails twice in a row: 2 debates x 2 attempts
     server.add_fault(Fault(kind="500", times=4, match="watching a debate.*zoos"))
-    args = debate_args(server, topics, tmp_path / "out", "--arguments-per-stance", 1)
-    result = run_moot(*args)
-    assert result.returncode == 1
-    assert "moot: 2 of 4 debates failed" in result.stderr and "Traceback" not in result.stderr
+    options = debate_options(server, topics, tmp_path / "out", arguments_per_stance=1)
+    with pytest.raises(moot.RunFailed) as failing:
+        moot.debate(**options)
+    assert failing.value.result.exit_code == 1
+    assert "moot: 2 of 4 debates failed" in "\n".join(failing.value.result.messages)
     debates = read_jsonl(tmp_path / "out" / "debates.jsonl")
     failed = [d for d in debates if d["status"] == "failed"]
     assert len(failed) == 2 and all(
@@ -183,8 +196,7 @@ def test_failing_debates_are_recorded_exit_nonzero_and_only_they_are_retried(ser
     assert len(read_jsonl(tmp_path / "out" / "dataset.jsonl")) == 2
 
     server.clear_log()
-    result = run_moot(*args)
-    assert result.returncode == 0, result.stderr
+    moot.debate(**options)
     assert len(server.requests) == 2  # only the two missing conclusions
     debates = read_jsonl(tmp_path / "out" / "debates.jsonl")
     assert len(debates) == 4 and {d["status"] for d in debates} == {"ok"}
@@ -193,18 +205,14 @@ def test_failing_debates_are_recorded_exit_nonzero_and_only_they_are_retried(ser
 
 def test_shards_merge_into_the_unsharded_dataset(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", [*TOPICS, "Should homework be abolished?"])
-    assert run_moot(*debate_args(server, topics, tmp_path / "full")).returncode == 0
+    moot.debate(**debate_options(server, topics, tmp_path / "full"))
     for index in (0, 1):
-        shard = run_moot(
-            *debate_args(server, topics, tmp_path / f"s{index}", "--shard", f"{index}/2")
-        )
-        assert shard.returncode == 0, shard.stderr
-    partial = run_moot("merge", tmp_path / "s0", "--out", tmp_path / "partial")
-    assert partial.returncode == 2 and "missing shards 1/2" in partial.stderr
+        moot.debate(**debate_options(server, topics, tmp_path / f"s{index}", shard=f"{index}/2"))
+    with pytest.raises(moot.ConfigError, match="missing shards 1/2"):
+        moot.merge_shards(tmp_path / "s0", out=tmp_path / "partial")
     assert not (tmp_path / "partial").exists()
 
-    merged = run_moot("merge", tmp_path / "s0", tmp_path / "s1", "--out", tmp_path / "merged")
-    assert merged.returncode == 0, merged.stderr
+    moot.merge_shards(tmp_path / "s0", tmp_path / "s1", out=tmp_path / "merged")
     full = {r["id"]: r for r in read_jsonl(tmp_path / "full" / "dataset.jsonl")}
     joined = {r["id"]: r for r in read_jsonl(tmp_path / "merged" / "dataset.jsonl")}
     assert joined == full and len(full) == 3 * 2 * 2
@@ -214,6 +222,7 @@ def test_shards_merge_into_the_unsharded_dataset(server, tmp_path):
     assert not shard_topics[0] & shard_topics[1]
 
 
+@pytest.mark.subprocess
 def test_config_file_supplies_options_and_flags_win(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
     config = tmp_path / "run.yaml"
@@ -241,11 +250,12 @@ def test_config_file_supplies_options_and_flags_win(server, tmp_path):
 
 def test_a_changed_configuration_needs_a_new_output_folder(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
-    assert run_moot(*debate_args(server, topics, tmp_path / "out")).returncode == 0
-    result = run_moot(*debate_args(server, topics, tmp_path / "out", "--rounds", 3))
-    assert result.returncode == 2 and "different configuration" in result.stderr
+    moot.debate(**debate_options(server, topics, tmp_path / "out"))
+    with pytest.raises(moot.ConfigError, match="different configuration"):
+        moot.debate(**debate_options(server, topics, tmp_path / "out", rounds=3))
 
 
+@pytest.mark.subprocess
 def test_config_file_can_supply_the_required_options(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
     config = tmp_path / "run.yaml"
@@ -258,6 +268,7 @@ def test_config_file_can_supply_the_required_options(server, tmp_path):
     assert len(read_jsonl(tmp_path / "out" / "debates.jsonl")) == 2
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     ("line", "needle"),
     [
@@ -274,11 +285,13 @@ def test_config_values_are_validated_like_flags(line, needle, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.subprocess
 def test_missing_required_option_is_a_clean_error(tmp_path):
     result = run_moot("debate", "--out", tmp_path / "o")
     assert result.returncode == 2 and "missing --topics" in result.stderr
 
 
+@pytest.mark.subprocess
 def test_an_interrupted_run_still_refuses_other_options(tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS)
     rules = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]
@@ -300,16 +313,13 @@ def test_empty_replies_fail_the_debate_and_are_asked_again_on_rerun(tmp_path):
         Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY),
         Rule(pattern="You are watching a debate", reply=""),
     ]
-    with ScriptedServer(rules=rules) as server:
-        args = debate_args(server, topics, tmp_path / "out", "--arguments-per-stance", 1)
-        first = run_moot(*args)
-    assert first.returncode == 1 and "empty reply from http://127.0.0.1" in first.stderr
+    with ScriptedServer(rules=rules) as server, pytest.raises(moot.RunFailed) as first:
+        moot.debate(**debate_options(server, topics, tmp_path / "out", arguments_per_stance=1))
+    assert first.value.result.exit_code == 1
+    assert "empty reply from http://127.0.0.1" in "\n".join(first.value.result.messages)
     assert read_jsonl(tmp_path / "out" / "dataset.jsonl") == []
     with ScriptedServer(rules=rules[:1]) as server:  # the model now answers
-        second = run_moot(
-            *debate_args(server, topics, tmp_path / "out", "--arguments-per-stance", 1)
-        )
-        assert second.returncode == 0, second.stderr
+        moot.debate(**debate_options(server, topics, tmp_path / "out", arguments_per_stance=1))
         asked = [r.body["messages"][0]["content"] for r in server.requests]
     # only the two conclusions were asked again; the debate turns came from the checkpoints
     assert len(asked) == 2 and all("watching a debate" in text for text in asked)
@@ -319,10 +329,12 @@ def test_empty_replies_fail_the_debate_and_are_asked_again_on_rerun(tmp_path):
 def test_merge_reports_failures_and_refuses_to_overwrite_an_input(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
     server.add_fault(Fault(kind="500", times=2, match="watching a debate.*You are Affirmative"))
-    args = debate_args(server, topics, tmp_path / "run", "--arguments-per-stance", 1)
-    assert run_moot(*args).returncode == 1
-    merged = run_moot("merge", tmp_path / "run", "--out", tmp_path / "merged")
-    assert merged.returncode == 1 and "1 failed" in merged.stderr
+    with pytest.raises(moot.RunFailed):
+        moot.debate(**debate_options(server, topics, tmp_path / "run", arguments_per_stance=1))
+    with pytest.raises(moot.RunFailed) as merged:
+        moot.merge_shards(tmp_path / "run", out=tmp_path / "merged")
+    assert merged.value.result.exit_code == 1
+    assert "1 failed" in "\n".join(merged.value.result.messages)
     manifest = json.loads((tmp_path / "merged" / "manifest.json").read_text())
     assert manifest["counts"] == {
         "debates": 2,
@@ -330,21 +342,19 @@ def test_merge_reports_failures_and_refuses_to_overwrite_an_input(server, tmp_pa
         "failures": 1,
         "dataset_records": 1,
     }
-    into_input = run_moot("merge", tmp_path / "run", "--out", tmp_path / "run")
     # a `moot debate` folder is that command's alone
-    assert (
-        into_input.returncode == 2 and f"is the input DIR {tmp_path / 'run'}" in into_input.stderr
-    )
+    with pytest.raises(moot.ConfigError, match=f"is the input DIR {tmp_path / 'run'}"):
+        moot.merge_shards(tmp_path / "run", out=tmp_path / "run")
 
 
 def test_outputs_are_readable_by_others_as_the_umask_allows(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
-    args = debate_args(server, topics, tmp_path / "out", "--arguments-per-stance", 1)
-    assert run_moot(*args).returncode == 0
+    moot.debate(**debate_options(server, topics, tmp_path / "out", arguments_per_stance=1))
     for name in ("dataset.jsonl", "debates.jsonl", "manifest.json", "dataset"):
         assert (tmp_path / "out" / name).stat().st_mode & 0o044 == 0o044, name
 
 
+@pytest.mark.subprocess
 def test_models_without_a_subcommand_shows_its_help():
     result = run_moot("models")
     assert result.returncode == 2 and "check" in result.stdout
@@ -354,16 +364,19 @@ def test_a_failed_argument_list_is_asked_anew_on_rerun(tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
     prose = [Rule(pattern="list your arguments", reply="I would rather talk about the weather.")]
     with ScriptedServer(rules=prose) as server:
-        args = debate_args(server, topics, tmp_path / "out", "--arguments-per-stance", 1)
-        first = run_moot(*args)
-        assert first.returncode == 1 and "no arguments could be parsed" in first.stderr
+        options = debate_options(server, topics, tmp_path / "out", arguments_per_stance=1)
+        with pytest.raises(moot.RunFailed) as first:
+            moot.debate(**options)
+        assert "no arguments could be parsed" in "\n".join(first.value.result.messages)
         seeds = [r.body["seed"] for r in server.requests]
-        second = run_moot(*args)
-        assert second.returncode == 1
+        with pytest.raises(moot.RunFailed) as second:
+            moot.debate(**options)
+        assert second.value.result.exit_code == 1
         reseeds = [r.body["seed"] for r in server.requests][len(seeds) :]
     assert len(seeds) == len(reseeds) == 2 and not set(seeds) & set(reseeds)
 
 
+@pytest.mark.subprocess
 def test_config_value_left_empty_is_an_error(tmp_path):
     config = tmp_path / "run.yaml"
     config.write_text("rounds:\n")
@@ -374,14 +387,14 @@ def test_config_value_left_empty_is_an_error(tmp_path):
 def test_merge_never_writes_into_a_run_folder(server, tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS)
     for index in (0, 1):
-        args = debate_args(server, topics, tmp_path / f"s{index}", "--shard", f"{index}/2")
-        assert run_moot(*args).returncode == 0
-    result = run_moot("merge", tmp_path / "s0", tmp_path / "s1", "--out", tmp_path / "s0" / "..")
-    assert result.returncode == 2
-    result = run_moot("merge", tmp_path / "s1", "--out", tmp_path / "s0", "--allow-partial")
-    assert result.returncode == 2 and "belongs to `moot debate`" in result.stderr
+        moot.debate(**debate_options(server, topics, tmp_path / f"s{index}", shard=f"{index}/2"))
+    with pytest.raises(moot.ConfigError):
+        moot.merge_shards(tmp_path / "s0", tmp_path / "s1", out=tmp_path / "s0" / "..")
+    with pytest.raises(moot.ConfigError, match="belongs to `moot debate`"):
+        moot.merge_shards(tmp_path / "s1", out=tmp_path / "s0", allow_partial=True)
 
 
+@pytest.mark.subprocess
 def test_resume_after_kill_without_cache_redoes_only_unfinished_work(tmp_path):
     topics = write_topics(tmp_path / "topics.json", TOPICS)
     rules = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]
@@ -443,9 +456,8 @@ def test_rounds_0_writes_the_statement_without_a_debate(server, tmp_path):
     server.add_rule(Rule(pattern="proposed by you", reply="Statement {n}."))
     topics = write_topics(tmp_path / "topics.json", TOPICS[:1])
     out = tmp_path / "out"
-    result = run_moot(*debate_args(server, topics, out, "--rounds", 0))
-    assert result.returncode == 0, result.stderr
-    assert "warning: both debaters" not in result.stderr  # debater B never speaks
+    result = moot.debate(**debate_options(server, topics, out, rounds=0))
+    assert not any("both debaters" in note for note in result.notes)  # B never speaks
     debates = read_jsonl(out / "debates.jsonl")
     assert len(debates) == 4 and all(d["rounds"] == 0 for d in debates)
     assert all(d["status"] == "ok" and d["transcript"] == [] for d in debates)
@@ -467,5 +479,5 @@ def test_rounds_0_writes_the_statement_without_a_debate(server, tmp_path):
         assert "Opponent:" not in user["content"] and user["content"].endswith("AI:")
     dataset = read_jsonl(out / "dataset.jsonl")
     assert [r["completion"] for r in dataset] == [d["conclusion"] for d in debates]
-    again = run_moot(*debate_args(server, topics, tmp_path / "neg", "--rounds", -1))
-    assert again.returncode == 2 and "must be an integer of 0 or more" in again.stderr
+    with pytest.raises(moot.ConfigError, match="must be an integer of 0 or more"):
+        moot.debate(**debate_options(server, topics, tmp_path / "neg", rounds=-1))

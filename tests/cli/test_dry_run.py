@@ -1,4 +1,5 @@
-"""`--dry-run`: the plan of a run, through the CLI, against what the same run really does.
+"""`--dry-run`: the plan of a run, in process (`moot.<command>(dry_run=True)`), against what the
+same run really does; the command line's own dry run (a fresh interpreter) in one test.
 
 The plan's calls must equal the real run's ledger; its tokens must bound it as docs/cli.md says.
 A dry run sends nothing to the scripted server, starts no embedded model, and writes nothing.
@@ -8,8 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
+import pytest
+
+import moot
 from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import (
     ARGUMENTS_REPLY,
@@ -20,10 +25,8 @@ from tests.cli.helpers import (
     write_topics,
 )
 from tests.cli.test_berds import berds_fixture, demo_answers, write_jsonl
-from tests.cli.test_berds import judge_args as berds_judge_args
-from tests.cli.test_compare import compare
 from tests.cli.test_compare import questions as compare_questions
-from tests.cli.test_debate import debate_args as shared_debate_args
+from tests.cli.test_debate import debate_options as shared_debate_options
 from tests.cli.test_eval import responses_file
 from tests.conftest import shared_data
 
@@ -77,9 +80,15 @@ def tree(folder: Path) -> dict[str, str]:
     }
 
 
-def debate_args(server: ScriptedServer, topics: Path, out: Path, cache: Path, *extra: object):
-    budgets = ["--turn-tokens", TURN_TOKENS, "--conclusion-tokens", CONCLUSION_TOKENS]
-    return shared_debate_args(server, topics, out, *budgets, "--cache", cache, *extra)
+def stdout(result: moot.Result) -> str:
+    """What the command line prints of `result` on standard output: its plan, for a dry run."""
+    return "\n".join(result.lines)
+
+
+def debate_options(server: ScriptedServer, topics: Path, out: Path, cache: Path) -> dict:
+    """`moot.debate`'s options of tests/cli/test_debate.py, with small budgets."""
+    budgets = {"turn_tokens": TURN_TOKENS, "conclusion_tokens": CONCLUSION_TOKENS}
+    return shared_debate_options(server, topics, out, **budgets, cache=cache)
 
 
 def test_the_plan_calls_equal_a_real_runs_its_tokens_bound_them_and_a_rerun_skips(tmp_path):
@@ -89,19 +98,16 @@ def test_the_plan_calls_equal_a_real_runs_its_tokens_bound_them_and_a_rerun_skip
     topics.write_text("".join(json.dumps(t) + "\n" for t in lines), encoding="utf-8")
     out, cache = tmp_path / "out", tmp_path / "cache.sqlite"
     with ScriptedServer(rules=[Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]) as s:
-        args = debate_args(s, topics, out, cache, "--limit", 5)
-        dry = run_moot(*args, "--dry-run")
-        assert dry.returncode == 0, dry.stderr
+        options = debate_options(s, topics, out, cache)
+        dry = moot.debate(**options, limit=5, dry_run=True)
         assert (len(s.requests), out.exists(), cache.exists()) == (0, False, False)
-        assert "nothing was sent or written" in dry.stdout
-        real = run_moot(*args)
-        assert real.returncode == 0, real.stderr
+        assert "nothing was sent or written" in stdout(dry)
+        moot.debate(**options, limit=5)
         before, sent = tree(out), len(s.requests)
-        rerun = run_moot(*debate_args(s, topics, out, cache, "--dry-run"))  # all 8, 5 done
-        assert rerun.returncode == 0, rerun.stderr
+        rerun = moot.debate(**options, dry_run=True)  # all 8, 5 done
         assert (tree(out), len(s.requests)) == (before, sent)
 
-    items, rows = plan_tables(dry.stdout)
+    items, rows = plan_tables(stdout(dry))
     assert items == {"argument lists": (1, 0, 1), "debates": (5, 0, 5)}
     ledger = json.loads((out / "manifest.json").read_text())["ledger"]["by_role"]
     real_rows = {(r["role"], r["stage"]): r for r in ledger}
@@ -119,30 +125,30 @@ def test_the_plan_calls_equal_a_real_runs_its_tokens_bound_them_and_a_rerun_skip
         history = turns_before.get(key, turns_before.get(key[1], 0)) * TURN_TOKENS * calls
         assert inputs - history - 70 <= found["prompt_tokens"], key
 
-    items, rows = plan_tables(rerun.stdout)
+    items, rows = plan_tables(stdout(rerun))
     assert items == {"argument lists": (2, 1, 1), "debates": (8, 5, 3)}
     assert rows[("debater_a", "arguments")][1] == 1
     assert sum(row[1] for row in rows.values()) == 1 + 3 * (2 * 2 + 1)
 
 
-def test_bad_input_still_exits_2_and_writes_nothing(tmp_path):
+def test_bad_input_still_is_refused_and_writes_nothing(tmp_path):
     topics = tmp_path / "topics.json"
     topics.write_text('{"not": "a list"}', encoding="utf-8")
     out = tmp_path / "out"
-    result = run_moot("debate", "--topics", topics, "--out", out, "--dry-run")
-    assert result.returncode == 2
-    assert result.stderr.startswith("moot: error:") and "Traceback" not in result.stderr
+    with pytest.raises(moot.InputError, match=f"^{re.escape(str(topics))}"):
+        moot.debate(topics=topics, out=out, dry_run=True)
     assert not out.exists()
     theirs = tmp_path / "theirs"  # another command's folder is refused, as a real run does
     (theirs / ".moot").mkdir(parents=True)
     (theirs / ".moot" / "owner.json").write_text('{"command": "moot judge"}', encoding="utf-8")
     before = tree(theirs)
     write_topics(topics, ["A topic"])
-    result = run_moot("debate", "--topics", topics, "--out", theirs, "--dry-run")
-    assert result.returncode == 2 and "belongs to `moot judge`" in result.stderr
+    with pytest.raises(moot.ConfigError, match="belongs to `moot judge`"):
+        moot.debate(topics=topics, out=theirs, dry_run=True)
     assert tree(theirs) == before
 
 
+@pytest.mark.subprocess  # a fresh interpreter, with an xllamacpp that cannot be imported
 def test_the_embedded_model_is_not_started_and_no_key_is_needed(tmp_path):
     # an xllamacpp that cannot be imported: starting the embedded model would fail (exit 2)
     (tmp_path / "shadow" / "xllamacpp").mkdir(parents=True)
@@ -167,22 +173,22 @@ def test_eval_quality_plans_both_orders_of_each_pair(tmp_path):
     baseline = responses_file(tmp_path / "b.json", [(s, t + " Base.") for s, t in texts])
     out = tmp_path / "out"
     with ScriptedServer(rules=[Rule(pattern="Assistant", reply="7 5")]) as server:
-        args = ["eval", "quality", "--responses", responses, "--baseline", baseline]
-        args += ["--out", out, "--judge", "openai/judge", "--api-base", server.url]
-        dry = run_moot(*args, "--dry-run")
-        assert (dry.returncode, len(server.requests), out.exists()) == (0, 0, False), dry.stderr
-        real = run_moot(*args, "--max-retries", 0)
-        assert real.returncode == 0, real.stderr
-        again = run_moot(*args, "--dry-run")
-    items, rows = plan_tables(dry.stdout)
+        options = {"responses": responses, "baseline": baseline, "out": out}
+        options |= {"judge": "openai/judge", "api_base": server.url}
+        dry = moot.eval.quality(**options, dry_run=True)
+        assert (len(server.requests), out.exists()) == (0, False)
+        moot.eval.quality(**options, max_retries=0)
+        again = moot.eval.quality(**options, dry_run=True)
+    items, rows = plan_tables(stdout(dry))
     assert items["judgments"] == (2, 0, 2)
-    assert "cost unpriced (openai/judge)" in dry.stdout and "$" not in dry.stdout.split("\n\n")[-1]
+    assert "cost unpriced (openai/judge)" in stdout(dry)
+    assert "$" not in stdout(dry).split("\n\n")[-1]
     ledger = json.loads((out / "summary.json").read_text())["ledger"]["by_role"]
     assert len(ledger) == 1 and len(read_jsonl(out / "judgments.jsonl")) == 2
     _, calls, inputs, outputs, _ = rows[("quality_judge", "quality")]
     assert (calls, inputs) == (4, ledger[0]["prompt_tokens"])  # replies parsed: no repair call
     assert ledger[0]["completion_tokens"] <= outputs == 4 * 1024
-    items, rows = plan_tables(again.stdout)
+    items, rows = plan_tables(stdout(again))
     assert items["judgments"] == (2, 2, 0) and not rows
 
 
@@ -192,22 +198,20 @@ def test_judge_plans_the_debatrix_graph_call_for_call(tmp_path):
         shared_data("panelbench", "debateart.jsonl").read_text().splitlines()[0] + "\n"
     )
     out = tmp_path / "out"
-    budgets = {"--analysis-tokens": 100, "--judgment-tokens": 120, "--extraction-tokens": 40}
+    budgets = {"analysis_tokens": 100, "judgment_tokens": 120, "extraction_tokens": 40}
     with ScriptedServer() as server:  # schema-constrained replies always parse: no repair call
-        args = ["judge", "--debates", debates, "--out", out, "--judge", "openai/scripted"]
-        args += ["--api-base", server.url, "--constrained", "--max-retries", 0]
-        args += [str(v) for pair in budgets.items() for v in pair]
-        dry = run_moot(*args, "--dry-run")
-        assert (dry.returncode, len(server.requests), out.exists()) == (0, 0, False), dry.stderr
-        real = run_moot(*args)
-        assert real.returncode == 0, real.stderr
-        again = run_moot(*args, "--dry-run")
+        options = {"debates": debates, "out": out, "judge": "openai/scripted"}
+        options |= {"api_base": server.url, "constrained": True, "max_retries": 0, **budgets}
+        dry = moot.judge(**options, dry_run=True)
+        assert (len(server.requests), out.exists()) == (0, False)
+        moot.judge(**options)
+        again = moot.judge(**options, dry_run=True)
     # each call asks for its own budget: analyses, judgments, and every extraction's 40
     assert {r.body["max_tokens"] for r in server.requests} == {100, 120, 40}
-    items, rows = plan_tables(dry.stdout)
+    items, rows = plan_tables(stdout(dry))
     assert items["judgments"] == (1, 0, 1)
     assert_bounds(rows, out / "summary.json")
-    assert items and plan_tables(again.stdout)[0]["judgments"] == (1, 1, 0)
+    assert items and plan_tables(stdout(again))[0]["judgments"] == (1, 1, 0)
 
 
 def test_label_judges_plan_one_call_per_detection_and_per_answer(tmp_path):
@@ -216,22 +220,23 @@ def test_label_judges_plan_one_call_per_detection_and_per_answer(tmp_path):
     answers = write_jsonl(tmp_path / "answers.jsonl", answers)
     out = tmp_path / "berds"
     with ScriptedServer(rules=[Rule(pattern="Statement:", reply="No")]) as server:
-        args = ["eval", "berds", "--retrieved", retrieved, "--perspectives", perspectives]
-        args += ["-k", 2, *berds_judge_args(server, out, "--detector")]
-        dry = run_moot(*args, "--dry-run")
-        assert (dry.returncode, len(server.requests), out.exists()) == (0, 0, False), dry.stderr
-        real = run_moot(*args)
-        assert real.returncode == 0, real.stderr
-        da = run_moot("eval", "da", "--answers", answers, "--dry-run", *berds_judge_args(
-            server, tmp_path / "da"))  # fmt: skip
-        assert (da.returncode, len(server.requests)) == (0, 3 * 2 * 2), da.stderr
-    items, rows = plan_tables(dry.stdout)
+        judge = {"api_base": server.url, "max_retries": 0}
+        options = {"retrieved": retrieved, "perspectives": perspectives, "k": 2, "out": out}
+        options |= {"detector": "openai/judge", **judge}
+        dry = moot.eval.berds(**options, dry_run=True)
+        assert (len(server.requests), out.exists()) == (0, False)
+        moot.eval.berds(**options)
+        da = moot.eval.da(
+            answers=answers, out=tmp_path / "da", judge="openai/judge", **judge, dry_run=True
+        )
+        assert len(server.requests) == 3 * 2 * 2
+    items, rows = plan_tables(stdout(dry))
     assert items["detections"] == (3 * 2 * 2, 0, 12)
     (ledger,) = json.loads((out / "summary.json").read_text())["ledger"]["by_role"]
     _, calls, inputs, outputs, _ = rows[("perspective_detector", "perspective_detection")]
     assert (calls, inputs) == (12, ledger["prompt_tokens"])  # every reply parsed: no repair
     assert ledger["completion_tokens"] <= outputs
-    items, rows = plan_tables(da.stdout)
+    items, rows = plan_tables(stdout(da))
     assert items["judgments"] == (3, 0, 3) and rows[("da_judge", "dispute_awareness")][1] == 3
     assert not (tmp_path / "da").exists()
 
@@ -241,31 +246,30 @@ def test_generate_plans_each_instruction_and_skips_the_answered(tmp_path):
     topics.write_text(json.dumps(GIVEN) + "\n", encoding="utf-8")
     out = tmp_path / "responses.json"
     with ScriptedServer() as server:
-        args = ["generate", "--dataset", topics, "--out", out, "--model", "openai/m"]
-        args += ["--api-base", server.url, "--max-tokens", 50]
-        dry = run_moot(*args, "--dry-run")
-        assert (dry.returncode, len(server.requests)) == (0, 0), dry.stderr
+        options = {"dataset": topics, "out": out, "model": "openai/m"}
+        options |= {"api_base": server.url, "max_tokens": 50}
+        dry = moot.generate(**options, dry_run=True)
+        assert len(server.requests) == 0
         assert list(tmp_path.iterdir()) == [topics]
-        real = run_moot(*args, "--limit", 2)
-        assert real.returncode == 0, real.stderr
+        moot.generate(**options, limit=2)
         sent = len(server.requests)
-        again = run_moot(*args, "--dry-run")
+        again = moot.generate(**options, dry_run=True)
         assert len(server.requests) == sent
-    items, rows = plan_tables(dry.stdout)
+    items, rows = plan_tables(stdout(dry))
     assert items["instructions"] == (4, 0, 4)
     assert rows[("generator", "generate")][1:4:2] == [4, 4 * 50]
-    items, rows = plan_tables(again.stdout)
+    items, rows = plan_tables(stdout(again))
     assert items["instructions"] == (4, 2, 2) and rows[("generator", "generate")][1] == 2
 
 
 def test_compare_plans_extraction_arguments_and_answers(tmp_path):
     path, out = compare_questions(tmp_path, 3), tmp_path / "out"
-    args = ["--questions", path, "--out", out, "--scenario", 2, "--generate-arguments"]
+    options = {"questions": path, "out": out, "scenario": 2, "generate_arguments": True}
+    options |= {"constrained": True, "model": "openai/scripted", "max_retries": 0}
     with ScriptedServer() as server:  # schema-shaped replies: every list parses
-        dry = compare(server, *args, "--dry-run", "--constrained")
-        assert (dry.returncode, len(server.requests), out.exists()) == (0, 0, False), dry.stderr
-        real = compare(server, *args, "--constrained")
-        assert real.returncode == 0, real.stderr
-    items, rows = plan_tables(dry.stdout)
+        dry = moot.compare(**options, api_base=server.url, dry_run=True)
+        assert (len(server.requests), out.exists()) == (0, False)
+        moot.compare(**options, api_base=server.url)
+    items, rows = plan_tables(stdout(dry))
     assert items["questions"] == (3, 0, 3)
     assert_bounds(rows, out / "summary.json")

@@ -18,6 +18,8 @@ from tests.cli.test_answer import FINAL, PAPER_REACT_RULES, REACT_RULES, answer
 from tests.cli.test_dry_run import assert_bounds, plan_tables, tree
 from tests.tiny import tiny_bert
 
+pytestmark = pytest.mark.subprocess
+
 MAX_TOKENS = 60  # small budgets keep the bounds tight
 
 

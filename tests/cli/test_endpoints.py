@@ -19,6 +19,8 @@ import pytest
 from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import read_jsonl, run_moot, write_topics
 
+pytestmark = pytest.mark.subprocess
+
 TOPICS = ["Should zoos be banned?", "Is remote work better?", "Should meat be taxed?"]
 ARGUMENT = re.compile(r"Argument [a-z]\d+[ab] holds\.")
 

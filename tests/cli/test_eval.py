@@ -10,6 +10,8 @@ import pytest
 from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import png_size, read_jsonl, run_moot
 
+pytestmark = pytest.mark.subprocess
+
 
 def responses_file(path: Path, texts: list[tuple[str, str]]) -> Path:
     records = [

@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from moot.core.data.compqa import MAXIMA, load_judged
 from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import run_moot
 from tests.conftest import shared_data
+
+pytestmark = pytest.mark.subprocess
 
 SCORES = json.dumps({str(n): MAXIMA[n] for n in MAXIMA} | {"15": 0})  # 18
 

@@ -10,6 +10,8 @@ import pytest
 
 from tests.cli.helpers import png_size, run_moot
 
+pytestmark = pytest.mark.subprocess
+
 FAILED = {"parse_failure": True, "raw": "?", "error": "no score", "repaired": True}
 BP = {"pro": ["OG", "CG"], "con": ["OO", "CO"]}
 

@@ -12,12 +12,16 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from moot.core.retrieval.index import build_index
 from moot.testing import LoggedRequest, Rule, ScriptedServer
 from tests.cli.helpers import read_jsonl, run_moot
 from tests.cli.test_judge import bad
 from tests.conftest import shared_data
 from tests.fenced import NOTE, split_fenced
+
+pytestmark = pytest.mark.subprocess
 
 JUDGE = ("--judge", "openai/judge", "--max-retries", 0)
 

@@ -14,6 +14,8 @@ from moot.core.retrieval.index import build_index
 from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import ARGUMENTS_REPLY, popen_moot, read_jsonl, run_moot, write_topics
 
+pytestmark = pytest.mark.subprocess
+
 SCORE = Rule(r'"score": <an integer from 1 to 10>', '{"comment": "solid", "score": 6}', role="last")
 RULES = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY), SCORE]
 

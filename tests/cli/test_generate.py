@@ -31,6 +31,7 @@ def dataset(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.subprocess
 def test_generate_writes_the_model_output_format_and_resumes(tmp_path):
     out = tmp_path / "responses.json"
     with ScriptedServer() as server:
@@ -76,6 +77,7 @@ def test_generate_writes_the_model_output_format_and_resumes(tmp_path):
     assert len(load_responses(out)) == 6  # the judges read it
 
 
+@pytest.mark.subprocess
 def test_topics_without_arguments_are_refused(tmp_path, scripted_server):
     path = tmp_path / "topics.json"
     path.write_text('["Should zoos be banned?"]')
@@ -141,6 +143,7 @@ def tiny_model(folder: Path) -> Path:
     return tiny_llama(folder, ["zoos", "are", "good", "bad", "animals", "because"], says_words=True)
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("adapter", [False, True], ids=["model", "lora-adapter"])
 def test_generate_with_a_local_model_folder(adapter, tmp_path):
     model = tiny_model(tmp_path / "tiny")
@@ -175,6 +178,7 @@ def test_generate_with_a_local_model_folder(adapter, tmp_path):
     assert len(records) == 6 and all(isinstance(r["raw_output"], str) for r in records)
 
 
+@pytest.mark.subprocess
 def test_template_is_only_for_local_models(tmp_path, scripted_server):
     result = run_moot(
         "generate",
@@ -192,6 +196,7 @@ def test_template_is_only_for_local_models(tmp_path, scripted_server):
     assert result.returncode == 2 and "--template applies to local model folders" in result.stderr
 
 
+@pytest.mark.subprocess
 def test_max_length_counts_the_prompt_as_the_references_generate(tmp_path, scripted_server):
     from moot.core.errors import ContextWindowExceeded
     from moot.core.llm.local_hf import LocalModel
@@ -229,6 +234,7 @@ def ledger_line(stdout: str) -> list[str]:
     return row.split()[3:8]
 
 
+@pytest.mark.subprocess
 def test_batch_size_answers_as_one_at_a_time_with_the_same_tokens_and_cache(tmp_path):
     from moot.core.llm.local_hf import LocalModel
     from moot.prompts import template_source
@@ -254,6 +260,7 @@ def test_batch_size_answers_as_one_at_a_time_with_the_same_tokens_and_cache(tmp_
     assert json.loads((tmp_path / "again.json").read_text()) == records
 
 
+@pytest.mark.subprocess
 def test_local_model_options_without_a_local_model_are_refused(tmp_path, scripted_server):
     model = tiny_model(tmp_path / "tiny")
     args = ["generate", "--dataset", dataset(tmp_path), "--out", tmp_path / "r.json"]
@@ -273,6 +280,7 @@ def test_local_model_options_without_a_local_model_are_refused(tmp_path, scripte
     assert not (tmp_path / "r.json").exists()
 
 
+@pytest.mark.subprocess
 def test_vllm_backend_without_vllm_exits_2_with_one_line(tmp_path):
     import importlib.util
 

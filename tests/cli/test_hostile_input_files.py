@@ -15,6 +15,8 @@ from moot.core.retrieval.index import build_index
 from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import run_moot
 
+pytestmark = pytest.mark.subprocess
+
 DEEP = "[" * 100_000
 LONE = '"\\ud800"'  # a JSON escape of half a UTF-16 pair: Python reads it, UTF-8 cannot hold it
 

@@ -31,6 +31,8 @@ from tests.cli.helpers import (
 from tests.cli.test_debate import debate_args
 from tests.hub_server import ScriptedHub
 
+pytestmark = pytest.mark.subprocess
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

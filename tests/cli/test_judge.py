@@ -1,4 +1,7 @@
-"""`moot judge` end to end on real PanelBench debates, through real HTTP to the scripted server."""
+"""`moot judge` end to end on real PanelBench debates, through real HTTP to the scripted server.
+
+In process (`moot.judge(...)`), but a run killed and resumed.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import moot
 from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import popen_moot, read_jsonl, run_moot, write_bp_competition
 from tests.conftest import shared_data
@@ -21,6 +25,12 @@ def real_debates(tmp_path: Path, count: int) -> tuple[Path, list[dict]]:
     path = tmp_path / "debates.jsonl"
     path.write_text("\n".join(lines[:count]) + "\n", encoding="utf-8")
     return path, [json.loads(line) for line in lines[:count]]
+
+
+def judge_options(server: ScriptedServer, debates: Path, out: Path, **extra: object) -> dict:
+    """`judge_args` as the keyword arguments of `moot.judge`."""
+    options = {"debates": debates, "out": out, "judge": "openai/scripted", "api_base": server.url}
+    return options | {"max_retries": 0, **extra}
 
 
 def judge_args(server: ScriptedServer, debates: Path, out: Path, *extra: object) -> list:
@@ -51,10 +61,9 @@ def test_judges_real_debates_and_counts_parse_failures(tmp_path):
         for r in records
     ]
     with ScriptedServer(rules=[SCORE, *winner_rules]) as server:
-        result = run_moot(*judge_args(server, debates, tmp_path / "out"), "--report", "html")
-        rerun = run_moot(*judge_args(server, debates, tmp_path / "out"))
-    assert result.returncode == 0, result.stderr
-    assert "3 complete" in result.stdout and "0 unparsed" in result.stdout
+        result = moot.judge(**judge_options(server, debates, tmp_path / "out", report="html"))
+        rerun = moot.judge(**judge_options(server, debates, tmp_path / "out"))
+    assert "3 complete" in str(result) and "0 unparsed" in str(result)
     judged = read_jsonl(tmp_path / "out" / "judgments.jsonl")
     assert [j["debate"] for j in judged] == [r["id"] for r in records]
     for judgment, record in zip(judged, records, strict=True):
@@ -66,11 +75,10 @@ def test_judges_real_debates_and_counts_parse_failures(tmp_path):
     assert html.startswith("<!doctype html>") and "Verdict" in html
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["complete"] == 3 and summary["parse_failures"] == 0
-    assert rerun.returncode == 0 and "total: 0 calls" in rerun.stdout
+    assert "total: 0 calls" in rerun.summary
     # and PanelBench scores those judgments against the gold labels
     gold = shared_data("panelbench", "debateart.jsonl")
-    scored = run_moot("eval", "panelbench", "--predictions", tmp_path / "out", "--gold", gold)
-    assert scored.returncode == 0, scored.stderr
+    moot.eval.panelbench(predictions=tmp_path / "out", gold=gold)
     (framework,) = json.loads((tmp_path / "out.panelbench" / "summary.json").read_text())[
         "frameworks"
     ]
@@ -86,18 +94,20 @@ def test_judges_real_debates_and_counts_parse_failures(tmp_path):
 def test_unparseable_verdicts_are_counted_not_guessed(tmp_path):
     debates, _ = real_debates(tmp_path, 1)
     with ScriptedServer(rules=[SCORE]) as server:  # winners: random prose, never a name
-        result = run_moot(*judge_args(server, debates, tmp_path / "out", "--framework", "direct"))
-    with ScriptedServer() as server:  # scores too: not one reading, so nothing was measured
-        nothing = run_moot(*judge_args(server, debates, tmp_path / "none", "--framework", "direct"))
-    assert result.returncode == 0, result.stderr  # the scores were read
-    assert nothing.returncode == 1 and "not one judge reply could be read" in nothing.stderr
+        result = moot.judge(**judge_options(server, debates, tmp_path / "out", framework="direct"))
+    with ScriptedServer() as server, pytest.raises(moot.RunFailed) as nothing:
+        # scores too: not one reading, so nothing was measured
+        moot.judge(**judge_options(server, debates, tmp_path / "none", framework="direct"))
+    assert nothing.value.result.exit_code == 1
+    assert "not one judge reply could be read" in "\n".join(nothing.value.result.messages)
     (judgment,) = read_jsonl(tmp_path / "out" / "judgments.jsonl")
     assert judgment["final"]["winner"] is None and judgment["final"]["winner_failure"]
-    assert "1 unparsed" in result.stdout
+    assert "1 unparsed" in str(result)
     report = (tmp_path / "out" / "reports" / f"{judgment['debate']}.r0.md").read_text()
     assert "Verdict: unparsed" in report
 
 
+@pytest.mark.subprocess
 def test_resume_after_kill_finishes_without_duplicates(tmp_path):
     debates, records = real_debates(tmp_path, 4)
     out = tmp_path / "out"
@@ -155,19 +165,18 @@ def bad(tmp_path: Path, change) -> Path:
 )
 def test_bad_debate_files_are_rejected_with_one_line(tmp_path, change, message):
     path = bad(tmp_path, change)
-    result = run_moot("judge", "--debates", path, "--out", tmp_path / "out", "--judge", "openai/x")
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
-    assert str(path) in result.stderr and "index 0" in result.stderr and message in result.stderr
+    with pytest.raises(moot.InputError) as refused:
+        moot.judge(debates=path, out=tmp_path / "out", judge="openai/x")
+    error = str(refused.value)
+    assert "\n" not in error
+    assert str(path) in error and "index 0" in error and message in error
     assert not (tmp_path / "out").exists()
 
 
 def test_unknown_dimension_is_a_config_error(tmp_path):
     path = bad(tmp_path, lambda r: None)
-    result = run_moot(
-        "judge", "--debates", path, "--out", tmp_path / "out", "--dimensions", "argument,style"
-    )
-    assert result.returncode == 2 and "unknown 1v1 dimension 'style'" in result.stderr
+    with pytest.raises(moot.ConfigError, match="unknown 1v1 dimension 'style'"):
+        moot.judge(debates=path, out=tmp_path / "out", dimensions="argument,style")
 
 
 def test_judges_the_debates_moot_debate_made(tmp_path):
@@ -182,16 +191,17 @@ def test_judges_the_debates_moot_debate_made(tmp_path):
     fault = Fault(kind="500", times=2, match="watching a debate.*Cages cause stress")
     winner = Rule('Con side debaters are: Negative\n.*"winner"', json.dumps({"winner": "Negative"}))
     with ScriptedServer(rules=[SCORE, winner], faults=[fault]) as server:
-        made = run_moot(
-            "debate", "--topics", topics, "--out", tmp_path / "run", "--model", "openai/scripted",
-            "--api-base", server.url, "--arguments-per-stance", 1, "--max-retries", 1,
-        )  # fmt: skip
-        assert made.returncode == 1 and "1 of 2 debates failed" in made.stderr
+        with pytest.raises(moot.RunFailed) as made:
+            moot.debate(
+                topics=topics, out=tmp_path / "run", model="openai/scripted", api_base=server.url,
+                arguments_per_stance=1, max_retries=1,
+            )  # fmt: skip
+        assert made.value.result.exit_code == 1
+        assert "1 of 2 debates failed" in "\n".join(made.value.result.messages)
         debates = {d["status"]: d for d in read_jsonl(tmp_path / "run" / "debates.jsonl")}
         server.clear_log()
-        result = run_moot(*judge_args(server, tmp_path / "run" / "debates.jsonl", tmp_path / "out"))
+        moot.judge(**judge_options(server, tmp_path / "run" / "debates.jsonl", tmp_path / "out"))
         asked = [m["content"] for r in server.requests if r.body for m in r.body["messages"]]
-    assert result.returncode == 0, result.stderr
     ok = debates["ok"]
     assert ok["stance"] == "Negative" and debates["failed"]["stance"] == "Affirmative"
     (judgment,) = read_jsonl(tmp_path / "out" / "judgments.jsonl")
@@ -212,10 +222,9 @@ def test_judges_and_scores_bp_debates_in_panelbench_released_layout(tmp_path):
     write_bp_competition(tmp_path / "bp", {3: "OG,CG", 20: "OO"})
     # every verdict names OG: right for bp_003 (OG or CG win), wrong for bp_020 (OO won)
     with ScriptedServer(rules=[SCORE, Rule('"winner"', '{"winner": "OG"}')]) as server:
-        result = run_moot(*judge_args(server, tmp_path / "bp", tmp_path / "out"))
+        moot.judge(**judge_options(server, tmp_path / "bp", tmp_path / "out"))
         analyses = [r for r in server.requests if "Speech 8 by CO" in json.dumps(r.body)]
         last = [r.body["messages"][-1]["content"] for r in server.requests]
-    assert result.returncode == 0, result.stderr
     # the paper's scoring: each team's comment alone, then its integer score in a second call
     comments = [p for p in last if p.rstrip().endswith("judgment for CO specifically.")]
     scores = [p for p in last if "The debater is: CO" in p and "generate a score" in p]
@@ -225,10 +234,7 @@ def test_judges_and_scores_bp_debates_in_panelbench_released_layout(tmp_path):
     assert set(judged[0]["dimensions"]) == {"argument", "support", "clash", "language"}
     assert [j["final"]["winner"] for j in judged] == ["OG", "OG"]
     assert analyses  # the judge saw the teams by their codes
-    scored = run_moot(
-        "eval", "panelbench", "--predictions", tmp_path / "out", "--gold", tmp_path / "bp"
-    )
-    assert scored.returncode == 0, scored.stderr
+    moot.eval.panelbench(predictions=tmp_path / "out", gold=tmp_path / "bp")
     summary = json.loads((tmp_path / "out.panelbench" / "summary.json").read_text())
     assert summary["debates"] == {"1v1": 0, "bp": 2}
     (framework,) = summary["frameworks"]
@@ -240,13 +246,12 @@ def test_judges_and_scores_bp_debates_in_panelbench_released_layout(tmp_path):
 def test_the_judges_window_defaults_to_the_papers_16385_tokens(tmp_path):
     path = bad(tmp_path, lambda r: r["speeches"][0].update(content="zoo " * 17000))
     with ScriptedServer(rules=[SCORE]) as server:
-        default = run_moot(*judge_args(server, path, tmp_path / "out", "--framework", "direct"))
+        moot.judge(**judge_options(server, path, tmp_path / "out", framework="direct"))
         sent = len(server.requests)
-        wider = judge_args(server, path, tmp_path / "wide", "--framework", "direct")
-        widened = run_moot(*wider, "--context-window", 32768)
-    assert default.returncode == 0, default.stderr
+        wider = judge_options(server, path, tmp_path / "wide", framework="direct")
+        widened = moot.judge(**wider, context_window=32768)
     (judgment,) = read_jsonl(tmp_path / "out" / "judgments.jsonl")
     assert judgment["status"] == "incomplete" and "16385-token window" in judgment["reason"]
     assert sent == 0  # a prompt that does not fit is never sent
     (judgment,) = read_jsonl(tmp_path / "wide" / "judgments.jsonl")
-    assert widened.returncode == 0 and judgment["status"] == "complete"
+    assert widened.ok and judgment["status"] == "complete"

@@ -15,6 +15,8 @@ from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import read_jsonl, run_moot
 from tests.cli.test_judge import SCORE, judge_args, real_debates
 
+pytestmark = pytest.mark.subprocess
+
 
 def questions(tmp_path: Path, count: int = 2) -> Path:
     path = tmp_path / "questions.jsonl"

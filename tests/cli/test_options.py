@@ -82,6 +82,7 @@ def test_every_model_calling_command_takes_a_limit(path):
     assert "--limit" in flags(COMMANDS[path])
 
 
+@pytest.mark.subprocess
 def test_a_config_file_gives_required_flags_lists_and_choices_and_the_command_line_wins(tmp_path):
     responses = responses_file(
         tmp_path / "r.json", [("affirmative", "AFF-FULL a"), ("negative", "NEG-FULL a")]
@@ -122,6 +123,7 @@ def test_a_required_flag_missing_everywhere_is_named(capsys):
     )
 
 
+@pytest.mark.subprocess
 def test_limit_judges_the_first_items_and_a_rerun_without_it_does_the_rest(tmp_path):
     texts = [("affirmative", "AFF-FULL a"), ("negative", "NEG-FULL a"), ("negative", "NEG-HALF")]
     responses = responses_file(tmp_path / "r.json", texts)
@@ -141,6 +143,7 @@ def test_limit_judges_the_first_items_and_a_rerun_without_it_does_the_rest(tmp_p
     assert "judgments        3            2         1       0" in rest.stdout
 
 
+@pytest.mark.subprocess
 def test_limit_on_debate_pays_only_for_the_argument_lists_it_needs(tmp_path):
     topics = tmp_path / "topics.json"
     topics.write_text(json.dumps(["Topic one", "Topic two", "Topic three"]), encoding="utf-8")
@@ -177,6 +180,7 @@ def test_merge_is_an_alias_of_merge_shards(tmp_path, capsys):
     assert "not a `moot debate` output folder" in capsys.readouterr().err
 
 
+@pytest.mark.subprocess
 def test_a_config_file_reaches_the_command_it_was_given_to(tmp_path):
     """`eval controllability` and `eval quality` share one function; each reads its own keys."""
     texts = [("affirmative", "AFF-FULL a"), ("negative", "NEG-FULL a")]

@@ -14,6 +14,8 @@ from tests.cli.helpers import read_jsonl, run_moot
 from tests.conftest import shared_data
 from tests.tiny_gpt2 import tiny_gpt2
 
+pytestmark = pytest.mark.subprocess
+
 POVS = [
     {"POV": "Yes, it is possible.", "Explanation": "Some traditions see the self as divine."},
     {"POV": "No.", "Explanation": "Most religions call self-worship idolatry."},

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.cli.helpers import run_moot
 from tests.conftest import released_files, shared_data
 from tests.core.metrics.test_compqa_report import REFERENCE
@@ -23,6 +25,7 @@ def _one_judged(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.subprocess
 def test_reproduces_reference_means_and_writes_outputs(tmp_path: Path) -> None:
     out = tmp_path / "report"
     result = run_moot(
@@ -42,6 +45,7 @@ def test_reproduces_reference_means_and_writes_outputs(tmp_path: Path) -> None:
     assert "## Mean points per criterion" in (out / "report.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.subprocess
 def test_agreement_with_real_human_tables(tmp_path: Path) -> None:
     tables = shared_data("compqa", "evaluation_tables")
     result = run_moot(
@@ -69,6 +73,7 @@ def test_agreement_with_real_human_tables(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.subprocess
 def test_human_table_matching_nothing_exits_2(tmp_path: Path) -> None:
     table = tmp_path / "other.tsv"
     header = ["object1", "object2", "comparison", *(f"C{n}" for n in range(1, 16))]
@@ -85,6 +90,7 @@ def test_human_table_matching_nothing_exits_2(tmp_path: Path) -> None:
     assert not (tmp_path / "report.json").exists()
 
 
+@pytest.mark.subprocess
 def test_malformed_judged_file_exits_2(tmp_path: Path) -> None:
     path = tmp_path / "mixtral_scenario_2.json"
     path.write_text(json.dumps([{"object1": "cats", "comparison": "Dogs."}]), encoding="utf-8")

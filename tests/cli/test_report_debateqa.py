@@ -10,6 +10,8 @@ import pytest
 from moot.core.data.folders import RunFolder
 from tests.cli.helpers import run_moot
 
+pytestmark = pytest.mark.subprocess
+
 # the claims `moot eval pd` and `moot eval da` write (run_pd; evaluate_dispute_awareness)
 PD_CLAIM = {"evaluation": "perspective_diversity", "scorer": "hub/gpt2", "variant": "mean"}
 PD_CLAIM["max_length"] = None

@@ -8,9 +8,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from moot.core.llm.cache import RequestCache
 from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import ARGUMENTS_REPLY, popen_moot, read_jsonl, run_moot, write_topics
+
+pytestmark = pytest.mark.subprocess
 
 RUNS = 4
 TRIALS = 3

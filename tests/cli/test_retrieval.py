@@ -17,6 +17,8 @@ from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import moot_env, read_jsonl, run_moot
 from tests.conftest import shared_data
 
+pytestmark = pytest.mark.subprocess
+
 DOCS = [
     {"id": "a", "text": "Compulsory voting raises turnout.", "url": "https://x.edu/a"},
     {"id": "b", "text": "Voting should stay a free choice.", "url": "https://y.com/b"},

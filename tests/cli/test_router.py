@@ -17,6 +17,8 @@ import yaml
 from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import moot_env, read_jsonl, run_moot
 
+pytestmark = pytest.mark.subprocess
+
 KEYS = {"ROUTER_KEY_A": "rk-a-SECRET-1", "ROUTER_KEY_B": "rk-b-SECRET-2"}
 MODEL = "openai/llama"  # the group's name, the spec moot is given
 

@@ -18,6 +18,8 @@ import yaml
 from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import ARGUMENTS_REPLY, moot_env, popen_moot, run_moot
 
+pytestmark = pytest.mark.subprocess
+
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN_TINY = ROOT / "examples" / "train-tiny.yaml"
 RULES = [

@@ -10,13 +10,18 @@ import subprocess
 import sys
 import termios
 
+import pytest
+
 from moot.testing import Fault, ScriptedServer
-from tests.cli.helpers import moot_env, run_moot
+from tests.cli.helpers import assert_process_tier, moot_env, run_moot
 from tests.cli.test_eval import CONTROL_RULES, eval_args, responses_file
+
+pytestmark = pytest.mark.subprocess
 
 
 def run_on_a_terminal(*args: object) -> tuple[int, str]:
     """Run moot with stderr on a pseudo-terminal; its exit code and what the terminal showed."""
+    assert_process_tier()
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))  # a real width
     process = subprocess.Popen(

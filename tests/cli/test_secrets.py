@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import moot_env, read_jsonl, run_moot, write_topics
+
+pytestmark = pytest.mark.subprocess
 
 PASSWORD = "pw-in-a-recipe-0123"
 KEY = "vllm-echoed-key-0123456789"

@@ -14,6 +14,8 @@ import pytest
 
 from tests.cli.helpers import moot_env, run_fresh_moot
 
+pytestmark = pytest.mark.subprocess
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "train-tiny.yaml"
 DATA = ROOT / "examples" / "sft-tiny.jsonl"

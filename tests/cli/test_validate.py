@@ -56,6 +56,7 @@ def test_a_temperature_in_a_config_file_goes_through_the_same_check(key, tmp_pat
     assert err == f"moot: error: {config}: option {key!r}: must be a number from 0 to 2, got nan"
 
 
+@pytest.mark.subprocess
 def test_temperatures_0_and_2_are_taken(tmp_path):
     with ScriptedServer() as server:
         for value in ("0", "2"):
@@ -196,6 +197,7 @@ def _debates(tmp_path: Path, debate_id: str) -> Path:
     return path
 
 
+@pytest.mark.subprocess
 def test_a_debate_id_of_300_characters_gets_a_report_with_a_safe_name(tmp_path):
     debates = _debates(tmp_path, "é" * 300)
     args = ["judge", "--debates", debates, "--out", tmp_path / "out", "--judge", "openai/j"]
@@ -245,6 +247,7 @@ def _answer(server: ScriptedServer, tmp_path: Path, *extra: object):
     )
 
 
+@pytest.mark.subprocess
 def test_concurrency_32_has_32_requests_in_flight(tmp_path):
     with ScriptedServer(latency=1.0) as server:
         result = _answer(server, tmp_path, "--concurrency", 32)
@@ -253,6 +256,7 @@ def test_concurrency_32_has_32_requests_in_flight(tmp_path):
     assert "--max-concurrency" not in result.stderr
 
 
+@pytest.mark.subprocess
 def test_a_smaller_per_model_bound_is_kept_and_said(tmp_path):
     with ScriptedServer(latency=0.5) as server:
         result = _answer(server, tmp_path, "--concurrency", 32, "--max-concurrency", 8)
@@ -294,6 +298,7 @@ def _failing_then_good(marker: str, argv: list, rules: list[Rule]) -> tuple[list
     return paid, sent, first
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("cache", [[], ["--no-cache"]], ids=["cache", "no-cache"])
 def test_a_failed_speech_analysis_leaves_the_other_dimensions_paid_once(cache, tmp_path):
     debates = _debates(tmp_path, "d1")
@@ -305,6 +310,7 @@ def test_a_failed_speech_analysis_leaves_the_other_dimensions_paid_once(cache, t
     assert sum(bool(re.search(marker, s, re.S)) for s in sent) == 1  # the failed one, once
 
 
+@pytest.mark.subprocess
 def test_a_failed_order_of_a_pairwise_judgment_leaves_the_other_cached(tmp_path):
     ours = responses_file(tmp_path / "ours.json", [("affirmative", "OURS-GOOD")])
     base = responses_file(tmp_path / "base.json", [("affirmative", "BASE-FOR-GOOD")])

@@ -16,6 +16,8 @@ from tests.cli.browser import items_tab, open_page
 from tests.cli.helpers import moot_env, run_moot
 from tests.conftest import built_once, shared_data
 
+pytestmark = pytest.mark.subprocess
+
 SECRET = "sk-view-test-0123456789abcdef"
 #: A model reply that would run script and load an image if the page drew it as markup.
 HOSTILE = (

@@ -32,6 +32,8 @@ from tests.conftest import built_once, shared_data
 from tests.tiny import tiny_bert
 from tests.tiny_gpt2 import tiny_gpt2
 
+pytestmark = pytest.mark.subprocess
+
 #: Points of view a tiny BERT tells apart (tests/cli/test_answer.py): no full stops
 BAN = "voting should be compulsory"
 #: Model text that would run script if the page drew it as markup.

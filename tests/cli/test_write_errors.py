@@ -12,9 +12,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from moot.core.data.records import ResultLog
 from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import ARGUMENTS_REPLY, read_jsonl, run_moot, write_topics
+
+pytestmark = pytest.mark.subprocess
 
 #: Every file moot writes stops at 40 kB: past SQLite's 32 kB shared-memory file, so the request
 #: cache and a debate's checkpoints fill up after some writes (their write-ahead logs grow by
