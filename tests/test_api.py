@@ -153,6 +153,9 @@ def test_a_recipe_runs_from_python_with_each_stage_result(tmp_path, scripted_ser
     )
     result = moot.run(recipe, out=tmp_path / "run")
     assert result.ok and list(result.stages) == ["debate"]
+    assert result.lines[0] == "stage debate: moot debate"  # what the command line says
+    again = moot.run(recipe, out=tmp_path / "run")
+    assert again.lines[0].startswith("stage debate: done before")
     assert result.stages["debate"].records()
     assert result.ledger.total().calls == len(scripted_server.requests) > 0
     assert result.outputs["report"].is_file()

@@ -216,7 +216,14 @@ def _run(
     from moot.result import FAILED, STATUS, STOPPED, show
 
     live = getattr(args, "echo", True)  # the command line says each stage as it goes
-    say = print if live and not args.quiet else (lambda line: None)
+    said: list[str] = []  # from Python: what the command line would have said, in the result
+
+    def say(line: str) -> None:
+        if not live:
+            said.append(line)
+        elif not args.quiet:
+            print(line)
+
     spent = 0.0  # USD this run's stages spent, against its --budget
     done: dict[str, Result] = {}
     for item in stages:
@@ -287,10 +294,10 @@ def _run(
                 f"rerun `moot run {args.recipe} --out {args.out}` to resume it"
                 + (" (with a larger --budget)" if status == "stopped" else "")
             )
-            return _ran(finish(args, messages=[message]), code, done)
+            return _ran(finish(args, lines=said, messages=[message]), code, done)
     write_run_view(args.out, manifest)
     report = write_report(args.out, recipe, manifest)
-    lines = [f"report   {report}\nmanifest {manifest.path}"]
+    lines = [*said, f"report   {report}\nmanifest {manifest.path}"]
     outputs = {"report": report, "manifest": manifest.path}
     return _ran(finish(args, lines=lines, outputs=outputs), 0, done)
 
