@@ -11,6 +11,7 @@ The provider names the spec's transport: a `Transport` subclass registered for i
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -314,8 +315,39 @@ def register_transport(transport: T) -> T:
 
 
 def transport_for(provider: str) -> type[Transport]:
-    """The transport registered for `provider`, else the one for every other provider."""
+    """The transport registered for `provider`, else the one for every other provider.
+
+    A provider no transport has registered yet is looked for first among the installed
+    packages' transports (`PLUGINS`), so a transport of yours works on the command line too.
+    """
+    if provider not in _TRANSPORTS:
+        _load_plugins()
     return _TRANSPORTS.get(provider) or _TRANSPORTS["*"]
+
+
+#: The entry-point group through which an installed package adds transports: each entry is a
+#: `Transport` class, registered the first time a spec names a provider moot does not know.
+PLUGINS = "moot.transports"
+
+
+@functools.cache
+def _load_plugins() -> None:
+    """Register the transports installed packages declare (`PLUGINS`), once.
+
+    Raises:
+        ConfigError: One cannot be loaded, or is not a `Transport` (naming its package's entry).
+    """
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=PLUGINS):
+        try:
+            transport = entry.load()
+        except Exception as exc:  # noqa: BLE001 - whatever a package's import raises
+            problem = f"transport {entry.name} ({entry.value}) cannot be loaded: {exc}"
+            raise ConfigError(problem) from None
+        if not (isinstance(transport, type) and issubclass(transport, Transport)):
+            raise ConfigError(f"transport {entry.name} ({entry.value}) is not a Transport class")
+        register_transport(transport)
 
 
 def parse_spec(
