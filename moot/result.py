@@ -84,6 +84,8 @@ class Result:
         from moot.core.errors import InputError
 
         path = self._output(name)
+        if path.suffix not in (".json", ".jsonl"):  # a model folder, a chart, a report
+            raise InputError(path, f"{self.command}'s output is not a file of records")
         if path.suffix == ".jsonl":
             return [record for _, record in read_records(path)]
         data = read_json_file(path)

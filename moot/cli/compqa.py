@@ -338,7 +338,11 @@ def run_eval_compqa(args: argparse.Namespace) -> Result:
         )
     )
     overall = result.summary["overall"]
-    outputs = {"judged": args.out / "judged", "summary": args.out / "summary.json"}
+    outputs = {
+        "judgments": args.out / "judgments.jsonl",
+        "judged": args.out / "judged",
+        "summary": args.out / "summary.json",
+    }
     lines = [
         (args.out / "summary.md").read_text(encoding="utf-8"),
         f"judged    {outputs['judged']}",
