@@ -74,14 +74,12 @@ def call(command: str, /, **options: Any) -> Result:
         return _checked(_execute(args))
     thread, running = _in_a_thread(args)  # a notebook's loop runs here: the command beside it
     try:
-        while True:  # awake now and then: a signal may wake another thread, not this wait
-            try:
-                return _checked(running.result(timeout=0.1))
-            except concurrent.futures.TimeoutError:
-                continue
+        while not running.done():  # awake now and then: a signal may wake another thread
+            concurrent.futures.wait([running], timeout=0.1)
     except KeyboardInterrupt:  # the notebook's interrupt: stop the command as Ctrl-C does
         _interrupt(thread)
         raise
+    return _checked(running.result())
 
 
 async def acall(command: str, /, **options: Any) -> Result:
