@@ -26,12 +26,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import contextlib
 import ctypes
 import inspect
 import keyword
 import re
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -67,7 +68,8 @@ def call(command: str, /, **options: Any) -> Result:
         RunFailed: It ran, and some of its work failed.
         RunStopped: Its ``budget`` stopped it.
     """
-    args = command_args(command, options)
+    with _redacted():
+        args = command_args(command, options)
     try:
         asyncio.get_running_loop()
     except RuntimeError:  # no loop here: the command runs its own
@@ -87,7 +89,8 @@ async def acall(command: str, /, **options: Any) -> Result:
 
     Cancelling the awaiting task stops the command as Ctrl-C stops the command line.
     """
-    args = command_args(command, options)
+    with _redacted():
+        args = command_args(command, options)
     thread, running = _in_a_thread(args)
     try:
         result = await asyncio.wrap_future(running)
@@ -211,7 +214,24 @@ def _flags(command_line: Any) -> dict[str, list[str]]:
 def _execute(args: Any) -> Result:
     from moot.cli.runtime import execute
 
-    return execute(args)
+    with _redacted():
+        return execute(args)
+
+
+@contextlib.contextmanager
+def _redacted() -> Iterator[None]:
+    """A refusal's message without a key this process knows, as the command line prints it.
+
+    A notebook's output is shared as readily as a terminal's.
+    """
+    from moot.core.errors import MootError
+    from moot.core.redaction import redact
+
+    try:
+        yield
+    except MootError as exc:
+        exc.args = (redact(str(exc)),)
+        raise
 
 
 def _checked(result: Result) -> Result:

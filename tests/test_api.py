@@ -235,3 +235,12 @@ def test_a_config_file_gives_values_under_the_keywords(tmp_path, monkeypatch, sc
     Path("bad.yaml").write_text("rouds: 2\n", encoding="utf-8")
     with pytest.raises(moot.InputError, match=r"bad.yaml: unknown option 'rouds'"):
         moot.debate(config="bad.yaml", topics="topics.json", out="d")
+
+
+def test_a_refusal_names_no_key_the_process_knows(tmp_path, monkeypatch):
+    """As the command line prints it: a notebook's output is shared as readily as a terminal's."""
+    monkeypatch.setenv("MY_API_KEY", "sk-secret-123456789")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(moot.InputError) as caught:
+        moot.debate(topics="sk-secret-123456789.json", out="d")
+    assert str(caught.value) == "[redacted].json: file not found"
