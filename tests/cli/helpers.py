@@ -114,6 +114,16 @@ def popen_moot(*args: object, env: dict[str, str] | None = None) -> ForkedRun:
     return fork_server_for(env).start([str(a) for a in args], env)
 
 
+def stdout(result: Any) -> str:
+    """What the command line prints of a `moot.Result` before its summary (a dry run: its plan)."""
+    return "\n".join(result.lines)
+
+
+def stderr(result: Any) -> str:
+    """What the command line says of a `moot.Result` on standard error: notes, then failures."""
+    return "\n".join([*result.notes, *result.messages])
+
+
 def png_size(path: Path) -> tuple[int, int]:
     """(width, height) in pixels of the PNG at `path`, from its header (fails on a non-PNG)."""
     head = Path(path).read_bytes()[:24]
