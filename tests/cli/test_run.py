@@ -18,7 +18,15 @@ import yaml
 
 import moot
 from moot.testing import Fault, Rule, ScriptedServer
-from tests.cli.helpers import ARGUMENTS_REPLY, moot_env, popen_moot, run_moot, stderr, stdout
+from tests.cli.helpers import (
+    ARGUMENTS_REPLY,
+    moot_env,
+    popen_moot,
+    refused_in_one_line,
+    run_moot,
+    stderr,
+    stdout,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN_TINY = ROOT / "examples" / "train-tiny.yaml"
@@ -323,13 +331,6 @@ def test_a_bad_recipe_is_one_line_exit_2_and_nothing_runs(
 
 
 GOOD_STAGE = {"command": "generate", "dataset": "t.jsonl", "model": "openai/x"}
-
-
-def refused_in_one_line(error: Exception) -> str:
-    """The one line the command line prints after ``moot: error: `` (exit 2) for `error`."""
-    assert isinstance(error, moot.MootError), error  # exit 2
-    assert "\n" not in str(error), str(error)
-    return str(error)
 
 
 @pytest.mark.parametrize(
