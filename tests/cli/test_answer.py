@@ -17,7 +17,7 @@ import moot
 from moot.core.retrieval.embeddings import Embedder, unit_rows
 from moot.core.retrieval.index import build_index
 from moot.testing import Rule, ScriptedServer
-from tests.cli.helpers import popen_moot, read_jsonl, refused_in_one_line, run_moot, stderr
+from tests.cli.helpers import popen_moot, read_jsonl, refused_in_one_line, stderr
 from tests.conftest import shared_data
 from tests.fenced import unfence
 from tests.tiny import tiny_bert
@@ -49,18 +49,9 @@ def corpus(tmp_path_factory):
 
 
 def answer_options(server, corpus, out, **extra):
-    """`answer`'s options as the keyword arguments of `moot.answer`."""
+    """The keyword arguments of `moot.answer` for `corpus`'s questions on `server`."""
     options = {"questions": corpus["questions"], "out": out, "model": "openai/scripted"}
     return options | {"api_base": server.url, "max_retries": 0, **extra}
-
-
-def answer(server, corpus, out, *extra):
-    return run_moot(
-        "answer",
-        *("--questions", corpus["questions"], "--out", out),
-        *("--model", "openai/scripted", "--api-base", server.url, "--max-retries", 0),
-        *extra,
-    )
 
 
 def test_react_single_searches_three_times_then_answers_and_resumes(corpus, tmp_path):
