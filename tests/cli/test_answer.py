@@ -54,6 +54,13 @@ def answer_options(server, corpus, out, **extra):
     return options | {"api_base": server.url, "max_retries": 0, **extra}
 
 
+def curate_options(server, corpus, out, docs, **extra):
+    """The keyword arguments of `moot curate` (`moot.call("curate", ...)`) for `corpus`'s
+    questions on `server`, its corpus `docs` (a folder of documents or an index)."""
+    options = {"questions": corpus["questions"], "docs": docs, "out": out}
+    return options | {"model": "openai/scripted", "api_base": server.url, **extra}
+
+
 def test_react_single_searches_three_times_then_answers_and_resumes(corpus, tmp_path):
     out = tmp_path / "react"
     with ScriptedServer(rules=REACT_RULES) as server:
@@ -223,15 +230,7 @@ def test_curate_extracts_explains_and_drops_near_duplicate_povs(corpus, tmp_path
     ]
     out = tmp_path / "curated"
     with ScriptedServer(rules=rules) as server:
-        moot.call(
-            "curate",
-            questions=corpus["questions"],
-            docs=corpus["docs"],
-            out=out,
-            model="openai/scripted",
-            api_base=server.url,
-            documents=5,
-        )
+        moot.call("curate", **curate_options(server, corpus, out, corpus["docs"], documents=5))
         assert len(server.requests) == 3 * (1 + 3)
     partials = read_jsonl(out / "partial_answers.jsonl")
     assert len(partials) == 3
@@ -274,12 +273,7 @@ def test_curate_compares_raw_encoder_vectors_by_cosine(corpus, tmp_path):
     with ScriptedServer(rules=rules) as server:
         moot.call(
             "curate",
-            questions=corpus["questions"],
-            docs=corpus["index"],
-            out=out,
-            model="openai/scripted",
-            api_base=server.url,
-            embedder=f"cls:{encoder}",
+            **curate_options(server, corpus, out, corpus["index"], embedder=f"cls:{encoder}"),
         )
     record = read_jsonl(out / "curation.jsonl")[0]
     assert [p.get("similarity") for p in record["partial_answers"]] == [None, 1.0, None]
@@ -293,14 +287,7 @@ def test_curate_records_an_unreadable_pov_list_and_exits_1(corpus, tmp_path):
         ScriptedServer(rules=[Rule(pattern=".", reply="I cannot list them.")]) as server,
         pytest.raises(moot.RunFailed) as failed,
     ):
-        moot.call(
-            "curate",
-            questions=corpus["questions"],
-            docs=corpus["index"],
-            out=out,
-            model="openai/scripted",
-            api_base=server.url,
-        )
+        moot.call("curate", **curate_options(server, corpus, out, corpus["index"]))
     assert type(failed.value) is moot.RunFailed and failed.value.result.exit_code == 1
     assert "no readable POV list" in stderr(failed.value.result)
     records = read_jsonl(out / "curation.jsonl")

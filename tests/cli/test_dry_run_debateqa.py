@@ -16,7 +16,13 @@ from moot.core.llm.tokens import count_message_tokens
 from moot.testing import Rule, ScriptedServer
 from tests.cli import test_answer
 from tests.cli.helpers import read_jsonl, refused_in_one_line, stdout
-from tests.cli.test_answer import FINAL, PAPER_REACT_RULES, REACT_RULES, answer_options
+from tests.cli.test_answer import (
+    FINAL,
+    PAPER_REACT_RULES,
+    REACT_RULES,
+    answer_options,
+    curate_options,
+)
 from tests.cli.test_dry_run import assert_bounds, plan_tables, tree
 from tests.tiny import tiny_bert
 
@@ -123,9 +129,8 @@ def test_curate_plans_extraction_and_explanations_without_indexing_the_corpus(co
     encoder = tiny_bert(tmp_path / "bert")  # a real run embeds the POVs: the tiny one is fast
     out = tmp_path / "curated"
     with ScriptedServer(rules=rules) as server:
-        options = {"questions": corpus["questions"], "docs": corpus["docs"], "out": out}
-        options |= {"model": "openai/scripted", "api_base": server.url}
-        options |= {"embedder": f"cls:{encoder}", "documents": 5, "max_tokens": 100}
+        options = curate_options(server, corpus, out, corpus["docs"], embedder=f"cls:{encoder}")
+        options |= {"documents": 5, "max_tokens": 100}
         dry = stdout(moot.call("curate", **options, dry_run=True))
         assert (len(server.requests), out.exists()) == (0, False)
         moot.call("curate", **options)
