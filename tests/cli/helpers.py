@@ -114,6 +114,26 @@ def popen_moot(*args: object, env: dict[str, str] | None = None) -> ForkedRun:
     return fork_server_for(env).start([str(a) for a in args], env)
 
 
+def stdout(result: Any) -> str:
+    """What the command line prints of a `moot.Result` on standard output (`moot.result.show`):
+    its lines (a dry run: its plan), then its summary table."""
+    return "\n".join([*result.lines, *(["", result.summary] if result.summary else [])])
+
+
+def stderr(result: Any) -> str:
+    """What the command line says of a `moot.Result` on standard error: notes, then failures."""
+    return "\n".join([*result.notes, *result.messages])
+
+
+def refused_in_one_line(error: Exception) -> str:
+    """What the command line prints after ``moot: error: `` for `error`: one line, exit 2."""
+    from moot.core.errors import MootError
+
+    assert isinstance(error, MootError), repr(error)  # exit 2
+    assert "\n" not in str(error), str(error)
+    return str(error)
+
+
 def png_size(path: Path) -> tuple[int, int]:
     """(width, height) in pixels of the PNG at `path`, from its header (fails on a non-PNG)."""
     head = Path(path).read_bytes()[:24]

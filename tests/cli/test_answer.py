@@ -1,5 +1,9 @@
 """`moot answer` and `moot curate` end to end: a real BM25 index over DebateQA answers, BERDS
-questions, and the scripted server over HTTP."""
+questions, and the scripted server over HTTP.
+
+In process (`moot.answer(...)`, `moot.call("curate", ...)`: `moot.curate` is the graph's function,
+`moot.graphs.curate`, which `moot/__init__.py` exports under the same name), but Ctrl-C.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +13,14 @@ import time
 
 import pytest
 
+import moot
 from moot.core.retrieval.embeddings import Embedder, unit_rows
 from moot.core.retrieval.index import build_index
 from moot.testing import Rule, ScriptedServer
-from tests.cli.helpers import popen_moot, read_jsonl, run_moot
+from tests.cli.helpers import popen_moot, read_jsonl, refused_in_one_line, stderr
 from tests.conftest import shared_data
 from tests.fenced import unfence
 from tests.tiny import tiny_bert
-
-pytestmark = pytest.mark.subprocess
 
 FINAL = "It is debated. Some argue it reduces poverty; others say it costs too much."
 REACT_RULES = [
@@ -45,20 +48,24 @@ def corpus(tmp_path_factory):
     return {"docs": docs, "index": folder / "index", "questions": questions, "berds": berds}
 
 
-def answer(server, corpus, out, *extra):
-    return run_moot(
-        "answer",
-        *("--questions", corpus["questions"], "--out", out),
-        *("--model", "openai/scripted", "--api-base", server.url, "--max-retries", 0),
-        *extra,
-    )
+def answer_options(server, corpus, out, **extra):
+    """The keyword arguments of `moot.answer` for `corpus`'s questions on `server`."""
+    options = {"questions": corpus["questions"], "out": out, "model": "openai/scripted"}
+    return options | {"api_base": server.url, "max_retries": 0, **extra}
+
+
+def curate_options(server, corpus, out, docs, **extra):
+    """The keyword arguments of `moot curate` (`moot.call("curate", ...)`) for `corpus`'s
+    questions on `server`, its corpus `docs` (a folder of documents or an index)."""
+    options = {"questions": corpus["questions"], "docs": docs, "out": out}
+    return options | {"model": "openai/scripted", "api_base": server.url, **extra}
 
 
 def test_react_single_searches_three_times_then_answers_and_resumes(corpus, tmp_path):
     out = tmp_path / "react"
     with ScriptedServer(rules=REACT_RULES) as server:
-        result = answer(server, corpus, out, "--mode", "react-single", "--index", corpus["index"])
-        assert result.returncode == 0, result.stderr
+        options = answer_options(server, corpus, out, mode="react-single", index=corpus["index"])
+        moot.answer(**options)
         assert len(server.requests) == 3 * 4  # per question: 3 agent replies + the final
         records = read_jsonl(out / "answers.jsonl")
         assert [r["id"] for r in records] == [f"{b['dataset']}/{b['id']}" for b in corpus["berds"]]
@@ -75,8 +82,8 @@ def test_react_single_searches_three_times_then_answers_and_resumes(corpus, tmp_
         summary = json.loads((out / "summary.json").read_text())
         assert summary["answered"] == 3 and summary["mean_searches"] == 3
         server.clear_log()
-        again = answer(server, corpus, out, "--mode", "react-single", "--index", corpus["index"])
-        assert again.returncode == 0 and server.requests == []
+        moot.answer(**options)
+        assert server.requests == []
         assert read_jsonl(out / "answers.jsonl") == records
 
 
@@ -95,13 +102,14 @@ def test_react_agent_picks_at_most_9_chunks_for_the_answering_model_and_resumes(
     from moot.testing import Fault
 
     out = tmp_path / "react"
-    agent = ("--agent-model", "openai/agent", "--agent-api-base")
     with ScriptedServer(rules=PAPER_REACT_RULES) as server:
         # the first answerer call fails for good: the question is retried by the rerun
         server.add_fault(Fault(kind="500", times=1, match="## Question:"))
-        args = ("--mode", "react", "--index", corpus["index"], *agent, server.url)
-        first = answer(server, corpus, out, *args)
-        assert first.returncode == 1, first.stderr
+        agent = {"agent_model": "openai/agent", "agent_api_base": server.url}
+        options = answer_options(server, corpus, out, mode="react", index=corpus["index"], **agent)
+        with pytest.raises(moot.RunFailed) as first:
+            moot.answer(**options)
+        assert type(first.value) is moot.RunFailed and first.value.result.exit_code == 1
         by_model = [(r.body["model"], r.body["messages"]) for r in server.requests]
         agents = [m for name, m in by_model if name == "agent"]
         answerers = [m for name, m in by_model if name == "scripted"]
@@ -115,8 +123,7 @@ def test_react_agent_picks_at_most_9_chunks_for_the_answering_model_and_resumes(
         records = read_jsonl(out / "answers.jsonl")
         assert [r["status"] for r in records].count("error") == 1
         server.clear_log()
-        second = answer(server, corpus, out, *args)
-        assert second.returncode == 0, second.stderr
+        moot.answer(**options)
         # the agent's replies come from the cache: only the failed answer is asked again
         assert [r.body["model"] for r in server.requests] == ["scripted"]
         records = read_jsonl(out / "answers.jsonl")
@@ -136,8 +143,9 @@ def test_react_agent_picks_at_most_9_chunks_for_the_answering_model_and_resumes(
 
 def test_rag_gives_the_top_10_chunks_and_plain_none(corpus, tmp_path):
     with ScriptedServer(rules=[Rule(pattern=".", reply="An answer.")]) as server:
-        rag = answer(server, corpus, tmp_path / "rag", "--mode", "rag", "--index", corpus["index"])
-        assert rag.returncode == 0, rag.stderr
+        moot.answer(
+            **answer_options(server, corpus, tmp_path / "rag", mode="rag", index=corpus["index"])
+        )
         record = read_jsonl(tmp_path / "rag" / "answers.jsonl")[0]
         assert len(record["chunks"]) == 10 and record["answer"] == "An answer."
         scores = [c["score"] for c in record["chunks"]]
@@ -146,8 +154,7 @@ def test_rag_gives_the_top_10_chunks_and_plain_none(corpus, tmp_path):
         user = next(u for u in users if u.endswith(corpus["berds"][0]["question"]))
         assert unfence(user) == table_17(record)
         server.clear_log()
-        plain = answer(server, corpus, tmp_path / "plain", "--prompt", "detailed")
-        assert plain.returncode == 0, plain.stderr
+        moot.answer(**answer_options(server, corpus, tmp_path / "plain", prompt="detailed"))
         record = read_jsonl(tmp_path / "plain" / "answers.jsonl")[0]
         assert record["chunks"] == [] and "trace" not in record
         system = server.requests[0].body["messages"][0]["content"]
@@ -160,13 +167,14 @@ def test_failed_calls_are_retried_on_rerun_and_exit_1(corpus, tmp_path):
     out = tmp_path / "plain"
     with ScriptedServer(rules=[Rule(pattern=".", reply="Fine.")]) as server:
         server.add_fault(Fault(kind="500", times=1, match=corpus["berds"][1]["question"]))
-        first = answer(server, corpus, out)
-        assert first.returncode == 1 and "rerun the same command" in first.stderr
+        with pytest.raises(moot.RunFailed) as first:
+            moot.answer(**answer_options(server, corpus, out))
+        assert type(first.value) is moot.RunFailed and first.value.result.exit_code == 1
+        assert "rerun the same command" in stderr(first.value.result)
         statuses = [r["status"] for r in read_jsonl(out / "answers.jsonl")]
         assert statuses == ["ok", "error", "ok"]
         server.clear_log()
-        second = answer(server, corpus, out)
-        assert second.returncode == 0, second.stderr
+        moot.answer(**answer_options(server, corpus, out))
         records = read_jsonl(out / "answers.jsonl")
         assert len(records) == 3 and {r["status"] for r in records} == {"ok"}
         assert len(server.requests) == 1  # only the failed question was asked again
@@ -175,22 +183,21 @@ def test_failed_calls_are_retried_on_rerun_and_exit_1(corpus, tmp_path):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--mode", "rag"], "--mode rag needs --index DIR"),
-        (["--mode", "rag", "--index", "IDX", "--web"], "give --index DIR or --web"),
-        (["--mode", "plain", "--index", "IDX"], "--mode plain retrieves nothing"),
-        (["--mode", "rag", "--index", "NOPE"], "NOPE"),
-        (["--mode", "rag", "--index", "IDX", "--retriever", "dense"], "dense"),
-        (["--mode", "rag", "--index", "IDX", "--mmr", "1.5"], "--mmr must be between 0 and 1"),
-        (["--mode", "rag", "--index", "IDX", "--agent-model", "x/y"], "--agent-model is for"),
+        ({"mode": "rag"}, "--mode rag needs --index DIR"),
+        ({"mode": "rag", "index": "IDX", "web": True}, "give --index DIR or --web"),
+        ({"mode": "plain", "index": "IDX"}, "--mode plain retrieves nothing"),
+        ({"mode": "rag", "index": "NOPE"}, "NOPE"),
+        ({"mode": "rag", "index": "IDX", "retriever": "dense"}, "dense"),
+        ({"mode": "rag", "index": "IDX", "mmr": 1.5}, "--mmr must be between 0 and 1"),
+        ({"mode": "rag", "index": "IDX", "agent_model": "x/y"}, "--agent-model is for"),
     ],
 )
 def test_bad_options_exit_2_before_any_call(corpus, tmp_path, extra, message):
-    extra = [str(corpus["index"]) if e == "IDX" else e for e in extra]
+    extra = {k: corpus["index"] if v == "IDX" else v for k, v in extra.items()}
     with ScriptedServer() as server:
-        result = answer(server, corpus, tmp_path / "out", *extra)
-        assert result.returncode == 2, result.stderr
-        assert message in result.stderr and "Traceback" not in result.stderr
-        assert len(result.stderr.strip().splitlines()) == 1
+        with pytest.raises(moot.MootError) as refused:
+            moot.answer(**answer_options(server, corpus, tmp_path / "out", **extra))
+        assert message in refused_in_one_line(refused.value)
         assert server.requests == []
 
 
@@ -198,16 +205,16 @@ def test_questions_without_text_and_a_reused_folder_exit_2(corpus, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"question": "Is UBI good?"}\n{"id": "2", "question": "  "}\n')
     with ScriptedServer(rules=[Rule(pattern=".", reply="Fine.")]) as server:
-        result = run_moot(
-            "answer", "--questions", bad, "--out", tmp_path / "o", "--model", "openai/scripted",
-            "--api-base", server.url,
-        )  # fmt: skip
-        assert result.returncode == 2
-        assert result.stderr.strip() == f"moot: error: {bad}, line 2: missing or empty 'question'"
+        with pytest.raises(moot.MootError) as refused:
+            moot.answer(
+                questions=bad, out=tmp_path / "o", model="openai/scripted", api_base=server.url
+            )
+        assert refused_in_one_line(refused.value) == f"{bad}, line 2: missing or empty 'question'"
         assert not (tmp_path / "o").exists()
-        assert answer(server, corpus, tmp_path / "p").returncode == 0
-        other = answer(server, corpus, tmp_path / "p", "--prompt", "detailed")
-        assert other.returncode == 2 and "use a new --out" in other.stderr
+        moot.answer(**answer_options(server, corpus, tmp_path / "p"))
+        with pytest.raises(moot.MootError) as other:
+            moot.answer(**answer_options(server, corpus, tmp_path / "p", prompt="detailed"))
+        assert "use a new --out" in refused_in_one_line(other.value)
 
 
 def test_curate_extracts_explains_and_drops_near_duplicate_povs(corpus, tmp_path):
@@ -223,12 +230,7 @@ def test_curate_extracts_explains_and_drops_near_duplicate_povs(corpus, tmp_path
     ]
     out = tmp_path / "curated"
     with ScriptedServer(rules=rules) as server:
-        result = run_moot(
-            "curate", "--questions", corpus["questions"], "--docs", corpus["docs"],
-            "--out", out, "--model", "openai/scripted", "--api-base", server.url,
-            "--documents", 5,
-        )  # fmt: skip
-        assert result.returncode == 0, result.stderr
+        moot.call("curate", **curate_options(server, corpus, out, corpus["docs"], documents=5))
         assert len(server.requests) == 3 * (1 + 3)
     partials = read_jsonl(out / "partial_answers.jsonl")
     assert len(partials) == 3
@@ -269,12 +271,10 @@ def test_curate_compares_raw_encoder_vectors_by_cosine(corpus, tmp_path):
     ]
     out = tmp_path / "curated"
     with ScriptedServer(rules=rules) as server:
-        result = run_moot(
-            "curate", "--questions", corpus["questions"], "--docs", corpus["index"],
-            "--out", out, "--model", "openai/scripted", "--api-base", server.url,
-            "--embedder", f"cls:{encoder}",
-        )  # fmt: skip
-    assert result.returncode == 0, result.stderr
+        moot.call(
+            "curate",
+            **curate_options(server, corpus, out, corpus["index"], embedder=f"cls:{encoder}"),
+        )
     record = read_jsonl(out / "curation.jsonl")[0]
     assert [p.get("similarity") for p in record["partial_answers"]] == [None, 1.0, None]
     kept = read_jsonl(out / "partial_answers.jsonl")[0]["partial_answers"]
@@ -283,17 +283,19 @@ def test_curate_compares_raw_encoder_vectors_by_cosine(corpus, tmp_path):
 
 def test_curate_records_an_unreadable_pov_list_and_exits_1(corpus, tmp_path):
     out = tmp_path / "curated"
-    with ScriptedServer(rules=[Rule(pattern=".", reply="I cannot list them.")]) as server:
-        result = run_moot(
-            "curate", "--questions", corpus["questions"], "--docs", corpus["index"],
-            "--out", out, "--model", "openai/scripted", "--api-base", server.url,
-        )  # fmt: skip
-    assert result.returncode == 1 and "no readable POV list" in result.stderr
+    with (
+        ScriptedServer(rules=[Rule(pattern=".", reply="I cannot list them.")]) as server,
+        pytest.raises(moot.RunFailed) as failed,
+    ):
+        moot.call("curate", **curate_options(server, corpus, out, corpus["index"]))
+    assert type(failed.value) is moot.RunFailed and failed.value.result.exit_code == 1
+    assert "no readable POV list" in stderr(failed.value.result)
     records = read_jsonl(out / "curation.jsonl")
     assert all(r["failure"]["raw"] == "I cannot list them." for r in records)
     assert read_jsonl(out / "partial_answers.jsonl") == []
 
 
+@pytest.mark.subprocess
 def test_ctrl_c_is_one_line_and_exit_130(corpus, tmp_path):
     with ScriptedServer(latency=1.0) as server:
         process = popen_moot(

@@ -1,4 +1,7 @@
-"""`moot eval da|berds|detector` end to end against the scripted server, hand-computed results."""
+"""`moot eval da|berds|detector` end to end against the scripted server, hand-computed results.
+
+In process (`moot.eval.da(...)`, `moot.eval.berds(...)`, `moot.eval.detector(...)`).
+"""
 
 from __future__ import annotations
 
@@ -9,18 +12,24 @@ from pathlib import Path
 
 import pytest
 
+import moot
 from moot.core.data.questions import load_questions
 from moot.core.errors import InputError
 from moot.graphs.berds_eval import join_perspectives, load_pairs, load_retrieved
 from moot.prompts import fence
 from moot.testing import Fault, Rule, ScriptedServer
-from tests.cli.helpers import read_jsonl, run_moot
+from tests.cli.helpers import read_jsonl, refused_in_one_line, run_moot, stderr, stdout
 from tests.conftest import shared_data
 from tests.fenced import unfence
 
 
 def judge_args(server: ScriptedServer, out: Path, flag: str = "--judge") -> list[object]:
     return ["--out", out, flag, "openai/judge", "--api-base", server.url, "--max-retries", 0]
+
+
+def judge_options(server: ScriptedServer, out: Path, flag: str = "judge") -> dict[str, object]:
+    """`judge_args` as keyword arguments."""
+    return {"out": out, flag: "openai/judge", "api_base": server.url, "max_retries": 0}
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:
@@ -42,7 +51,6 @@ DA_RULES = [
 ]
 
 
-@pytest.mark.subprocess
 def test_dispute_awareness_counts_parse_failures_apart_and_resumes(tmp_path):
     answers = demo_answers(4)  # {generation, id}: no question text
     answers[0]["question"] = "Q-AWARE: is it debated?"  # its own question wins
@@ -56,16 +64,15 @@ def test_dispute_awareness_counts_parse_failures_apart_and_resumes(tmp_path):
         ][1:],
     )
     out = tmp_path / "out"
-    args = ["eval", "da", "--answers", path, "--questions", questions]
     with ScriptedServer(rules=DA_RULES) as server:
-        result = run_moot(*args, *judge_args(server, out))
-        assert result.returncode == 0, result.stderr
+        options = {"answers": path, "questions": questions, **judge_options(server, out)}
+        result = moot.eval.da(**options)
         assert len(server.requests) == 4 + 1  # one repair round for the unreadable reply
         prompts = [r.body["messages"][0]["content"] for r in server.requests]
         assert any(answers[1]["generation"][:200] in unfence(p) for p in prompts)
         server.clear_log()
-        rerun = run_moot(*args, *judge_args(server, out))
-        assert rerun.returncode == 0 and server.requests == []  # a rerun costs nothing
+        moot.eval.da(**options)
+        assert server.requests == []  # a rerun costs nothing
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["answers"], summary["scored"], summary["parse_failures"]) == (4, 3, 1)
     assert summary["dispute_aware"] == 2 and summary["da"] == pytest.approx(2 / 3)
@@ -74,18 +81,16 @@ def test_dispute_awareness_counts_parse_failures_apart_and_resumes(tmp_path):
     assert [r["answer_id"] for r in failed] == [str(answers[3]["id"])]
     assert failed[0]["judgment"]["label"] is None  # never a default label
     assert failed[0]["judgment"]["replies"] == ["I cannot say.", "still unsure"]
-    assert "| da | 0.6667 |" in result.stdout
+    assert "| da | 0.6667 |" in stdout(result)
     assert (out / "summary.md").read_text().startswith("# dispute_awareness")
 
 
-@pytest.mark.subprocess
 def test_dispute_awareness_needs_question_text(tmp_path):
     path = write_jsonl(tmp_path / "answers.jsonl", demo_answers(2))
-    with ScriptedServer() as server:
-        result = run_moot("eval", "da", "--answers", path, *judge_args(server, tmp_path / "out"))
-        assert server.requests == []
-    assert result.returncode == 2
-    assert result.stderr.strip().count("\n") == 0 and "pass --questions" in result.stderr
+    with ScriptedServer() as server, pytest.raises(moot.MootError) as refused:
+        moot.eval.da(answers=path, **judge_options(server, tmp_path / "out"))
+    assert server.requests == []
+    assert "pass --questions" in refused_in_one_line(refused.value)
     assert not (tmp_path / "out").exists()
 
 
@@ -138,19 +143,18 @@ def berds_fixture(tmp_path: Path) -> tuple[Path, Path, list[Rule]]:
     return retrieved, perspectives, rules
 
 
-@pytest.mark.subprocess
 def test_berds_mrecall_and_precision_equal_hand_computed_values(tmp_path):
     retrieved, perspectives, rules = berds_fixture(tmp_path)
     out = tmp_path / "out"
-    args = ["eval", "berds", "--retrieved", retrieved, "--perspectives", perspectives, "-k", 2]
     with ScriptedServer(rules=rules) as server:
-        result = run_moot(*args, *judge_args(server, out, "--detector"))
-        assert result.returncode == 0, result.stderr
+        options = {"retrieved": retrieved, "perspectives": perspectives, "k": 2}
+        options |= judge_options(server, out, "detector")
+        moot.eval.berds(**options)
         assert len(server.requests) == 3 * 2 * 2 + 1  # top-2 × 2 perspectives, one repair
         users = [r.body["messages"][1]["content"] for r in server.requests]
         assert any("SUPPORTS-FIRST text. T\nStatement:" in unfence(u) for u in users)  # text, title
         server.clear_log()
-        assert run_moot(*args, *judge_args(server, out, "--detector")).returncode == 0
+        moot.eval.berds(**options)
         assert server.requests == []
     summary = json.loads((out / "summary.json").read_text())
     # q0: top-2 covers P0 only -> MRecall 0, Precision 1/2; q1: both -> 1, 1; q2: unparsed
@@ -165,19 +169,17 @@ def test_berds_mrecall_and_precision_equal_hand_computed_values(tmp_path):
     assert len(read_jsonl(out / "judgments.jsonl")) == 12
 
 
-@pytest.mark.subprocess
 def test_berds_k_larger_than_the_retrieved_list_exits_2_with_one_line(tmp_path):
     retrieved, perspectives, _ = berds_fixture(tmp_path)
     out = tmp_path / "out"
-    with ScriptedServer() as server:
-        result = run_moot(
-            "eval", "berds", "--retrieved", retrieved, "--perspectives", perspectives, "-k", 3,
-            *judge_args(server, out, "--detector"),
+    with ScriptedServer() as server, pytest.raises(moot.MootError) as refused:
+        moot.eval.berds(
+            retrieved=retrieved, perspectives=perspectives, k=3,
+            **judge_options(server, out, "detector"),
         )  # fmt: skip
-        assert server.requests == []
-    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
+    assert server.requests == []
     assert f"{retrieved}, id arguana_generated/751: 2 documents retrieved, fewer than -k 3" in (
-        result.stderr
+        refused_in_one_line(refused.value)
     )
     assert not out.exists()
 
@@ -195,7 +197,7 @@ def test_a_retrieved_question_without_perspectives_is_an_input_error(tmp_path):
         load_retrieved(retrieved)
 
 
-@pytest.mark.subprocess
+@pytest.mark.subprocess  # argv: the flag argparse requires
 def test_berds_k_is_required(tmp_path):
     retrieved, perspectives, _ = berds_fixture(tmp_path)
     result = run_moot("eval", "berds", "--retrieved", retrieved, "--perspectives", perspectives,
@@ -217,7 +219,6 @@ def detector_subset(tmp_path: Path, n: int = 20) -> tuple[Path, list[list[str]]]
 DETECTOR_REPLIES = {"1": "Yes", "2": "Answer: No", "3": "Maybe", "18": "No.", "20": "**Yes**"}
 
 
-@pytest.mark.subprocess
 def test_detector_accuracy_and_f1(tmp_path):
     pairs, rows = detector_subset(tmp_path)
     rules = [
@@ -228,19 +229,20 @@ def test_detector_accuracy_and_f1(tmp_path):
         for _, pid, doc, persp, label in rows
     ]
     out = tmp_path / "out"
-    args = ["eval", "detector", "--pairs", pairs]
     _, pid, doc, persp, _ = rows[8]  # pair 10 (label 0) fails once with a server error
     fault = Fault(
         "500", times=1, match=re.escape(f"{fence(doc, 'document')}\nStatement: {persp}\n")
     )
     with ScriptedServer(rules=rules, faults=[fault]) as server:
-        result = run_moot(*args, *judge_args(server, out, "--detector"))
-        assert result.returncode == 1 and "moot: 1 of 20 pairs failed; rerun" in result.stderr
+        options = {"pairs": pairs, **judge_options(server, out, "detector")}
+        with pytest.raises(moot.RunFailed) as failed:
+            moot.eval.detector(**options)
+        assert type(failed.value) is moot.RunFailed and failed.value.result.exit_code == 1
+        assert "moot: 1 of 20 pairs failed; rerun" in stderr(failed.value.result)
         assert len(server.requests) == 20 + 1
         assert json.loads((out / "summary.json").read_text())["errors"] == 1
         server.clear_log()
-        rerun = run_moot(*args, *judge_args(server, out, "--detector"))
-        assert rerun.returncode == 0, rerun.stderr
+        moot.eval.detector(**options)
         assert len(server.requests) == 1  # only the failed call is made again
     summary = json.loads((out / "summary.json").read_text())
     # 6 positives, 14 negatives; scored 19: tp 5, fn 1, fp 1, tn 12
@@ -273,19 +275,18 @@ def test_detector_bad_rows_name_the_line(tmp_path, edit, message):
         load_pairs(pairs)
 
 
-@pytest.mark.subprocess
 def test_detector_bad_label_exits_2_with_one_line(tmp_path):
     pairs, _ = detector_subset(tmp_path, 5)
     rewrite(pairs, lambda rows: rows[3].__setitem__(4, "yes"))
     out = tmp_path / "out"
-    result = run_moot("eval", "detector", "--pairs", pairs, "--detector", "openai/x",
-                      "--api-base", "http://127.0.0.1:9/v1", "--out", out)  # fmt: skip
-    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
-    assert f"{pairs}, line 4: label must be 0 or 1, got 'yes'" in result.stderr
+    with pytest.raises(moot.MootError) as refused:
+        moot.eval.detector(
+            pairs=pairs, detector="openai/x", api_base="http://127.0.0.1:9/v1", out=out
+        )
+    assert f"{pairs}, line 4: label must be 0 or 1, got 'yes'" in refused_in_one_line(refused.value)
     assert not out.exists()
 
 
-@pytest.mark.subprocess
 def test_berds_reads_the_released_layout_without_conversion(tmp_path):
     """BERDS' eval input: the released question records with `ctxs` added (berds README)."""
     _, questions = perspective_sets(2)
@@ -315,9 +316,7 @@ def test_berds_reads_the_released_layout_without_conversion(tmp_path):
     rules.append(Rule(pattern="Statement:", reply="No"))
     out = tmp_path / "out"
     with ScriptedServer(rules=rules) as server:
-        result = run_moot("eval", "berds", "--retrieved", retrieved, "-k", 2,
-                          *judge_args(server, out, "--detector"))  # fmt: skip
-        assert result.returncode == 0, result.stderr
+        moot.eval.berds(retrieved=retrieved, k=2, **judge_options(server, out, "detector"))
         users = [r.body["messages"][1]["content"] for r in server.requests]
     assert len(users) == 2 * 2 * 2 + 2
     users = [unfence(u) for u in users]
@@ -340,7 +339,6 @@ def test_a_released_record_with_an_empty_title_keeps_the_released_space(tmp_path
     assert item.documents == ("Body. ",)  # Eval/eval.py: doc['text'] + ' ' + doc['title']
 
 
-@pytest.mark.subprocess
 @pytest.mark.parametrize(
     ("record", "problem"),
     [
@@ -356,12 +354,11 @@ def test_a_released_record_with_an_empty_title_keeps_the_released_space(tmp_path
 def test_records_in_neither_layout_exit_2_with_one_line(tmp_path, record, problem):
     retrieved = write_jsonl(tmp_path / "retrieved.jsonl", [record])
     out = tmp_path / "out"
-    with ScriptedServer() as server:
-        result = run_moot("eval", "berds", "--retrieved", retrieved, "-k", 1,
-                          *judge_args(server, out, "--detector"))  # fmt: skip
-        assert server.requests == []
-    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
-    assert f"{retrieved}, line 1" in result.stderr and problem in result.stderr
+    with ScriptedServer() as server, pytest.raises(moot.MootError) as refused:
+        moot.eval.berds(retrieved=retrieved, k=1, **judge_options(server, out, "detector"))
+    assert server.requests == []
+    said = refused_in_one_line(refused.value)
+    assert f"{retrieved}, line 1" in said and problem in said
     assert not out.exists()
 
 
@@ -371,20 +368,18 @@ def test_moot_records_without_perspectives_need_the_perspectives_file(tmp_path):
         join_perspectives(load_retrieved(retrieved), retrieved, None, None, 2)
 
 
-@pytest.mark.subprocess
 def test_the_one_shot_detector_prompt_is_its_own_run(tmp_path):
     pairs, rows = detector_subset(tmp_path, 3)
     out = tmp_path / "out"
-    args = ["eval", "detector", "--pairs", pairs]
     with ScriptedServer(rules=[Rule(pattern="Statement:", reply="No")]) as server:
-        result = run_moot(*args, "--detector-prompt", "one-shot",
-                          *judge_args(server, out, "--detector"))  # fmt: skip
-        assert result.returncode == 0, result.stderr
+        options = {"pairs": pairs, **judge_options(server, out, "detector")}
+        moot.eval.detector(**options, detector_prompt="one-shot")
         roles = [[m["role"] for m in r.body["messages"]] for r in server.requests]
         assert roles == [["system", "user", "assistant", "user"]] * 3
         assert server.requests[0].body["messages"][2]["content"] == "No"
         server.clear_log()
-        other = run_moot(*args, *judge_args(server, out, "--detector"))  # zero-shot: another run
-        assert other.returncode == 2 and server.requests == []
+        with pytest.raises(moot.MootError):  # zero-shot: another run
+            moot.eval.detector(**options)
+        assert server.requests == []
     summary = json.loads((out / "summary.json").read_text())
     assert summary["detector_prompt"] == "one-shot" and summary["pairs"] == 3

@@ -4,13 +4,11 @@ Each test runs a command twice against the scripted server, priced by a price fi
 tokens are free, so a call reserves exactly what it costs (its prompt): once with a budget that
 lets the first `DONE` items through, then with a larger budget that finishes the rest. The first
 summary counts the others as ``stopped`` (never as ``errors``) and computes every figure over the
-finished items only; the second is whole, and nothing was paid twice.
+finished items only; the second is whole, and nothing was paid twice. In process (`moot.call`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 from dataclasses import dataclass
@@ -19,16 +17,14 @@ from typing import Any
 
 import pytest
 
-from moot.cli import main
+import moot
 from moot.core.data.compqa import load_judged
 from moot.testing import Fault, Rule, ScriptedServer
-from tests.cli.helpers import run_moot
+from tests.cli.helpers import stderr, stdout
 from tests.cli.test_berds import berds_fixture, demo_answers, detector_subset, write_jsonl
 from tests.cli.test_compare import ANSWER, questions
 from tests.cli.test_eval import responses_file
 from tests.cli.test_eval_compqa import SCORES, real_answers
-
-pytestmark = pytest.mark.subprocess
 
 DONE = 2  # items the first run's budget lets through (at --concurrency 1)
 TEXTS = (".json", ".jsonl", ".md")
@@ -38,8 +34,8 @@ TEXTS = (".json", ".jsonl", ".md")
 class Runs:
     """A run stopped by ``--budget`` and its rerun with a larger one."""
 
-    stopped: Any  # the CompletedProcess of each
-    resumed: Any
+    stopped: moot.Result  # the result of each
+    resumed: moot.Result
     first: dict[str, Any]  # summary.json after each
     second: dict[str, Any]
     files: dict[str, str]  # the output folder's text files after the first run, by name
@@ -47,43 +43,48 @@ class Runs:
 
 
 def stop_then_finish(
-    server: ScriptedServer, folder: Path, args: list[object], items: int, done: int = DONE
+    server: ScriptedServer,
+    folder: Path,
+    command: str,
+    options: dict[str, Any],
+    items: int,
+    done: int = DONE,
 ) -> Runs:
-    """Run `args` with a budget for `done` of its `items` equally priced items, then finish.
+    """Run `command` with `options` and a budget for `done` of its `items` equally priced items
+    (it stops: `moot.RunStopped`), then finish.
 
-    The budget comes from the command's own ``--dry-run`` estimate (prompt tokens, as the run
-    counts them): `done` items and half of the next. The plan is asked in this process (it
-    sends and writes nothing), which spares a process per test.
+    The budget comes from the command's own dry-run estimate (prompt tokens, as the run counts
+    them): `done` items and half of the next.
     """
     prices = folder / "prices.json"
     prices.write_text(json.dumps({"openai/judge": {"input": 1000, "output": 0}}))
-    args = [*args, "--prices", prices, "--cache", folder / "cache.sqlite", "--concurrency", 1]
-    shown = io.StringIO()
-    with contextlib.redirect_stdout(shown):
-        assert main([*map(str, args), "--dry-run"]) == 0
-    total = float(re.search(r"cost about \$([\d.]+)", shown.getvalue())[1])  # type: ignore[index]
-    stopped = run_moot(*args, "--budget", f"{total * (done + 0.5) / items:.6f}")
+    options |= {"prices": prices, "cache": folder / "cache.sqlite", "concurrency": 1}
+    plan = stdout(moot.call(command, **options, dry_run=True))
+    total = float(re.search(r"cost about \$([\d.]+)", plan)[1])  # type: ignore[index]
+    with pytest.raises(moot.RunStopped) as stopping:
+        moot.call(command, **options, budget=f"{total * (done + 0.5) / items:.6f}")
+    stopped = stopping.value.result
     summary = folder / "out" / "summary.json"
     first = json.loads(summary.read_text())
     out = folder / "out"
     files = {str(p.relative_to(out)): p.read_text() for p in out.rglob("*") if p.suffix in TEXTS}
-    resumed = run_moot(*args, "--budget", f"{total * 10:.6f}")
+    resumed = moot.call(command, **options, budget=f"{total * 10:.6f}")
     second = json.loads(summary.read_text())
     requests = sum(1 for r in server.requests if r.path == "/v1/chat/completions")
     return Runs(stopped, resumed, first, second, files, requests)
 
 
-def judge(server: ScriptedServer, folder: Path, flag: str = "--judge") -> list[object]:
-    out = ["--out", folder / "out", flag, "openai/judge", "--api-base", server.url]
-    return [*out, "--max-retries", 0]
+def judge(server: ScriptedServer, folder: Path, flag: str = "judge") -> dict[str, Any]:
+    """The options of a command judged by ``openai/judge`` on `server` (`flag`: its option)."""
+    return {"out": folder / "out", flag: "openai/judge", "api_base": server.url, "max_retries": 0}
 
 
 def assert_stopped_then_finished(runs: Runs, items: int, unit: str) -> None:
     """Exit 3 then 0; no failure is invented; the rerun leaves nothing stopped."""
-    assert runs.stopped.returncode == 3, runs.stopped.stderr
-    assert f"not done: {items - DONE} of {items} {unit};" in runs.stopped.stderr
-    assert "failed" not in runs.stopped.stderr
-    assert runs.resumed.returncode == 0, runs.resumed.stderr
+    assert runs.stopped.exit_code == 3, stderr(runs.stopped)
+    assert f"not done: {items - DONE} of {items} {unit};" in stderr(runs.stopped)
+    assert "failed" not in stderr(runs.stopped)
+    assert runs.resumed.exit_code == 0, stderr(runs.resumed)
     assert runs.second["stopped"] == 0 and runs.second["errors"] == 0
 
 
@@ -95,17 +96,19 @@ def test_controllability_counts_stopped_apart_from_errors(tmp_path: Path) -> Non
     fault = Fault("500", times=1, match="RESPONSE-0 ")
     rules = [Rule(pattern="RESPONSE-[0-9]", reply="100 0")]
     with ScriptedServer(rules=rules, faults=[fault]) as server:
-        args = ["eval", "controllability", "--responses", responses, *judge(server, tmp_path)]
-        runs = stop_then_finish(server, tmp_path, args, items=6)  # a failure costs nothing
-    assert runs.stopped.returncode == 3, runs.stopped.stderr  # stopped wins over failed
-    assert "moot: 1 of 6 judgments failed" in runs.stopped.stderr
-    assert "not done: 3 of 6 judgments;" in runs.stopped.stderr
+        options = {"responses": responses, **judge(server, tmp_path)}
+        runs = stop_then_finish(
+            server, tmp_path, "eval controllability", options, items=6
+        )  # a failure costs nothing
+    assert runs.stopped.exit_code == 3, stderr(runs.stopped)  # stopped wins over failed
+    assert "moot: 1 of 6 judgments failed" in stderr(runs.stopped)
+    assert "not done: 3 of 6 judgments;" in stderr(runs.stopped)
     first = runs.first
     assert (first["items"], first["errors"], first["stopped"]) == (DONE, 1, 3)
     assert first["judged"] == {"affirmative": 1, "negative": 1}  # items 1 and 2 only
     assert (first["cc_p"], first["cc_n"]) == (1.0, 0.0)
     assert "| stopped | 3 |" in runs.files["summary.md"]
-    assert runs.resumed.returncode == 0, runs.resumed.stderr
+    assert runs.resumed.exit_code == 0, stderr(runs.resumed)
     second = runs.second
     assert (second["items"], second["errors"], second["stopped"]) == (6, 0, 0)
     assert second["judged"] == {"affirmative": 3, "negative": 3}
@@ -127,16 +130,8 @@ def test_quality_counts_stopped_pairs_apart(tmp_path: Path) -> None:
         tmp_path / "base.json", [(s, f"BASE-{i} text") for i, s in enumerate(sides)]
     )
     with ScriptedServer(rules=QUALITY_RULES) as server:
-        args = [
-            "eval",
-            "quality",
-            "--responses",
-            ours,
-            "--baseline",
-            base,
-            *judge(server, tmp_path),
-        ]
-        runs = stop_then_finish(server, tmp_path, args, items=4)
+        options = {"responses": ours, "baseline": base, **judge(server, tmp_path)}
+        runs = stop_then_finish(server, tmp_path, "eval quality", options, items=4)
     assert_stopped_then_finished(runs, 4, "judgments")
     first = runs.first
     assert (first["items"], first["wins"], first["errors"], first["stopped"]) == (DONE, DONE, 0, 2)
@@ -152,8 +147,8 @@ def test_dispute_awareness_counts_stopped_answers_apart(tmp_path: Path) -> None:
         answer["generation"] = f"Answer {n}: some say yes, some say no."
     path = write_jsonl(tmp_path / "answers.jsonl", answers)
     with ScriptedServer(rules=[Rule(pattern="Question: Q", reply="1")]) as server:
-        args = ["eval", "da", "--answers", path, *judge(server, tmp_path)]
-        runs = stop_then_finish(server, tmp_path, args, items=4)
+        options = {"answers": path, **judge(server, tmp_path)}
+        runs = stop_then_finish(server, tmp_path, "eval da", options, items=4)
     assert_stopped_then_finished(runs, 4, "judgments")
     first = runs.first
     assert (first["answers"], first["scored"], first["errors"], first["stopped"]) == (4, DONE, 0, 2)
@@ -165,8 +160,8 @@ def test_dispute_awareness_counts_stopped_answers_apart(tmp_path: Path) -> None:
 def test_detector_counts_stopped_pairs_apart(tmp_path: Path) -> None:
     pairs, _ = detector_subset(tmp_path, 4)
     with ScriptedServer(rules=[Rule(pattern="Statement:", reply="No")]) as server:
-        args = ["eval", "detector", "--pairs", pairs, *judge(server, tmp_path, "--detector")]
-        runs = stop_then_finish(server, tmp_path, args, items=4)
+        options = {"pairs": pairs, **judge(server, tmp_path, "detector")}
+        runs = stop_then_finish(server, tmp_path, "eval detector", options, items=4)
     assert_stopped_then_finished(runs, 4, "pairs")
     first = runs.first
     assert (first["pairs"], first["scored"], first["errors"], first["stopped"]) == (4, DONE, 0, 2)
@@ -179,18 +174,18 @@ def test_berds_counts_stopped_detections_apart(tmp_path: Path) -> None:
     retrieved, perspectives, rules = berds_fixture(tmp_path)
     retrieved.write_text(retrieved.read_text().replace("GARBLED", "IRRELEVANT"))  # all parsed
     with ScriptedServer(rules=rules) as server:
-        args = ["eval", "berds", "--retrieved", retrieved, "--perspectives", perspectives]
-        args += ["-k", 1, *judge(server, tmp_path, "--detector")]
+        options = {"retrieved": retrieved, "perspectives": perspectives, "k": 1}
+        options |= judge(server, tmp_path, "detector")
         # 3 questions x top-1 x 2 perspectives: the budget lets 4 through (questions 0 and 1)
-        runs = stop_then_finish(server, tmp_path, args, items=6, done=4)
-    assert runs.stopped.returncode == 3, runs.stopped.stderr
-    assert "not done: 2 of 6 detections;" in runs.stopped.stderr
+        runs = stop_then_finish(server, tmp_path, "eval berds", options, items=6, done=4)
+    assert runs.stopped.exit_code == 3, stderr(runs.stopped)
+    assert "not done: 2 of 6 detections;" in stderr(runs.stopped)
     first = runs.first
     assert (first["detections"], first["errors"], first["stopped"]) == (6, 0, 2)
     assert (first["questions"], first["scored"], first["incomplete"]) == (3, 2, 1)
     scores = [json.loads(line) for line in runs.files["scores.jsonl"].splitlines()]
     assert [s["incomplete"] for s in scores] == [False, False, True]
-    assert runs.resumed.returncode == 0, runs.resumed.stderr
+    assert runs.resumed.exit_code == 0, stderr(runs.resumed)
     second = runs.second
     assert (second["scored"], second["incomplete"], second["stopped"]) == (3, 0, 0)
     assert runs.requests == 6
@@ -199,9 +194,9 @@ def test_berds_counts_stopped_detections_apart(tmp_path: Path) -> None:
 def test_compqa_judged_files_mark_stopped_answers_and_count_them_apart(tmp_path: Path) -> None:
     paths = real_answers(tmp_path)  # 2 + 1 answers in two files
     with ScriptedServer(rules=[Rule(pattern="Comparative answer", reply=SCORES)]) as server:
-        args = ["eval", "compqa", "--answers", *paths, *judge(server, tmp_path)]
-        runs = stop_then_finish(server, tmp_path, args, items=3, done=1)
-    assert runs.stopped.returncode == 3, runs.stopped.stderr
+        options = {"answers": paths, **judge(server, tmp_path)}
+        runs = stop_then_finish(server, tmp_path, "eval compqa", options, items=3, done=1)
+    assert runs.stopped.exit_code == 3, stderr(runs.stopped)
     overall = runs.first["overall"]
     assert (overall["n"], overall["n_valid"], overall["errors"], overall["stopped"]) == (3, 1, 0, 2)
     assert overall["pooled_mean"] == 18.0  # the one judged answer
@@ -213,7 +208,7 @@ def test_compqa_judged_files_mark_stopped_answers_and_count_them_apart(tmp_path:
     written = tmp_path / paths[0].name
     written.write_text(runs.files[f"judged/{paths[0].name}"])
     assert [j.status for j in load_judged(written)] == ["ok", "stopped"]
-    assert runs.resumed.returncode == 0, runs.resumed.stderr
+    assert runs.resumed.exit_code == 0, stderr(runs.resumed)
     overall = runs.second["overall"]
     assert (overall["n_valid"], overall["errors"], overall["stopped"]) == (3, 0, 0)
     assert runs.requests == 3
@@ -222,13 +217,12 @@ def test_compqa_judged_files_mark_stopped_answers_and_count_them_apart(tmp_path:
 def test_compare_counts_stopped_questions_apart(tmp_path: Path) -> None:
     path = questions(tmp_path, 3)
     with ScriptedServer(rules=[Rule("the best option", ANSWER)]) as server:
-        args = ["compare", "--questions", path, "--scenario", 3, *judge(server, tmp_path)]
-        args[args.index("--judge")] = "--model"
-        runs = stop_then_finish(server, tmp_path, args, items=3, done=1)
-    assert runs.stopped.returncode == 3, runs.stopped.stderr
+        options = {"questions": path, "scenario": 3, **judge(server, tmp_path, "model")}
+        runs = stop_then_finish(server, tmp_path, "compare", options, items=3, done=1)
+    assert runs.stopped.exit_code == 3, stderr(runs.stopped)
     first = runs.first
     assert (first["questions"], first["answered"]) == (3, 1)
     assert (first["errors"], first["stopped"]) == (0, 2)
-    assert runs.resumed.returncode == 0, runs.resumed.stderr
+    assert runs.resumed.exit_code == 0, stderr(runs.resumed)
     assert (runs.second["answered"], runs.second["stopped"]) == (3, 0)
     assert runs.requests == 3

@@ -1,7 +1,8 @@
 """CompQA end to end through the CLI: compare → eval compqa → report compqa → distill-compqa.
 
-Against the scripted server (every step, and a rerun that costs no calls) and against the
-embedded default model (the same commands with no server and no key).
+Against the scripted server (every step, and a rerun that costs no calls; in process, through
+`moot.compare(...)`, `moot.eval.compqa(...)`, ...) and against the embedded default model (the
+same commands with no server and no key, as processes).
 """
 
 from __future__ import annotations
@@ -12,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
+import moot
 from moot.core.data.compqa import MAXIMA, load_judged
 from moot.testing import Rule, ScriptedServer
-from tests.cli.helpers import run_moot
-
-pytestmark = pytest.mark.subprocess
+from tests.cli.helpers import run_moot, stderr
 
 QUESTIONS = [
     {"object1": "tea", "object2": "coffee", "aspect": "health"},
@@ -47,21 +47,19 @@ def test_compare_judge_report_distill_and_rerun_free(tmp_path):
         Rule("the best option", ANSWER),
     ]
     with ScriptedServer(rules=rules) as server:
-        model = ["--api-base", server.url, "--max-retries", 0, "--no-cache"]
-        compare = ["compare", "--questions", questions, "--out", out, "--scenario", 3]
-        result = run_moot(*compare, "--model", "openai/gpt", *model)
-        assert result.returncode == 0, result.stderr
+        model = {"api_base": server.url, "max_retries": 0, "no_cache": True}
+        compare = {"questions": questions, "out": out, "scenario": 3, "model": "openai/gpt"}
+        moot.compare(**compare, **model)
         assert len(server.requests) == 4  # one extraction, three answers
         answers = out / "gpt_scenario_3.json"
-        judge = ["eval", "compqa", "--answers", answers, "--out", judged, "--concurrency", 1]
-        result = run_moot(*judge, "--judge", "openai/judge", *model)
-        assert result.returncode == 0, result.stderr
-        assert "1 invalid judgment" in result.stderr
+        judge = {"answers": answers, "out": judged, "concurrency": 1, "judge": "openai/judge"}
+        result = moot.eval.compqa(**judge, **model)
+        assert "1 invalid judgment" in stderr(result)
         assert len(server.requests) == 4 + 4  # three judgments, one repair round
 
         server.clear_log()  # reruns: everything is on disk already
-        assert run_moot(*compare, "--model", "openai/gpt", *model).returncode == 0
-        assert run_moot(*judge, "--judge", "openai/judge", *model).returncode == 0
+        moot.compare(**compare, **model)
+        moot.eval.compqa(**judge, **model)
         assert server.requests == []
 
     records = load_judged(judged / "judged" / "gpt_scenario_3.json")
@@ -75,10 +73,7 @@ def test_compare_judge_report_distill_and_rerun_free(tmp_path):
     assert records[2].answer.record["repaired"] is True
 
     report = tmp_path / "report"
-    result = run_moot(
-        "report", "compqa", "--judged", judged / "judged" / "gpt_scenario_3.json", "--out", report
-    )
-    assert result.returncode == 0, result.stderr
+    moot.report.compqa(judged=judged / "judged" / "gpt_scenario_3.json", out=report)
     summary = json.loads((report / "report.json").read_text(encoding="utf-8"))
     (group,) = summary["groups"]
     assert (group["generator"], group["scenario"], group["n_total"]) == ("gpt", 3, 2)
@@ -86,21 +81,13 @@ def test_compare_judge_report_distill_and_rerun_free(tmp_path):
     assert (report / "chart.png").stat().st_size and (report / "heatmap.png").stat().st_size
 
     data = tmp_path / "sft"
-    result = run_moot(
-        "data",
-        "distill-compqa",
-        "--judged",
-        judged / "judged" / "gpt_scenario_3.json",
-        "--out",
-        data,
-    )
-    assert result.returncode == 0, result.stderr
+    result = moot.data.distill_compqa(judged=judged / "judged" / "gpt_scenario_3.json", out=data)
     rows = [json.loads(line) for line in (data / "dataset.jsonl").read_text().splitlines()]
     assert [r["prompt"] for r in rows] == [
         "What is better: tea or coffee? Focus on health.",
         "What is better: Python or Java?",
     ]
-    assert "1 invalid or failed judgment(s) skipped" in result.stderr
+    assert "1 invalid or failed judgment(s) skipped" in stderr(result)
 
 
 @pytest.mark.embedded

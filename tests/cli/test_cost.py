@@ -1,4 +1,4 @@
-"""Prices and ``--budget`` through the CLI, against the real scripted server.
+"""Prices and ``--budget``, in process (`moot.debate(...)`), against the real scripted server.
 
 The scripted model is priced by a price file (USD per million tokens), so every figure below is
 what the ledger computes from the tokens the server reported.
@@ -13,13 +13,19 @@ from typing import Any
 
 import pytest
 
+import moot
 from moot.testing import Fault, Rule, ScriptedServer
-from tests.cli.helpers import ARGUMENTS_REPLY, read_jsonl, run_moot, write_topics
+from tests.cli.helpers import (
+    ARGUMENTS_REPLY,
+    read_jsonl,
+    refused_in_one_line,
+    stderr,
+    stdout,
+    write_topics,
+)
 from tests.cli.test_generate import dataset
-from tests.cli.test_judge import SCORE, judge_args, real_debates
+from tests.cli.test_judge import SCORE, judge_options, real_debates
 from tests.conftest import built_once
-
-pytestmark = pytest.mark.subprocess
 
 TOPICS = ["Should zoos be banned?"]
 # a prompt token costs $0.001, a completion token $0.002, a cached prompt token $0.0001
@@ -32,27 +38,35 @@ def chat_requests(server: ScriptedServer) -> int:
     return sum(1 for r in server.requests if r.path == "/v1/chat/completions")
 
 
-def debate_args(server: ScriptedServer, folder: Path, *extra: object) -> list[object]:
-    return [
-        "debate",
-        "--topics",
-        write_topics(folder / "topics.json", TOPICS),
-        "--out",
-        folder / "out",
-        "--model",
-        "openai/scripted",
-        "--api-base",
-        server.url,
-        "--arguments-per-stance",
-        2,
-        "--turn-tokens",
-        64,
-        "--conclusion-tokens",
-        64,
-        "--cache",
-        folder / "cache.sqlite",
-        *extra,
-    ]
+def debate_options(server: ScriptedServer, folder: Path, **extra: object) -> dict[str, object]:
+    """The keyword arguments of `moot.debate` for `folder`'s debates of TOPICS on `server`."""
+    return {
+        "topics": write_topics(folder / "topics.json", TOPICS),
+        "out": folder / "out",
+        "model": "openai/scripted",
+        "api_base": server.url,
+        "arguments_per_stance": 2,
+        "turn_tokens": 64,
+        "conclusion_tokens": 64,
+        "cache": folder / "cache.sqlite",
+        **extra,
+    }
+
+
+def ran(command: Any, **options: object) -> dict[str, Any]:
+    """What `command(**options)` did, as the test reads it: the exception it raised (None: done),
+    its exit code, and what the command line would print (a pickle, for `built_once`)."""
+    try:
+        result, raised = command(**options), None
+    except moot.RunFailed as exc:
+        result, raised = exc.result, type(exc)
+    exit_code = result.exit_code
+    return {
+        "raised": raised,
+        "exit_code": exit_code,
+        "stdout": stdout(result),
+        "stderr": stderr(result),
+    }
 
 
 def price_file(folder: Path, prices: Any = None) -> Path:
@@ -70,13 +84,13 @@ def budgeted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def budget_runs(folder: Path) -> dict[str, Any]:
     prices = price_file(folder)
     with ScriptedServer(rules=[Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]) as s:
-        args = debate_args(s, folder, "--prices", prices, "--concurrency", 1)
-        first = run_moot(*args, "--budget", "3")
+        options = debate_options(s, folder, prices=prices, concurrency=1)
+        first = ran(moot.debate, **options, budget=3)
         first_requests = chat_requests(s)
         manifest = json.loads((folder / "out" / "manifest.json").read_text())
         debates = read_jsonl(folder / "out" / "debates.jsonl")
         dataset = read_jsonl(folder / "out" / "dataset.jsonl")
-        second = run_moot(*args, "--budget", "100")
+        second = ran(moot.debate, **options, budget=100)
         return {
             "first": first,
             "first_requests": first_requests,
@@ -91,19 +105,19 @@ def budget_runs(folder: Path) -> dict[str, Any]:
 
 def test_budget_stops_the_run_before_the_ledger_passes_it(budgeted: dict[str, Any]) -> None:
     first, manifest = budgeted["first"], budgeted["manifest"]
-    assert first.returncode == 3, first.stderr
+    assert first["raised"] is moot.RunStopped and first["exit_code"] == 3, first["stderr"]
     spent = manifest["ledger"]["total"]["cost_usd"]
     assert 0 < spent <= 3.0
     assert budgeted["first_requests"] == manifest["ledger"]["total"]["calls"] < CLEAN_RUN_CALLS
     stopped = manifest["counts"]["stopped"]
     assert stopped > 0 and manifest["counts"]["failures"] == 0
-    lines = [line for line in first.stderr.splitlines() if "budget reached" in line]
+    lines = [line for line in first["stderr"].splitlines() if "budget reached" in line]
     assert lines == [
         f"moot: budget reached: spent ${spent:.4f} of $3.0000; not done: {stopped} of "
         f"{manifest['counts']['debates']} debates; what finished is written; rerun with a larger "
         "--budget to go on"
     ]
-    assert "Traceback" not in first.stderr
+    assert "Traceback" not in first["stderr"]
 
 
 def test_budget_writes_what_finished_and_records_no_failure(budgeted: dict[str, Any]) -> None:
@@ -111,14 +125,14 @@ def test_budget_writes_what_finished_and_records_no_failure(budgeted: dict[str, 
     assert debates and {d["status"] for d in debates} == {"ok"}  # a stopped debate is not failed
     assert len(debates) == manifest["counts"]["debates_ok"] == len(budgeted["dataset"])
     assert manifest["counts"]["debates_ok"] + manifest["counts"]["stopped"] == DEBATES
-    assert "stopped" in budgeted["first"].stdout  # the summary table's column
+    assert "stopped" in budgeted["first"]["stdout"]  # the summary table's column
 
 
 def test_rerun_with_a_larger_budget_finishes_without_paying_twice(
     budgeted: dict[str, Any],
 ) -> None:
     second = budgeted["second"]
-    assert second.returncode == 0, second.stderr
+    assert second["raised"] is None and second["exit_code"] == 0, second["stderr"]
     debates = read_jsonl(budgeted["out"] / "debates.jsonl")
     assert len(debates) == DEBATES and {d["status"] for d in debates} == {"ok"}
     # stopped debates resumed from their checkpoints: every request was sent once in all
@@ -139,34 +153,30 @@ def test_a_judge_stops_at_its_budget_and_goes_on(tmp_path: Path) -> None:
     prices = price_file(tmp_path)
     with ScriptedServer(rules=[SCORE]) as server:
         full = tmp_path / "full"
-        clean = run_moot(
-            *judge_args(server, debates, full, "--prices", prices, "--cache", full / "c.sqlite")
-        )
-        assert clean.returncode == 0, clean.stderr
+        moot.judge(**judge_options(server, debates, full, prices=prices, cache=full / "c.sqlite"))
         cost = json.loads((full / "summary.json").read_text())["ledger"]["total"]["cost_usd"]
         calls = chat_requests(server)
         server.clear_log()
         out, cache = tmp_path / "out", tmp_path / "cache.sqlite"
-        args = judge_args(server, debates, out, "--prices", prices, "--cache", cache)
-        stopped = run_moot(*args, "--budget", f"{cost / 2:.6f}")
+        options = judge_options(server, debates, out, prices=prices, cache=cache)
+        with pytest.raises(moot.RunStopped) as stopped:
+            moot.judge(**options, budget=f"{cost / 2:.6f}")
         summary = json.loads((out / "summary.json").read_text())
-        resumed = run_moot(*args, "--budget", f"{cost * 10:.6f}")
-        assert stopped.returncode == 3, stopped.stderr
+        moot.judge(**options, budget=f"{cost * 10:.6f}")
+        assert stopped.value.result.exit_code == 3
         assert 0 < summary["ledger"]["total"]["cost_usd"] <= cost / 2
-        assert "judgments; what finished is written" in stopped.stderr
-        assert resumed.returncode == 0, resumed.stderr
+        assert "judgments; what finished is written" in stderr(stopped.value.result)
         assert chat_requests(server) == calls  # nothing paid twice
 
 
 def test_an_unpriced_model_with_a_budget_is_refused_before_any_call(tmp_path: Path) -> None:
-    with ScriptedServer() as server:
-        result = run_moot(*debate_args(server, tmp_path, "--budget", "5"))
-        assert chat_requests(server) == 0
-    assert result.returncode == 2
-    assert result.stderr.splitlines() == [
-        "moot: error: --budget needs the price of openai/scripted, which is unknown: give it "
+    with ScriptedServer() as server, pytest.raises(moot.MootError) as refused:
+        moot.debate(**debate_options(server, tmp_path, budget=5))
+    assert chat_requests(server) == 0
+    assert refused_in_one_line(refused.value) == (
+        "--budget needs the price of openai/scripted, which is unknown: give it "
         "with --prices FILE (or prices: in --config)"
-    ]
+    )
     assert not (tmp_path / "out" / "debates.jsonl").exists()
 
 
@@ -184,13 +194,10 @@ def test_a_bad_price_file_is_one_line_exit_2_before_any_call(
     tmp_path: Path, prices: dict[str, Any], problem: str
 ) -> None:
     file = price_file(tmp_path, prices)
-    with ScriptedServer() as server:
-        result = run_moot(*debate_args(server, tmp_path, "--prices", file))
-        assert chat_requests(server) == 0
-    assert result.returncode == 2
-    (line,) = result.stderr.splitlines()
-    assert line.startswith(f"moot: error: {file}, openai/scripted: {problem}")
-    assert "Traceback" not in result.stderr
+    with ScriptedServer() as server, pytest.raises(moot.MootError) as refused:
+        moot.debate(**debate_options(server, tmp_path, prices=file))
+    assert chat_requests(server) == 0
+    assert refused_in_one_line(refused.value).startswith(f"{file}, openai/scripted: {problem}")
     assert not (tmp_path / "out" / "debates.jsonl").exists()
 
 
@@ -204,9 +211,8 @@ def test_inline_prices_in_config_price_cached_input_and_unpriced_is_never_zero(
     rules = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]
     (tmp_path / "other").mkdir()
     with ScriptedServer(rules=rules, cached_prompt_tokens=10) as server:
-        priced = run_moot(*debate_args(server, tmp_path, "--config", config, "--limit", 1))
-        unpriced = run_moot(*debate_args(server, tmp_path / "other", "--limit", 1))
-    assert priced.returncode == 0, priced.stderr
+        moot.debate(**debate_options(server, tmp_path, config=config, limit=1))
+        unpriced = stdout(moot.debate(**debate_options(server, tmp_path / "other", limit=1)))
     total = json.loads((tmp_path / "out" / "manifest.json").read_text())["ledger"]["total"]
     assert total["cached_prompt_tokens"] == 10 * total["calls"]
     cached = total["cached_prompt_tokens"]
@@ -214,12 +220,11 @@ def test_inline_prices_in_config_price_cached_input_and_unpriced_is_never_zero(
     expected += total["completion_tokens"] * 2000
     assert total["cost_usd"] == pytest.approx(expected / 1e6)
 
-    assert unpriced.returncode == 0, unpriced.stderr
     ledger = json.loads((tmp_path / "other" / "out" / "manifest.json").read_text())["ledger"]
     assert ledger["total"]["cost_usd"] is None and ledger["unpriced"] == ["openai/scripted"]
     assert {row["cost_usd"] for row in ledger["by_role"]} == {None}
-    assert "cost unpriced ($0.0000 priced; no price for openai/scripted)" in unpriced.stdout
-    assert "$0.0000\n" not in unpriced.stdout and " 0.0000\n" not in unpriced.stdout
+    assert "cost unpriced ($0.0000 priced; no price for openai/scripted)" in unpriced
+    assert "$0.0000\n" not in unpriced and " 0.0000\n" not in unpriced
 
 
 def test_a_budget_spent_on_the_first_stage_stops_both_and_the_rerun_does_both(
@@ -228,16 +233,16 @@ def test_a_budget_spent_on_the_first_stage_stops_both_and_the_rerun_does_both(
     """`moot debate`'s two stages: argument lists, then the debates they give."""
     rules = [Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY)]
     with ScriptedServer(rules=rules) as server:
-        args = debate_args(server, tmp_path, "--prices", price_file(tmp_path))
+        options = debate_options(server, tmp_path, prices=price_file(tmp_path))
         # an argument list reserves about $1.13 (its prompt, and 512 tokens at $0.002)
-        stopped = run_moot(*args, "--budget", "1.5")
+        with pytest.raises(moot.RunStopped) as stopped:
+            moot.debate(**options, budget=1.5)
         debates = read_jsonl(tmp_path / "out" / "debates.jsonl")
-        resumed = run_moot(*args, "--budget", "100")
+        moot.debate(**options, budget=100)
         assert chat_requests(server) == CLEAN_RUN_CALLS
-    assert stopped.returncode == 3, stopped.stderr
-    assert "not done: 1 of 2 argument lists, 2 of 2 debates;" in stopped.stderr
+    assert stopped.value.result.exit_code == 3
+    assert "not done: 1 of 2 argument lists, 2 of 2 debates;" in stderr(stopped.value.result)
     assert debates == []  # the debates of the list made would pay: none started
-    assert resumed.returncode == 0, resumed.stderr
     assert len(read_jsonl(tmp_path / "out" / "debates.jsonl")) == DEBATES
 
 
@@ -246,14 +251,14 @@ def test_a_budget_spent_on_the_first_stage_stops_both_and_the_rerun_does_both(
 LONG_REPLY = Rule(pattern=".", reply=" ".join(["evidence"] * 3000))  # max_tokens or not
 
 
-def generate_args(server: ScriptedServer, folder: Path, *extra: object) -> list[object]:
-    """`moot generate` of the 6 instructions of one topic, priced, one request at a time."""
+def generate_options(server: ScriptedServer, folder: Path, **extra: object) -> dict[str, object]:
+    """`moot.generate` of the 6 instructions of one topic, priced, one request at a time."""
     prices = price_file(folder, {"openai/m": {"input": 1000, "output": 2000}})
-    return [
-        "generate", "--dataset", dataset(folder), "--model", "openai/m",
-        "--api-base", server.url, "--out", folder / "responses.json", "--max-tokens", 64,
-        "--prices", prices, "--no-cache", "--concurrency", 1, *extra,
-    ]  # fmt: skip
+    return {
+        "dataset": dataset(folder), "model": "openai/m", "api_base": server.url,
+        "out": folder / "responses.json", "max_tokens": 64, "prices": prices, "no_cache": True,
+        "concurrency": 1, **extra,
+    }  # fmt: skip
 
 
 def total_line(stdout: str) -> tuple[int, float]:
@@ -264,18 +269,17 @@ def total_line(stdout: str) -> tuple[int, float]:
 
 
 def test_a_server_that_reports_no_usage_is_counted_and_the_budget_holds(tmp_path: Path) -> None:
-    with ScriptedServer(report_usage=False) as server:
+    with ScriptedServer(report_usage=False) as server, pytest.raises(moot.RunStopped) as stopped:
         # a call costs about $0.09 and reserves $0.165: the second would pass $0.20
-        result = run_moot(*generate_args(server, tmp_path, "--budget", "0.20"))
-        sent = chat_requests(server)
-    assert result.returncode == 3, result.stderr
-    assert sent == 1
-    tokens, spent = total_line(result.stdout)
+        moot.generate(**generate_options(server, tmp_path, budget=0.20))
+    assert stopped.value.result.exit_code == 3
+    assert chat_requests(server) == 1
+    tokens, spent = total_line(stdout(stopped.value.result))
     assert tokens > 0 and 0 < spent <= 0.20
     assert (
         "note: moot counted the tokens of 1 reply from openai/m with its tokenizer: the server "
         "reported no usage, or usage that cannot be true"
-    ) in result.stdout
+    ) in stdout(stopped.value.result)
 
 
 def test_usage_that_cannot_be_true_is_a_failed_call_and_never_lowers_the_ledger(
@@ -285,15 +289,16 @@ def test_usage_that_cannot_be_true_is_a_failed_call_and_never_lowers_the_ledger(
         Fault(kind="negative_usage", times=2, match="A1 cages"),  # both attempts: a failure
         Fault(kind="inflated_usage", times=1, match="A2 stress"),  # retried, then fine
     ]
-    with ScriptedServer(faults=faults) as server:
-        result = run_moot(*generate_args(server, tmp_path, "--max-retries", 1))
-        assert chat_requests(server) == 6 + 2
-    assert result.returncode == 1, result.stderr
-    assert "1 of 6 instructions failed" in result.stderr
-    tokens, spent = total_line(result.stdout)
+    with ScriptedServer(faults=faults) as server, pytest.raises(moot.RunFailed) as failed:
+        moot.generate(**generate_options(server, tmp_path, max_retries=1))
+    assert chat_requests(server) == 6 + 2
+    result = failed.value.result
+    assert type(failed.value) is moot.RunFailed and result.exit_code == 1
+    assert "1 of 6 instructions failed" in stderr(result)
+    tokens, spent = total_line(stdout(result))
     # the 3 refused replies are billed as moot counts them: more than the 5 good ones alone
     assert tokens > 0 and spent > 0
-    assert "moot counted the tokens of 3 replies from openai/m" in result.stdout
+    assert "moot counted the tokens of 3 replies from openai/m" in stdout(result)
     progress = read_jsonl(tmp_path / ".responses.json.progress.jsonl")
     (failed,) = [record for record in progress if record["status"] == "error"]
     assert failed["argument"] == "A1 cages"
@@ -301,11 +306,13 @@ def test_usage_that_cannot_be_true_is_a_failed_call_and_never_lowers_the_ledger(
 
 
 def test_a_server_that_ignores_max_tokens_is_held_to_the_budget(tmp_path: Path) -> None:
-    with ScriptedServer(rules=[LONG_REPLY]) as server:
+    with ScriptedServer(rules=[LONG_REPLY]) as server, pytest.raises(moot.RunStopped) as stopped:
         # each reply costs about $6.04 against the $0.165 its max_tokens reserves
-        result = run_moot(*generate_args(server, tmp_path, "--budget", "10"))
-        sent = chat_requests(server)
-    assert result.returncode == 3, result.stderr
-    assert sent == 1  # the second request reserves the first reply's length: it would pass $10
-    assert total_line(result.stdout)[1] <= 10
-    assert "note: openai/m answered longer than the max_tokens asked (1 reply)" in result.stdout
+        moot.generate(**generate_options(server, tmp_path, budget=10))
+    assert stopped.value.result.exit_code == 3
+    # the second request reserves the first reply's length: it would pass $10
+    assert chat_requests(server) == 1
+    assert total_line(stdout(stopped.value.result))[1] <= 10
+    assert "note: openai/m answered longer than the max_tokens asked (1 reply)" in stdout(
+        stopped.value.result
+    )

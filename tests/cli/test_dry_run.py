@@ -22,6 +22,7 @@ from tests.cli.helpers import (
     read_jsonl,
     run_fresh_moot,
     run_moot,
+    stdout,
     write_topics,
 )
 from tests.cli.test_berds import berds_fixture, demo_answers, write_jsonl
@@ -78,11 +79,6 @@ def tree(folder: Path) -> dict[str, str]:
         for p in sorted(folder.rglob("*"))
         if p.is_file()
     }
-
-
-def stdout(result: moot.Result) -> str:
-    """What the command line prints of `result` on standard output: its plan, for a dry run."""
-    return "\n".join(result.lines)
 
 
 def debate_options(server: ScriptedServer, topics: Path, out: Path, cache: Path) -> dict:

@@ -1,4 +1,7 @@
-"""`moot eval controllability|quality` end to end against the scripted server, known verdicts."""
+"""`moot eval controllability|quality` end to end against the scripted server, known verdicts.
+
+In process (`moot.eval.controllability(...)`, `moot.eval.quality(...)`).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
+import moot
 from moot.testing import Rule, ScriptedServer
-from tests.cli.helpers import png_size, read_jsonl, run_moot
-
-pytestmark = pytest.mark.subprocess
+from tests.cli.helpers import png_size, read_jsonl, refused_in_one_line, stderr, stdout
 
 
 def responses_file(path: Path, texts: list[tuple[str, str]]) -> Path:
@@ -45,6 +47,11 @@ def eval_args(kind: str, server: ScriptedServer, out: Path, *extra: object) -> l
     ]
 
 
+def eval_options(server: ScriptedServer, out: Path, **extra: object) -> dict[str, object]:
+    """`eval_args` as the keyword arguments of `moot.eval.<kind>`."""
+    return {"out": out, "judge": "openai/judge", "api_base": server.url, "max_retries": 0} | extra
+
+
 CONTROL_RULES = [
     Rule(pattern="could not be read", reply="still no numbers"),
     Rule(pattern="AFF-FULL", reply="100 0\nFully supportive."),
@@ -69,11 +76,10 @@ def test_controllability_summary_equals_hand_computed_values(tmp_path):
     )
     out = tmp_path / "out"
     with ScriptedServer(rules=CONTROL_RULES) as server:
-        result = run_moot(*eval_args("controllability", server, out, "--responses", responses))
-        assert result.returncode == 0, result.stderr
+        result = moot.eval.controllability(**eval_options(server, out, responses=responses))
         calls = len(server.requests)
-        rerun = run_moot(*eval_args("controllability", server, out, "--responses", responses))
-        assert rerun.returncode == 0 and len(server.requests) == calls  # a rerun costs nothing
+        moot.eval.controllability(**eval_options(server, out, responses=responses))
+        assert len(server.requests) == calls  # a rerun costs nothing
     assert calls == 6 + 1  # one repair round for the unreadable reply
     summary = json.loads((out / "summary.json").read_text())
     assert summary["parse_failures"] == 1 and summary["judged"] == {"affirmative": 2, "negative": 3}
@@ -88,7 +94,7 @@ def test_controllability_summary_equals_hand_computed_values(tmp_path):
     assert failed[0]["judgment"]["replies"] == ["I cannot tell.", "still no numbers"]
     assert (out / "chart.png").stat().st_size > 1000
     assert png_size(out / "chart.png") == (600, 384)  # 5 x 3.2 in at 120 dpi
-    assert "cc_p" in result.stdout and "0.500" in result.stdout
+    assert "cc_p" in stdout(result) and "0.500" in stdout(result)
 
 
 QUALITY_RULES = [
@@ -115,10 +121,7 @@ def test_quality_win_tie_loss_score_and_inconsistency(tmp_path):
     )
     out = tmp_path / "out"
     with ScriptedServer(rules=QUALITY_RULES) as server:
-        result = run_moot(
-            *eval_args("quality", server, out, "--responses", ours, "--baseline", base)
-        )
-        assert result.returncode == 0, result.stderr
+        moot.eval.quality(**eval_options(server, out, responses=ours, baseline=base))
         assert len(server.requests) == 8
     summary = json.loads((out / "summary.json").read_text())
     # GOOD win, BIASED tie (inconsistent), BAD loss, TIEWIN win (tie + win: inconsistent)
@@ -130,12 +133,7 @@ def test_quality_win_tie_loss_score_and_inconsistency(tmp_path):
 
     strided = tmp_path / "strided"
     with ScriptedServer(rules=QUALITY_RULES) as server:
-        result = run_moot(
-            *eval_args(
-                "quality", server, strided, "--responses", ours, "--baseline", base, "--stride", 2
-            )
-        )
-    assert result.returncode == 0
+        moot.eval.quality(**eval_options(server, strided, responses=ours, baseline=base, stride=2))
     assert [r["argument"] for r in read_jsonl(strided / "judgments.jsonl")] == ["arg 0", "arg 2"]
 
 
@@ -147,13 +145,10 @@ def test_a_bad_record_exits_2_before_any_claim(tmp_path, scripted_server):
     records[1]["response"] = 5
     baseline.write_text(json.dumps(records))
     out = tmp_path / "out"
-    result = run_moot(
-        *eval_args("quality", scripted_server, out, "--responses", ours, "--baseline", baseline)
-    )
-    assert result.returncode == 2, result.stderr
-    assert (
-        result.stderr
-        == f"moot: error: {baseline}, index 1: 'response' must be text, got a number\n"
+    with pytest.raises(moot.InputError) as refused:
+        moot.eval.quality(**eval_options(scripted_server, out, responses=ours, baseline=baseline))
+    assert refused_in_one_line(refused.value) == (
+        f"{baseline}, index 1: 'response' must be text, got a number"
     )
     assert not out.exists() and scripted_server.requests == []
 
@@ -163,18 +158,10 @@ def test_a_baseline_that_does_not_align_is_refused(tmp_path, scripted_server):
     other = responses_file(tmp_path / "other.json", [("negative", "x"), ("affirmative", "y")])
     short = responses_file(tmp_path / "short.json", [("affirmative", "x")])
     for baseline, needle in ((other, "does not align"), (short, "1 records")):
-        result = run_moot(
-            *eval_args(
-                "quality",
-                scripted_server,
-                tmp_path / "out",
-                "--responses",
-                ours,
-                "--baseline",
-                baseline,
-            )
-        )
-        assert result.returncode == 2 and needle in result.stderr, result.stderr
+        options = eval_options(scripted_server, tmp_path / "out", responses=ours, baseline=baseline)
+        with pytest.raises(moot.MootError) as refused:
+            moot.eval.quality(**options)
+        assert needle in refused_in_one_line(refused.value)
     assert scripted_server.requests == []
 
 
@@ -197,21 +184,18 @@ def test_moot_debate_sft_records_are_judged_too(tmp_path):
     path = tmp_path / "dataset.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     with ScriptedServer(rules=CONTROL_RULES) as server:
-        result = run_moot(
-            *eval_args("controllability", server, tmp_path / "out", "--responses", path)
-        )
-    assert result.returncode == 0, result.stderr
+        moot.eval.controllability(**eval_options(server, tmp_path / "out", responses=path))
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert (summary["cc_p"], summary["cc_n"]) == (1.0, 0.0)
 
 
 def test_a_judge_none_of_whose_replies_can_be_read_exits_1(tmp_path):
     responses = responses_file(tmp_path / "r.json", [("affirmative", "AFF-BAD")] * 2)
-    with ScriptedServer(rules=CONTROL_RULES) as server:
-        args = eval_args("controllability", server, tmp_path / "out", "--responses", responses)
-        result = run_moot(*args, "--quiet")
-    assert result.returncode == 1
-    assert "not one judge reply could be read" in result.stderr
+    with ScriptedServer(rules=CONTROL_RULES) as server, pytest.raises(moot.RunFailed) as failed:
+        options = eval_options(server, tmp_path / "out", responses=responses)
+        moot.eval.controllability(**options, quiet=True)
+    assert type(failed.value) is moot.RunFailed and failed.value.result.exit_code == 1
+    assert "not one judge reply could be read" in stderr(failed.value.result)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert (summary["items"], summary["parse_failures"], summary["cc_p"]) == (2, 2, None)
 
@@ -219,8 +203,9 @@ def test_a_judge_none_of_whose_replies_can_be_read_exits_1(tmp_path):
 def test_an_output_folder_holds_one_judge(tmp_path):
     responses = responses_file(tmp_path / "r.json", [("affirmative", "AFF-FULL")])
     with ScriptedServer(rules=CONTROL_RULES) as server:
-        args = eval_args("controllability", server, tmp_path / "out", "--responses", responses)
-        assert run_moot(*args).returncode == 0
-        other = run_moot(*args, "--temperature", 0.5)
-    assert other.returncode == 2 and "another model, judge or settings" in other.stderr
+        options = eval_options(server, tmp_path / "out", responses=responses)
+        moot.eval.controllability(**options)
+        with pytest.raises(moot.MootError) as other:
+            moot.eval.controllability(**options, temperature=0.5)
+    assert "another model, judge or settings" in refused_in_one_line(other.value)
     assert len(read_jsonl(tmp_path / "out" / "judgments.jsonl")) == 1

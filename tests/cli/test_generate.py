@@ -1,4 +1,7 @@
-"""`moot generate`: any model answers the DEBATunE test instructions in the paper's format."""
+"""`moot generate`: any model answers the DEBATunE test instructions in the paper's format.
+
+In process (`moot.generate(...)`, `moot.cli.main`).
+"""
 
 from __future__ import annotations
 
@@ -9,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
+import moot
 from moot.cli import main
 from moot.core.data.responses import load_responses
 from moot.core.data.topics import load_topics
 from moot.core.errors import InputError
 from moot.graphs.debatune_generate import debate_test_instructions
 from moot.testing import Fault, ScriptedServer
-from tests.cli.helpers import run_moot
+from tests.cli.helpers import refused_in_one_line, stderr, stdout
 from tests.tiny import tiny_llama
 
 TOPIC = {
@@ -31,38 +35,22 @@ def dataset(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.subprocess
 def test_generate_writes_the_model_output_format_and_resumes(tmp_path):
     out = tmp_path / "responses.json"
     with ScriptedServer() as server:
         server.add_fault(Fault(kind="500", times=1, match="N2 research"))
-        args = [
-            "generate",
-            "--dataset",
-            dataset(tmp_path),
-            "--model",
-            "openai/m",
-            "--api-base",
-            server.url,
-            "--out",
-            out,
-            "--max-retries",
-            0,
-            "--max-tokens",
-            64,
-        ]
-        first = run_moot(*args)
-        assert (
-            first.returncode == 1
-            and "1 of 6 instructions failed" in first.stderr
-            and not out.exists()
-        )
+        options = {"dataset": dataset(tmp_path), "model": "openai/m", "api_base": server.url}
+        options |= {"out": out, "max_retries": 0, "max_tokens": 64}
+        with pytest.raises(moot.RunFailed) as first:
+            moot.generate(**options)
+        assert type(first.value) is moot.RunFailed and first.value.result.exit_code == 1
+        assert "1 of 6 instructions failed" in stderr(first.value.result) and not out.exists()
         server.clear_log()
-        second = run_moot(*args)
-        assert second.returncode == 0, second.stderr
+        moot.generate(**options)
         assert len(server.requests) == 1  # only the failed instruction is asked again
         server.clear_log()
-        assert run_moot(*args).returncode == 0 and server.requests == []
+        moot.generate(**options)
+        assert server.requests == []
     records = json.loads(out.read_text())
     assert [(r["side"], r["argument"]) for r in records] == [
         ("affirmative", "A1 cages"),
@@ -77,22 +65,14 @@ def test_generate_writes_the_model_output_format_and_resumes(tmp_path):
     assert len(load_responses(out)) == 6  # the judges read it
 
 
-@pytest.mark.subprocess
 def test_topics_without_arguments_are_refused(tmp_path, scripted_server):
     path = tmp_path / "topics.json"
     path.write_text('["Should zoos be banned?"]')
-    result = run_moot(
-        "generate",
-        "--dataset",
-        path,
-        "--model",
-        "openai/m",
-        "--api-base",
-        scripted_server.url,
-        "--out",
-        tmp_path / "r.json",
-    )
-    assert result.returncode == 2 and "needs topics with arguments" in result.stderr
+    with pytest.raises(moot.MootError) as refused:
+        moot.generate(
+            dataset=path, model="openai/m", api_base=scripted_server.url, out=tmp_path / "r.json"
+        )
+    assert "needs topics with arguments" in str(refused.value)
 
 
 def unwritable_outs(tmp_path: Path) -> list[tuple[Path, str]]:
@@ -143,7 +123,6 @@ def tiny_model(folder: Path) -> Path:
     return tiny_llama(folder, ["zoos", "are", "good", "bad", "animals", "because"], says_words=True)
 
 
-@pytest.mark.subprocess
 @pytest.mark.parametrize("adapter", [False, True], ids=["model", "lora-adapter"])
 def test_generate_with_a_local_model_folder(adapter, tmp_path):
     model = tiny_model(tmp_path / "tiny")
@@ -159,44 +138,23 @@ def test_generate_with_a_local_model_folder(adapter, tmp_path):
         AutoTokenizer.from_pretrained(model).save_pretrained(tmp_path / "adapter")
         model = tmp_path / "adapter"
     out = tmp_path / "responses.json"
-    result = run_moot(
-        "generate",
-        "--dataset",
-        dataset(tmp_path),
-        "--model",
-        model,
-        "--template",
-        "vicuna",
-        "--max-tokens",
-        4,
-        "--out",
-        out,
+    result = moot.generate(
+        dataset=dataset(tmp_path), model=model, template="vicuna", max_tokens=4, out=out
     )
-    assert result.returncode == 0, result.stderr
-    assert re.search(r"instructions +6 +0 +6 +0", result.stdout)
+    assert re.search(r"instructions +6 +0 +6 +0", stdout(result))
     records = json.loads(out.read_text())
     assert len(records) == 6 and all(isinstance(r["raw_output"], str) for r in records)
 
 
-@pytest.mark.subprocess
 def test_template_is_only_for_local_models(tmp_path, scripted_server):
-    result = run_moot(
-        "generate",
-        "--dataset",
-        dataset(tmp_path),
-        "--model",
-        "openai/m",
-        "--api-base",
-        scripted_server.url,
-        "--template",
-        "vicuna",
-        "--out",
-        tmp_path / "r.json",
-    )
-    assert result.returncode == 2 and "--template applies to local model folders" in result.stderr
+    with pytest.raises(moot.MootError) as refused:
+        moot.generate(
+            dataset=dataset(tmp_path), model="openai/m", api_base=scripted_server.url,
+            template="vicuna", out=tmp_path / "r.json",
+        )  # fmt: skip
+    assert "--template applies to local model folders" in str(refused.value)
 
 
-@pytest.mark.subprocess
 def test_max_length_counts_the_prompt_as_the_references_generate(tmp_path, scripted_server):
     from moot.core.errors import ContextWindowExceeded
     from moot.core.llm.local_hf import LocalModel
@@ -215,17 +173,16 @@ def test_max_length_counts_the_prompt_as_the_references_generate(tmp_path, scrip
     with pytest.raises(ContextWindowExceeded, match=f"fill max_length {prompt}"):
         local.generate(messages, {"max_length": prompt})
     out = tmp_path / "responses.json"
-    args = ["generate", "--dataset", topics, "--template", "vicuna", "--out", out]
-    result = run_moot(*args, "--model", model, "--max-length", total)
-    assert result.returncode == 0, result.stderr
+    options = {"dataset": topics, "template": "vicuna", "out": out}
+    moot.generate(**options, model=model, max_length=total)
     assert json.loads(out.read_text())[0]["raw_output"] == by_length[0]
-    both = run_moot(*args, "--model", model, "--max-length", total, "--max-tokens", 3)
-    assert (
-        both.returncode == 2 and "--max-length and --max-tokens exclude each other" in both.stderr
-    )
-    api = ["--model", "openai/m", "--api-base", scripted_server.url, "--max-length", total]
-    served = run_moot("generate", "--dataset", topics, "--out", tmp_path / "s.json", *api)
-    assert served.returncode == 2 and "--max-length applies to local model" in served.stderr
+    with pytest.raises(moot.MootError) as both:
+        moot.generate(**options, model=model, max_length=total, max_tokens=3)
+    assert "--max-length and --max-tokens exclude each other" in str(both.value)
+    api = {"model": "openai/m", "api_base": scripted_server.url, "max_length": total}
+    with pytest.raises(moot.MootError) as served:
+        moot.generate(dataset=topics, out=tmp_path / "s.json", **api)
+    assert "--max-length applies to local model" in str(served.value)
 
 
 def ledger_line(stdout: str) -> list[str]:
@@ -234,7 +191,6 @@ def ledger_line(stdout: str) -> list[str]:
     return row.split()[3:8]
 
 
-@pytest.mark.subprocess
 def test_batch_size_answers_as_one_at_a_time_with_the_same_tokens_and_cache(tmp_path):
     from moot.core.llm.local_hf import LocalModel
     from moot.prompts import template_source
@@ -247,40 +203,40 @@ def test_batch_size_answers_as_one_at_a_time_with_the_same_tokens_and_cache(tmp_
         alone.generate([{"role": "user", "content": item["instruction"]}], params)
         for item in debate_test_instructions(load_topics(topics), str(topics))
     ]
-    args = ["generate", "--dataset", topics, "--model", model, "--template", "vicuna"]
-    args += ["--max-tokens", 6, "--batch-size", 4, "--cache", tmp_path / "cache.sqlite"]
-    first = run_moot(*args, "--out", tmp_path / "first.json")
-    assert first.returncode == 0, first.stderr
+    options = {"dataset": topics, "model": model, "template": "vicuna", "max_tokens": 6}
+    options |= {"batch_size": 4, "cache": tmp_path / "cache.sqlite"}
+    first = stdout(moot.generate(**options, out=tmp_path / "first.json"))
     records = json.loads((tmp_path / "first.json").read_text())
     assert [r["raw_output"] for r in records] == [text for text, *_ in expected]
     prompt, completion = (sum(reply[i] for reply in expected) for i in (2, 3))
-    assert ledger_line(first.stdout) == ["6", "0", "0", str(prompt), str(completion)]
-    again = run_moot(*args, "--out", tmp_path / "again.json")  # a new run: all from the cache
-    assert again.returncode == 0 and ledger_line(again.stdout)[:2] == ["6", "6"]
+    assert ledger_line(first) == ["6", "0", "0", str(prompt), str(completion)]
+    # a new run: all from the cache
+    again = stdout(moot.generate(**options, out=tmp_path / "again.json"))
+    assert ledger_line(again)[:2] == ["6", "6"]
     assert json.loads((tmp_path / "again.json").read_text()) == records
 
 
-@pytest.mark.subprocess
 def test_local_model_options_without_a_local_model_are_refused(tmp_path, scripted_server):
     model = tiny_model(tmp_path / "tiny")
-    args = ["generate", "--dataset", dataset(tmp_path), "--out", tmp_path / "r.json"]
-    served = run_moot(
-        *args, "--model", "openai/m", "--api-base", scripted_server.url, "--batch-size", 2
+    options = {"dataset": dataset(tmp_path), "out": tmp_path / "r.json"}
+    with pytest.raises(moot.MootError) as served:
+        moot.generate(**options, model="openai/m", api_base=scripted_server.url, batch_size=2)
+    assert "--batch-size: for local model folders (hf/...) only" in refused_in_one_line(
+        served.value
     )
-    assert served.returncode == 2 and served.stderr.count("\n") == 1
-    assert "--batch-size: for local model folders (hf/...) only" in served.stderr
     assert scripted_server.requests == []
     import torch
 
     if not torch.cuda.is_available():  # asked for a GPU that is not there
-        gpu = run_moot(*args, "--model", model, "--device", "cuda")
-        assert gpu.returncode == 2 and "--device cuda: this machine has 0 CUDA" in gpu.stderr
-    bad = run_moot(*args, "--model", model, "--device", "gpu")
-    assert bad.returncode == 2 and "unknown device 'gpu'" in bad.stderr
+        with pytest.raises(moot.MootError) as gpu:
+            moot.generate(**options, model=model, device="cuda")
+        assert "--device cuda: this machine has 0 CUDA" in str(gpu.value)
+    with pytest.raises(moot.MootError) as bad:
+        moot.generate(**options, model=model, device="gpu")
+    assert "unknown device 'gpu'" in str(bad.value)
     assert not (tmp_path / "r.json").exists()
 
 
-@pytest.mark.subprocess
 def test_vllm_backend_without_vllm_exits_2_with_one_line(tmp_path):
     import importlib.util
 
@@ -288,11 +244,10 @@ def test_vllm_backend_without_vllm_exits_2_with_one_line(tmp_path):
         pytest.skip("vllm is installed: this checks the message of a machine without it")
     model = tiny_model(tmp_path / "tiny")
     out = tmp_path / "r.json"
-    args = ["generate", "--dataset", dataset(tmp_path), "--model", model, "--out", out]
-    result = run_moot(*args, "--backend", "vllm")
-    assert result.returncode == 2 and result.stderr.count("\n") == 1
-    assert "--backend vllm needs the vllm package" in result.stderr
-    assert "Traceback" not in result.stderr and not out.exists()
+    with pytest.raises(moot.MootError) as refused:
+        moot.generate(dataset=dataset(tmp_path), model=model, out=out, backend="vllm")
+    assert "--backend vllm needs the vllm package" in refused_in_one_line(refused.value)
+    assert not out.exists()
 
 
 def test_vllm_backend_answers_like_transformers(tmp_path):
@@ -303,11 +258,10 @@ def test_vllm_backend_answers_like_transformers(tmp_path):
     if importlib.util.find_spec("vllm") is None or not torch.cuda.is_available():
         pytest.skip("needs vLLM (the moot[vllm] extra) and a CUDA GPU; neither is here")
     model = tiny_model(tmp_path / "tiny")
-    args = ["generate", "--dataset", dataset(tmp_path), "--model", model, "--max-tokens", 4]
+    options = {"dataset": dataset(tmp_path), "model": model, "max_tokens": 4}
     for backend in ("transformers", "vllm"):
         out = tmp_path / f"{backend}.json"
-        extra = ["--dtype", "float32", "--backend", backend, "--batch-size", 8, "--no-cache"]
-        result = run_moot(*args, *extra, "--out", out)
-        assert result.returncode == 0, result.stderr
+        extra = {"dtype": "float32", "backend": backend, "batch_size": 8, "no_cache": True}
+        moot.generate(**options, **extra, out=out)
     records = [json.loads((tmp_path / f"{b}.json").read_text()) for b in ("transformers", "vllm")]
     assert [r["raw_output"] for r in records[0]] == [r["raw_output"] for r in records[1]]

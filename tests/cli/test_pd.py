@@ -1,4 +1,7 @@
-"""`moot eval pd` end to end on DebateQA demo answers with a tiny random-init GPT-2."""
+"""`moot eval pd` end to end on DebateQA demo answers with a tiny random-init GPT-2.
+
+In process (`moot.eval.pd(...)`).
+"""
 
 from __future__ import annotations
 
@@ -8,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
+import moot
 from moot.core.data.questions import load_answers, load_partial_answers
 from moot.core.metrics.perspective_diversity import PerspectiveDiversityScorer
-from tests.cli.helpers import read_jsonl, run_moot
+from tests.cli.helpers import read_jsonl, refused_in_one_line, stderr, stdout
 from tests.conftest import shared_data
 from tests.tiny_gpt2 import tiny_gpt2
-
-pytestmark = pytest.mark.subprocess
 
 POVS = [
     {"POV": "Yes, it is possible.", "Explanation": "Some traditions see the self as divine."},
@@ -45,12 +47,15 @@ def _inputs(tmp_path: Path) -> tuple[Path, Path]:
 def test_eval_pd_end_to_end_and_resume(gpt2: Path, tmp_path: Path) -> None:
     answers, partials = _inputs(tmp_path)
     out = tmp_path / "pd"
-    args = ["eval", "pd", "--answers", answers, "--partial-answers", partials]
-    args += ["--scorer", gpt2, "--max-length", 64, "--out", out]
-    first = run_moot(*args)
-    assert first.returncode == 1, first.stderr  # one answer could not be scored
-    assert "1 answers could not be scored" in first.stderr
-    assert "1 partial-answer sets have no answer (first: id no-answer)" in first.stderr
+    options = {"answers": answers, "partial_answers": partials, "scorer": gpt2}
+    options |= {"max_length": 64, "out": out}
+    with pytest.raises(moot.RunFailed) as first:
+        moot.eval.pd(**options)
+    # one answer could not be scored
+    assert type(first.value) is moot.RunFailed and first.value.result.exit_code == 1
+    assert "1 answers could not be scored" in stderr(first.value.result)
+    said = stderr(first.value.result)
+    assert "1 partial-answer sets have no answer (first: id no-answer)" in said
 
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     records = read_jsonl(out / "scores.jsonl")
@@ -67,13 +72,15 @@ def test_eval_pd_end_to_end_and_resume(gpt2: Path, tmp_path: Path) -> None:
     assert summary["variant"] == "mean" and summary["versions"]["transformers"]
     assert "| 3 |" in (out / "summary.md").read_text(encoding="utf-8")
 
-    again = run_moot(*args)
-    assert again.returncode == 1
-    assert "answers        4            4         0       0" in again.stdout
+    with pytest.raises(moot.RunFailed) as again:
+        moot.eval.pd(**options)
+    assert type(again.value) is moot.RunFailed and again.value.result.exit_code == 1
+    assert "answers        4            4         0       0" in stdout(again.value.result)
     assert read_jsonl(out / "scores.jsonl") == records
 
-    other = run_moot(*args, "--variant", "released")
-    assert other.returncode == 2 and "another scorer or settings" in other.stderr
+    with pytest.raises(moot.MootError) as other:
+        moot.eval.pd(**options, variant="released")
+    assert "another scorer or settings" in str(other.value)
 
 
 def test_eval_pd_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
@@ -81,34 +88,31 @@ def test_eval_pd_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     answers.write_text('{"id": "a", "answer": "Yes."}\n{"id": "b", "answer": "No."}\n')
     partials = tmp_path / "partials.jsonl"
     partials.write_text(json.dumps({"id": "a", "question": "Q?", "partial_answers": POVS}) + "\n")
-    run = run_moot("eval", "pd", "--answers", answers, "--partial-answers", partials)
-    assert run.returncode == 2
-    assert run.stderr.strip().splitlines() == [
-        f"moot: error: {answers}, id b: 1 of 2 answers have no partial answers in {partials}"
-    ]
+    with pytest.raises(moot.MootError) as run:
+        moot.eval.pd(answers=answers, partial_answers=partials)
+    assert refused_in_one_line(run.value) == (
+        f"{answers}, id b: 1 of 2 answers have no partial answers in {partials}"
+    )
 
     partials.write_text('{"id": "a", "question": "Q?", "partial_answers": [{"POV": " "}]}\n')
-    run = run_moot("eval", "pd", "--answers", answers, "--partial-answers", partials)
-    assert run.returncode == 2
-    assert run.stderr.strip().splitlines() == [
-        f"moot: error: {partials}, line 1, partial answer 0: partial answer without a "
-        "point_of_view (or POV)"
-    ]
+    with pytest.raises(moot.MootError) as run:
+        moot.eval.pd(answers=answers, partial_answers=partials)
+    assert refused_in_one_line(run.value) == (
+        f"{partials}, line 1, partial answer 0: partial answer without a point_of_view (or POV)"
+    )
 
     partials.write_text(json.dumps({"id": "a", "question": "Q?", "partial_answers": POVS}) + "\n")
     answers.write_text('{"id": "a", "answer": "Yes."}\n')
-    run = run_moot(
-        "eval", "pd", "--answers", answers, "--partial-answers", partials, "--scorer", "gpt2"
-    )
-    assert run.returncode == 2
-    assert "neither a model folder nor in the local Hugging Face cache" in run.stderr
+    with pytest.raises(moot.MootError) as run:
+        moot.eval.pd(answers=answers, partial_answers=partials, scorer="gpt2")
+    assert "neither a model folder nor in the local Hugging Face cache" in str(run.value)
 
     empty, out = tmp_path / "empty", tmp_path / "out"
     empty.mkdir()
-    args = ["--answers", answers, "--partial-answers", partials, "--scorer", empty, "--out", out]
-    run = run_moot("eval", "pd", *args)
-    assert run.returncode == 2 and "cannot load P.D. scorer" in run.stderr
-    assert len(run.stderr.splitlines()) == 1 and not out.exists()  # no claim left behind
+    with pytest.raises(moot.MootError) as run:
+        moot.eval.pd(answers=answers, partial_answers=partials, scorer=empty, out=out)
+    assert "cannot load P.D. scorer" in refused_in_one_line(run.value)
+    assert not out.exists()  # no claim left behind
 
 
 def test_eval_pd_device_dtype_and_backend(gpt2: Path, tmp_path: Path) -> None:
@@ -117,25 +121,26 @@ def test_eval_pd_device_dtype_and_backend(gpt2: Path, tmp_path: Path) -> None:
     import torch
 
     answers, partials = _inputs(tmp_path)
-    args = ["eval", "pd", "--answers", answers, "--partial-answers", partials, "--scorer", gpt2]
-    args += ["--max-length", 64, "--limit", 1]
+    options = {"answers": answers, "partial_answers": partials, "scorer": gpt2}
+    options |= {"max_length": 64, "limit": 1}
     refused = []
     if importlib.util.find_spec("vllm") is None:
-        refused.append((["--backend", "vllm"], "--backend vllm needs the vllm package"))
+        refused.append(({"backend": "vllm"}, "--backend vllm needs the vllm package"))
     if not torch.cuda.is_available():
-        refused.append((["--device", "cuda"], "--device cuda: this machine has 0 CUDA device"))
+        refused.append(({"device": "cuda"}, "--device cuda: this machine has 0 CUDA device"))
     for extra, message in refused:  # one line, before any claim or score is written
-        out = tmp_path / extra[1]
-        result = run_moot(*args, *extra, "--out", out)
-        assert result.returncode == 2 and message in result.stderr, result.stderr
-        assert result.stderr.count("\n") == 1 and not (out / ".moot").exists()
+        out = tmp_path / next(iter(extra.values()))
+        with pytest.raises(moot.MootError) as refusal:
+            moot.eval.pd(**options, **extra, out=out)
+        assert message in refused_in_one_line(refusal.value)
+        assert not (out / ".moot").exists()
     # bfloat16 scores differently from float32, so one folder holds one of them
     out = tmp_path / "bf16"
-    half = run_moot(*args, "--dtype", "bfloat16", "--device", "cpu", "--out", out)
-    assert half.returncode == 0, half.stderr
+    moot.eval.pd(**options, dtype="bfloat16", device="cpu", out=out)
     claim = json.loads((out / ".moot" / "pd.json").read_text(encoding="utf-8"))
     assert claim["dtype"] == "bfloat16" and "backend" not in claim
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert (summary["dtype"], summary["backend"]) == ("bfloat16", "transformers")
-    again = run_moot(*args, "--out", out)
-    assert again.returncode == 2 and "P.D. scores from another scorer or settings" in again.stderr
+    with pytest.raises(moot.MootError) as again:
+        moot.eval.pd(**options, out=out)
+    assert "P.D. scores from another scorer or settings" in str(again.value)

@@ -1,4 +1,7 @@
-"""`moot index` and `moot retrieve` through the real CLI: real data, query expansion, bad input."""
+"""`moot index` and `moot retrieve`: real data, query expansion, bad input.
+
+In process (`moot.index(...)`, `moot.retrieve(...)`, `moot.cli.main`), but the deadline's wait.
+"""
 
 from __future__ import annotations
 
@@ -12,12 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import moot
 from moot.cli import main
 from moot.testing import Rule, ScriptedServer
-from tests.cli.helpers import moot_env, read_jsonl, run_moot
+from tests.cli.helpers import moot_env, read_jsonl, refused_in_one_line, run_moot, stderr, stdout
 from tests.conftest import shared_data
-
-pytestmark = pytest.mark.subprocess
 
 DOCS = [
     {"id": "a", "text": "Compulsory voting raises turnout.", "url": "https://x.edu/a"},
@@ -35,13 +37,12 @@ def write_jsonl(path: Path, records: list[object]) -> Path:
 def index(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("cli-index")
     docs = write_jsonl(tmp / "docs.jsonl", DOCS)
-    result = run_moot("index", "--docs", docs, "--out", tmp / "index", "--chunk-chars", 500)
-    assert result.returncode == 0, result.stderr
-    assert "indexed 3 documents as 3 chunks" in result.stdout
+    result = moot.index(docs=docs, out=tmp / "index", chunk_chars=500)
+    assert "indexed 3 documents as 3 chunks" in stdout(result)
     return tmp / "index"
 
 
-def test_index_and_retrieve_on_debateqa_answers_and_berds_questions(tmp_path):
+def test_index_and_retrieve_on_debateqa_answers_and_berds_questions(tmp_path, capsys):
     answers = [json.loads(line) for line in shared_data("debateqa", "demo_answers.jsonl").open()]
     docs = write_jsonl(
         tmp_path / "docs.jsonl", [{"id": a["id"], "text": a["generation"]} for a in answers[:300]]
@@ -49,15 +50,12 @@ def test_index_and_retrieve_on_debateqa_answers_and_berds_questions(tmp_path):
     lines = shared_data("berds", "dev_perspective_sets.jsonl").read_text().splitlines()[:4]
     questions = tmp_path / "questions.jsonl"
     questions.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    built = run_moot("index", "--docs", docs, "--out", tmp_path / "index", "--quiet")
-    assert built.returncode == 0 and built.stdout == "", built.stderr
+    assert main(["index", "--docs", str(docs), "--out", str(tmp_path / "index"), "--quiet"]) == 0
+    assert capsys.readouterr().out == ""
     manifest = json.loads((tmp_path / "index" / "index.json").read_text())
     assert manifest["documents"] == 300 and manifest["chunks"] > 300
     out = tmp_path / "retrieved.jsonl"
-    result = run_moot(
-        "retrieve", "--questions", questions, "--index", tmp_path / "index", "--out", out, "-k", 5
-    )
-    assert result.returncode == 0, result.stderr
+    moot.retrieve(questions=questions, index=tmp_path / "index", out=out, k=5)
     records = read_jsonl(out)
     assert [r["id"] for r in records] == [
         f"{json.loads(line)['dataset']}/{json.loads(line)['id']}" for line in lines
@@ -75,12 +73,8 @@ def test_index_and_retrieve_on_debateqa_answers_and_berds_questions(tmp_path):
 def test_retrieve_with_trusted_domains_warns_when_short(index, tmp_path):
     questions = write_jsonl(tmp_path / "q.jsonl", [{"id": "q1", "question": "Voting turnout?"}])
     out = tmp_path / "r.jsonl"
-    result = run_moot(
-        "retrieve", "--questions", questions, "--index", index, "--out", out, "-k", 3,
-        "--trusted-domains",
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    assert "warning: 1 of 1 question(s) got fewer than 3 chunks" in result.stderr
+    result = moot.retrieve(questions=questions, index=index, out=out, k=3, trusted_domains=True)
+    assert "warning: 1 of 1 question(s) got fewer than 3 chunks" in stderr(result)
     (record,) = read_jsonl(out)
     assert [c["id"] for c in record["chunks"]] == ["a#0"]
     assert record["mmr"] is None and record["trusted_domains"] is True
@@ -105,13 +99,14 @@ def test_query_expansion_merges_round_robin_and_records_failures(index, tmp_path
     )
     out = tmp_path / "r.jsonl"
     with ScriptedServer(rules=EXPANSION_RULES) as server:
-        args = ["retrieve", "--questions", questions, "--index", index, "--out", out, "-k", 2,
-                "--query-expansion", "--model", "openai/scripted", "--api-base", server.url,
-                "--max-retries", 0]  # fmt: skip
-        result = run_moot(*args)
+        with pytest.raises(moot.RunFailed) as failed:
+            moot.retrieve(
+                questions=questions, index=index, out=out, k=2, query_expansion=True,
+                model="openai/scripted", api_base=server.url, max_retries=0,
+            )  # fmt: skip
         calls = len(server.requests)
-    assert result.returncode == 1, result.stderr
-    assert "moot: 1 of 2 expansions failed; rerun" in result.stderr
+    assert type(failed.value) is moot.RunFailed and failed.value.result.exit_code == 1
+    assert "moot: 1 of 2 expansions failed; rerun" in stderr(failed.value.result)
     ok, bad = read_jsonl(out)
     assert ok["status"] == "ok" and ok["perspectives"] == ["raises turnout", "free choice"]
     assert [c["id"] for c in ok["chunks"]] == ["a#0", "b#0"]  # top of each perspective's list
@@ -122,28 +117,27 @@ def test_query_expansion_merges_round_robin_and_records_failures(index, tmp_path
 @pytest.mark.parametrize(
     ("extra", "needle"),
     [
-        (["-k", "0"], "-k must be a positive integer"),
-        (["--mmr", "1.5"], "--mmr must be between 0 and 1"),
-        (["--mmr", "nan"], "--mmr must be between 0 and 1"),
-        (["--mmr-embedder", "cls:x"], "--mmr-embedder applies to --mmr"),
-        (["--mmr-norm", "question"], "--mmr-norm applies to --mmr"),
-        (["--mmr", "0.9", "--mmr-embedder", "cls:nowhere"], "cannot load the encoder 'nowhere'"),
-        (["--retriever", "dense"], "has no dense vectors; rebuild it with moot index --dense"),
-        (["--index", "MISSING"], ": folder not found"),
-        (["--web"], "give --index DIR or --web (one of them)"),
+        ({"k": "0"}, "-k must be a positive integer"),
+        ({"mmr": "1.5"}, "--mmr must be between 0 and 1"),
+        ({"mmr": "nan"}, "--mmr must be between 0 and 1"),
+        ({"mmr_embedder": "cls:x"}, "--mmr-embedder applies to --mmr"),
+        ({"mmr_norm": "question"}, "--mmr-norm applies to --mmr"),
+        ({"mmr": "0.9", "mmr_embedder": "cls:nowhere"}, "cannot load the encoder 'nowhere'"),
+        ({"retriever": "dense"}, "has no dense vectors; rebuild it with moot index --dense"),
+        ({"index": "MISSING"}, ": folder not found"),
+        ({"web": True}, "give --index DIR or --web (one of them)"),
     ],
 )
 def test_bad_options_exit_2_with_one_line(index, tmp_path, extra, needle):
     questions = write_jsonl(tmp_path / "q.jsonl", ["Is it?"])
     out = tmp_path / "r.jsonl"
-    if "MISSING" in extra:
-        extra = ["--index", str(tmp_path / "missing")]
+    if "MISSING" in extra.values():
+        extra = {"index": tmp_path / "missing"}
     else:
-        extra = ["--index", str(index), *extra]
-    result = run_moot("retrieve", "--questions", questions, "--out", out, *extra)
-    assert result.returncode == 2
-    assert needle in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+        extra = {"index": index, **extra}
+    with pytest.raises(moot.MootError) as refused:
+        moot.retrieve(questions=questions, out=out, **extra)
+    assert needle in refused_in_one_line(refused.value)
     assert not out.exists()
 
 
@@ -165,29 +159,31 @@ def test_an_out_that_is_an_input_is_refused(index, tmp_path, capsys):
 def test_questions_without_text_exit_2(index, tmp_path):
     questions = write_jsonl(tmp_path / "q.jsonl", [{"id": "1", "question": "Fine?"}, {"id": "2"}])
     out = tmp_path / "r.jsonl"
-    result = run_moot("retrieve", "--questions", questions, "--index", index, "--out", out)
-    assert result.returncode == 2
-    assert "q.jsonl, line 2: missing or empty 'question'" in result.stderr
+    with pytest.raises(moot.MootError) as refused:
+        moot.retrieve(questions=questions, index=index, out=out)
+    assert "q.jsonl, line 2: missing or empty 'question'" in refused_in_one_line(refused.value)
     assert not out.exists()
 
 
 def test_an_index_built_with_another_embedder_exits_2(tmp_path):
     index = tmp_path / "index"
     # a manifest that claims another embedder: the names are compared before any model loads
-    built = run_moot("index", "--docs", write_jsonl(tmp_path / "d.jsonl", DOCS), "--out", index)
-    assert built.returncode == 0, built.stderr
+    moot.index(docs=write_jsonl(tmp_path / "d.jsonl", DOCS), out=index)
     manifest = json.loads((index / "index.json").read_text())
     manifest["embedder"] = "other-embedder"
     (index / "index.json").write_text(json.dumps(manifest))
     np.save(index / "dense.npy", np.zeros((3, 4), dtype=np.float32))
     questions = write_jsonl(tmp_path / "q.jsonl", ["Is it?"])
     out = tmp_path / "r.jsonl"
-    result = run_moot(
-        "retrieve", "--questions", questions, "--index", index, "--out", out,
-        "--retriever", "dense", "--embedder", "all-MiniLM-L6-v2",
-    )  # fmt: skip
-    assert result.returncode == 2 and not out.exists()
-    assert "built with the embedder 'other-embedder', not 'all-MiniLM-L6-v2'" in result.stderr
+    with pytest.raises(moot.MootError) as refused:
+        moot.retrieve(
+            questions=questions, index=index, out=out, retriever="dense",
+            embedder="all-MiniLM-L6-v2",
+        )  # fmt: skip
+    assert not out.exists()
+    assert "built with the embedder 'other-embedder', not 'all-MiniLM-L6-v2'" in (
+        refused_in_one_line(refused.value)
+    )
 
 
 @pytest.mark.parametrize(
@@ -199,36 +195,40 @@ def test_an_index_built_with_another_embedder_exits_2(tmp_path):
 )
 def test_bad_corpora_exit_2_and_write_nothing(tmp_path, docs, needle):
     path = write_jsonl(tmp_path / "d.jsonl", docs)
-    result = run_moot("index", "--docs", path, "--out", tmp_path / "index")
-    assert result.returncode == 2 and needle in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
+    with pytest.raises(moot.MootError) as refused:
+        moot.index(docs=path, out=tmp_path / "index")
+    assert needle in refused_in_one_line(refused.value)
     assert not (tmp_path / "index").exists()
     empty = tmp_path / "empty"
     empty.mkdir()
-    result = run_moot("index", "--docs", empty, "--out", tmp_path / "index")
-    assert result.returncode == 2 and "no .txt, .md, .html, .htm files" in result.stderr
+    with pytest.raises(moot.MootError) as refused:
+        moot.index(docs=empty, out=tmp_path / "index")
+    assert "no .txt, .md, .html, .htm files" in str(refused.value)
 
 
-def test_web_search_through_the_cli_keeps_the_key_out_of_outputs(tmp_path):
+def test_web_search_through_the_cli_keeps_the_key_out_of_outputs(tmp_path, monkeypatch):
     from tests.core.retrieval.test_websearch import KEY, SearchServer
 
     questions = write_jsonl(tmp_path / "q.jsonl", [{"id": "q", "question": "Is UBI good?"}])
     out = tmp_path / "r.jsonl"
-    env = moot_env(MOOT_SEARCH_API_KEY=KEY)
+    monkeypatch.setenv("MOOT_SEARCH_API_KEY", KEY)
     with SearchServer() as server:
-        args = ["retrieve", "--questions", questions, "--web", "--search-api-base", server.url,
-                "--out", out, "-k", 2, "--trusted-domains"]  # fmt: skip
-        result = run_moot(*args, env=env)
-    assert result.returncode == 0, result.stderr
+        result = moot.retrieve(
+            questions=questions, web=True, search_api_base=server.url, out=out, k=2,
+            trusted_domains=True,
+        )  # fmt: skip
     (record,) = read_jsonl(out)
     assert record["retriever"] == "web:brave"
     assert [c["url"] for c in record["chunks"]] == [
         "https://econ.edu/ubi",
         "https://agency.gov/report",
     ]
-    assert KEY not in out.read_text() + result.stdout + result.stderr
+    assert KEY not in out.read_text() + stdout(result) + stderr(result)
 
 
+# a process: its cost is the wall clock's (three tries of 1 s and their backoff), kept out of the
+# fast tier as the signal tests are
+@pytest.mark.subprocess
 @pytest.mark.parametrize("dripped", ["body", "headers"])
 def test_a_web_search_that_drips_its_reply_ends_at_the_deadline(tmp_path, dripped):
     """Issue 29, item 15: --timeout bounds each search request, first byte to last."""
@@ -278,9 +278,7 @@ def test_retrieve_with_mmr_records_its_normalisation(index, tmp_path):
         [{"id": "q1", "question": "compulsory voting turnout"}, {"id": "q2", "question": "free"}],
     )
     out = tmp_path / "question.jsonl"
-    result = run_moot("retrieve", "--questions", questions, "--index", index, "--out", out,
-                      "-k", 2, "--mmr", 0.9, "--mmr-norm", "question")  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    moot.retrieve(questions=questions, index=index, out=out, k=2, mmr=0.9, mmr_norm="question")
     records = read_jsonl(out)
     assert {(r["mmr"], r["mmr_norm"]) for r in records} == {(0.9, "question")}
     # the first pick is lambda * score / max: per question that is lambda itself

@@ -1,7 +1,8 @@
 """`moot run RECIPE.yaml` end to end: the whole loop against the scripted server and a tiny Llama.
 
 The loop (debate → LoRA SFT → generate base and tuned → judge → report) runs once, in one test
-that then reruns it, so it is paid for once whatever the test workers.
+that then reruns it, so it is paid for once whatever the test workers. In process (`moot.run`),
+but a run killed and a push to the scripted Hub (whose address huggingface_hub reads on import).
 """
 
 from __future__ import annotations
@@ -15,10 +16,17 @@ from pathlib import Path
 import pytest
 import yaml
 
+import moot
 from moot.testing import Fault, Rule, ScriptedServer
-from tests.cli.helpers import ARGUMENTS_REPLY, moot_env, popen_moot, run_moot
-
-pytestmark = pytest.mark.subprocess
+from tests.cli.helpers import (
+    ARGUMENTS_REPLY,
+    moot_env,
+    popen_moot,
+    refused_in_one_line,
+    run_moot,
+    stderr,
+    stdout,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN_TINY = ROOT / "examples" / "train-tiny.yaml"
@@ -114,14 +122,13 @@ def env(tmp_path):
 
 
 @pytest.mark.slow  # the whole loop, SFT included: started first (tests/conftest.py)
-def test_the_loop_runs_reports_skips_on_rerun_and_redoes_a_changed_stage(tmp_path, env):
+def test_the_loop_runs_reports_skips_on_rerun_and_redoes_a_changed_stage(tmp_path):
     """One whole loop (the expensive part), then a rerun and a changed recipe on it."""
     out = tmp_path / "out"
     with ScriptedServer(rules=RULES) as server:
         path = write(tmp_path / "loop.yaml", recipe(tmp_path, server.url))
-        planned = check_dry_run(path, out, env, server)
-        result = run_moot("run", path, "--out", out, env=env)
-        assert result.returncode == 0, result.stderr
+        planned = check_dry_run(path, out, tmp_path / "moot-cache", server)
+        moot.run(path, out=out)
         assert server.requests
         check_manifest(out)
         check_planned_calls(planned, out, server)
@@ -131,46 +138,43 @@ def test_the_loop_runs_reports_skips_on_rerun_and_redoes_a_changed_stage(tmp_pat
         moved = tmp_path / "moved"  # keys do not depend on where the folder is
         out.rename(moved)
         server.clear_log()
-        result = run_moot("run", path, "--out", moved, env=env)
-        assert result.returncode == 0, result.stderr
+        result = moot.run(path, out=moved)
         assert server.requests == []
-        assert result.stdout.count("skipped") == len(STAGES)
+        assert stdout(result).count("skipped") == len(STAGES)
 
         data = yaml.safe_load(path.read_text())
         data["stages"]["generate-base"]["seed"] = 7  # it changes; control-base and quality use it
-        result = run_moot("run", write(path, data), "--out", moved, env=env)
-        assert result.returncode == 0, result.stderr
-        assert skipped(result.stdout) == {
+        result = moot.run(write(path, data), out=moved)
+        assert skipped(result) == {
             "debate",
             "sft",
             "generate-tuned",
             "control-tuned",
             "debatrix",
         }
-        assert "stage generate-base changed" in result.stderr
+        assert "stage generate-base changed" in stderr(result)
         manifest = json.loads((moved / "manifest.json").read_text())
         assert manifest["stages"]["generate-base"]["options"]["seed"] == 7
 
 
-def check_dry_run(path: Path, out: Path, env: dict, server: ScriptedServer) -> dict[str, int]:
+def check_dry_run(path: Path, out: Path, cache: Path, server: ScriptedServer) -> dict[str, int]:
     """`moot run --dry-run` of the fresh recipe: every stage that calls a model is counted, from
     what the stages before it would write; no request, nothing written. Its calls per stage."""
-    result = run_moot("run", path, "--out", out, "--dry-run", env=env)
-    assert result.returncode == 0, result.stderr
+    plan = stdout(moot.run(path, out=out, dry_run=True))
     assert server.requests == [] and not out.exists()
-    assert not Path(env["MOOT_CACHE_DIR"]).exists()
-    assert "not in the estimate" not in result.stdout
+    assert not cache.exists()
+    assert "not in the estimate" not in plan
     calls: dict[str, int] = {}
-    for line in result.stdout.splitlines():
+    for line in plan.splitlines():
         role, *rest = line.split() or [""]
         if "/" in role and len(rest) == 6:  # role, stage, model, calls, tokens in and out, cost
             stage = role.split("/")[0]
             calls[stage] = calls.get(stage, 0) + int(rest[2])
     assert set(calls) == set(STAGES) - {"sft"}
-    assert f"{out / 'sft'}/adapter" in result.stdout  # the adapter to be, a local model
+    assert f"{out / 'sft'}/adapter" in plan  # the adapter to be, a local model
     # the dataset follows the debates: one statement each
     assert f"sft (moot train sft): calls no model; it reads {out / 'debate'}/dataset.jsonl: 2 " in (
-        result.stdout
+        plan
     )
     return calls
 
@@ -202,7 +206,12 @@ def check_view(out: Path) -> None:
     assert {run["command"] for run in runs} >= {"moot debate", "moot eval quality", "moot judge"}
 
 
-def skipped(stdout: str) -> set[str]:
+def skipped(result: moot.Result) -> set[str]:
+    """The stages `moot run` skipped, done before."""
+    return skipped_by("\n".join(result.lines))
+
+
+def skipped_by(stdout: str) -> set[str]:
     return {line.split()[1].rstrip(":") for line in stdout.splitlines() if "skipped" in line}
 
 
@@ -247,25 +256,26 @@ def check_report(out: Path) -> None:
     assert "moot view" in report  # the place the view's link goes
 
 
-def test_a_failed_stage_resumes_on_rerun_and_the_earlier_ones_are_skipped(tmp_path, env):
+def test_a_failed_stage_resumes_on_rerun_and_the_earlier_ones_are_skipped(tmp_path):
     with ScriptedServer(rules=RULES) as server:
         data = recipe(tmp_path, server.url)
         stages = {name: data["stages"][name] for name in ("generate-base", "control-base")}
         path = write(tmp_path / "loop.yaml", {"stages": stages})
         server.add_fault(Fault("500", times=1, match="supporting versus opposing"))
-        result = run_moot("run", path, "--out", tmp_path / "out", env=env)
-        assert result.returncode == 1
-        assert "stage control-base failed (exit 1)" in result.stderr
+        with pytest.raises(moot.RunFailed) as failed:
+            moot.run(path, out=tmp_path / "out")
+        assert type(failed.value) is moot.RunFailed and failed.value.result.exit_code == 1
+        assert "stage control-base failed (exit 1)" in stderr(failed.value.result)
         manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
         assert manifest["stages"]["control-base"]["status"] == "failed"
         assert manifest["stages"]["generate-base"]["status"] == "done"
         server.clear_log()
-        result = run_moot("run", path, "--out", tmp_path / "out", env=env)
-        assert result.returncode == 0, result.stderr
-        assert "stage generate-base: done before" in result.stdout
+        result = moot.run(path, out=tmp_path / "out")
+        assert "stage generate-base: done before" in stdout(result)
         assert len(server.requests) == 1  # only the failed judgment is paid again
 
 
+@pytest.mark.subprocess
 def test_a_killed_stage_resumes_on_rerun_without_paying_twice(tmp_path, env):
     with ScriptedServer(rules=RULES) as server:
         data = recipe(tmp_path, server.url)
@@ -313,10 +323,9 @@ def test_a_bad_recipe_is_one_line_exit_2_and_nothing_runs(
     good = {"command": "generate", "dataset": "t.jsonl", "model": "openai/x"}
     good |= {"api-base": scripted_server.url}
     path = write(tmp_path / "bad.yaml", {"stages": {"first": good, "bad": stage}})
-    result = run_moot("run", path, "--out", tmp_path / "out")
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"moot: error: {path}: {problem}"), lines
+    with pytest.raises(moot.InputError) as refused:
+        moot.run(path, out=tmp_path / "out")
+    assert refused_in_one_line(refused.value).startswith(f"{path}: {problem}")
     assert not (tmp_path / "out").exists()
     assert scripted_server.requests == []
 
@@ -337,10 +346,9 @@ GOOD_STAGE = {"command": "generate", "dataset": "t.jsonl", "model": "openai/x"}
 )
 def test_a_recipe_of_the_wrong_shape_is_one_line_naming_the_key(recipe, problem, tmp_path):
     path = write(tmp_path / "bad.yaml", {"stages": {"first": GOOD_STAGE}} | recipe)
-    result = run_moot("run", path, "--out", tmp_path / "out")
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"moot: error: {path}: {problem}"), lines
+    with pytest.raises(moot.InputError) as refused:
+        moot.run(path, out=tmp_path / "out")
+    assert refused_in_one_line(refused.value).startswith(f"{path}: {problem}")
     assert not (tmp_path / "out").exists()
 
 
@@ -354,24 +362,20 @@ def test_dry_run_of_the_tiny_loop_prices_every_stage_and_says_if_the_budget_fits
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "loop"
     recipe_ = ROOT / "examples" / "loop-tiny.yaml"
-    result = run_moot("run", recipe_, "--out", out, "--dry-run", "--budget", "0.01")
-    assert result.returncode == 0, result.stderr
+    plan = stdout(moot.run(recipe_, out=out, dry_run=True, budget=0.01))
     for stage in ("debate", "generate-base", "generate-tuned", "control-base", "quality"):
-        assert f"\n{stage}: " in result.stdout, stage  # its items
-    assert f"generate-tuned/generator             generate         hf/{out}/sft/adapter " in (
-        result.stdout
-    )
-    assert "not in the estimate" not in result.stdout
-    assert "budget: the estimate fits within --budget $0.0100" in result.stdout  # local: $0
-    assert f"it reads {out}/debate/dataset.jsonl: 2 records" in result.stdout  # sft's data.train
-    result = run_moot("run", ROOT / "examples" / "loop-gpt.yaml", "--out", "gpt", "--dry-run")
-    assert result.returncode == 0, result.stderr
-    assert "debatrix: judgments" in result.stdout
+        assert f"\n{stage}: " in plan, stage  # its items
+    assert f"generate-tuned/generator             generate         hf/{out}/sft/adapter " in plan
+    assert "not in the estimate" not in plan
+    assert "budget: the estimate fits within --budget $0.0100" in plan  # local: $0
+    assert f"it reads {out}/debate/dataset.jsonl: 2 records" in plan  # sft's data.train
+    plan = stdout(moot.run(ROOT / "examples" / "loop-gpt.yaml", out="gpt", dry_run=True))
+    assert "debatrix: judgments" in plan
     assert list(tmp_path.iterdir()) == []
 
 
 def test_the_run_budget_is_shared_a_stopped_stage_ends_the_run_and_a_rerun_pays_nothing_twice(
-    tmp_path, env
+    tmp_path,
 ):
     """The recipe's `budget:` is the whole run's: a stage gets what the stages before it left,
     is stopped by it (exit 3, `stopped`, not failed), and a rerun with a larger --budget (the
@@ -388,11 +392,14 @@ def test_the_run_budget_is_shared_a_stopped_stage_ends_the_run_and_a_rerun_pays_
         path = write(
             tmp_path / "loop.yaml", {"stages": stages, "budget": 0.5, "prices": str(prices)}
         )
-        result = run_moot("run", path, "--out", tmp_path / "out", env=env)
-        assert result.returncode == 3, result.stderr
-        spent = re.search(r"stopped at the run's --budget \$0\.5000 \(\$(\S+) spent", result.stderr)
-        assert spent and float(spent.group(1)) > 0, result.stderr  # by generate-base
-        left = re.search(r"budget reached: spent \$0\.0000 of \$(\S+);", result.stderr)
+        with pytest.raises(moot.RunStopped) as stopped:
+            moot.run(path, out=tmp_path / "out")
+        assert stopped.value.result.exit_code == 3
+        said = stderr(stopped.value.result)
+        spent = re.search(r"stopped at the run's --budget \$0\.5000 \(\$(\S+) spent", said)
+        assert spent and float(spent.group(1)) > 0, said  # by generate-base
+        said = stderr(stopped.value.result.stages["control-base"])  # the stage's own
+        left = re.search(r"budget reached: spent \$0\.0000 of \$(\S+);", said)
         assert left and float(left.group(1)) == pytest.approx(0.5 - float(spent.group(1)), abs=1e-4)
         manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
         assert manifest["stages"]["generate-base"]["status"] == "done"
@@ -401,10 +408,9 @@ def test_the_run_budget_is_shared_a_stopped_stage_ends_the_run_and_a_rerun_pays_
         assert first == 2  # the answers; no judgment
         stages["control-base"]["budget"] = 50
         path = write(path, {"stages": stages, "budget": 0.5, "prices": str(prices)})
-        result = run_moot("run", path, "--out", tmp_path / "out", "--budget", "100", env=env)
-        assert result.returncode == 0, result.stderr
-        assert "stage generate-base: done before" in result.stdout
-        assert "changed" not in result.stderr
+        result = moot.run(path, out=tmp_path / "out", budget=100)
+        assert "stage generate-base: done before" in stdout(result)
+        assert "changed" not in stderr(result)
         assert len(server.requests) == first + 2  # the two judgments: a clean run's 4 requests
 
 
@@ -416,20 +422,17 @@ def test_dry_run_refuses_a_stage_s_own_bad_input_and_notes_an_input_no_plan_tell
     stages["quality"] |= {"responses": "{generate-base}", "baseline": str(tmp_path / "no.json")}
     out = tmp_path / "out"
     path = write(tmp_path / "a.yaml", {"stages": stages})
-    result = run_moot("run", path, "--out", out, "--dry-run")
-    assert result.returncode == 2
+    with pytest.raises(moot.InputError) as refused:
+        moot.run(path, out=out, dry_run=True)
     missing = f"--baseline {tmp_path / 'no.json'}: file not found"
-    assert result.stderr == f"moot: error: {path}: stage quality: {missing}\n"
+    assert refused_in_one_line(refused.value) == f"{path}: stage quality: {missing}"
     stages = {"debate": stages["debate"], "answers": dict(stages["generate-base"])}
     stages["answers"]["dataset"] = "{debate}/arguments.jsonl"  # written, but not planned
-    result = run_moot(
-        "run", write(tmp_path / "b.yaml", {"stages": stages}), "--out", out, "--dry-run"
-    )
-    assert result.returncode == 0, result.stderr
+    plan = stdout(moot.run(write(tmp_path / "b.yaml", {"stages": stages}), out=out, dry_run=True))
     assert "note: stage answers (moot generate): not in the estimate; it reads the output of " in (
-        result.stdout
+        plan
     )
-    assert "debate: debates" in result.stdout and "answers:" not in result.stdout
+    assert "debate: debates" in plan and "answers:" not in plan
     assert not out.exists()
 
 
@@ -437,6 +440,7 @@ def stages_of(data: dict, *names: str) -> dict:
     return {name: dict(data["stages"][name]) for name in names}
 
 
+@pytest.mark.subprocess  # the Hub's address: huggingface_hub reads HF_ENDPOINT on import
 def test_how_a_finished_stage_runs_leaves_it_finished_and_a_push_added_only_pushes(tmp_path):
     """The server moved (another --api-base), timeouts, retries, concurrency, verbosity and a
     push changed on finished stages: nothing is paid again, the push is made, once."""
@@ -467,15 +471,13 @@ def test_how_a_finished_stage_runs_leaves_it_finished_and_a_push_added_only_push
             assert result.returncode == 0, result.stderr
             assert "changed" not in result.stderr
             assert (len(a.requests), b.requests) == (paid, [])
-            assert skipped(result.stdout) == skips
+            assert skipped_by(result.stdout) == skips
             assert len(hub.repo("me/debates").commits) == 1  # pushed by the first rerun alone
         manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
         assert manifest["stages"]["debate"]["options"]["push-to-hub"] == "me/debates"
 
 
-def test_an_edited_input_redoes_its_stage_and_the_stages_that_read_its_output_by_path(
-    tmp_path, env
-):
+def test_an_edited_input_redoes_its_stage_and_the_stages_that_read_its_output_by_path(tmp_path):
     """Inputs count by content wherever they are named: an edited dataset redoes the stage that
     reads it, and a stage naming that stage's output by its literal path (not `{stage}`) is
     redone with it, not skipped with stale results."""
@@ -485,16 +487,14 @@ def test_an_edited_input_redoes_its_stage_and_the_stages_that_read_its_output_by
         stages = stages_of(data, "generate-base", "control-base")
         stages["control-base"]["responses"] = str(out / "generate-base.json")
         path = write(tmp_path / "loop.yaml", {"stages": stages})
-        result = run_moot("run", path, "--out", out, env=env)
-        assert result.returncode == 0, result.stderr
+        moot.run(path, out=out)
         dataset = Path(stages["generate-base"]["dataset"])
         dataset.write_text(dataset.read_text().replace("Captivity", "Confinement"))
         server.clear_log()
-        result = run_moot("run", path, "--out", out, env=env)
-        assert result.returncode == 0, result.stderr
-        assert skipped(result.stdout) == set()
+        result = moot.run(path, out=out)
+        assert skipped(result) == set()
         for stage in ("generate-base", "control-base"):
-            assert f"moot: stage {stage} changed since its last run" in result.stderr
+            assert f"moot: stage {stage} changed since its last run" in stderr(result)
         judged = [r for r in server.requests if "supporting versus opposing" in json.dumps(r.body)]
         # the new affirmative answer is judged; the negative one's prompt is the cache's
         answer = json.loads((out / "generate-base.json").read_text())[0]
@@ -504,7 +504,7 @@ def test_an_edited_input_redoes_its_stage_and_the_stages_that_read_its_output_by
         assert manifest["stages"]["control-base"]["depends_on"] == ["generate-base"]
 
 
-def test_an_edited_data_train_named_in_the_sft_config_redoes_the_sft_stage(tmp_path, env):
+def test_an_edited_data_train_named_in_the_sft_config_redoes_the_sft_stage(tmp_path):
     """A `train sft` stage's data.train is an input though only its config names it: edited,
     the stage is redone (a run would train on the new data), not skipped as done."""
     data = tmp_path / "sft.jsonl"
@@ -516,19 +516,16 @@ def test_an_edited_data_train_named_in_the_sft_config_redoes_the_sft_stage(tmp_p
     sft = {"command": "train sft", "config": "sft.yaml"}
     path = write(tmp_path / "loop.yaml", {"stages": {"sft": sft}})
     out = tmp_path / "out"
-    result = run_moot("run", path, "--out", out, "--quiet", env=env)
-    assert result.returncode == 0, result.stderr
-    result = run_moot("run", path, "--out", out, "--dry-run", env=env)
-    assert "stage sft: done before, skipped" in result.stdout
+    moot.run(path, out=out, quiet=True)
+    assert "stage sft: done before, skipped" in stdout(moot.run(path, out=out, dry_run=True))
     data.write_text(data.read_text().replace("zoo", "park"))
-    result = run_moot("run", path, "--out", out, "--dry-run", env=env)
-    assert result.returncode == 0, result.stderr
+    plan = stdout(moot.run(path, out=out, dry_run=True))
     assert f"stage sft: changed since its last run (or a stage it uses did): its output {out}" in (
-        result.stdout
+        plan
     )
 
 
-def test_paths_are_the_recipe_s_and_a_moved_input_deletes_nothing(tmp_path, env, monkeypatch):
+def test_paths_are_the_recipe_s_and_a_moved_input_deletes_nothing(tmp_path, monkeypatch):
     """A recipe's relative paths are its folder's, wherever moot runs from; an input moved away
     is refused before the finished stage that read it is deleted or anything is paid."""
     folder = tmp_path / "recipe"
@@ -542,15 +539,14 @@ def test_paths_are_the_recipe_s_and_a_moved_input_deletes_nothing(tmp_path, env,
         path = write(folder / "loop.yaml", {"stages": stages})
         for cwd in (tmp_path / "elsewhere", folder):
             monkeypatch.chdir(cwd)
-            result = run_moot("run", path, "--out", out, env=env)
-            assert result.returncode == 0, result.stderr
-        assert skipped(result.stdout) == {"generate-base", "control-base"}
+            result = moot.run(path, out=out)
+        assert skipped(result) == {"generate-base", "control-base"}
         paid, answers = len(server.requests), (out / "generate-base.json").read_text()
         (folder / "data").rename(folder / "data-moved")
-        result = run_moot("run", path, "--out", out, env=env)
-        assert result.returncode == 2
-        assert result.stderr == (
-            f"moot: error: {path}: stage generate-base: data/test.jsonl: file not found\n"
+        with pytest.raises(moot.InputError) as refused:
+            moot.run(path, out=out)
+        assert refused_in_one_line(refused.value) == (
+            f"{path}: stage generate-base: data/test.jsonl: file not found"
         )
         assert (out / "generate-base.json").read_text() == answers
         assert (out / "control-base" / "summary.json").is_file()
@@ -574,12 +570,10 @@ def test_two_stages_of_one_name_or_a_stage_named_like_the_run_s_files_are_refuse
     path = tmp_path / "bad.yaml"
     for text, problem in cases.items():
         path.write_text(text)
-        result = run_moot("run", path, "--out", tmp_path / "out")
-        assert result.returncode == 2, result.stderr
-        lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1
-        assert lines[0].startswith(
-            f"moot: error: {path}{',' if problem[0] == 'l' else ':'} {problem}"
+        with pytest.raises(moot.InputError) as refused:
+            moot.run(path, out=tmp_path / "out")
+        assert refused_in_one_line(refused.value).startswith(
+            f"{path}{',' if problem[0] == 'l' else ':'} {problem}"
         )
         assert not (tmp_path / "out").exists()
 
@@ -592,23 +586,20 @@ def test_two_stages_of_one_name_or_a_stage_named_like_the_run_s_files_are_refuse
         ({"budget": 1}, "--budget needs the price of openai/debater, which is unknown: give it "),
     ],
 )
-def test_a_later_stage_s_bad_input_is_refused_before_the_first_stage_pays(
-    bad, problem, tmp_path, env
-):
+def test_a_later_stage_s_bad_input_is_refused_before_the_first_stage_pays(bad, problem, tmp_path):
     with ScriptedServer(rules=RULES) as server:
         data = recipe(tmp_path, server.url)
         stages = stages_of(data, "generate-base", "debate")
         stages["debate"] |= bad
         path = write(tmp_path / "loop.yaml", {"stages": stages})
-        result = run_moot("run", path, "--out", tmp_path / "out", env=env)
-        assert result.returncode == 2
-        assert result.stderr.startswith(f"moot: error: {path}: stage debate: {problem}")
-        assert result.stderr.count("\n") == 1
+        with pytest.raises(moot.MootError) as refused:
+            moot.run(path, out=tmp_path / "out")
+        assert refused_in_one_line(refused.value).startswith(f"{path}: stage debate: {problem}")
         assert server.requests == []
         assert not (tmp_path / "out").exists()
 
 
-def test_a_run_folder_keyed_by_an_earlier_version_is_taken_over_not_redone(tmp_path, env):
+def test_a_run_folder_keyed_by_an_earlier_version_is_taken_over_not_redone(tmp_path):
     """Keys changed with issue 29 (hub-private, api-base, ... left them; folders joined them): a
     stage an earlier version finished, under that version's key, is kept and keyed anew."""
     rows = [
@@ -619,15 +610,14 @@ def test_a_run_folder_keyed_by_an_earlier_version_is_taken_over_not_redone(tmp_p
     (tmp_path / "rows.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     mix = {"command": "data mix", "in": ["rows.jsonl"], "hub-private": True, "eval-fraction": 0}
     path, out = write(tmp_path / "recipe.yaml", {"stages": {"mix": mix}}), tmp_path / "out"
-    assert run_moot("run", path, "--out", out, "--quiet", env=env).returncode == 0
+    moot.run(path, out=out, quiet=True)
     manifest = json.loads((out / "manifest.json").read_text())
     key = manifest["stages"]["mix"]["key"]
     # the key 6750b4e's graphs/loop.stage_key gave this stage (hub-private counted then)
     manifest["stages"]["mix"]["key"] = "4b278d33db2d3b61"
     (out / "manifest.json").write_text(json.dumps(manifest))
     made = (out / "mix").stat().st_mtime_ns
-    result = run_moot("run", path, "--out", out, env=env)
-    assert result.returncode == 0, result.stderr
-    assert "stage mix: done before" in result.stdout and "redone" not in result.stderr
+    result = moot.run(path, out=out)
+    assert "stage mix: done before" in stdout(result) and "redone" not in stderr(result)
     assert (out / "mix").stat().st_mtime_ns == made
     assert json.loads((out / "manifest.json").read_text())["stages"]["mix"]["key"] == key
