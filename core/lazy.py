@@ -23,8 +23,15 @@ def lazy_exports(
 
     Returns:
         ``(__getattr__, __all__)`` for the package to assign.
+
+    Raises:
+        ValueError: A name two modules provide (the package would give one of them silently).
     """
-    where = {name: module for module, names in exports.items() for name in names}
+    where: dict[str, str] = {}
+    for module, names in exports.items():
+        for name in names:
+            if where.setdefault(name, module) != module:
+                raise ValueError(f"{package}.{name}: exported from {where[name]} and {module}")
 
     def __getattr__(name: str) -> Any:  # noqa: N807 - the PEP 562 hook's name
         if name not in where:

@@ -105,7 +105,6 @@ _EXPORTS = {
         "run_debatune",
         "AnswerContext",
         "answer_questions",
-        "curate",
         "evaluate_berds",
         "evaluate_detector",
         "evaluate_dispute_awareness",

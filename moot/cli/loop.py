@@ -217,6 +217,7 @@ def _run(
 
     live = getattr(args, "echo", True)  # the command line says each stage as it goes
     said: list[str] = []  # from Python: what the command line would have said, in the result
+    heard: list[str] = []  # from Python: the stages' messages (the command line shows each)
 
     def say(line: str) -> None:
         if not live:
@@ -274,6 +275,8 @@ def _run(
             raise
         if live:
             show(result, item.args.quiet)
+        else:
+            heard += result.messages
         code, used = result.exit_code, result.ledger or UsageLedger()
         spent += used.spent() or 0.0
         status = STATUS.get(code, "failed")
@@ -294,12 +297,12 @@ def _run(
                 f"rerun `moot run {args.recipe} --out {args.out}` to resume it"
                 + (" (with a larger --budget)" if status == "stopped" else "")
             )
-            return _ran(finish(args, lines=said, messages=[message]), code, done)
+            return _ran(finish(args, lines=said, messages=[*heard, message]), code, done)
     write_run_view(args.out, manifest)
     report = write_report(args.out, recipe, manifest)
     lines = [*said, f"report   {report}\nmanifest {manifest.path}"]
     outputs = {"report": report, "manifest": manifest.path}
-    return _ran(finish(args, lines=lines, outputs=outputs), 0, done)
+    return _ran(finish(args, lines=lines, messages=heard, outputs=outputs), 0, done)
 
 
 def _ran(result: Result, code: int, stages: dict[str, Result]) -> Result:

@@ -1,8 +1,7 @@
 """`moot answer` and `moot curate` end to end: a real BM25 index over DebateQA answers, BERDS
 questions, and the scripted server over HTTP.
 
-In process (`moot.answer(...)`, `moot.call("curate", ...)`: `moot.curate` is the graph's function,
-`moot.graphs.curate`, which `moot/__init__.py` exports under the same name), but Ctrl-C.
+In process (`moot.answer(...)`, `moot.curate(...)`), but Ctrl-C.
 """
 
 from __future__ import annotations
@@ -55,7 +54,7 @@ def answer_options(server, corpus, out, **extra):
 
 
 def curate_options(server, corpus, out, docs, **extra):
-    """The keyword arguments of `moot curate` (`moot.call("curate", ...)`) for `corpus`'s
+    """The keyword arguments of `moot curate` (`moot.curate(...)`) for `corpus`'s
     questions on `server`, its corpus `docs` (a folder of documents or an index)."""
     options = {"questions": corpus["questions"], "docs": docs, "out": out}
     return options | {"model": "openai/scripted", "api_base": server.url, **extra}
@@ -230,7 +229,7 @@ def test_curate_extracts_explains_and_drops_near_duplicate_povs(corpus, tmp_path
     ]
     out = tmp_path / "curated"
     with ScriptedServer(rules=rules) as server:
-        moot.call("curate", **curate_options(server, corpus, out, corpus["docs"], documents=5))
+        moot.curate(**curate_options(server, corpus, out, corpus["docs"], documents=5))
         assert len(server.requests) == 3 * (1 + 3)
     partials = read_jsonl(out / "partial_answers.jsonl")
     assert len(partials) == 3
@@ -287,7 +286,7 @@ def test_curate_records_an_unreadable_pov_list_and_exits_1(corpus, tmp_path):
         ScriptedServer(rules=[Rule(pattern=".", reply="I cannot list them.")]) as server,
         pytest.raises(moot.RunFailed) as failed,
     ):
-        moot.call("curate", **curate_options(server, corpus, out, corpus["index"]))
+        moot.curate(**curate_options(server, corpus, out, corpus["index"]))
     assert type(failed.value) is moot.RunFailed and failed.value.result.exit_code == 1
     assert "no readable POV list" in stderr(failed.value.result)
     records = read_jsonl(out / "curation.jsonl")

@@ -131,12 +131,12 @@ def test_curate_plans_extraction_and_explanations_without_indexing_the_corpus(co
     with ScriptedServer(rules=rules) as server:
         options = curate_options(server, corpus, out, corpus["docs"], embedder=f"cls:{encoder}")
         options |= {"documents": 5, "max_tokens": 100}
-        dry = stdout(moot.call("curate", **options, dry_run=True))
+        dry = stdout(moot.curate(**options, dry_run=True))
         assert (len(server.requests), out.exists()) == (0, False)
-        moot.call("curate", **options)
+        moot.curate(**options)
         before = tree(out)
         # now from the index the run built in OUT
-        again = stdout(moot.call("curate", **options, dry_run=True))
+        again = stdout(moot.curate(**options, dry_run=True))
         assert (tree(out), len(server.requests)) == (before, 3 * 5)
     items, rows = plan_tables(dry)
     assert items == {"questions": (3, 0, 3)}

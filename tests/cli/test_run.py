@@ -399,6 +399,8 @@ def test_the_run_budget_is_shared_a_stopped_stage_ends_the_run_and_a_rerun_pays_
         spent = re.search(r"stopped at the run's --budget \$0\.5000 \(\$(\S+) spent", said)
         assert spent and float(spent.group(1)) > 0, said  # by generate-base
         said = stderr(stopped.value.result.stages["control-base"])  # the stage's own
+        stage = stopped.value.result.stages["control-base"]
+        assert set(stage.messages) <= set(stopped.value.result.messages)  # the run's too
         left = re.search(r"budget reached: spent \$0\.0000 of \$(\S+);", said)
         assert left and float(left.group(1)) == pytest.approx(0.5 - float(spent.group(1)), abs=1e-4)
         manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
