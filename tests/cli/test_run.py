@@ -506,6 +506,7 @@ def test_an_edited_input_redoes_its_stage_and_the_stages_that_read_its_output_by
         assert manifest["stages"]["control-base"]["depends_on"] == ["generate-base"]
 
 
+@pytest.mark.slow  # it trains an SFT step in process: left out of `make test-fast`
 def test_an_edited_data_train_named_in_the_sft_config_redoes_the_sft_stage(tmp_path):
     """A `train sft` stage's data.train is an input though only its config names it: edited,
     the stage is redone (a run would train on the new data), not skipped as done."""
