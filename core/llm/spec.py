@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypeVar
@@ -375,6 +376,12 @@ def parse_spec(
         raise ConfigError(f"unknown model spec {text!r}: {SPEC_HINT}")
     transport = transport_for(provider)
     transport.check(text, provider, model, api_base)
+    key_env = options.get("api_key_env")
+    if key_env is not None and not _ENV_NAME.fullmatch(str(key_env)):  # a key pasted in, maybe
+        raise ConfigError(
+            f"--api-key-env for {text!r} takes the name of an environment variable (letters, "
+            "digits and _), not a key: the value given is not shown"
+        )
     spec = ModelSpec(
         provider=provider,
         model=model,
@@ -382,6 +389,10 @@ def parse_spec(
         api_bases=bases if len(bases) > 1 else (),
     )
     return spec.with_options(**transport.defaults).with_options(**options)
+
+
+#: What an environment variable's name may be (`--api-key-env`).
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def endpoint_list(

@@ -91,3 +91,12 @@ def test_describe_never_includes_key_env_value(monkeypatch: pytest.MonkeyPatch) 
         "context_window": 4096,
         "temperature": 0.2,
     }
+
+
+def test_a_key_given_as_the_key_variable_is_refused_and_not_shown() -> None:
+    """A careless `--api-key-env sk-...`: the message would otherwise print the key itself."""
+    key = "sk-proj-abcdefghijklmnop"
+    with pytest.raises(ConfigError) as caught:
+        parse_spec("openai/gpt-4o-mini", api_key_env=key)
+    assert key not in str(caught.value) and "not a key" in str(caught.value)
+    assert parse_spec("openai/gpt-4o-mini", api_key_env="MY_KEY_2").api_key_env == "MY_KEY_2"
