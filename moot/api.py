@@ -37,6 +37,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from moot.cli.main import build_parser
 from moot.result import STOPPED, Result
 
 
@@ -152,12 +153,10 @@ def command_args(command: str, options: dict[str, Any]) -> Any:
         positional_argv,
         read_config,
     )
-    from moot.cli.main import build_parser
     from moot.core.errors import ConfigError, InputError
 
-    parser = build_parser()
     words = command.split()
-    command_line = command_parser(parser, words)
+    command_line = command_parser(_PARSER, words)
     name = f"moot.{'.'.join(word.replace('-', '_') for word in words)}()"
     if command_line is None:
         raise ConfigError(f"{name}: no such moot command")
@@ -172,7 +171,7 @@ def command_args(command: str, options: dict[str, Any]) -> Any:
     if config is not None:  # its values under the keywords, as under the command line's flags
         values = {**option_defaults(command_line, read_config(config), config), **values}
     argv = positional_argv(command_line, values)
-    args = parse_with(parser, words, argv, values)
+    args = parse_with(_PARSER, words, argv, values)  # reads the parser, never changes it
     if takes_config:
         args.config = config if config is None else Path(config)  # inline `prices:` read against it
     for dest in getattr(args, "required_flags", ()):
@@ -199,12 +198,6 @@ def _flag_name(key: str) -> str:
 
 #: A did-you-mean's flag name, said as its keyword.
 _SUGGESTED = re.compile(r"(?<=did you mean )'([^']+)'")
-
-
-def _parser() -> argparse.ArgumentParser:
-    from moot.cli.main import build_parser
-
-    return build_parser()
 
 
 def _flags(command_line: Any) -> dict[str, list[str]]:
@@ -286,9 +279,10 @@ def _described(command: str) -> tuple[inspect.Signature, str]:
         needed = action.dest in required or (not action.option_strings and action.nargs != "?")
         default = inspect.Parameter.empty if needed else action.default
         parameter = inspect.Parameter(keyword, kind, default=default)
-        parameters.insert(0, parameter) if kind != parameter.KEYWORD_ONLY else parameters.append(
-            parameter
-        )
+        if kind is inspect.Parameter.KEYWORD_ONLY:
+            parameters.append(parameter)
+        else:  # the positional one comes first
+            parameters.insert(0, parameter)
         help_text = (action.help or "").replace("%%", "%")
         if "default" not in help_text and "required" not in help_text:
             help_text += " (required)" if needed else f" (default {action.default!r})"
@@ -307,8 +301,9 @@ def _described(command: str) -> tuple[inspect.Signature, str]:
 _NOT_KEYWORDS = ("help", "debug", "command_fn")
 
 
-#: The whole command line's parser, read for the functions' signatures and docstrings.
-_PARSER = _parser()
+#: The whole command line's parser: it reads every call's keywords, and gives the functions'
+#: signatures and docstrings.
+_PARSER = build_parser()
 
 #: The one positional argument a command takes from Python, by command: `moot.run("r.yaml")`.
 POSITIONAL = {"run": "recipe", "view": "runs", "merge-shards": "dirs", "models check": "spec"}
