@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 from typing import Any
 
 from moot.cli import options as opt
 from moot.cli import runtime
+from moot.cli.job import Job, ModelJob
 from moot.cli.registry import Commands
+from moot.cli.settings import flag
 from moot.core.data.folders import Mark, Output, claim_mark
 from moot.result import Result
 
@@ -16,211 +19,145 @@ FRAMEWORK_NAMES = ("debatrix", "non-iterative", "chronological", "dimensional", 
 PAPER_WINDOW = 16385  # ChatGPT's, gpt-3.5-turbo-0125 (paper, Sec. 5.1)
 
 
-def register(commands: Commands) -> None:
-    """Add Debatrix's commands."""
-    judge = commands.add(
-        "judge",
-        run_judge,
-        "judge debates speech by speech (Debatrix) or with a baseline framework",
-        "Judge each debate per dimension, speech by speech with memory (Debatrix), and combine "
-        "the dimensions in a panel; or use one of the paper's baselines. Debates come from a "
-        "JSON/JSONL file (moot's schema, PanelBench, or a `moot debate` run's debates.jsonl) or "
-        "a DebateArt folder. Writes judgments.jsonl, summary.json and a report per judgment; "
-        "reruns resume.",
-        plan=plan_judge,
-        output=Output("judge", (claim_mark("judge"),)),
-    )
-    judge.add_argument(
-        "--debates",
-        type=opt.input_path,
-        help="debates: JSON/JSONL file or DebateArt folder (required)",
-    )
-    opt.out_option(judge)
-    opt.required(judge, "debates")
-    judge.add_argument("--framework", choices=FRAMEWORK_NAMES, default="debatrix")
-    judge.add_argument(
-        "--dimensions",
-        type=opt.names,
-        metavar="A,B,...",
-        help="dimensions of split frameworks (default argument,source,language; "
-        "BP: argument,support,clash,language)",
-    )
-    judge.add_argument(
-        "--weights",
-        type=opt.weights,
-        metavar="A=W,...",
-        help="panel weights (default: the paper's)",
-    )
-    judge.add_argument(
-        "--scoring",
-        choices=("paper", "released"),
-        default="paper",
-        help="a debater's comment, then a second call for its 1-10 integer score (paper, "
-        "Sec. 5.1), or both in one call (the released code)",
-    )
-    judge.add_argument("--repeats", type=opt.positive, default=1, help="judgments per debate")
-    judge.add_argument("--analysis-tokens", type=opt.positive, default=1024, metavar="N")
-    judge.add_argument("--judgment-tokens", type=opt.positive, default=1536, metavar="N")
-    judge.add_argument("--extraction-tokens", type=opt.positive, default=384, metavar="N")
-    judge.add_argument("--report", choices=("md", "html"), default="md", help="report format")
-    opt.model_options(
-        judge,
-        flag="--judge",
-        what="judge model",
-        note="the paper used ChatGPT and GPT-4",
-        constrained="JSON scores and winners",
-        concurrency=4,
-        unit="debates",
-    )
-    window = next(a for a in judge._actions if a.dest == "context_window")
-    window.help = (
-        f"the judge's context window (default {PAPER_WINDOW}, ChatGPT's in the paper; "
-        "local/*: its server's)"
-    )
+class Judge(ModelJob):
+    """`moot judge`: each debate judged per dimension (Debatrix), or with a baseline framework."""
 
-    panelbench = commands.add(
-        "panelbench",
-        run_panelbench,
-        "score `moot judge` outputs against PanelBench gold (DebateArt RMSE, BP accuracy)",
-        "RMSE x 100 of final and dimensional verdicts against DebateArt gold, from debater "
-        "scores and from named winners; BP accuracy, completion and winners' positions. "
-        "Unparsed, incomplete, failed and unjudged items are counted, never imputed.",
-        group="eval",
-        output=Output("panelbench", (Mark("summary.json", "evaluation", "panelbench"),)),
-    )
-    panelbench.add_argument(
-        "--predictions",
-        type=opt.input_folder,
-        nargs="+",
-        metavar="DIR",
-        help="`moot judge` output folders, one per framework (required)",
-    )
-    panelbench.add_argument(
-        "--gold",
-        type=opt.input_path,
-        help="debates with gold: JSON/JSONL or DebateArt folder (required)",
-    )
-    opt.required(panelbench, "predictions", "gold")
-    opt.out_option(
-        panelbench, default="DIR.panelbench beside the first DIR's run", resolve=_panelbench_out
-    )
-    panelbench.add_argument(
-        "--tie-margin",
-        type=float,
-        default=3.0,
-        metavar="POINTS",
-        help="source and language scores within this are a tie (default 3, the paper's)",
-    )
-    opt.common_options(panelbench)
+    class Settings(
+        opt.model_settings(
+            flag="--judge",
+            what="judge model",
+            note="the paper used ChatGPT and GPT-4",
+            constrained="JSON scores and winners",
+            concurrency=4,
+            unit="debates",
+        )
+    ):
+        """`moot judge`'s settings."""
 
+        debates: Path = flag(
+            parse=opt.input_path, help="debates: JSON/JSONL file or DebateArt folder (required)"
+        )
+        out: Path = opt.out_flag()
+        framework: str = flag("debatrix", choices=FRAMEWORK_NAMES)
+        dimensions: tuple[str, ...] | None = flag(
+            None,
+            parse=opt.names,
+            metavar="A,B,...",
+            help="dimensions of split frameworks (default argument,source,language; "
+            "BP: argument,support,clash,language)",
+        )
+        weights: dict[str, float] | None = flag(
+            None, parse=opt.weights, metavar="A=W,...", help="panel weights (default: the paper's)"
+        )
+        scoring: str = flag(
+            "paper",
+            choices=("paper", "released"),
+            help="a debater's comment, then a second call for its 1-10 integer score (paper, "
+            "Sec. 5.1), or both in one call (the released code)",
+        )
+        repeats: int = flag(1, parse=opt.positive, help="judgments per debate")
+        analysis_tokens: int = flag(1024, parse=opt.positive, metavar="N")
+        judgment_tokens: int = flag(1536, parse=opt.positive, metavar="N")
+        extraction_tokens: int = flag(384, parse=opt.positive, metavar="N")
+        report: str = flag("md", choices=("md", "html"), help="report format")
+        context_window: int | None = flag(
+            None,
+            parse=opt.positive,
+            metavar="TOKENS",
+            group="model calls",
+            help=f"the judge's context window (default {PAPER_WINDOW}, ChatGPT's in the paper; "
+            "local/*: its server's)",
+        )
 
-def _judge_inputs(args: argparse.Namespace) -> tuple[Any, int, Any]:
-    """`moot judge`'s debates (``--limit`` applied), how many were skipped, its settings."""
-    from moot.agents.debatrix_judges import FRAMEWORKS
-    from moot.core.data.debates import load_debates
-    from moot.graphs.debatrix_run import JudgeSettings
+    settings: Settings
 
-    if args.context_window is None and not args.model.startswith("local/"):
-        args.context_window = PAPER_WINDOW  # the window Debatrix is built for (Sec. 5.1)
-    debates = load_debates(args.debates)
-    skipped = debates.skipped  # `moot debate` records that did not finish
-    debates = runtime.limited(debates, args)
-    role = runtime.role_from(args, "judge")
-    settings = JudgeSettings(
-        role=role,
-        framework=FRAMEWORKS[args.framework],
-        dimensions=args.dimensions,
-        weights=args.weights or {},
-        seed=args.seed,
-        constrained=runtime.constrained(args, role),
-        analysis_tokens=args.analysis_tokens,
-        judgment_tokens=args.judgment_tokens,
-        extraction_tokens=args.extraction_tokens,
-        scoring=args.scoring,
-    )
-    settings.plan(debates)  # bad dimensions fail before the judge is contacted
-    return debates, skipped, settings
+    @functools.cached_property
+    def inputs(self) -> tuple[Any, int, Any]:
+        """The debates (``--limit`` applied), how many were skipped, the judging settings."""
+        from moot.agents.debatrix_judges import FRAMEWORKS
+        from moot.core.data.debates import load_debates
+        from moot.graphs.debatrix_run import JudgeSettings
 
+        given = self.settings
+        if given.context_window is None and not given.model.startswith("local/"):
+            # the window Debatrix is built for (Sec. 5.1)
+            given = given.model_copy(update={"context_window": PAPER_WINDOW})
+        debates = load_debates(given.debates)
+        skipped = debates.skipped  # `moot debate` records that did not finish
+        debates = self.limited(debates)
+        role = runtime.role_from(given, "judge")
+        settings = JudgeSettings(
+            role=role,
+            framework=FRAMEWORKS[given.framework],
+            dimensions=given.dimensions,
+            weights=given.weights or {},
+            seed=given.seed,
+            constrained=runtime.constrained(given, role),
+            analysis_tokens=given.analysis_tokens,
+            judgment_tokens=given.judgment_tokens,
+            extraction_tokens=given.extraction_tokens,
+            scoring=given.scoring,
+        )
+        settings.plan(debates)  # bad dimensions fail before the judge is contacted
+        return debates, skipped, settings
 
-def plan_judge(args: argparse.Namespace) -> Any:
-    """`moot judge --dry-run`."""
-    from moot.graphs.debatrix_run import plan_judging
+    def plan(self) -> Any:
+        """`moot judge --dry-run`."""
+        from moot.graphs.debatrix_run import plan_judging
 
-    debates, _, settings = _judge_inputs(args)
-    return plan_judging(debates, args.out, settings, repeats=args.repeats)
+        debates, _, settings = self.inputs
+        return plan_judging(debates, self.settings.out, settings, repeats=self.settings.repeats)
 
+    def specs(self) -> list[Any]:
+        """The judge's."""
+        return [self.inputs[2].role.spec]
 
-def run_judge(args: argparse.Namespace) -> Result:
-    """`moot judge`."""
-    from moot.graphs.debatrix_run import judge_debates
+    def calls(self, client: Any, progress: Any) -> Any:
+        """Judge the debates."""
+        from moot.graphs.debatrix_run import judge_debates
 
-    debates, skipped, settings = _judge_inputs(args)
-    role = settings.role
-    client = runtime.client_for(args, role.spec)
-    if skipped:
-        runtime.note(args, f"note: {skipped} debate(s) not judged: their status is not ok")
-    summary = runtime.run(
-        judge_debates(
+        debates, skipped, settings = self.inputs
+        if skipped:
+            self.note(f"note: {skipped} debate(s) not judged: their status is not ok")
+        return judge_debates(
             debates,
-            args.out,
+            self.settings.out,
             settings,
             client,
-            repeats=args.repeats,
-            concurrency=args.concurrency,
-            report_format=args.report,
-            progress=runtime.progress_for(args, client),
+            repeats=self.settings.repeats,
+            concurrency=self.settings.concurrency,
+            report_format=self.settings.report,
+            progress=progress,
         )
-    )
-    out = args.out
-    outputs = {
-        "judgments": out / "judgments.jsonl",
-        "summary": out / "summary.json",
-        "reports": out / "reports",
-    }
-    lines = [
-        f"judged {len(summary.records)}: {summary.count('complete')} complete, "
-        f"{summary.count('incomplete')} incomplete (prompt over the context window), "
-        f"{summary.count('error')} failed; {summary.parse_failures} unparsed scores or winners",
-        f"judgments {outputs['judgments']}\nsummary   {outputs['summary']}",
-        f"reports   {outputs['reports']}",
-    ]
-    failures = [
-        f"moot: failed {record['debate']}: {record['reason']}"
-        for record in summary.records
-        if record["status"] == "error"
-    ]
-    return runtime.finish(
-        args,
-        summary.tallies,
-        client.ledger,
-        nothing_read=summary.nothing_read,
-        lines=lines,
-        messages=failures,
-        outputs=outputs,
-    )
 
-
-def run_panelbench(args: argparse.Namespace) -> Result:
-    """`moot eval panelbench`."""
-    from moot.core.errors import ConfigError
-    from moot.core.metrics.panelbench import (
-        TIE_MARGINS,
-        evaluate_panelbench,
-        write_panelbench_report,
-    )
-
-    if not args.tie_margin >= 0:  # also rejects nan
-        raise ConfigError(f"--tie-margin must be 0 or more, got {args.tie_margin:g}")
-    margins = {name: args.tie_margin for name in TIE_MARGINS}
-    summary = evaluate_panelbench(args.predictions, args.gold, margins=margins)
-    out = args.out
-    write_panelbench_report(summary, out)
-    outputs = {"summary": out / "summary.json", "chart": out / "chart.png"}
-    lines = [
-        (out / "summary.md").read_text(encoding="utf-8"),
-        f"summary {outputs['summary']}\nchart   {outputs['chart']}",
-    ]
-    return runtime.finish(args, lines=lines, outputs=outputs)
+    def report(self, done: Any, client: Any) -> Result:
+        """What was judged, where it is, what failed."""
+        out = self.settings.out
+        outputs = {
+            "judgments": out / "judgments.jsonl",
+            "summary": out / "summary.json",
+            "reports": out / "reports",
+        }
+        lines = [
+            f"judged {len(done.records)}: {done.count('complete')} complete, "
+            f"{done.count('incomplete')} incomplete (prompt over the context window), "
+            f"{done.count('error')} failed; {done.parse_failures} unparsed scores or winners",
+            f"judgments {outputs['judgments']}\nsummary   {outputs['summary']}",
+            f"reports   {outputs['reports']}",
+        ]
+        failures = [
+            f"moot: failed {record['debate']}: {record['reason']}"
+            for record in done.records
+            if record["status"] == "error"
+        ]
+        return self.finish(
+            done.tallies,
+            client.ledger,
+            nothing_read=done.nothing_read,
+            lines=lines,
+            messages=failures,
+            outputs=outputs,
+        )
 
 
 def _panelbench_out(args: argparse.Namespace) -> Path:
@@ -232,3 +169,80 @@ def _panelbench_out(args: argparse.Namespace) -> Path:
     from moot.core.data.folders import beside_runs
 
     return beside_runs(args.predictions[0], ".panelbench")
+
+
+class Panelbench(Job):
+    """`moot eval panelbench`: `moot judge` outputs scored against PanelBench gold."""
+
+    class Settings(opt.CommonSettings):
+        """`moot eval panelbench`'s settings."""
+
+        predictions: list[Path] = flag(
+            parse=opt.input_folder,
+            nargs="+",
+            metavar="DIR",
+            help="`moot judge` output folders, one per framework (required)",
+        )
+        gold: Path = flag(
+            parse=opt.input_path,
+            help="debates with gold: JSON/JSONL or DebateArt folder (required)",
+        )
+        out: Path = opt.out_flag(
+            default="DIR.panelbench beside the first DIR's run", resolve=_panelbench_out
+        )
+        tie_margin: float = flag(
+            3.0,
+            parse=float,
+            metavar="POINTS",
+            help="source and language scores within this are a tie (default 3, the paper's)",
+        )
+
+    settings: Settings
+
+    def run(self) -> Result:
+        """Score the predictions, write the report."""
+        from moot.core.errors import ConfigError
+        from moot.core.metrics.panelbench import (
+            TIE_MARGINS,
+            evaluate_panelbench,
+            write_panelbench_report,
+        )
+
+        given = self.settings
+        if not given.tie_margin >= 0:  # also rejects nan
+            raise ConfigError(f"--tie-margin must be 0 or more, got {given.tie_margin:g}")
+        margins = {name: given.tie_margin for name in TIE_MARGINS}
+        summary = evaluate_panelbench(given.predictions, given.gold, margins=margins)
+        out = given.out
+        write_panelbench_report(summary, out)
+        outputs = {"summary": out / "summary.json", "chart": out / "chart.png"}
+        lines = [
+            (out / "summary.md").read_text(encoding="utf-8"),
+            f"summary {outputs['summary']}\nchart   {outputs['chart']}",
+        ]
+        return self.finish(lines=lines, outputs=outputs)
+
+
+def register(commands: Commands) -> None:
+    """Add Debatrix's commands."""
+    commands.add(
+        "judge",
+        Judge,
+        "judge debates speech by speech (Debatrix) or with a baseline framework",
+        "Judge each debate per dimension, speech by speech with memory (Debatrix), and combine "
+        "the dimensions in a panel; or use one of the paper's baselines. Debates come from a "
+        "JSON/JSONL file (moot's schema, PanelBench, or a `moot debate` run's debates.jsonl) or "
+        "a DebateArt folder. Writes judgments.jsonl, summary.json and a report per judgment; "
+        "reruns resume.",
+        output=Output("judge", (claim_mark("judge"),)),
+    )
+    commands.add(
+        "panelbench",
+        Panelbench,
+        "score `moot judge` outputs against PanelBench gold (DebateArt RMSE, BP accuracy)",
+        "RMSE x 100 of final and dimensional verdicts against DebateArt gold, from debater "
+        "scores and from named winners; BP accuracy, completion and winners' positions. "
+        "Unparsed, incomplete, failed and unjudged items are counted, never imputed.",
+        group="eval",
+        output=Output("panelbench", (Mark("summary.json", "evaluation", "panelbench"),)),
+    )

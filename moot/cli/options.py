@@ -9,8 +9,14 @@ argparse: it may also come from ``--config``, so it is checked after the config 
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from pydantic import create_model
+
+from moot.cli.settings import Settings, flag
 
 DEFAULT_MODEL = "local/smollm2"
 
@@ -178,20 +184,26 @@ class Endpoints(argparse.Action):
         setattr(namespace, self.dest, [*given, str(values)])
 
 
-def endpoint_option(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
-    flag: str,
-    help: str | None = None,
-    dest: str | None = None,
-) -> None:
-    """An endpoint flag (``--api-base``, ``--api-base-a`` ...): repeatable, commas allowed."""
-    parser.add_argument(
-        flag,
-        action=Endpoints,
-        metavar="URL",
-        help=help,
-        **({"dest": dest} if dest else {}),
-    )
+def hub_repo(text: str) -> str:
+    """An argparse type: a Hugging Face Hub repository id, ``owner/name``."""
+    from moot.core.errors import ConfigError
+    from moot.core.hub.push import check_repo_id
+
+    try:
+        return check_repo_id(text)
+    except ConfigError as exc:
+        problem = str(exc).removeprefix(f"--push-to-hub {text!r}: ")
+        raise argparse.ArgumentTypeError(problem) from None
+
+
+#: Flags whose ``--config`` value may also be a mapping, inline, instead of a file's path.
+INLINE_MAPPINGS = ("prices",)
+
+
+# The shared settings. Each is declared once, here, as a field (`flag`) or a mixin a command's
+# settings inherit from (`moot.cli.settings`); a parameterised one is made by a function (cached:
+# the same parameters give the same class). The `*_options(parser, ...)` builders add them to a
+# command not yet declared as settings.
 
 
 def required(parser: argparse.ArgumentParser, *dests: str) -> None:
@@ -200,21 +212,34 @@ def required(parser: argparse.ArgumentParser, *dests: str) -> None:
     parser.set_defaults(required_flags=(*marked, *dests))
 
 
-def out_option(
-    parser: argparse.ArgumentParser,
+def one(name: str, annotation: Any, info: Any) -> type[Settings]:
+    """A mixin of one setting, `name`, declared by `info` (a `flag`)."""
+    return create_model(f"{name.title()}Setting", __base__=Settings, **{name: (annotation, info)})
+
+
+def mixin(name: str, *bases: type[Settings]) -> type[Settings]:
+    """The settings of all `bases`, in their order."""
+    return create_model(name, __base__=bases)
+
+
+def endpoint_flag(help: str | None = None, flags: tuple[str, ...] = (), group: str = "") -> Any:
+    """An endpoint setting (``--api-base``, ``--api-base-a`` ...): repeatable, commas allowed."""
+    return flag(None, action=Endpoints, metavar="URL", help=help, flags=flags, group=group or None)
+
+
+def out_flag(
     what: str = "output folder",
     metavar: str = "DIR",
     default: str | None = None,
     resolve: Callable[[argparse.Namespace], Path] | None = None,
     progress: bool = False,
-) -> None:
+) -> Any:
     """``--out``: where the command writes; required unless `default` says what it defaults to.
 
     An output folder (`metavar` ``DIR``) belongs to the command and one run holds it at a time
     (`moot.cli.runtime.own_out`).
 
     Args:
-        parser: The command's parser.
         what: What it is, for the help.
         metavar: ``DIR`` for a folder, ``FILE`` for a file.
         default: What it defaults to, for the help (None: required).
@@ -224,35 +249,51 @@ def out_option(
             (`moot.core.data.records.progress_log`).
     """
     shown = f"default: {default}" if default else "required"
-    kind = output_file if metavar == "FILE" else output_path
-    parser.add_argument("--out", type=kind, metavar=metavar, help=f"{what} ({shown})")
-    parser.set_defaults(out_folder=metavar == "DIR", out_default=resolve, out_progress=progress)
-    if default is None:
-        required(parser, "out")
+    facts = {"out_folder": metavar == "DIR", "out_default": resolve, "out_progress": progress}
+    how = {
+        "parse": output_file if metavar == "FILE" else output_path,
+        "metavar": metavar,
+        "help": f"{what} ({shown})",
+        "parser": facts,
+    }
+    return flag(**how) if default is None else flag(None, **how)
+
+
+def out_option(parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+    """``--out`` (`out_flag`) added to `parser`."""
+    one("out", Path, out_flag(*args, **kwargs)).add_to(parser)
+
+
+class OutputSettings(Settings):
+    """``--quiet``, ``--verbose`` and ``--debug``: every command has them."""
+
+    quiet: bool = flag(False, action="store_true", group="output", help="print nothing but errors")
+    verbose: bool = flag(
+        False,
+        action="store_true",
+        group="output",
+        help="log each retried model call on stderr, and why",
+    )
+    debug: bool = flag(
+        False, action="store_true", suppress=True, group="output", help="show tracebacks"
+    )
+
+
+class CommonSettings(OutputSettings):
+    """``--config`` too: what every command has but `moot train sft` (its config is its own)."""
+
+    config: Path | None = flag(
+        None,
+        parse=input_file,
+        metavar="FILE",
+        group="output",
+        help="YAML file of option values (keys = flags)",
+    )
 
 
 def common_options(parser: argparse.ArgumentParser, config: bool = True) -> None:
-    """``--config``, ``--quiet``, ``--verbose`` and ``--debug``: every command has them.
-
-    Args:
-        parser: The command's parser.
-        config: Add ``--config`` (`moot train sft` has a config file of its own).
-    """
-    group = parser.add_argument_group("output")
-    if config:
-        group.add_argument(
-            "--config",
-            type=input_file,
-            metavar="FILE",
-            help="YAML file of option values (keys = flags)",
-        )
-    group.add_argument("--quiet", action="store_true", help="print nothing but errors")
-    group.add_argument(
-        "--verbose", action="store_true", help="log each retried model call on stderr, and why"
-    )
-    group.add_argument(
-        "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
-    )
+    """`CommonSettings` (`OutputSettings` without `config`) added to `parser`."""
+    (CommonSettings if config else OutputSettings).add_to(parser)
 
 
 def dry_run_option(parser: argparse.ArgumentParser) -> None:
@@ -268,42 +309,82 @@ def dry_run_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_options(parser: argparse.ArgumentParser, concurrency: int, unit: str) -> None:
+def limit_flag(unit: str, group: str | None = None) -> Any:
+    """``--limit N``: only the first N items (a rerun without it does the rest)."""
+    return flag(
+        None,
+        parse=positive,
+        metavar="N",
+        group=group,
+        help=f"only the first N {unit} (default: all)",
+    )
+
+
+@functools.cache
+def run_settings(concurrency: int, unit: str) -> type[Settings]:
     """What every model-calling command shares: concurrency, a limit, the cache, and output.
 
     Args:
-        parser: The command's parser.
         concurrency: Its default ``--concurrency``.
         unit: What one item is, for the help text (``debates``, ``questions``).
     """
-    group = parser.add_argument_group("run")
-    group.add_argument(
-        "--concurrency",
-        type=positive,
-        default=concurrency,
+    in_flight = flag(
+        concurrency,
+        parse=positive,
         metavar="N",
+        group="run",
         help=f"{unit} in flight at once (default {concurrency})",
     )
-    limit_option(group, unit)
-    group.add_argument(
-        "--cache",
-        type=output_path,
-        metavar="FILE",
-        help="request cache file (default $MOOT_CACHE_DIR)",
-    )
-    group.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
-    common_options(parser)
+
+    class RunSettings(CommonSettings):
+        concurrency: int = in_flight
+        limit: int | None = limit_flag(unit, "run")
+        cache: Path | None = flag(
+            None,
+            parse=output_path,
+            metavar="FILE",
+            group="run",
+            help="request cache file (default $MOOT_CACHE_DIR)",
+        )
+        no_cache: bool = flag(
+            False, action="store_true", group="run", help="do not read or write the cache"
+        )
+
+    return RunSettings
 
 
-def limit_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup, unit: str) -> None:
-    """``--limit N``: only the first N items (a rerun without it does the rest)."""
-    parser.add_argument(
-        "--limit", type=positive, metavar="N", help=f"only the first N {unit} (default: all)"
-    )
+def run_options(parser: argparse.ArgumentParser, concurrency: int, unit: str) -> None:
+    """`run_settings` added to `parser`."""
+    run_settings(concurrency, unit).add_to(parser)
 
 
-def model_options(
-    parser: argparse.ArgumentParser,
+def limit_option(parser: argparse.ArgumentParser, unit: str) -> None:
+    """``--limit N`` (`limit_flag`) added to `parser`."""
+    one("limit", int | None, limit_flag(unit)).add_to(parser)
+
+
+def model_flag(
+    flag_name: str = "--model",
+    *,
+    what: str = "model",
+    default: str | None = DEFAULT_MODEL,
+    note: str = "",
+) -> Any:
+    """The model spec of a command's one model role, as ``--model``, ``--judge`` or ``--detector``.
+
+    Its setting is always ``model``.
+    """
+    shown = f"default {default}" if default else "required"
+    how = {
+        "flags": (flag_name,),
+        "metavar": "SPEC",
+        "help": f"{what} ({shown}{'; ' + note if note else ''})",
+    }
+    return flag(**how) if default is None else flag(default, **how)
+
+
+@functools.cache
+def model_settings(
     *,
     what: str,
     concurrency: int,
@@ -314,11 +395,10 @@ def model_options(
     temperature: float | None = 0.0,
     max_tokens: int | None = None,
     constrained: str | None = None,
-) -> None:
+) -> type[Settings]:
     """Everything a model-calling command shares: its model, how it is called, how it runs.
 
     Args:
-        parser: The command's parser.
         what: What the model is, for the help (``judge model``).
         concurrency: The default ``--concurrency``.
         unit: What one item is, plural (``debates``), for the help.
@@ -329,273 +409,354 @@ def model_options(
         max_tokens: The default ``--max-tokens``, if the command has one.
         constrained: What ``--constrained`` asks for, if the command asks for JSON.
     """
-    model_option(parser, flag, what=what, default=default, note=note)
+    model = model_flag(flag, what=what, default=default, note=note)
+    parts = [one("model", str, model)]
     if max_tokens is not None:
-        max_tokens_option(parser, max_tokens)
-    call_options(parser, temperature)
+        parts.append(max_tokens_settings(max_tokens))
+    parts.append(call_settings(temperature))
     if constrained is not None:
-        constrained_option(parser, constrained)
-    cost_options(parser)
-    run_options(parser, concurrency, unit)
+        parts.append(constrained_settings(constrained))
+    parts += [CostSettings, run_settings(concurrency, unit)]
+    return mixin("ModelSettings", *parts)
 
 
-def model_option(
-    parser: argparse.ArgumentParser,
-    flag: str = "--model",
-    *,
-    what: str = "model",
-    default: str | None = DEFAULT_MODEL,
-    note: str = "",
-) -> None:
-    """The model spec of a command's one model role, as ``--model``, ``--judge`` or ``--detector``.
-
-    Its value is always ``args.model``.
-    """
-    shown = f"default {default}" if default else "required"
-    parser.add_argument(
-        flag,
-        dest="model",
-        default=default,
-        metavar="SPEC",
-        help=f"{what} ({shown}{'; ' + note if note else ''})",
-    )
-    if default is None:
-        required(parser, "model")
+def model_options(parser: argparse.ArgumentParser, **kwargs: Any) -> None:
+    """`model_settings` added to `parser`."""
+    model_settings(**kwargs).add_to(parser)
 
 
-def call_options(parser: argparse.ArgumentParser, temperature: float | None = 0.0) -> None:
+@functools.cache
+def call_settings(temperature: float | None = 0.0) -> type[Settings]:
     """How a command's model is called: endpoint, key, sampling, timeouts, retries, window.
 
     A `temperature` of None sends none, so the model's own default applies.
     """
-    group = parser.add_argument_group("model calls")
-    endpoint_option(
-        group,
-        "--api-base",
-        "OpenAI-compatible server of the model; several (replicas of one model: repeat the "
-        "flag or separate URLs by commas) share the requests, each debate on one",
-    )
-    group.add_argument(
-        "--router",
-        type=input_file,
-        metavar="FILE",
-        help="litellm Router config (YAML: model_list, routing_strategy, ...) whose model_name "
-        "is the model spec, instead of --api-base (docs/scaling.md)",
-    )
-    group.add_argument(
-        "--endpoint-cooldown",
-        type=seconds,
-        metavar="S",
-        help="seconds one of several endpoints stays out once it failed --endpoint-max-fails "
-        "times (default 30)",
-    )
-    group.add_argument(
-        "--endpoint-max-fails",
-        type=positive,
-        metavar="N",
-        help="failures, each within --endpoint-cooldown of the one before, that take one of "
-        "several endpoints out (default 2)",
-    )
-    group.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the key")
     shown = "none sent: the model's own" if temperature is None else f"{temperature:g}"
-    group.add_argument(
-        "--temperature",
-        type=sampling_temperature,
-        default=temperature,
+    calls = "model calls"
+    sampling = flag(
+        temperature,
+        parse=sampling_temperature,
+        group=calls,
         help=f"sampling temperature (default {shown})",
     )
-    group.add_argument("--seed", type=int, default=0, help="base sampling seed (default 0)")
-    group.add_argument(
-        "--timeout",
-        type=seconds,
-        metavar="S",
-        help="deadline of each request, connect to last byte, before it is retried "
-        "(default 120; 600 for local/*)",
+
+    class CallSettings(local_settings("auto", calls)):  # type: ignore[misc]
+        api_base: list[str] | None = endpoint_flag(
+            "OpenAI-compatible server of the model; several (replicas of one model: repeat the "
+            "flag or separate URLs by commas) share the requests, each debate on one",
+            group=calls,
+        )
+        router: Path | None = flag(
+            None,
+            parse=input_file,
+            metavar="FILE",
+            group=calls,
+            help="litellm Router config (YAML: model_list, routing_strategy, ...) whose "
+            "model_name is the model spec, instead of --api-base (docs/scaling.md)",
+        )
+        endpoint_cooldown: float | None = flag(
+            None,
+            parse=seconds,
+            metavar="S",
+            group=calls,
+            help="seconds one of several endpoints stays out once it failed "
+            "--endpoint-max-fails times (default 30)",
+        )
+        endpoint_max_fails: int | None = flag(
+            None,
+            parse=positive,
+            metavar="N",
+            group=calls,
+            help="failures, each within --endpoint-cooldown of the one before, that take one of "
+            "several endpoints out (default 2)",
+        )
+        api_key_env: str | None = flag(
+            None, metavar="VAR", group=calls, help="environment variable holding the key"
+        )
+        temperature: float | None = sampling
+        seed: int = flag(0, parse=int, group=calls, help="base sampling seed (default 0)")
+        timeout: float | None = flag(
+            None,
+            parse=seconds,
+            metavar="S",
+            group=calls,
+            help="deadline of each request, connect to last byte, before it is retried "
+            "(default 120; 600 for local/*)",
+        )
+        max_retries: int = flag(
+            5, parse=int, metavar="N", group=calls, help="retries per call (default 5)"
+        )
+        max_concurrency: int | None = flag(
+            None,
+            parse=positive,
+            metavar="N",
+            group=calls,
+            help="requests in flight per model and endpoint (default: no bound but --concurrency)",
+        )
+        context_window: int | None = flag(
+            None, parse=positive, metavar="TOKENS", group=calls, help="the model's context window"
+        )
+
+    return CallSettings
+
+
+def call_options(parser: argparse.ArgumentParser, temperature: float | None = 0.0) -> None:
+    """`call_settings` added to `parser`."""
+    call_settings(temperature).add_to(parser)
+
+
+@functools.cache
+def local_settings(dtype: str = "auto", group: str | None = None) -> type[Settings]:
+    """``--device`` and ``--dtype``: where a model run in process (``hf/<path>``) runs, and how.
+
+    Args:
+        dtype: The default ``--dtype`` (``float32`` for the P.D. scorer).
+        group: Their argument group's title.
+    """
+    from moot.core.llm.devices import DTYPES
+
+    shown = "bfloat16 on a GPU, else float32" if dtype == "auto" else dtype
+    where = flag(
+        None,
+        parse=device,
+        metavar="DEVICE",
+        group=group,
+        help="where a local model folder runs: auto (default: CUDA if present, else the CPU; "
+        "MPS only when asked), cpu, cuda, cuda:N, mps",
     )
-    group.add_argument(
-        "--max-retries", type=int, default=5, metavar="N", help="retries per call (default 5)"
+    precision = flag(
+        None if dtype == "auto" else dtype,
+        choices=DTYPES,
+        group=group,
+        help=f"precision of a local model folder's weights (default: {shown})",
     )
-    group.add_argument(
-        "--max-concurrency",
-        type=positive,
-        metavar="N",
-        help="requests in flight per model and endpoint (default: no bound but --concurrency)",
-    )
-    group.add_argument(
-        "--context-window", type=positive, metavar="TOKENS", help="the model's context window"
-    )
-    local_options(group)
+
+    class LocalSettings(Settings):
+        device: str | None = where
+        dtype: str | None = precision
+
+    return LocalSettings
 
 
 def local_options(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup, dtype: str = "auto"
 ) -> None:
-    """``--device`` and ``--dtype``: where a model run in process (``hf/<path>``) runs, and how.
-
-    Args:
-        parser: The command's parser or group.
-        dtype: The default ``--dtype`` (``float32`` for the P.D. scorer).
-    """
-    from moot.core.llm.devices import DTYPES
-
-    parser.add_argument(
-        "--device",
-        type=device,
-        metavar="DEVICE",
-        help="where a local model folder runs: auto (default: CUDA if present, else the CPU; "
-        "MPS only when asked), cpu, cuda, cuda:N, mps",
-    )
-    shown = "bfloat16 on a GPU, else float32" if dtype == "auto" else dtype
-    parser.add_argument(
-        "--dtype",
-        choices=DTYPES,
-        default=None if dtype == "auto" else dtype,
-        help=f"precision of a local model folder's weights (default: {shown})",
-    )
+    """`local_settings` added to `parser`, or to an argument group of its own."""
+    local_settings(dtype).add_to(parser)  # type: ignore[arg-type]
 
 
-def batch_options(parser: argparse.ArgumentParser, default: int, unit: str) -> None:
+@functools.cache
+def batch_settings(default: int, unit: str) -> type[Settings]:
     """``--batch-size N`` and ``--backend``: how a model run in process batches its work.
 
     Args:
-        parser: The command's parser.
         default: The default ``--batch-size``.
         unit: What one batch row is, for the help (``greedy requests``).
     """
-    group = parser.add_argument_group("local model batching")
-    group.add_argument(
-        "--batch-size",
-        type=positive,
-        default=default,
+    batching = "local model batching"
+
+    per_pass = flag(
+        default,
+        parse=positive,
         metavar="N",
+        group=batching,
         help=f"{unit} per forward pass of a local model (default {default})",
     )
-    group.add_argument(
-        "--backend",
-        choices=("transformers", "vllm"),
-        default="transformers",
-        help="engine of a local model: transformers (default), or vllm (the moot[vllm] extra "
-        "and a CUDA GPU; it batches on its own)",
-    )
+
+    class BatchSettings(Settings):
+        batch_size: int = per_pass
+        backend: str = flag(
+            "transformers",
+            choices=("transformers", "vllm"),
+            group=batching,
+            help="engine of a local model: transformers (default), or vllm (the moot[vllm] "
+            "extra and a CUDA GPU; it batches on its own)",
+        )
+
+    return BatchSettings
 
 
-#: Flags whose ``--config`` value may also be a mapping, inline, instead of a file's path.
-INLINE_MAPPINGS = ("prices",)
+def batch_options(parser: argparse.ArgumentParser, default: int, unit: str) -> None:
+    """`batch_settings` added to `parser`."""
+    batch_settings(default, unit).add_to(parser)
 
 
-def cost_options(parser: argparse.ArgumentParser) -> None:
+class CostSettings(Settings):
     """``--prices FILE`` and ``--budget USD``: what calls cost and the most a run may spend."""
-    group = parser.add_argument_group("cost")
-    group.add_argument(
-        "--prices",
-        type=input_file,
+
+    prices: Path | dict[str, Any] | None = flag(
+        None,
+        parse=input_file,
         metavar="FILE",
+        group="cost",
         help="model prices in USD per million tokens, over litellm's cost map (JSON or YAML: "
         '{"openai/my-model": {"input": 0.2, "output": 0.6, "cached_input": 0.1}}); in '
         "--config also inline",
     )
-    group.add_argument(
-        "--budget",
-        type=usd,
+    budget: float | None = flag(
+        None,
+        parse=usd,
         metavar="USD",
+        group="cost",
         help="stop before the run could spend more than USD (exit 3; a rerun goes on)",
     )
 
 
-def debater_options(parser: argparse.ArgumentParser) -> None:
+def cost_options(parser: argparse.ArgumentParser) -> None:
+    """`CostSettings` added to `parser`."""
+    CostSettings.add_to(parser)
+
+
+_DEBATERS = "debaters (default: --model, --api-base, --temperature)"
+
+
+class DebaterSettings(Settings):
     """Per-debater overrides of `moot debate`: ``--model-a``, ``--api-base-b``, ..."""
-    group = parser.add_argument_group("debaters (default: --model, --api-base, --temperature)")
-    for role in ("a", "b"):
-        group.add_argument(f"--model-{role}", metavar="SPEC", help=f"debater {role.upper()}")
-        endpoint_option(group, f"--api-base-{role}")
-        group.add_argument(f"--temperature-{role}", type=sampling_temperature, metavar="T")
+
+    model_a: str | None = flag(None, metavar="SPEC", group=_DEBATERS, help="debater A")
+    api_base_a: list[str] | None = endpoint_flag(group=_DEBATERS)
+    temperature_a: float | None = flag(
+        None, parse=sampling_temperature, metavar="T", group=_DEBATERS
+    )
+    model_b: str | None = flag(None, metavar="SPEC", group=_DEBATERS, help="debater B")
+    api_base_b: list[str] | None = endpoint_flag(group=_DEBATERS)
+    temperature_b: float | None = flag(
+        None, parse=sampling_temperature, metavar="T", group=_DEBATERS
+    )
 
 
-def agent_options(parser: argparse.ArgumentParser, note: str = "") -> None:
+def debater_options(parser: argparse.ArgumentParser) -> None:
+    """`DebaterSettings` added to `parser`."""
+    DebaterSettings.add_to(parser)
+
+
+@functools.cache
+def agent_settings(note: str = "") -> type[Settings]:
     """``--agent-model``, ``--agent-api-base``, ``--agent-temperature``: a second model role.
 
     Read with `moot.cli.runtime.debater_role` and the suffix ``agent`` (like the debaters').
     """
-    group = parser.add_argument_group("agent (default: --model, --api-base, --temperature)")
-    group.add_argument(
-        "--agent-model", dest="model_agent", metavar="SPEC", help=f"agent model{note}"
-    )
-    endpoint_option(group, "--agent-api-base", dest="api_base_agent")
-    group.add_argument(
-        "--agent-temperature", dest="temperature_agent", type=sampling_temperature, metavar="T"
-    )
+    agent = "agent (default: --model, --api-base, --temperature)"
+
+    class AgentSettings(Settings):
+        model_agent: str | None = flag(
+            None, flags=("--agent-model",), metavar="SPEC", group=agent, help=f"agent model{note}"
+        )
+        api_base_agent: list[str] | None = endpoint_flag(flags=("--agent-api-base",), group=agent)
+        temperature_agent: float | None = flag(
+            None,
+            flags=("--agent-temperature",),
+            parse=sampling_temperature,
+            metavar="T",
+            group=agent,
+        )
+
+    return AgentSettings
 
 
-def max_tokens_option(parser: argparse.ArgumentParser, default: int) -> None:
+def agent_options(parser: argparse.ArgumentParser, note: str = "") -> None:
+    """`agent_settings` added to `parser`."""
+    agent_settings(note).add_to(parser)
+
+
+@functools.cache
+def max_tokens_settings(default: int) -> type[Settings]:
     """``--max-tokens``: the completion budget per call."""
-    parser.add_argument(
-        "--max-tokens",
-        type=positive,
-        default=default,
-        metavar="N",
-        help=f"completion budget per call (default {default})",
+    return one(
+        "max_tokens",
+        int,
+        flag(
+            default,
+            parse=positive,
+            metavar="N",
+            help=f"completion budget per call (default {default})",
+        ),
     )
 
 
-def constrained_option(parser: argparse.ArgumentParser, what: str) -> None:
+@functools.cache
+def constrained_settings(what: str) -> type[Settings]:
     """``--constrained/--no-constrained``: send a JSON schema as ``response_format``."""
-    parser.add_argument(
-        "--constrained",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help=f"ask for schema-constrained {what} (default: on for local/smollm2)",
+    return one(
+        "constrained",
+        bool | None,
+        flag(
+            None,
+            action=argparse.BooleanOptionalAction,
+            help=f"ask for schema-constrained {what} (default: on for local/smollm2)",
+        ),
+    )
+
+
+class RetrievalSettings(Settings):
+    """The settings that choose a search tool (`moot retrieve`, `moot answer`)."""
+
+    index: Path | None = flag(
+        None, parse=input_folder, metavar="DIR", group="retrieval", help="index from moot index"
+    )
+    retriever: str = flag("bm25", choices=("bm25", "dense", "hybrid"), group="retrieval")
+    embedder: str | None = flag(
+        None,
+        metavar="MODEL",
+        group="retrieval",
+        help="dense/hybrid query embedder (default: the index's)",
+    )
+    mmr: float | None = flag(
+        None, parse=float, metavar="LAMBDA", group="retrieval", help="MMR re-ranking, in [0, 1]"
+    )
+    trusted_domains: bool = flag(
+        False,
+        action="store_true",
+        group="retrieval",
+        help="keep .edu .org .gov .info .pro URLs only",
+    )
+    web: bool = flag(
+        False, action="store_true", group="retrieval", help="Brave web search instead of --index"
+    )
+    search_key_env: str = flag("MOOT_SEARCH_API_KEY", metavar="VAR", group="retrieval")
+    search_api_base: str | None = flag(
+        None, metavar="URL", group="retrieval", help="web search API root"
     )
 
 
 def retrieval_options(parser: argparse.ArgumentParser) -> None:
-    """The flags that choose a search tool (`moot retrieve`, `moot answer`)."""
-    group = parser.add_argument_group("retrieval")
-    group.add_argument("--index", type=input_folder, metavar="DIR", help="index from moot index")
-    group.add_argument("--retriever", choices=("bm25", "dense", "hybrid"), default="bm25")
-    group.add_argument(
-        "--embedder", metavar="MODEL", help="dense/hybrid query embedder (default: the index's)"
-    )
-    group.add_argument("--mmr", type=float, metavar="LAMBDA", help="MMR re-ranking, in [0, 1]")
-    group.add_argument(
-        "--trusted-domains", action="store_true", help="keep .edu .org .gov .info .pro URLs only"
-    )
-    group.add_argument("--web", action="store_true", help="Brave web search instead of --index")
-    group.add_argument("--search-key-env", default="MOOT_SEARCH_API_KEY", metavar="VAR")
-    group.add_argument("--search-api-base", metavar="URL", help="web search API root")
+    """`RetrievalSettings` added to `parser`."""
+    RetrievalSettings.add_to(parser)
 
 
-def hub_repo(text: str) -> str:
-    """An argparse type: a Hugging Face Hub repository id, ``owner/name``."""
-    from moot.core.errors import ConfigError
-    from moot.core.hub.push import check_repo_id
-
-    try:
-        return check_repo_id(text)
-    except ConfigError as exc:
-        problem = str(exc).removeprefix(f"--push-to-hub {text!r}: ")
-        raise argparse.ArgumentTypeError(problem) from None
-
-
-def hub_options(parser: argparse.ArgumentParser, what: str) -> None:
+@functools.cache
+def hub_settings(what: str) -> type[Settings]:
     """``--push-to-hub REPO`` and ``--hub-private``: push the finished artifact with its card.
 
     The command pushes through `moot.cli.runtime.push`; `moot.cli.runtime.execute` checks the
     repository id, the token and ``HF_HUB_OFFLINE`` before any work.
 
     Args:
-        parser: The command's parser.
         what: What is pushed, for the help (``dataset``, ``adapter or model``).
     """
-    group = parser.add_argument_group("Hugging Face Hub")
-    group.add_argument(
-        "--push-to-hub",
-        type=hub_repo,
-        metavar="REPO",
-        help=f"once the {what} is complete, push its folder with its card (README.md) to this "
-        "Hub repository, owner/name (created if missing; token: HF_TOKEN or `hf auth login`)",
-    )
-    group.add_argument(
-        "--hub-private",
-        action="store_true",
-        help="create the --push-to-hub repository private (an existing one keeps its visibility)",
-    )
+    hub = "Hugging Face Hub"
+
+    class HubSettings(Settings):
+        push_to_hub: str | None = flag(
+            None,
+            parse=hub_repo,
+            metavar="REPO",
+            group=hub,
+            help=f"once the {what} is complete, push its folder with its card (README.md) to "
+            "this Hub repository, owner/name (created if missing; token: HF_TOKEN or `hf auth "
+            "login`)",
+        )
+        hub_private: bool = flag(
+            False,
+            action="store_true",
+            group=hub,
+            help="create the --push-to-hub repository private (an existing one keeps its "
+            "visibility)",
+        )
+
+    return HubSettings
+
+
+def hub_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """`hub_settings` added to `parser`."""
+    hub_settings(what).add_to(parser)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from moot.cli.job import Job
     from moot.core.data.folders import Output
 
 #: The command groups (``moot eval ...``) and their help.
@@ -33,7 +34,7 @@ class Commands:
     def add(
         self,
         name: str,
-        run: Callable[[argparse.Namespace], int],
+        run: Callable[[argparse.Namespace], Any] | type[Job],
         help: str,  # noqa: A002 - argparse's own name for it
         description: str | None = None,
         *,
@@ -44,6 +45,10 @@ class Commands:
     ) -> argparse.ArgumentParser:
         """Add command `name` (under `group`, e.g. ``eval``) that `run` runs; its parser.
 
+        A `moot.cli.job.Job` is its own `run` and `plan`: its flags are derived from its
+        settings (`moot.cli.settings.Settings.add_to`). A command not yet a job gives a
+        function of the parsed command line, and adds its flags to the parser returned.
+
         A model-calling command gives its `plan`: what it would do for the parsed command line,
         as a `moot.core.plan.Plan`, without calling a model or writing a file. It then has
         ``--dry-run`` (`moot.cli.runtime.plan_for` asks it).
@@ -52,6 +57,7 @@ class Commands:
         shows it, and how its folders from before owner marks are known
         (`moot.core.data.folders.register_output`, under the command's name).
         """
+        from moot.cli.job import Job
         from moot.cli.options import dry_run_option
         from moot.core.data.folders import register_output
 
@@ -59,9 +65,15 @@ class Commands:
         parser = where.add_parser(
             name, help=help, description=description or help, aliases=list(aliases)
         )
+        job = run if isinstance(run, type) and issubclass(run, Job) else None
+        if job is not None:
+            run, plan = _run(job), _plan(job) if job.plans() else None
         parser.set_defaults(command_fn=run, command_parser=parser, plan_fn=plan)
         if plan is not None:
             dry_run_option(parser)
+        if job is not None:
+            job.Settings.add_to(parser)
+            parser.set_defaults(settings_class=job.Settings)
         if output is not None:
             register_output(parser.prog, output)
         return parser
@@ -72,6 +84,16 @@ class Commands:
             parser.set_defaults(command_fn=lambda _: _help(parser))
             self._groups[name] = parser.add_subparsers(title="commands", metavar="COMMAND")
         return self._groups[name]
+
+
+def _run(job: type[Job]) -> Callable[[argparse.Namespace], Any]:
+    """`job`'s run of a parsed command line (`moot.cli.runtime.execute` calls it)."""
+    return lambda args: job.of(args).run()
+
+
+def _plan(job: type[Job]) -> Callable[[argparse.Namespace], Any]:
+    """`job`'s plan of a parsed command line (`moot.cli.runtime.plan_for` asks it)."""
+    return lambda args: job.of(args).plan()
 
 
 def _help(parser: argparse.ArgumentParser) -> Any:

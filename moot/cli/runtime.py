@@ -72,7 +72,11 @@ def check_required(args: argparse.Namespace) -> None:
     parser = getattr(args, "command_parser", None)  # a group alone (`moot eval`) has none
     if parser is None:
         return
-    flags = {a.dest: a.option_strings for a in parser._actions}
+    schema = getattr(args, "settings_class", None)
+    if schema is not None:
+        flags = {name: [schema.option(name)] for name, _ in schema.flags()}
+    else:  # a command not yet declared as settings
+        flags = {a.dest: a.option_strings for a in parser._actions}
     for dest in getattr(args, "required_flags", ()):
         if getattr(args, dest, None) is None:
             flag = max(flags[dest], key=len)  # --detector, --in, -k
@@ -100,25 +104,22 @@ def check_paths(args: argparse.Namespace, *dests: str) -> None:
     Raises:
         ConfigError: The first path that fails, named with its flag.
     """
-    from moot.cli.options import PATH_KINDS, SOURCE
+    from moot.cli.options import SOURCE
     from moot.core.data.folders import check_outputs
     from moot.core.data.records import TMP_ROOM, name_problem, progress_log
     from moot.core.errors import ConfigError
 
     inputs: list[tuple[str, Any]] = []
     outputs: list[tuple[str, Any]] = []
-    parser = getattr(args, "command_parser", None)
-    for action in parser._actions if parser else ():
-        if action.type not in PATH_KINDS or getattr(args, action.dest, None) is None:
+    for dest, kind, flag in path_flags(args):
+        if getattr(args, dest, None) is None:
             continue
-        if dests and action.dest not in dests:  # --config, read before the others are known
+        if dests and dest not in dests:  # --config, read before the others are known
             continue
-        kind = PATH_KINDS[action.type]
-        flag = max(action.option_strings, key=len, default=action.metavar or action.dest)
-        values = getattr(args, action.dest)
+        values = getattr(args, dest)
         if isinstance(values, dict):  # an inline mapping from --config (`prices:`), no path
             continue
-        logged = action.dest == "out" and getattr(args, "out_progress", False)  # a log beside
+        logged = dest == "out" and getattr(args, "out_progress", False)  # a log beside
         # an output's own name leaves room for its temporary sibling (and progress log)
         spare = 0 if kind else TMP_ROOM + (PROGRESS_ROOM if logged else 0)
         for path in values if isinstance(values, list) else [values]:
@@ -144,6 +145,29 @@ def check_paths(args: argparse.Namespace, *dests: str) -> None:
     page = getattr(args, "writes_in_inputs", None)
     holds_runs = getattr(args, "holds_runs", False)
     check_outputs(outputs, inputs, within=within, page=page, holds_runs=holds_runs)
+
+
+def path_flags(args: argparse.Namespace) -> list[tuple[str, str | None, str]]:
+    """The command's path settings: each one's name, kind (`moot.cli.options.PATH_KINDS`), flag.
+
+    Read from the command's settings (`moot.cli.settings`), or, for a command not yet declared
+    as settings, from its parser's flags.
+    """
+    from moot.cli.options import PATH_KINDS
+
+    schema = getattr(args, "settings_class", None)
+    if schema is not None:
+        return [
+            (name, PATH_KINDS[how.parse], schema.option(name))
+            for name, how in schema.flags()
+            if how.parse in PATH_KINDS
+        ]
+    parser = getattr(args, "command_parser", None)
+    return [
+        (a.dest, PATH_KINDS[a.type], max(a.option_strings, key=len, default=a.metavar or a.dest))
+        for a in (parser._actions if parser else ())
+        if a.type in PATH_KINDS
+    ]
 
 
 def _check_input(flag: str, path: Any, kind: str) -> None:
