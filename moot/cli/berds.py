@@ -2,173 +2,225 @@
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+import functools
+from pathlib import Path
+from typing import Annotated, Any
 
 from moot.cli import options as opt
-from moot.cli import runtime
+from moot.cli.job import ModelJob
 from moot.cli.registry import Commands
+from moot.cli.settings import Flag, flag
 from moot.core.data.folders import EVAL_CLAIM, Output, claim_mark
 from moot.result import Result
+
+#: The BERDS Table 15 prompt a detector is asked with (both commands).
+DetectorPrompt = Annotated[
+    str,
+    Flag(
+        choices=("zero-shot", "one-shot", "one-shot-released"),
+        help="BERDS Table 15 prompt: zero-shot (default), one-shot (the paper's GPT-4 one-shot), "
+        "one-shot-released (the released file's system turn)",
+    ),
+]
+
+
+class Detection(ModelJob):
+    """A perspective detector asked of documents (`Berds`) or labelled pairs (`Detector`)."""
+
+    @functools.cached_property
+    def items(self) -> list[Any]:
+        """What the detector is asked of (``--limit`` applied)."""
+        raise NotImplementedError
+
+    def specs(self) -> list[Any]:
+        """The detector's, once the items are read and checked."""
+        self.items  # noqa: B018 - read before the detector is contacted, or even made
+        return [self.detector.spec]
+
+    @functools.cached_property
+    def detector(self) -> Any:
+        """The detector's role."""
+        return self.role("perspective_detector")
+
+    def summary(self, done: Any) -> str:
+        """The summary's text, ``summary.json`` written (`moot.graphs.judging.write_summary`)."""
+        raise NotImplementedError
+
+    def report(self, done: Any, client: Any, *extra: str) -> Result:
+        """The summary, and where the judgments (and `extra` files) are."""
+        out = self.settings.out
+        names = ("judgments.jsonl", *extra, "summary.json")
+        lines = [self.summary(done), *(f"{name:<16} {out / name}" for name in names)]
+        return self.finish(
+            done.tallies,
+            client.ledger,
+            nothing_read=done.nothing_read,
+            lines=lines,
+            outputs={name.partition(".")[0]: out / name for name in names},
+        )
+
+
+class Berds(Detection):
+    """`moot eval berds`: MRecall@k and Precision@k of retrieved documents."""
+
+    class Settings(
+        opt.model_settings(
+            flag="--detector",
+            what="perspective detector",
+            note="the paper used GPT-4 / Mistral-7B",
+            concurrency=16,
+            unit="questions",
+        )
+    ):
+        """`moot eval berds`'s settings."""
+
+        retrieved: Path = flag(
+            parse=opt.input_file,
+            help="`moot retrieve` output, or BERDS' released layout ({perspectives, ctxs}) "
+            "(required)",
+        )
+        perspectives: Path | None = flag(
+            None,
+            parse=opt.input_file,
+            help="questions with 'perspectives', joined by id (for records without their own)",
+        )
+        k: int = flag(parse=opt.positive, help="cutoff (the paper used 5 and 10; required)")
+        detector_prompt: DetectorPrompt = "zero-shot"
+        out: Path = opt.out_flag()
+
+    settings: Settings
+
+    @functools.cached_property
+    def items(self) -> list[Any]:
+        """The questions (``--limit`` applied), each with its documents and perspectives."""
+        from moot.core.data.questions import load_questions
+        from moot.graphs.berds_eval import join_perspectives, load_retrieved
+
+        given = self.settings
+        retrieved = self.limited(load_retrieved(given.retrieved))
+        questions = load_questions(given.perspectives) if given.perspectives else None
+        return join_perspectives(retrieved, given.retrieved, questions, given.perspectives, given.k)
+
+    def plan(self) -> Any:
+        """`moot eval berds --dry-run`."""
+        from moot.graphs.berds_eval import plan_berds
+
+        given, instances = self.settings, self.items
+        return plan_berds(
+            instances,
+            given.out,
+            self.detector,
+            k=given.k,
+            seed=given.seed,
+            prompt=given.detector_prompt,
+        )
+
+    def calls(self, client: Any, progress: Any) -> Any:
+        """Ask the detector of each question's top-k documents."""
+        from moot.graphs.berds_eval import evaluate_berds
+
+        given, instances = self.settings, self.items
+        return evaluate_berds(
+            instances,
+            given.out,
+            self.detector,
+            client,
+            k=given.k,
+            concurrency=given.concurrency,
+            seed=given.seed,
+            prompt=given.detector_prompt,
+            progress=progress,
+        )
+
+    def summary(self, done: Any) -> str:
+        """The scores' summary, with the files they come from."""
+        from moot.graphs.judging import write_summary
+
+        sources = {"retrieved": str(self.settings.retrieved)}
+        if self.settings.perspectives:
+            sources["perspectives"] = str(self.settings.perspectives)
+        return write_summary(done, self.settings.out, sources)
+
+    def report(self, done: Any, client: Any, *extra: str) -> Result:
+        """The summary, and where the judgments and scores are."""
+        return super().report(done, client, "scores.jsonl")
+
+
+class Detector(Detection):
+    """`moot eval detector`: accuracy and F1 of a perspective detector on labelled pairs."""
+
+    class Settings(
+        opt.model_settings(
+            flag="--detector",
+            what="the detector under test",
+            default=None,
+            concurrency=16,
+            unit="pairs",
+        )
+    ):
+        """`moot eval detector`'s settings."""
+
+        pairs: Path = flag(parse=opt.input_file, help="BERDS pers_det TSV (required)")
+        detector_prompt: DetectorPrompt = "zero-shot"
+        out: Path = opt.out_flag()
+
+    settings: Settings
+
+    @functools.cached_property
+    def items(self) -> list[Any]:
+        """The labelled pairs (``--limit`` applied)."""
+        from moot.graphs.berds_eval import load_pairs
+
+        return self.limited(load_pairs(self.settings.pairs))
+
+    def plan(self) -> Any:
+        """`moot eval detector --dry-run`."""
+        from moot.graphs.berds_eval import plan_detector
+
+        given = self.settings
+        return plan_detector(
+            self.items, given.out, self.detector, seed=given.seed, prompt=given.detector_prompt
+        )
+
+    def calls(self, client: Any, progress: Any) -> Any:
+        """Ask the detector of each pair."""
+        from moot.graphs.berds_eval import evaluate_detector
+
+        given = self.settings
+        return evaluate_detector(
+            self.items,
+            given.out,
+            self.detector,
+            client,
+            concurrency=given.concurrency,
+            seed=given.seed,
+            prompt=given.detector_prompt,
+            progress=progress,
+        )
+
+    def summary(self, done: Any) -> str:
+        """The scores' summary, with the pairs' file."""
+        from moot.graphs.judging import write_summary
+
+        return write_summary(done, self.settings.out, {"pairs": str(self.settings.pairs)})
 
 
 def register(commands: Commands) -> None:
     """Add BERDS's evaluations."""
-    berds = commands.add(
+    commands.add(
         "berds",
-        run_berds,
+        Berds,
         "BERDS MRecall@k and Precision@k of retrieved documents",
         "Ask a detector whether each top-k document supports each gold perspective (the BERDS "
         "Yes/No prompt), then score MRecall@k and Precision@k per question.",
         group="eval",
-        plan=plan_berds_eval,
         output=Output("berds", (claim_mark(EVAL_CLAIM),)),
     )
-    berds.add_argument(
-        "--retrieved",
-        type=opt.input_file,
-        help="`moot retrieve` output, or BERDS' released layout ({perspectives, ctxs}) (required)",
-    )
-    berds.add_argument(
-        "--perspectives",
-        type=opt.input_file,
-        help="questions with 'perspectives', joined by id (for records without their own)",
-    )
-    berds.add_argument("-k", type=opt.positive, help="cutoff (the paper used 5 and 10; required)")
-    _prompt_option(berds)
-    opt.out_option(berds)
-    opt.required(berds, "retrieved", "k")
-    opt.model_options(
-        berds,
-        flag="--detector",
-        what="perspective detector",
-        note="the paper used GPT-4 / Mistral-7B",
-        concurrency=16,
-        unit="questions",
-    )
-
-    detector = commands.add(
+    commands.add(
         "detector",
-        run_detector,
+        Detector,
         "accuracy and F1 of a perspective detector on labelled BERDS pairs",
         "Score a detector on a TSV of (question, id, document, perspective, label).",
         group="eval",
-        plan=plan_detector_eval,
         output=Output("detector", (claim_mark(EVAL_CLAIM),)),
-    )
-    detector.add_argument("--pairs", type=opt.input_file, help="BERDS pers_det TSV (required)")
-    _prompt_option(detector)
-    opt.out_option(detector)
-    opt.required(detector, "pairs")
-    opt.model_options(
-        detector,
-        flag="--detector",
-        what="the detector under test",
-        default=None,
-        concurrency=16,
-        unit="pairs",
-    )
-
-
-def _prompt_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--detector-prompt",
-        choices=("zero-shot", "one-shot", "one-shot-released"),
-        default="zero-shot",
-        help="BERDS Table 15 prompt: zero-shot (default), one-shot (the paper's GPT-4 one-shot), "
-        "one-shot-released (the released file's system turn)",
-    )
-
-
-def _berds_inputs(args: argparse.Namespace) -> tuple[list[Any], Any]:
-    """`moot eval berds`'s instances (``--limit`` applied) and the detector."""
-    from moot.core.data.questions import load_questions
-    from moot.graphs.berds_eval import join_perspectives, load_retrieved
-
-    retrieved = runtime.limited(load_retrieved(args.retrieved), args)
-    questions = load_questions(args.perspectives) if args.perspectives else None
-    instances = join_perspectives(retrieved, args.retrieved, questions, args.perspectives, args.k)
-    return instances, runtime.role_from(args, "perspective_detector")
-
-
-def plan_berds_eval(args: argparse.Namespace) -> Any:
-    """`moot eval berds --dry-run`."""
-    from moot.graphs.berds_eval import plan_berds
-
-    instances, role = _berds_inputs(args)
-    return plan_berds(
-        instances, args.out, role, k=args.k, seed=args.seed, prompt=args.detector_prompt
-    )
-
-
-def plan_detector_eval(args: argparse.Namespace) -> Any:
-    """`moot eval detector --dry-run`."""
-    from moot.graphs.berds_eval import load_pairs, plan_detector
-
-    pairs = runtime.limited(load_pairs(args.pairs), args)
-    role = runtime.role_from(args, "perspective_detector")
-    return plan_detector(pairs, args.out, role, seed=args.seed, prompt=args.detector_prompt)
-
-
-def run_berds(args: argparse.Namespace) -> Result:
-    """`moot eval berds`."""
-    from moot.graphs.berds_eval import evaluate_berds
-    from moot.graphs.judging import write_summary
-
-    instances, role = _berds_inputs(args)
-    client = runtime.client_for(args, role.spec)
-    result = runtime.run(
-        evaluate_berds(
-            instances,
-            args.out,
-            role,
-            client,
-            k=args.k,
-            concurrency=args.concurrency,
-            seed=args.seed,
-            prompt=args.detector_prompt,
-            progress=runtime.progress_for(args, client),
-        )
-    )
-    sources = {"retrieved": str(args.retrieved)}
-    if args.perspectives:
-        sources["perspectives"] = str(args.perspectives)
-    return _report(args, result, write_summary(result, args.out, sources), client, "scores.jsonl")
-
-
-def run_detector(args: argparse.Namespace) -> Result:
-    """`moot eval detector`."""
-    from moot.graphs.berds_eval import evaluate_detector, load_pairs
-    from moot.graphs.judging import write_summary
-
-    pairs = runtime.limited(load_pairs(args.pairs), args)
-    role = runtime.role_from(args, "perspective_detector")
-    client = runtime.client_for(args, role.spec)
-    result = runtime.run(
-        evaluate_detector(
-            pairs,
-            args.out,
-            role,
-            client,
-            concurrency=args.concurrency,
-            seed=args.seed,
-            prompt=args.detector_prompt,
-            progress=runtime.progress_for(args, client),
-        )
-    )
-    return _report(
-        args, result, write_summary(result, args.out, {"pairs": str(args.pairs)}), client
-    )
-
-
-def _report(args: argparse.Namespace, result: Any, text: str, client: Any, *extra: str) -> Result:
-    names = ("judgments.jsonl", *extra, "summary.json")
-    lines = [text, *(f"{name:<16} {args.out / name}" for name in names)]
-    return runtime.finish(
-        args,
-        result.tallies,
-        client.ledger,
-        nothing_read=result.nothing_read,
-        lines=lines,
-        outputs={name.partition(".")[0]: args.out / name for name in names},
     )

@@ -80,7 +80,10 @@ class ModelJob(Job):
     """A job whose work is one pipeline of model calls: client, pipeline, report."""
 
     def specs(self) -> Sequence[Any]:
-        """The model specs the pipeline calls (their keys and endpoints checked first)."""
+        """The model specs the pipeline calls, its inputs read and checked first.
+
+        Asked first: a job refuses its inputs here, before any model is contacted.
+        """
         raise NotImplementedError
 
     def calls(self, client: Any, progress: Any) -> Coroutine[Any, Any, Any]:
