@@ -11,7 +11,9 @@ from typing import Any
 
 from moot.cli import options as opt
 from moot.cli import runtime
+from moot.cli.job import Job
 from moot.cli.registry import Commands
+from moot.cli.settings import flag
 from moot.core.data.folders import EVAL_CLAIM, Mark, Output, claim_mark
 from moot.result import Result
 
@@ -57,20 +59,14 @@ def register(commands: Commands) -> None:
     opt.debater_options(debate)
     opt.hub_options(debate, "dataset")
 
-    merge = commands.add(
+    commands.add(
         "merge-shards",
-        run_merge,
+        MergeShards,
         "join the output folders of `moot debate --shard I/N` runs",
         "Join the output folders of `moot debate --shard I/N` runs into one dataset.",
         aliases=("merge",),
         output=Output("debate", (DEBATUNE_MANIFEST,)),
     )
-    merge.add_argument("dirs", nargs="+", type=opt.input_source, metavar="DIR")
-    opt.out_option(merge)
-    merge.add_argument(
-        "--allow-partial", action="store_true", help="merge even if shards are missing"
-    )
-    opt.common_options(merge)
 
     generate = commands.add(
         "generate",
@@ -233,26 +229,40 @@ def run_debate(args: argparse.Namespace) -> Result:
     return runtime.push(args, summary.out_dir, "dataset", result)
 
 
-def run_merge(args: argparse.Namespace) -> Result:
+class MergeShards(Job):
     """`moot merge-shards` (also `moot merge`)."""
-    from moot.graphs.debatune_merge import merge_runs
 
-    counts = merge_runs(args.dirs, args.out, allow_partial=args.allow_partial)
-    line = (
-        f"merged {len(args.dirs)} folder(s) into {args.out}: {counts['debates']} debates, "
-        f"{counts['dataset_records']} dataset records, {counts['failures']} failed"
-    )
-    failed = [
-        f"moot: {counts['failures']} failed in the shards; rerun their `moot debate` "
-        "commands, then merge again"
-    ]
-    return runtime.finish(
-        args,
-        lines=[line],
-        messages=failed if counts["failures"] else [],
-        failed=bool(counts["failures"]),
-        outputs={"dataset": args.out / "dataset.jsonl", "debates": args.out / "debates.jsonl"},
-    )
+    class Settings(opt.CommonSettings):
+        """`moot merge-shards`' settings."""
+
+        dirs: list[str] = flag(positional=True, nargs="+", parse=opt.input_source, metavar="DIR")
+        out: Path = opt.out_flag()
+        allow_partial: bool = flag(
+            False, action="store_true", help="merge even if shards are missing"
+        )
+
+    settings: Settings
+
+    def run(self) -> Result:
+        """Join the shards' folders into ``--out``."""
+        from moot.graphs.debatune_merge import merge_runs
+
+        dirs, out = self.settings.dirs, self.settings.out
+        counts = merge_runs(dirs, out, allow_partial=self.settings.allow_partial)
+        line = (
+            f"merged {len(dirs)} folder(s) into {out}: {counts['debates']} debates, "
+            f"{counts['dataset_records']} dataset records, {counts['failures']} failed"
+        )
+        failed = [
+            f"moot: {counts['failures']} failed in the shards; rerun their `moot debate` "
+            "commands, then merge again"
+        ]
+        return self.finish(
+            lines=[line],
+            messages=failed if counts["failures"] else [],
+            failed=bool(counts["failures"]),
+            outputs={"dataset": out / "dataset.jsonl", "debates": out / "debates.jsonl"},
+        )
 
 
 def _generate_inputs(args: argparse.Namespace) -> tuple[list[Any], Any, int | None]:

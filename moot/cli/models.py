@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 import time
+from pathlib import Path
 from typing import Any
 
 from moot.cli import options as opt
 from moot.cli import runtime
+from moot.cli.job import Job
 from moot.cli.registry import Commands
+from moot.cli.settings import flag
 from moot.result import Result
 
 #: The round trip's request and its completion budget.
@@ -16,68 +18,76 @@ CHECK_MESSAGES = [{"role": "user", "content": "Reply with one short sentence: ar
 CHECK_TOKENS = 32
 
 
-def register(commands: Commands) -> None:
-    """Add `moot models check`."""
-    check = commands.add(
-        "check", run_check, "one round trip: latency and tokens", group="models", plan=plan_check
-    )
-    check.add_argument("spec", metavar="SPEC", help="provider/model, e.g. local/smollm2")
-    opt.call_options(check)
-    check.set_defaults(timeout=60.0, max_retries=0, no_cache=True, cache=None)
-    opt.common_options(check)
-
-
-def plan_check(args: argparse.Namespace) -> Any:
-    """`moot models check --dry-run`: its one call, and the key it needs."""
-    from moot.core.llm.tokens import count_message_tokens
-    from moot.core.plan import Plan, PlanItems
-
-    role = runtime.role_from(args, "check", args.spec)
-    plan = Plan([PlanItems("round trips", 1)])
-    prompt = count_message_tokens(CHECK_MESSAGES)
-    plan.add_calls(role.name, "check", role.spec, 1, prompt, CHECK_TOKENS)
-    return plan
-
-
-def run_check(args: argparse.Namespace) -> Result:
+class Check(Job):
     """`moot models check SPEC`: the reply's latency and tokens, without the cache or retries.
 
     A model with several endpoints is checked at each of them, one after the other; the first
     that fails ends the check (exit 2).
     """
-    from dataclasses import replace
 
-    from moot.core.llm.spec import Role
-    from moot.core.redaction import public_url
+    class Settings(opt.call_settings(), opt.CommonSettings):
+        """`moot models check`'s settings: a short timeout, no retry, no cache."""
 
-    role = runtime.role_from(args, "check", args.spec)
-    args.concurrency = 1  # one request at a time: the embedded server needs a single slot
-    if not role.spec.api_bases:
-        return runtime.finish(args, lines=_check_one(args, role, role.spec.name))
-    lines = []
-    for index, url in enumerate(role.spec.api_bases):
-        router = role.spec.router.only(index) if role.spec.router is not None else None
-        one = replace(role.spec, api_base=url, api_bases=(), router=router)
-        shown = f"{one.name} at {public_url(url)}"
-        lines += _check_one(args, Role(role.name, one, role.temperature), shown)
-    return runtime.finish(args, lines=lines)
+        spec: str = flag(positional=True, metavar="SPEC", help="provider/model, e.g. local/smollm2")
+        timeout: float | None = 60.0
+        max_retries: int = 0
+        no_cache: bool = True
+        cache: Path | None = None
+        concurrency: int = 1  # one request at a time: the embedded server needs a single slot
+
+    settings: Settings
+
+    def plan(self) -> Any:
+        """`moot models check --dry-run`: its one call, and the key it needs."""
+        from moot.core.llm.tokens import count_message_tokens
+        from moot.core.plan import Plan, PlanItems
+
+        role = self.role("check", self.settings.spec)
+        plan = Plan([PlanItems("round trips", 1)])
+        prompt = count_message_tokens(CHECK_MESSAGES)
+        plan.add_calls(role.name, "check", role.spec, 1, prompt, CHECK_TOKENS)
+        return plan
+
+    def run(self) -> Result:
+        """One round trip, to each endpoint of the model in turn."""
+        from dataclasses import replace
+
+        from moot.core.llm.spec import Role
+        from moot.core.redaction import public_url
+
+        role = self.role("check", self.settings.spec)
+        if not role.spec.api_bases:
+            return self.finish(lines=self.check_one(role, role.spec.name))
+        lines = []
+        for index, url in enumerate(role.spec.api_bases):
+            router = role.spec.router.only(index) if role.spec.router is not None else None
+            one = replace(role.spec, api_base=url, api_bases=(), router=router)
+            shown = f"{one.name} at {public_url(url)}"
+            lines += self.check_one(Role(role.name, one, role.temperature), shown)
+        return self.finish(lines=lines)
+
+    def check_one(self, role: Any, shown: str) -> list[str]:
+        """What one endpoint's round trip took; an `EndpointError` if it failed."""
+        from moot.core.errors import EndpointError, ModelCallError
+
+        client = runtime.client_for(self.args, role.spec)
+        start = time.perf_counter()
+        try:
+            reply = runtime.run(
+                client.complete(
+                    role, CHECK_MESSAGES, stage="check", max_tokens=CHECK_TOKENS, seed=0
+                )
+            )
+        except ModelCallError as exc:
+            raise EndpointError(str(exc)) from None
+        latency = time.perf_counter() - start
+        return [
+            f"{shown}: ok in {latency * 1000:.0f} ms, {reply.prompt_tokens} prompt + "
+            f"{reply.completion_tokens} completion tokens",
+            f"reply: {reply.text.strip()[:200]}",
+        ]
 
 
-def _check_one(args: argparse.Namespace, role: Any, shown: str) -> list[str]:
-    """What one endpoint's round trip took; an `EndpointError` if it failed."""
-    from moot.core.errors import EndpointError, ModelCallError
-
-    client = runtime.client_for(args, role.spec)
-    start = time.perf_counter()
-    try:
-        reply = runtime.run(
-            client.complete(role, CHECK_MESSAGES, stage="check", max_tokens=CHECK_TOKENS, seed=0)
-        )
-    except ModelCallError as exc:
-        raise EndpointError(str(exc)) from None
-    latency = time.perf_counter() - start
-    return [
-        f"{shown}: ok in {latency * 1000:.0f} ms, {reply.prompt_tokens} prompt + "
-        f"{reply.completion_tokens} completion tokens",
-        f"reply: {reply.text.strip()[:200]}",
-    ]
+def register(commands: Commands) -> None:
+    """Add `moot models check`."""
+    commands.add("check", Check, "one round trip: latency and tokens", group="models")
