@@ -3,168 +3,194 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
+from pathlib import Path
 from typing import Any
 
 from moot.cli import options as opt
 from moot.cli import runtime
+from moot.cli.job import Job
 from moot.cli.registry import Commands
+from moot.cli.settings import Settings, flag
 from moot.core.data.folders import Mark, Output
 from moot.result import Result
 
 
+class Index(Job):
+    """`moot index`: a corpus chunked into a BM25 (and dense) index."""
+
+    class Settings(opt.CommonSettings):
+        """`moot index`'s settings."""
+
+        docs: Path = flag(
+            parse=opt.input_path, metavar="PATH", help="corpus file/folder (required)"
+        )
+        out: Path = opt.out_flag("index folder")
+        chunk_chars: int = flag(2000, parse=int, metavar="N", help="default 2000")
+        dense: str | None = flag(
+            None,
+            nargs="?",
+            const="",  # the default embedder, resolved in the command (moot --help stays light)
+            metavar="MODEL",
+            help="also store embeddings (no value: the bundled all-MiniLM-L6-v2; a sentence-"
+            "transformers model, or dpr:PASSAGE,QUESTION, contriever:M, cls:M, mean:M for any "
+            "Hugging Face encoder)",
+        )
+
+    settings: Settings
+
+    def run(self) -> Result:
+        """Build the index."""
+        from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER
+        from moot.core.retrieval.index import build_index
+
+        given = self.settings
+        dense = DEFAULT_EMBEDDER if given.dense == "" else given.dense
+        index = build_index(given.docs, given.out, chunk_chars=given.chunk_chars, dense=dense)
+        m = index.manifest
+        dense = f", dense vectors ({m['embedder']})" if m["embedder"] else ""
+        line = f"indexed {m['documents']} documents as {m['chunks']} chunks{dense}: {given.out}"
+        return self.finish(lines=[line], outputs={"index": given.out})
+
+
+class _Questions(Settings):
+    """`moot retrieve`'s questions, output and cutoff (its flags before the search tool's)."""
+
+    questions: Path = flag(parse=opt.input_file, metavar="FILE", help="questions (required)")
+    out: Path = opt.out_flag("output JSONL", "FILE", progress=True)
+    k: int = flag(10, parse=int, help="chunks per question (10)")
+
+
+class _Reranking(Settings):
+    """`moot retrieve`'s MMR document model and norm, and its query expansion."""
+
+    mmr_embedder: str | None = flag(
+        None,
+        metavar="MODEL",
+        help="MMR's document similarity model (BERDS: cls:WhereIsAI/UAE-Large-V1; default: "
+        "the index's vectors, else all-MiniLM-L6-v2)",
+    )
+    mmr_norm: str | None = flag(
+        None,
+        choices=("dataset", "question"),
+        help="MMR divides scores by the maximum over all questions (dataset, the default: BERDS "
+        "App. B.6) or per question (question: the released reranking.py)",
+    )
+    query_expansion: bool = flag(False, action="store_true", help="BERDS LLM query expansion")
+
+
+class Retrieve(Job):
+    """`moot retrieve`: chunks for each question, from a local index or the web."""
+
+    class Settings(
+        _Questions,
+        opt.RetrievalSettings,
+        _Reranking,
+        opt.model_settings(
+            what="query-expansion model",
+            note="BERDS used GPT-4",
+            constrained="JSON for the expansion",
+            concurrency=8,
+            unit="questions",
+        ),
+    ):
+        """`moot retrieve`'s settings."""
+
+    settings: Settings
+
+    @functools.cached_property
+    def inputs(self) -> tuple[list[Any], Any]:
+        """The questions (``--limit`` applied) and the expansion model, if any."""
+        from moot.core.data.questions import load_questions
+        from moot.core.data.records import check_out_file
+        from moot.core.errors import ConfigError
+
+        given = self.settings
+        if given.k < 1:
+            raise ConfigError(f"-k must be a positive integer, got {given.k}")
+        if given.mmr is not None and not 0 <= given.mmr <= 1:  # also rejects nan
+            raise ConfigError(f"--mmr must be between 0 and 1, got {given.mmr:g}")
+        reranking = (("--mmr-embedder", given.mmr_embedder), ("--mmr-norm", given.mmr_norm))
+        for option, value in reranking:
+            if value and given.mmr is None:
+                raise ConfigError(f"{option} applies to --mmr")
+        check_out_file(given.out)  # before query expansion pays for calls
+        questions = self.limited(load_questions(given.questions))
+        role = self.role("query_expander") if given.query_expansion else None
+        return questions, role
+
+    def plan(self) -> Any:
+        """`moot retrieve --dry-run`: the expansion calls (its context has no client)."""
+        from moot.graphs.berds_retrieve import ExpansionSettings, plan_expansions
+
+        questions, role = self.inputs
+        index = search_source(self.settings)  # checked as a run checks it; searches are free
+        expansion = None
+        if role is not None:
+            constrained = runtime.constrained(self.settings, role)
+            expansion = ExpansionSettings(role, constrained, self.settings.seed)
+        plan = plan_expansions(questions, self.settings.out, expansion)
+        if index is None:
+            plan.keys.append(web_key(self.settings))
+        return plan
+
+    def run(self) -> Result:
+        """Retrieve, expanding each question first with ``--query-expansion``."""
+        from moot.graphs.berds_retrieve import QueryExpansion, retrieve_questions
+
+        given = self.settings
+        questions, role = self.inputs
+        retriever = retriever_from_args(given)
+        expansion, client = None, None
+        if role is not None:
+            client = runtime.client_for(self.args, role.spec)
+            constrained = runtime.constrained(given, role)
+            expansion = QueryExpansion(role, constrained, given.seed, client=client)
+        run = runtime.run(
+            retrieve_questions(
+                questions,
+                retriever,
+                given.out,
+                k=given.k,
+                query_expansion=expansion,
+                mmr_norm=given.mmr_norm or "dataset",
+                concurrency=given.concurrency,
+                progress=runtime.progress_for(self.args, client),
+            )
+        )
+        if run.short:
+            self.note(
+                f"warning: {run.short} of {len(questions)} question(s) got fewer than "
+                f"{given.k} chunks"
+            )
+        line = f"retrieved up to {given.k} chunks per question with {retriever.name}: {given.out}"
+        return self.finish(
+            run.tallies,
+            client.ledger if client else None,
+            lines=[line],
+            outputs={"retrieved": given.out},
+        )
+
+
 def register(commands: Commands) -> None:
     """Add `moot index` and `moot retrieve`."""
-    index = commands.add(
+    commands.add(
         "index",
-        run_index,
+        Index,
         "chunk a corpus and build a BM25 (and dense) index",
         "Chunk documents (JSON/JSONL records or a folder of .txt/.md/.html files) into "
         "~2000-character chunks and write a bm25s index, and dense vectors with --dense.",
         output=Output(marks=(Mark("index.json"),)),
     )
-    index.add_argument(
-        "--docs", type=opt.input_path, metavar="PATH", help="corpus file/folder (required)"
-    )
-    opt.out_option(index, "index folder")
-    opt.required(index, "docs")
-    index.add_argument("--chunk-chars", type=int, default=2000, metavar="N", help="default 2000")
-    index.add_argument(
-        "--dense",
-        nargs="?",
-        const="",  # the default embedder, resolved in the command (moot --help stays light)
-        metavar="MODEL",
-        help="also store embeddings (no value: the bundled all-MiniLM-L6-v2; a sentence-"
-        "transformers model, or dpr:PASSAGE,QUESTION, contriever:M, cls:M, mean:M for any "
-        "Hugging Face encoder)",
-    )
-    opt.common_options(index)
-
-    retrieve = commands.add(
+    commands.add(
         "retrieve",
-        run_retrieve,
+        Retrieve,
         "retrieve chunks for questions",
         "Retrieve chunks for each question from a local index (or the web with --web) and write "
         "one JSONL record per question. With --query-expansion an LLM lists perspectives "
         "(BERDS) and the per-perspective results merge round-robin; a question whose expansion "
         "fails is recorded as failed and the command exits 1.",
-        plan=plan_retrieve,
-    )
-    retrieve.add_argument(
-        "--questions", type=opt.input_file, metavar="FILE", help="questions (required)"
-    )
-    opt.out_option(retrieve, "output JSONL", "FILE", progress=True)
-    opt.required(retrieve, "questions")
-    retrieve.add_argument("-k", type=int, default=10, help="chunks per question (10)")
-    opt.retrieval_options(retrieve)
-    retrieve.add_argument(
-        "--mmr-embedder",
-        metavar="MODEL",
-        help="MMR's document similarity model (BERDS: cls:WhereIsAI/UAE-Large-V1; default: "
-        "the index's vectors, else all-MiniLM-L6-v2)",
-    )
-    retrieve.add_argument(
-        "--mmr-norm",
-        choices=("dataset", "question"),
-        help="MMR divides scores by the maximum over all questions (dataset, the default: BERDS "
-        "App. B.6) or per question (question: the released reranking.py)",
-    )
-    retrieve.add_argument(
-        "--query-expansion", action="store_true", help="BERDS LLM query expansion"
-    )
-    opt.model_options(
-        retrieve,
-        what="query-expansion model",
-        note="BERDS used GPT-4",
-        constrained="JSON for the expansion",
-        concurrency=8,
-        unit="questions",
-    )
-
-
-def run_index(args: argparse.Namespace) -> Result:
-    """`moot index`."""
-    from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER
-    from moot.core.retrieval.index import build_index
-
-    dense = DEFAULT_EMBEDDER if args.dense == "" else args.dense
-    index = build_index(args.docs, args.out, chunk_chars=args.chunk_chars, dense=dense)
-    m = index.manifest
-    dense = f", dense vectors ({m['embedder']})" if m["embedder"] else ""
-    line = f"indexed {m['documents']} documents as {m['chunks']} chunks{dense}: {args.out}"
-    return runtime.finish(args, lines=[line], outputs={"index": args.out})
-
-
-def _retrieve_inputs(args: argparse.Namespace) -> tuple[list[Any], Any]:
-    """`moot retrieve`'s questions (``--limit`` applied) and its expansion model, if any."""
-    from moot.core.data.questions import load_questions
-    from moot.core.data.records import check_out_file
-    from moot.core.errors import ConfigError
-
-    if args.k < 1:
-        raise ConfigError(f"-k must be a positive integer, got {args.k}")
-    if args.mmr is not None and not 0 <= args.mmr <= 1:  # also rejects nan
-        raise ConfigError(f"--mmr must be between 0 and 1, got {args.mmr:g}")
-    for flag, given in (("--mmr-embedder", args.mmr_embedder), ("--mmr-norm", args.mmr_norm)):
-        if given and args.mmr is None:
-            raise ConfigError(f"{flag} applies to --mmr")
-    check_out_file(args.out)  # before query expansion pays for calls
-    questions = runtime.limited(load_questions(args.questions), args)
-    role = runtime.role_from(args, "query_expander") if args.query_expansion else None
-    return questions, role
-
-
-def plan_retrieve(args: argparse.Namespace) -> Any:
-    """`moot retrieve --dry-run`: the expansion calls (its context has no client)."""
-    from moot.graphs.berds_retrieve import ExpansionSettings, plan_expansions
-
-    questions, role = _retrieve_inputs(args)
-    index = search_source(args)  # checked as a run checks it; its searches cost nothing
-    expansion = None
-    if role is not None:
-        constrained = runtime.constrained(args, role)
-        expansion = ExpansionSettings(role, constrained, args.seed)
-    plan = plan_expansions(questions, args.out, expansion)
-    if index is None:
-        plan.keys.append(web_key(args))
-    return plan
-
-
-def run_retrieve(args: argparse.Namespace) -> Result:
-    """`moot retrieve`."""
-    from moot.graphs.berds_retrieve import QueryExpansion, retrieve_questions
-
-    questions, role = _retrieve_inputs(args)
-    retriever = retriever_from_args(args)
-    expansion, client = None, None
-    if role is not None:
-        client = runtime.client_for(args, role.spec)
-        constrained = runtime.constrained(args, role)
-        expansion = QueryExpansion(role, constrained, args.seed, client=client)
-    run = runtime.run(
-        retrieve_questions(
-            questions,
-            retriever,
-            args.out,
-            k=args.k,
-            query_expansion=expansion,
-            mmr_norm=args.mmr_norm or "dataset",
-            concurrency=args.concurrency,
-            progress=runtime.progress_for(args, client),
-        )
-    )
-    if run.short:
-        runtime.note(
-            args,
-            f"warning: {run.short} of {len(questions)} question(s) got fewer than {args.k} chunks",
-        )
-    line = f"retrieved up to {args.k} chunks per question with {retriever.name}: {args.out}"
-    return runtime.finish(
-        args,
-        run.tallies,
-        client.ledger if client else None,
-        lines=[line],
-        outputs={"retrieved": args.out},
     )
 
 

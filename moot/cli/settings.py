@@ -44,7 +44,8 @@ class Flag:
         group: The argument group's title (None: the command's own options).
         choices: The values it accepts.
         action: The argparse action (``store_true``, `moot.cli.options.Endpoints`, ...).
-        nargs: How many values it takes (``+``: a list).
+        nargs: How many values it takes (``+``: a list; ``?``: maybe none, then `const`).
+        const: The value of the bare flag, with ``nargs="?"``.
         positional: A positional argument, not a flag.
         suppress: Left out of the namespace unless given (``--debug``: the root parser's).
         parser: Facts the command's parser carries besides (``out_folder`` of ``--out``).
@@ -58,6 +59,7 @@ class Flag:
     choices: tuple[Any, ...] | None = None
     action: Any = None
     nargs: str | None = None
+    const: Any = None
     positional: bool = False
     suppress: bool = False
     parser: Mapping[str, Any] = field(default_factory=dict)
@@ -182,6 +184,7 @@ def _argparse(name: str, how: Flag, info: FieldInfo) -> dict[str, Any]:
         "type": how.parse,
         "action": how.action,
         "nargs": how.nargs,
+        "const": how.const,
         "choices": how.choices,
         "metavar": how.metavar,
         "help": how.help,
