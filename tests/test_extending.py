@@ -5,6 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
+from moot.cli.runtime import execute
+from moot.core.errors import ConfigError
 from moot.testing import ScriptedServer
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
@@ -29,3 +33,19 @@ def test_the_judge_and_the_pipeline_run_and_the_pipeline_resumes(tmp_path, monke
     assert "2 judged now" in printed and "2 done before; 0 calls" in printed
     records = (tmp_path / "runs" / "relevance" / "judgments.jsonl").read_text().splitlines()
     assert len(records) == 2
+
+
+def test_the_command_runs_as_written(tmp_path, monkeypatch, capsys):
+    page = PAGE.read_text(encoding="utf-8")
+    section = page.split("\n## A command\n")[1].split("\n## ")[0]
+    (block,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {}  # compiled as a script of its own: not under this module's __future__
+    exec(compile(block, str(PAGE), "exec", dont_inherit=True), scope)  # noqa: S102
+    assert capsys.readouterr().out == "['2 lines']\n"
+    parser = scope["root"]
+    with pytest.raises(SystemExit):
+        parser.parse_args(["count", "--lines", "notes.txt", "--skip", "-1"])
+    assert "argument --skip: must be an integer of 0 or more, got -1" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="^--lines missing.txt: file not found$"):
+        execute(parser.parse_args(["count", "--lines", "missing.txt"]))
