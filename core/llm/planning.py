@@ -61,7 +61,7 @@ class PlanningTransport(Transport):
             budget = max(1, params["max_length"] - prompt)
         if budget is None:
             budget = UNBOUNDED_TOKENS
-            self._client.noted(f"{{calls}} calls have no token budget: each is counted at {budget}")
+            self._client.noted(f"calls without a token budget: {{calls}}, each counted at {budget}")
         shape = _STAND_IN.get() or StandIn()
         self._client.noted(shape.note)
         self._client.at_most |= shape.at_most
