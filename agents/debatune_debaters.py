@@ -7,6 +7,7 @@ and parses the reply. Agent A holds the stance and argument; agent B takes the o
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pydantic import BaseModel, Field, StringConstraints, create_model
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.llm.structured import OutputParseError, extract_value, json_schema_format
+from moot.core.plan import StandIn
 from moot.prompts import render
 
 #: Completion budgets from the DEBATunE reference: arguments, debate turns, conclusion.
@@ -59,8 +61,21 @@ async def propose_arguments(
         max_tokens=ARGUMENT_TOKENS,
         seed=seed,
         response_format=json_schema_format(schema),
+        stand_in=argument_stand_in(count),
     )
     return _clean(_json_items(reply.text) or parse_argument_list(reply.text))[:count]
+
+
+@functools.cache
+def argument_stand_in(count: int) -> StandIn:
+    """A dry run's argument list: `count` arguments of 300 characters, the schema's most."""
+    arguments = [f"{n} " + "word " * 59 for n in range(1, count + 1)]  # distinct: each a debate
+    return StandIn(
+        lambda _: json.dumps({"arguments": arguments}),
+        note=f"{{calls}} argument lists are still to propose: their debates are counted at "
+        f"{count} each, the most they can give (a list that comes back short is asked for "
+        "again in another round)",
+    )
 
 
 def argument_messages(topic: str, stance: str) -> list[dict[str, str]]:

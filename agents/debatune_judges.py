@@ -25,6 +25,7 @@ from moot.core.llm.structured import (
     json_schema_format,
     parse_structured,
 )
+from moot.core.plan import json_stand_in
 from moot.core.runs import gather_all
 from moot.prompts import render
 
@@ -168,6 +169,7 @@ async def run_judge(
         lambda text: parse_scores(text, judge.schema),
         lambda error: _repair_prompt(judge.schema, error),
         stage=judge.name,
+        stand_in=json_stand_in(judge.schema),
         **kwargs,
     )
     return Judgment(result.value, result.failure, tuple(c.text for c in result.completions))

@@ -16,9 +16,7 @@ from typing import Any
 from moot.agents.debatune_judges import (
     CONTROLLABILITY,
     QUALITY,
-    judge_messages,
     judge_pair,
-    pair_variables,
     run_judge,
 )
 from moot.core.charts import NEUTRAL, PALETTE, chart, save_png
@@ -28,10 +26,9 @@ from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics import debatune as metrics
-from moot.core.plan import Plan
 from moot.core.runs import Progress, outcome_counts, run_claimed
 from moot.core.tables import render_table, show
-from moot.graphs.judging import EvalResult, judge_identity, plan_judgments
+from moot.graphs.judging import EvalResult, judge_identity
 
 
 async def evaluate_controllability(
@@ -99,32 +96,6 @@ def _controllability_items(
     ]
     texts = {item["id"]: r.response for item, r in zip(items, responses, strict=True)}
     return identity, {"evaluation": "controllability", **identity}, items, texts
-
-
-def plan_controllability(
-    responses: Sequence[Response], out_dir: Path, role: Role, *, constrained: bool = False
-) -> Plan:
-    """What `evaluate_controllability` would do, reading `out_dir` and writing nothing.
-
-    One call per response to judge: its rendered prompt in, at most the judge's budget out (a
-    reply that cannot be parsed costs one repair call more, not counted).
-    """
-    _, claim, items, texts = _controllability_items(responses, role, constrained)
-
-    def calls(item: dict[str, Any]) -> list[list[dict[str, str]]]:
-        variables = {"topic": item["topic"], "arguments": texts[item["id"]]}
-        return [judge_messages(CONTROLLABILITY, variables)]
-
-    judge = CONTROLLABILITY
-    return plan_judgments(
-        items,
-        out_dir,
-        claim,
-        role,
-        calls,
-        stage=judge.name,
-        max_tokens=judge.max_tokens,
-    )
 
 
 def align(responses: Sequence[Response], baseline: Sequence[Response], path: Path) -> None:
@@ -236,39 +207,6 @@ def _quality_items(
     texts = {item["id"]: pair for item, pair in zip(items, pairs, strict=True)}
     claim = {"evaluation": "quality", **identity, "stride": stride, "mask": list(mask)}
     return identity, claim, items, texts
-
-
-def plan_quality(
-    responses: Sequence[Response],
-    baseline: Sequence[Response],
-    out_dir: Path,
-    role: Role,
-    *,
-    stride: int = 1,
-    mask: Sequence[str] = (),
-    constrained: bool = False,
-) -> Plan:
-    """What `evaluate_quality` would do, reading `out_dir` and writing nothing.
-
-    Two calls per pair to judge (both orders): their rendered prompts in, at most the judge's
-    budget out each (a reply that cannot be parsed costs one repair call more, not counted).
-    """
-    _, claim, items, texts = _quality_items(responses, baseline, role, stride, mask, constrained)
-
-    def calls(item: dict[str, Any]) -> list[list[dict[str, str]]]:
-        mine, theirs = texts[item["id"]]
-        orders = pair_variables(mine.instruction, mine.response, theirs.response, mask)
-        return [judge_messages(QUALITY, variables) for variables in orders]
-
-    return plan_judgments(
-        items,
-        out_dir,
-        claim,
-        role,
-        calls,
-        stage=QUALITY.name,
-        max_tokens=QUALITY.max_tokens,
-    )
 
 
 def write_report(result: EvalResult, out_dir: Path, sources: dict[str, str]) -> None:

@@ -25,8 +25,6 @@ from moot.core.data.topics import STANCES, Topic
 from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.llm.tokens import count_message_tokens
-from moot.core.plan import Plan, items_of, stand_in
 from moot.core.runs import Progress, Tally, run_items
 from moot.training.debatune_data import instruction
 
@@ -145,38 +143,6 @@ async def answer_instructions(
     if not done.failed:
         write_json(out, [_output(record) for record in done.records])
     return done
-
-
-def plan_answers(
-    items: list[dict[str, str]],
-    out: Path,
-    role: Role,
-    *,
-    max_tokens: int | None = 2048,
-    max_length: int | None = None,
-    seed: int = 0,
-) -> Plan:
-    """What `answer_instructions` would do, reading `out`'s progress log and writing nothing.
-
-    One call per instruction not yet answered: the instruction as one user message in (a local
-    model's chat template frames it its own way: about), at most `max_tokens` out (with
-    `max_length`: what it leaves after the prompt). Its output (`Plan.outputs`): the answers
-    done, and a `stand_in` at the call's budget for each other one.
-    """
-    check_out_file(Path(out))
-    items = _identified(items, role, max_tokens, max_length, seed)
-    stage, pending = items_of("instructions", items, progress_log(Path(out)))
-    plan = Plan([stage])
-    answers = {
-        record["id"]: record for record in ResultLog(progress_log(Path(out))).load().values()
-    }
-    for item in pending:
-        prompt = count_message_tokens(_messages(item))
-        budget = max_tokens if max_length is None else max(0, max_length - prompt)
-        plan.add_calls(role.name, "generate", role.spec, 1, prompt, budget or 0)
-        answers[item["id"]] = {**item, "raw_output": stand_in(budget or 0)}
-    plan.outputs[Path(out)] = [_output(answers[item["id"]]) for item in items]
-    return plan
 
 
 def _identified(

@@ -15,19 +15,12 @@ import asyncio
 import contextlib
 import functools
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from moot.agents.debatune_debaters import (
-    ARGUMENT_TOKENS,
-    Turn,
-    argument_messages,
-    conclusion_messages,
-    opposite,
     propose_arguments,
-    turn_messages,
-    turn_stage,
 )
 from moot.core.data.folders import RunFolder
 from moot.core.data.records import (
@@ -42,11 +35,9 @@ from moot.core.hub.cards import Card, folder_bytes, write_card
 from moot.core.llm.ledger import UsageLedger
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.llm.tokens import count_message_tokens
-from moot.core.plan import Plan, items_of, stand_in
 from moot.core.runs import STOPPED, Progress, Tally, run_items
 from moot.prompts import template_digest
-from moot.training.debatune_data import INSTRUCTIONS_FILE, sft_records, write_sft_dataset
+from moot.training.debatune_data import INSTRUCTIONS_FILE, write_sft_dataset
 
 if TYPE_CHECKING:  # LangGraph is imported only when a debate runs (`_Debates`)
     from moot.graphs.debatune_debate import DebateContext
@@ -218,7 +209,7 @@ async def run_debatune(
     previous = check_run_folder(out_dir, config, shard)
     RunFolder(out_dir).claim(CLAIM, {"identity": config.identity(), "shard": str(shard)}, HOLDS)
     summary = RunSummary(out_dir=out_dir, ledger=client.ledger)
-    plan = await _plan_debates(
+    plan = await _debate_jobs(
         shard.select(topics), config, client, out_dir, summary, concurrency, limit, progress
     )
     debate_log = ResultLog(out_dir / "debates.jsonl")
@@ -251,7 +242,7 @@ async def run_debatune(
     return summary
 
 
-async def _plan_debates(
+async def _debate_jobs(
     topics: list[Topic],
     config: DebateRunConfig,
     client: ModelClient,
@@ -329,125 +320,6 @@ async def _plan_debates(
                 {"id": debate_id, "topic": topic.topic, "stance": stance, "argument": argument},
             )
     return list(jobs.values())[:limit]
-
-
-#: What stands in for an argument not yet proposed: 300 characters, the argument schema's bound.
-UNKNOWN_ARGUMENT = "word " * 60
-
-
-def plan_debatune(
-    topics: list[Topic],
-    out_dir: Path,
-    config: DebateRunConfig,
-    *,
-    shard: Shard | None = None,
-    limit: int | None = None,
-) -> Plan:
-    """What `run_debatune` would do with these arguments, reading `out_dir` and writing nothing.
-
-    Argument lists: the ones a first round of proposals would ask for (one call each, at most
-    `ARGUMENT_TOKENS` out). Debates: those of the given and the already proposed lists, and `K`
-    for each list still to propose; per debate 2 x rounds turns and a conclusion (0 rounds: one
-    statement). Input tokens: the real prompts rendered for each call, each earlier turn counted
-    at its full budget (``turn_tokens``); an argument not yet proposed is `UNKNOWN_ARGUMENT`.
-    Output tokens: each call's budget. Both are upper bounds but for a reply that another
-    tokenizer counts longer.
-    """
-    shard = shard or Shard()
-    out_dir = Path(out_dir)
-    identity = config.identity()
-    k = config.arguments_per_stance
-    pairs = [(topic, stance) for topic in shard.select(topics) for stance in STANCES]
-    lists: dict[int, list[str] | None] = {
-        i: list(t.arguments[s][:k]) for i, (t, s) in enumerate(pairs) if t.arguments
-    }
-    plan = Plan()
-    wanted = _lists_wanted(lists, len(pairs), k, limit)  # type: ignore[arg-type]
-    if wanted:
-        items = [
-            {"id": stable_id("arguments", pairs[i][0].topic, pairs[i][1], identity), "pair": i}
-            for i in wanted
-        ]
-        known = ResultLog(out_dir / "arguments.jsonl").load()
-        stage, pending = items_of("argument lists", items, out_dir / "arguments.jsonl")
-        plan.items.append(stage)
-        for item in items:
-            record = known.get(item["id"])
-            lists[item["pair"]] = None if item in pending else record["arguments"]  # type: ignore[index]
-        for item in pending:
-            topic, stance = pairs[item["pair"]]
-            prompt = count_message_tokens(argument_messages(topic.topic, stance))
-            plan.add_calls(
-                config.debater_a.name,
-                "arguments",
-                config.debater_a.spec,
-                1,
-                prompt,
-                ARGUMENT_TOKENS,
-            )
-        if pending:
-            plan.notes.append(
-                f"{len(pending)} argument lists are still to propose: their debates are counted "
-                f"at {k} each, the most they can give (a list that comes back short is asked "
-                "for again in another round)"
-            )
-    jobs: dict[str, dict[str, Any]] = {}
-    for i, (topic, stance) in enumerate(pairs):
-        arguments = lists.get(i, [])
-        for n, argument in enumerate(arguments if arguments is not None else [None] * k):
-            key = (
-                stable_id("debate", topic.topic, stance, argument, identity)
-                if argument is not None
-                else f"unknown:{i}:{n}"  # no log holds it: it is to run
-            )
-            jobs.setdefault(
-                key, {"id": key, "topic": topic.topic, "stance": stance, "argument": argument}
-            )
-    jobs_planned = list(jobs.values())[:limit]
-    stage, pending = items_of("debates", jobs_planned, out_dir / "debates.jsonl")
-    plan.items.append(stage)
-    records = ResultLog(out_dir / "debates.jsonl").load()
-    for job in pending:
-        records[job["id"]] = _plan_debate(plan, config, shard, job)
-    debates = [records[job["id"]] for job in jobs_planned]
-    plan.outputs[out_dir / "debates.jsonl"] = debates
-    plan.outputs[out_dir / "dataset.jsonl"] = sft_records(debates, config.seed)
-    return plan
-
-
-def _plan_debate(
-    plan: Plan, config: DebateRunConfig, shard: Shard, job: dict[str, Any]
-) -> dict[str, Any]:
-    """Count one debate's calls: its turns, then A's conclusion (earlier turns at full budget).
-
-    Returns:
-        The debate's record as a run would write it, its texts `stand_in`s at their budgets.
-    """
-    topic, stance, argument = job["topic"], job["stance"], job["argument"] or UNKNOWN_ARGUMENT
-    budget = config.turn_tokens
-    history: list[Turn] = []
-    for turn in range(max(1, 2 * config.rounds)):  # 0 rounds: A's statement alone
-        speaker = "AB"[turn % 2]
-        role = config.debater_a if speaker == "A" else config.debater_b
-        messages = turn_messages(topic, stance, argument, speaker, history)
-        prompt = count_message_tokens(messages) + turn * budget
-        plan.add_calls(role.name, turn_stage(turn), role.spec, 1, prompt, budget)
-        side = stance if speaker == "A" else opposite(stance)
-        history.append(Turn(speaker, side, turn // 2, ""))
-    conclusion = stand_in(budget)  # 0 rounds: the statement
-    if config.rounds:
-        messages = conclusion_messages(topic, stance, argument, history)
-        prompt = count_message_tokens(messages) + len(history) * budget
-        role = config.debater_a
-        plan.add_calls(role.name, "conclusion", role.spec, 1, prompt, config.conclusion_tokens)
-        conclusion = stand_in(config.conclusion_tokens)
-    turns = (
-        [{**asdict(turn), "text": stand_in(budget)} for turn in history] if config.rounds else []
-    )
-    job = {**job, "argument": argument}
-    return _debate_record(
-        job, config.debater_a, config.debater_b, config.rounds, shard, turns, conclusion
-    )
 
 
 def _lists_wanted(lists: dict[int, list[str]], pairs: int, k: int, limit: int | None) -> list[int]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from moot.core.data.hub_requests import bound_hub_requests
+from moot.core.data.planned import is_planned
 from moot.core.data.records import csv_rows, read_input_text, read_records
 from moot.core.errors import InputError, json_type
 
@@ -45,7 +46,7 @@ def load_topics(source: str) -> list[Topic]:
     path = Path(source)
     if path.is_dir():
         return _from_dataset(source, _load_local_dataset(path))
-    if not path.exists():
+    if not path.exists() and not is_planned(path):  # planned: `moot run --dry-run`'s
         if _looks_like_hub_name(source):
             return _from_dataset(source, _load_hub_dataset(source))
         raise InputError(source, "file not found")

@@ -22,7 +22,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlparse
 
 from pydantic import BaseModel
@@ -54,6 +54,9 @@ from moot.core.llm.structured import (
 )
 from moot.core.llm.tokens import count_message_tokens
 from moot.core.redaction import public_url, without_sent_keys
+
+if TYPE_CHECKING:
+    from moot.core.plan import StandIn
 
 log = logging.getLogger(__name__)  # one line per retry, shown by the CLI's --verbose
 T = TypeVar("T", bound=BaseModel)
@@ -200,6 +203,7 @@ class ModelClient:
         response_format: dict[str, Any] | None = None,
         stop: list[str] | None = None,
         max_length: int | None = None,
+        stand_in: StandIn | None = None,
     ) -> Completion:
         """Send one chat request for `role` and return the reply.
 
@@ -214,6 +218,8 @@ class ModelClient:
             seed: Sampling seed, part of the cache key.
             response_format: OpenAI ``response_format`` (JSON schema for structured output).
             stop: Stop sequences.
+            stand_in: What a dry run takes the reply to be, if its caller's parser wants a
+                shape (`moot.core.llm.planning`); a real call never reads it.
 
         Raises:
             ContextWindowExceeded: The prompt cannot fit the model's context window.
@@ -332,6 +338,7 @@ class ModelClient:
         max_tokens: int | None = None,
         seed: int | None = None,
         constrained: bool = True,
+        stand_in: StandIn | None = None,
     ) -> Structured[T]:
         """Ask for a reply matching `schema`: constrained output, tolerant parse, one repair round.
 
@@ -347,6 +354,7 @@ class ModelClient:
             seed: Sampling seed.
             constrained: Send the schema as ``response_format`` (servers that support it decode
                 only valid JSON).
+            stand_in: What a dry run takes the reply to be: a JSON value of `schema`.
         """
         from moot.prompts import render
 
@@ -360,6 +368,7 @@ class ModelClient:
             max_tokens=max_tokens,
             seed=seed,
             response_format=fmt,
+            stand_in=stand_in,
         )
 
     async def complete_parsed(

@@ -31,7 +31,7 @@ def register(commands: Commands) -> None:
         "generate DEBATunE debate data",
         "Two agents with opposite stances debate each argument for M rounds; the supporting "
         "agent concludes a statement that becomes an SFT record. Reruns resume; see docs/cli.md.",
-        plan=plan_debate,
+        plan=True,
         output=Output("debate", (claim_mark("run"), DEBATUNE_MANIFEST)),
     )
     debate.add_argument(
@@ -74,7 +74,7 @@ def register(commands: Commands) -> None:
         "answer the DEBATunE test instructions with a model",
         "Answer each topic's instructions (the reference's inference instruction, one per side and "
         "argument) and write the model-output format the judges read.",
-        plan=plan_generate,
+        plan=True,
     )
     generate.add_argument(
         "--dataset",
@@ -116,7 +116,7 @@ def register(commands: Commands) -> None:
             text.replace("%", "%%"),
             text,
             group="eval",
-            plan=plan_eval,
+            plan=True,
             output=Output(name, (claim_mark(EVAL_CLAIM),)),
         )
         sub.set_defaults(evaluation=name)
@@ -171,14 +171,6 @@ def _debate_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     )
     check_run_folder(args.out, config, shard)
     return topics, config, shard
-
-
-def plan_debate(args: argparse.Namespace) -> Any:
-    """`moot debate --dry-run`."""
-    from moot.graphs.debatune_run import plan_debatune
-
-    topics, config, shard = _debate_inputs(args)
-    return plan_debatune(topics, args.out, config, shard=shard, limit=args.limit)
 
 
 def run_debate(args: argparse.Namespace) -> Result:
@@ -293,16 +285,6 @@ def _generate_inputs(args: argparse.Namespace) -> tuple[list[Any], Any, int | No
     return runtime.limited(items, args), role, max_tokens
 
 
-def plan_generate(args: argparse.Namespace) -> Any:
-    """`moot generate --dry-run`."""
-    from moot.graphs.debatune_generate import plan_answers
-
-    items, role, max_tokens = _generate_inputs(args)
-    return plan_answers(
-        items, args.out, role, max_tokens=max_tokens, max_length=args.max_length, seed=args.seed
-    )
-
-
 def run_generate(args: argparse.Namespace) -> Result:
     """`moot generate`."""
     from moot.graphs.debatune_generate import answer_instructions
@@ -344,25 +326,6 @@ def _eval_inputs(args: argparse.Namespace) -> tuple[list[Any], list[Any], dict[s
         sources["baseline"] = str(args.baseline)
     role = runtime.role_from(args, f"{args.evaluation}_judge")
     return runtime.limited(responses, args), runtime.limited(baseline, args), sources, role
-
-
-def plan_eval(args: argparse.Namespace) -> Any:
-    """`moot eval controllability|quality --dry-run`."""
-    from moot.graphs.debatune_eval import plan_controllability, plan_quality
-
-    responses, baseline, _, role = _eval_inputs(args)
-    constrained = runtime.constrained(args, role)
-    if args.evaluation == "quality":
-        return plan_quality(
-            responses,
-            baseline,
-            args.out,
-            role,
-            stride=args.stride,
-            mask=args.mask,
-            constrained=constrained,
-        )
-    return plan_controllability(responses, args.out, role, constrained=constrained)
 
 
 def run_eval(args: argparse.Namespace) -> Result:

@@ -40,7 +40,7 @@ class Commands:
         *,
         group: str | None = None,
         aliases: Sequence[str] = (),
-        plan: Callable[[argparse.Namespace], Any] | None = None,
+        plan: Callable[[argparse.Namespace], Any] | bool = False,
         output: Output | None = None,
     ) -> argparse.ArgumentParser:
         """Add command `name` (under `group`, e.g. ``eval``) that `run` runs; its parser.
@@ -49,9 +49,10 @@ class Commands:
         settings (`moot.cli.settings.Settings.add_to`). A command not yet a job gives a
         function of the parsed command line, and adds its flags to the parser returned.
 
-        A model-calling command gives its `plan`: what it would do for the parsed command line,
-        as a `moot.core.plan.Plan`, without calling a model or writing a file. It then has
-        ``--dry-run`` (`moot.cli.runtime.plan_for` asks it).
+        A model-calling command says it can `plan`: ``--dry-run`` then runs it against a client
+        that never sends, its outputs in a scratch copy (`moot.cli.runtime.plan_for`), for what
+        it would do as a `moot.core.plan.Plan`. (A function instead of True gives that plan
+        itself: a command not yet run that way, as a job's `Job.plan`.)
 
         A command whose output folder is a kind of its own gives its `output`: how `moot view`
         shows it, and how its folders from before owner marks are known
@@ -67,9 +68,9 @@ class Commands:
         )
         job = run if isinstance(run, type) and issubclass(run, Job) else None
         if job is not None:
-            run, plan = _run(job), _plan(job) if job.plans() else None
-        parser.set_defaults(command_fn=run, command_parser=parser, plan_fn=plan)
-        if plan is not None:
+            run, plan = _run(job), _plan(job) if job.plans() else False
+        parser.set_defaults(command_fn=run, command_parser=parser, plan_fn=plan or None)
+        if plan:
             dry_run_option(parser)
         if job is not None:
             job.Settings.add_to(parser)

@@ -232,10 +232,13 @@ def own_out(args: argparse.Namespace) -> Iterator[None]:
 
 
 def plan_for(args: argparse.Namespace) -> Any:
-    """What the parsed command would do, as a `moot.core.plan.Plan`; calls and writes nothing.
+    """What the parsed command would do, as a `moot.core.plan.Plan`; sends and writes nothing.
 
     The command's inputs are checked as a real run checks them, and its ``--out`` folder's owner
-    too (read, never marked or locked). `moot run` asks each stage for its plan here.
+    too (read, never marked or locked). A command that plans by running (`Commands.add`'s
+    ``plan=True``) runs its real pipeline against `moot.core.llm.planning.PlanningClient`, its
+    outputs copies in a temporary folder (`scratch_outputs`, deleted after): its client's ledger
+    is the plan. `moot run` asks each stage for its plan here.
 
     Raises:
         ConfigError: The command has no plan (it calls no model), or its input is refused.
@@ -248,12 +251,99 @@ def plan_for(args: argparse.Namespace) -> Any:
         raise ConfigError(f"{args.command_parser.prog} calls no model: it has no --dry-run plan")
     if getattr(args, "out_folder", False):
         RunFolder(args.out, args.command_parser.prog).check()
-    plan = args.plan_fn(args)
+    plan = args.plan_fn(args) if callable(args.plan_fn) else _planning_run(args)
     if hasattr(args, "prices") and not plan.prices.own:  # `moot run`'s: priced by its stages
         plan.prices = prices_from(args)
     for spec in dict.fromkeys(row.spec for row in plan.rows):
         plan.keys.append((spec.name, key_needs(spec)))
     return plan
+
+
+def _planning_run(args: argparse.Namespace) -> Any:
+    """The command's plan: its real run against a client that never sends, in a scratch copy."""
+    from moot.core.llm.planning import PlanningClient
+
+    client = PlanningClient(prices_from(args) if hasattr(args, "prices") else None)
+    with scratch_outputs(args) as (trial, written):
+        trial.planning, trial.notes, trial.echo = client, [], False
+        trial.quiet, trial.push_to_hub = True, None
+        result = trial.command_fn(trial)
+        plan = client.plan(result.tallies)
+        plan.outputs = written()
+    plan.notes += [f"a run would fail too: {m.removeprefix('moot: ')}" for m in result.messages]
+    return plan
+
+
+@contextlib.contextmanager
+def scratch_outputs(
+    args: argparse.Namespace,
+) -> Iterator[tuple[argparse.Namespace, Any]]:
+    """A copy of `args` whose outputs are copies in a temporary folder, deleted after the block.
+
+    Each output path (a folder with what earlier runs left in it, a file with its progress log)
+    is copied, so the run resumes as it would; the originals are never written.
+
+    Yields:
+        The copy, and a function giving what the run wrote, by the original paths: each JSON
+        or JSONL file's records (`moot.core.plan.Plan.outputs`).
+    """
+    import shutil
+    import tempfile
+
+    from moot.core.data.records import progress_log
+
+    trial = argparse.Namespace(**vars(args))
+    with tempfile.TemporaryDirectory(prefix="moot-dry-run-") as scratch:
+        moved: dict[Path, Path] = {}
+        for n, dest in enumerate(output_dests(args)):
+            real = Path(getattr(args, dest))
+            copy = Path(scratch) / str(n) / real.name
+            copy.parent.mkdir()
+            if real.is_dir():
+                shutil.copytree(real, copy, symlinks=True)
+            elif real.exists():
+                shutil.copy2(real, copy)
+            log = progress_log(real)
+            if log.exists():
+                shutil.copy2(log, progress_log(copy))
+            setattr(trial, dest, copy)
+            moved[real] = copy
+        yield trial, lambda: _written(moved)
+
+
+def _written(moved: dict[Path, Path]) -> dict[Path, Any]:
+    """The JSON and JSONL files in `moved` outputs (real path → copy), by their real paths."""
+    from moot.core.data.records import read_json_file, read_records
+
+    files: dict[Path, Any] = {}
+    for real, copy in moved.items():
+        found = [copy] if copy.is_file() else sorted(copy.rglob("*.json*"))
+        for path in found:
+            if ".moot" in path.relative_to(copy).parts:
+                continue
+            target = real / path.relative_to(copy) if path != copy else real
+            if not path.stat().st_size:
+                files[target] = []
+            elif path.suffix == ".jsonl":
+                files[target] = [record for _, record in read_records(path)]
+            elif path.suffix == ".json":
+                files[target] = read_json_file(path)
+    return files
+
+
+def output_dests(args: argparse.Namespace) -> list[str]:
+    """The ``dest`` of each output path flag the command was given (``out``, ``index``)."""
+    from moot.cli.options import PATH_KINDS
+
+    parser = getattr(args, "command_parser", None)
+    return [
+        action.dest
+        for action in (parser._actions if parser else ())
+        if action.type in PATH_KINDS
+        and PATH_KINDS[action.type] is None
+        and getattr(args, action.dest, None) is not None
+        and action.dest != "cache"
+    ]
 
 
 def plan_table(plan: Any, command: str, budget: float | None = None) -> str:
@@ -415,6 +505,10 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
         flags = " and ".join("--" + name.replace("_", "-") for name in given)
         raise ConfigError(f"{flags}: for local model folders (hf/...) only; no model is one")
     prices = prices_from(args)
+    if getattr(args, "planning", None) is not None:  # a dry run (`plan_for`): never sends
+        for spec in specs:
+            args.planning.prepare(spec)
+        return args.planning
     cache = None
     if not args.no_cache:
         from moot.core.llm.cache import RequestCache, default_cache_path

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 from pathlib import Path
+from typing import Any
 
 from moot.cli import options as opt
 from moot.cli import runtime
 from moot.cli.registry import Commands
-from moot.core.data.folders import Mark, Output
+from moot.core.data.folders import Mark, Output, RunFolder, claim_mark
 from moot.result import Result
 
 LAUNCHES = ("ddp", "fsdp", "zero3", "zero3-offload")
@@ -24,6 +27,7 @@ def register(commands: Commands) -> None:
         "YAML config (over a preset), then section.key=value overrides. Resumes from the last "
         "checkpoint; a finished run is not redone.",
         group="train",
+        output=Output(marks=(claim_mark("train"),)),  # an earlier version's folder: its claim
     )
     sft.add_argument(
         "--config",
@@ -118,6 +122,14 @@ def run_sft(args: argparse.Namespace) -> Result:
     if not args.launch and any(launch_only.values()):
         given = ", ".join(flag for flag, used in launch_only.items() if used)
         raise ConfigError(f"{given} need --launch (e.g. --launch ddp)")
+    out = RunFolder(config.training.output_dir, args.command_parser.prog, "training.output_dir")
+    worker = "RANK" in os.environ  # launched by `--launch`, whose process holds the folder
+    with contextlib.nullcontext() if worker else out.hold():  # as every command's --out
+        return _train(args, config)
+
+
+def _train(args: argparse.Namespace, config: Any) -> Result:
+    """`moot train sft` with its output folder held: launched on many processes, or here."""
     if args.launch:
         from moot.training.launch import run_launch
         from moot.training.sft_card import write_sft_card

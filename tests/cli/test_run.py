@@ -429,7 +429,7 @@ def test_dry_run_refuses_a_stage_s_own_bad_input_and_notes_an_input_no_plan_tell
     missing = f"--baseline {tmp_path / 'no.json'}: file not found"
     assert refused_in_one_line(refused.value) == f"{path}: stage quality: {missing}"
     stages = {"debate": stages["debate"], "answers": dict(stages["generate-base"])}
-    stages["answers"]["dataset"] = "{debate}/arguments.jsonl"  # written, but not planned
+    stages["answers"]["dataset"] = "{debate}/dataset"  # written, but not planned: no JSON
     plan = stdout(moot.run(write(tmp_path / "b.yaml", {"stages": stages}), out=out, dry_run=True))
     assert "note: stage answers (moot generate): not in the estimate; it reads the output of " in (
         plan

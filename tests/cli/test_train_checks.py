@@ -153,3 +153,23 @@ def test_merge_refuses_a_folder_that_is_no_adapter_before_heavy_imports(tmp_path
     )
     assert "not a LoRA adapter folder" in line
     assert not modules & HEAVY
+
+
+def test_an_output_dir_of_another_command_or_of_other_files_is_refused_before_heavy_imports(
+    tmp_path: Path,
+) -> None:
+    """training.output_dir is held as every command's --out: owner, lock, mark (it was not)."""
+    theirs = tmp_path / "run"
+    (theirs / ".moot").mkdir(parents=True)
+    (theirs / ".moot" / "owner.json").write_text('{"command": "moot judge"}', encoding="utf-8")
+    line, modules = refusal(tmp_path, *train(tmp_path))
+    assert line == (
+        f"moot: error: training.output_dir {theirs} belongs to `moot judge`, not "
+        "`moot train sft`: choose another folder"
+    )
+    (theirs / ".moot" / "owner.json").unlink()
+    (theirs / "notes.txt").write_text("mine", encoding="utf-8")
+    line, _ = refusal(tmp_path, *train(tmp_path))
+    assert line.endswith("holds files moot did not make; choose a new or empty folder")
+    assert not modules & HEAVY
+    assert sorted(p.name for p in theirs.rglob("*")) == [".moot", "notes.txt"]
