@@ -75,6 +75,10 @@ class Job:
         """The job's result, its summary table and exit code (`moot.cli.runtime.finish`)."""
         return runtime.finish(self.args, *args, **kwargs)
 
+    def push(self, folder: Any, kind: str, result: Result) -> Result:
+        """Push the finished `folder` with ``--push-to-hub`` (`moot.cli.runtime.push`)."""
+        return runtime.push(self.args, folder, kind, result)
+
 
 class ModelJob(Job):
     """A job whose work is one pipeline of model calls: client, pipeline, report."""

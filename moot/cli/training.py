@@ -10,7 +10,9 @@ from typing import Any
 
 from moot.cli import options as opt
 from moot.cli import runtime
+from moot.cli.job import Job
 from moot.cli.registry import Commands
+from moot.cli.settings import flag
 from moot.core.data.folders import Mark, Output, RunFolder, claim_mark
 from moot.result import Result
 
@@ -50,26 +52,18 @@ def register(commands: Commands) -> None:
     opt.common_options(sft, config=False)
     opt.hub_options(sft, "adapter or model")
 
-    merge = commands.add(
+    commands.add(
         "merge",
-        run_merge_adapter,
+        MergeAdapter,
         "merge a LoRA adapter into its base model",
         "Write one Hugging Face model folder (base + adapter merged) that `moot generate`, vLLM "
         "or any server can load.",
         group="train",
         output=Output(marks=(Mark("manifest.json", "kind", "merged-model"),)),
     )
-    merge.add_argument(
-        "--adapter", type=opt.input_folder, metavar="DIR", help="the adapter (required)"
-    )
-    opt.out_option(merge)
-    opt.required(merge, "adapter")
-    opt.common_options(merge)
-    opt.hub_options(merge, "merged model")
-
-    mix = commands.add(
+    commands.add(
         "mix",
-        run_mix,
+        Mix,
         "combine SFT datasets: deduplicated, weighted, split train/eval",
         "Combine SFT datasets (moot debate, distill-compqa or mix outputs, JSON/JSONL, datasets "
         "folders, cached hub datasets) into one DatasetDict with train and eval splits, "
@@ -77,33 +71,6 @@ def register(commands: Commands) -> None:
         group="data",
         output=Output(marks=(Mark("manifest.json", "kind", "mix"),)),
     )
-    mix.add_argument(
-        "--in",
-        dest="inputs",
-        type=opt.input_source,
-        nargs="+",
-        metavar="SRC",
-        help="datasets to combine (required)",
-    )
-    opt.out_option(mix)
-    opt.required(mix, "inputs")
-    mix.add_argument(
-        "--weights",
-        type=float,
-        nargs="+",
-        metavar="W",
-        help="one per input: 1 = every row, 0.5 = a seeded half, 2 = every row twice",
-    )
-    mix.add_argument(
-        "--eval-fraction",
-        type=float,
-        default=0.05,
-        metavar="F",
-        help="share of rows in the eval split, in [0, 1) (default 0.05; 0 = no eval split)",
-    )
-    mix.add_argument("--seed", type=int, default=0, help="seeds the weight sampling and the split")
-    opt.common_options(mix)
-    opt.hub_options(mix, "dataset")
 
 
 def run_sft(args: argparse.Namespace) -> Result:
@@ -177,31 +144,74 @@ def _train(args: argparse.Namespace, config: Any) -> Result:
     return runtime.push(args, result.model_dir, "model", done)
 
 
-def run_merge_adapter(args: argparse.Namespace) -> Result:
-    """`moot train merge`."""
-    from moot.training.merge import merge_adapter
+class MergeAdapter(Job):
+    """`moot train merge`: a LoRA adapter merged into its base model."""
 
-    merged = merge_adapter(args.adapter, args.out)
-    outputs = {"model": merged, "card": merged / "README.md"}
-    lines = [f"merged   {merged}\ncard     {outputs['card']}"]
-    return runtime.push(args, merged, "model", runtime.finish(args, lines=lines, outputs=outputs))
+    class Settings(opt.CommonSettings, opt.hub_settings("merged model")):
+        """`moot train merge`'s settings."""
+
+        adapter: Path = flag(parse=opt.input_folder, metavar="DIR", help="the adapter (required)")
+        out: Path = opt.out_flag()
+
+    settings: Settings
+
+    def run(self) -> Result:
+        """Merge, write the card, push with ``--push-to-hub``."""
+        from moot.training.merge import merge_adapter
+
+        merged = merge_adapter(self.settings.adapter, self.settings.out)
+        outputs = {"model": merged, "card": merged / "README.md"}
+        lines = [f"merged   {merged}\ncard     {outputs['card']}"]
+        return self.push(merged, "model", self.finish(lines=lines, outputs=outputs))
 
 
-def run_mix(args: argparse.Namespace) -> Result:
-    """`moot data mix`."""
-    from moot.training.mixing import mix_datasets
+class Mix(Job):
+    """`moot data mix`: SFT datasets combined, deduplicated, weighted, split train/eval."""
 
-    summary = mix_datasets(
-        args.inputs,
-        args.out,
-        weights=args.weights,
-        eval_fraction=args.eval_fraction,
-        seed=args.seed,
-    )
-    line = (
-        f"wrote {args.out}: {summary.train} train and {summary.eval} eval rows; "
-        f"{summary.duplicates} duplicate(s) dropped"
-    )
-    outputs = {"train": args.out / "train.jsonl", "manifest": args.out / "manifest.json"}
-    done = runtime.finish(args, lines=[summary.table(), line], outputs=outputs)
-    return runtime.push(args, args.out, "dataset", done)
+    class Settings(opt.CommonSettings, opt.hub_settings("dataset")):
+        """`moot data mix`'s settings."""
+
+        inputs: list[str] = flag(
+            flags=("--in",),
+            parse=opt.input_source,
+            nargs="+",
+            metavar="SRC",
+            help="datasets to combine (required)",
+        )
+        out: Path = opt.out_flag()
+        weights: list[float] | None = flag(
+            None,
+            parse=float,
+            nargs="+",
+            metavar="W",
+            help="one per input: 1 = every row, 0.5 = a seeded half, 2 = every row twice",
+        )
+        eval_fraction: float = flag(
+            0.05,
+            parse=float,
+            metavar="F",
+            help="share of rows in the eval split, in [0, 1) (default 0.05; 0 = no eval split)",
+        )
+        seed: int = flag(0, parse=int, help="seeds the weight sampling and the split")
+
+    settings: Settings
+
+    def run(self) -> Result:
+        """Mix, write the splits and manifest, push with ``--push-to-hub``."""
+        from moot.training.mixing import mix_datasets
+
+        given = self.settings
+        summary = mix_datasets(
+            given.inputs,
+            given.out,
+            weights=given.weights,
+            eval_fraction=given.eval_fraction,
+            seed=given.seed,
+        )
+        line = (
+            f"wrote {given.out}: {summary.train} train and {summary.eval} eval rows; "
+            f"{summary.duplicates} duplicate(s) dropped"
+        )
+        outputs = {"train": given.out / "train.jsonl", "manifest": given.out / "manifest.json"}
+        done = self.finish(lines=[summary.table(), line], outputs=outputs)
+        return self.push(given.out, "dataset", done)
