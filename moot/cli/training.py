@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 from pathlib import Path
 from typing import Any
 
 from moot.cli import options as opt
-from moot.cli import runtime
 from moot.cli.job import Job
 from moot.cli.registry import Commands
 from moot.cli.settings import flag
@@ -21,9 +19,9 @@ LAUNCHES = ("ddp", "fsdp", "zero3", "zero3-offload")
 
 def register(commands: Commands) -> None:
     """Add the training and dataset-mixing commands."""
-    sft = commands.add(
+    commands.add(
         "sft",
-        run_sft,
+        TrainSft,
         "SFT (full or LoRA) with assistant-only loss",
         "Fine-tune every weight or a LoRA adapter (training.method) with trl's SFTTrainer: a "
         "YAML config (over a preset), then section.key=value overrides. Resumes from the last "
@@ -31,27 +29,6 @@ def register(commands: Commands) -> None:
         group="train",
         output=Output(marks=(claim_mark("train"),)),  # an earlier version's folder: its claim
     )
-    sft.add_argument(
-        "--config",
-        dest="train_config",
-        type=opt.input_file,
-        metavar="FILE",
-        help="the run's YAML config (sections model, data, lora, training; required)",
-    )
-    opt.required(sft, "train_config")
-    sft.add_argument(
-        "overrides", nargs="*", metavar="SECTION.KEY=VALUE", help="e.g. training.num_train_epochs=1"
-    )
-    launch = sft.add_argument_group("launch on many processes (accelerate launch)")
-    launch.add_argument("--launch", choices=LAUNCHES, help="distributed strategy")
-    launch.add_argument("--num-processes", type=opt.positive, default=1, metavar="N")
-    launch.add_argument("--num-machines", type=opt.positive, default=1, metavar="M")
-    launch.add_argument("--machine-rank", type=int, default=0, metavar="R")
-    launch.add_argument("--main-process-ip", metavar="IP")
-    launch.add_argument("--main-process-port", type=int, metavar="PORT")
-    opt.common_options(sft, config=False)
-    opt.hub_options(sft, "adapter or model")
-
     commands.add(
         "merge",
         MergeAdapter,
@@ -73,75 +50,114 @@ def register(commands: Commands) -> None:
     )
 
 
-def run_sft(args: argparse.Namespace) -> Result:
-    """`moot train sft`."""
-    from moot.core.errors import ConfigError
-    from moot.training.sft_config import load_sft_config
-
-    config = load_sft_config(args.train_config, args.overrides)  # checked before any launch
-    launch_only = {
-        "--num-processes": args.num_processes > 1,
-        "--num-machines": args.num_machines > 1,
-        "--machine-rank": args.machine_rank != 0,
-        "--main-process-ip": args.main_process_ip is not None,
-        "--main-process-port": args.main_process_port is not None,
-    }
-    if not args.launch and any(launch_only.values()):
-        given = ", ".join(flag for flag, used in launch_only.items() if used)
-        raise ConfigError(f"{given} need --launch (e.g. --launch ddp)")
-    out = RunFolder(config.training.output_dir, args.command_parser.prog, "training.output_dir")
-    worker = "RANK" in os.environ  # launched by `--launch`, whose process holds the folder
-    with contextlib.nullcontext() if worker else out.hold():  # as every command's --out
-        return _train(args, config)
+_LAUNCH = "launch on many processes (accelerate launch)"
 
 
-def _train(args: argparse.Namespace, config: Any) -> Result:
-    """`moot train sft` with its output folder held: launched on many processes, or here."""
-    if args.launch:
+class TrainSft(Job):
+    """`moot train sft`: full or LoRA SFT, on one process or launched on many."""
+
+    class Settings(opt.OutputSettings, opt.hub_settings("adapter or model")):
+        """`moot train sft`'s settings (its ``--config`` is the run's own, not option values)."""
+
+        train_config: Path = flag(
+            flags=("--config",),
+            parse=opt.input_file,
+            metavar="FILE",
+            help="the run's YAML config (sections model, data, lora, training; required)",
+        )
+        overrides: list[str] = flag(
+            [],
+            positional=True,
+            nargs="*",
+            metavar="SECTION.KEY=VALUE",
+            help="e.g. training.num_train_epochs=1",
+        )
+        launch: str | None = flag(
+            None, choices=LAUNCHES, group=_LAUNCH, help="distributed strategy"
+        )
+        num_processes: int = flag(1, parse=opt.positive, metavar="N", group=_LAUNCH)
+        num_machines: int = flag(1, parse=opt.positive, metavar="M", group=_LAUNCH)
+        machine_rank: int = flag(0, parse=int, metavar="R", group=_LAUNCH)
+        main_process_ip: str | None = flag(None, metavar="IP", group=_LAUNCH)
+        main_process_port: int | None = flag(None, parse=int, metavar="PORT", group=_LAUNCH)
+
+    settings: Settings
+
+    def run(self) -> Result:
+        """Check the config and the launch flags, hold the output folder, train."""
+        from moot.core.errors import ConfigError
+        from moot.training.sft_config import load_sft_config
+
+        given = self.settings
+        config = load_sft_config(given.train_config, given.overrides)  # before any launch
+        launch_only = {
+            "--num-processes": given.num_processes > 1,
+            "--num-machines": given.num_machines > 1,
+            "--machine-rank": given.machine_rank != 0,
+            "--main-process-ip": given.main_process_ip is not None,
+            "--main-process-port": given.main_process_port is not None,
+        }
+        if not given.launch and any(launch_only.values()):
+            named = ", ".join(option for option, used in launch_only.items() if used)
+            raise ConfigError(f"{named} need --launch (e.g. --launch ddp)")
+        prog = self.args.command_parser.prog
+        out = RunFolder(config.training.output_dir, prog, "training.output_dir")
+        worker = "RANK" in os.environ  # launched by `--launch`, whose process holds the folder
+        with contextlib.nullcontext() if worker else out.hold():  # as every command's --out
+            return self.train(config)
+
+    def train(self, config: Any) -> Result:
+        """Train with the output folder held: launched on many processes, or here."""
+        given = self.settings
+        if given.launch:
+            return self.launch(config)
+        from moot.training.sft_card import write_sft_card
+        from moot.training.sft_trainer import exit_worker, train_sft
+
+        log = print if not given.quiet else (lambda line: None)  # the stages it reports
+        result = train_sft(config, log=log, progress=not given.quiet)
+        if not result.manifest:  # a launched worker other than the main one: it ends here, with 0
+            exit_worker()
+            return self.finish()
+        write_sft_card(result.output_dir)
+        outputs = {
+            "model": result.model_dir,
+            "manifest": result.output_dir / "manifest.json",
+            "card": result.model_dir / "README.md",
+        }
+        kind = "adapter " if result.method == "lora" else "model   "
+        lines = [
+            f"{kind} {outputs['model']}\nmanifest {outputs['manifest']}",
+            f"card     {outputs['card']}",
+        ]
+        exit_worker()  # a launched worker ends here, with 0
+        return self.push(result.model_dir, "model", self.finish(lines=lines, outputs=outputs))
+
+    def launch(self, config: Any) -> Result:
+        """Train on many processes (``accelerate launch``); then the card and the push."""
         from moot.training.launch import run_launch
         from moot.training.sft_card import write_sft_card
         from moot.training.sft_trainer import check_inputs
 
+        given = self.settings
         check_inputs(config)  # once here, not in every worker after its heavy imports
         code = run_launch(
-            args.launch,
-            args.train_config,
-            ["--quiet", *args.overrides] if args.quiet else args.overrides,
-            num_processes=args.num_processes,
-            num_machines=args.num_machines,
-            machine_rank=args.machine_rank,
-            main_process_ip=args.main_process_ip,
-            main_process_port=args.main_process_port,
+            given.launch,
+            given.train_config,
+            ["--quiet", *given.overrides] if given.quiet else given.overrides,
+            num_processes=given.num_processes,
+            num_machines=given.num_machines,
+            machine_rank=given.machine_rank,
+            main_process_ip=given.main_process_ip,
+            main_process_port=given.main_process_port,
         )
         if code != 0:
-            return runtime.push(args, None, "model", runtime.finish(args, failed=True))
-        if args.machine_rank != 0:  # the weights and manifest are machine 0's, and so is the push
-            return runtime.finish(args)
+            return self.push(None, "model", self.finish(failed=True))
+        if given.machine_rank != 0:  # the weights and manifest are machine 0's, and the push
+            return self.finish()
         weights = write_sft_card(config.training.output_dir)  # the workers have finished
         outputs = {"model": weights, "manifest": Path(config.training.output_dir) / "manifest.json"}
-        return runtime.push(args, weights, "model", runtime.finish(args, outputs=outputs))
-    from moot.training.sft_card import write_sft_card
-    from moot.training.sft_trainer import exit_worker, train_sft
-
-    log = print if not args.quiet else (lambda line: None)  # the stages it reports
-    result = train_sft(config, log=log, progress=not args.quiet)
-    if not result.manifest:  # a launched worker other than the main one: it ends here, with 0
-        exit_worker()
-        return runtime.finish(args)
-    write_sft_card(result.output_dir)
-    outputs = {
-        "model": result.model_dir,
-        "manifest": result.output_dir / "manifest.json",
-        "card": result.model_dir / "README.md",
-    }
-    kind = "adapter " if result.method == "lora" else "model   "
-    lines = [
-        f"{kind} {outputs['model']}\nmanifest {outputs['manifest']}",
-        f"card     {outputs['card']}",
-    ]
-    exit_worker()  # a launched worker ends here, with 0
-    done = runtime.finish(args, lines=lines, outputs=outputs)
-    return runtime.push(args, result.model_dir, "model", done)
+        return self.push(weights, "model", self.finish(outputs=outputs))
 
 
 class MergeAdapter(Job):

@@ -118,8 +118,12 @@ def test_every_job_reads_its_settings_from_its_defaults():
         jobs += 1
         assert issubclass(schema, Settings), words
         defaults = {name: parser.get_default(name) for name in schema.model_fields}
-        args = argparse.Namespace(
-            **{name: value for name, value in defaults.items() if value is not argparse.SUPPRESS}
+        args = argparse.Namespace(  # (a positional's value is argparse's alone: none yet)
+            **{
+                name: value
+                for name, value in defaults.items()
+                if value not in (argparse.SUPPRESS, None)
+            }
         )
         for name, field in schema.model_fields.items():  # a required one: as argparse gives it
             if field.is_required() or name == "out":  # (a default --out: resolved by then)
