@@ -1,9 +1,11 @@
-"""Every shared flag of the CLI, declared once, in groups commands compose.
+"""Every shared setting of the CLI, declared once, as settings mixins commands compose.
 
-A command adds the groups it needs (`model_option`, `call_options`, `run_options`, ...) and its
-own flags. A flag a command cannot run without is declared with `required=True` here, not in
-argparse: it may also come from ``--config``, so it is checked after the config is applied
-(`moot.cli.runtime.check_required`).
+A command's settings (`moot.cli.settings.Settings`) inherit the mixins they need
+(`CommonSettings`, `model_settings(...)`, `hub_settings(...)`, ...) and declare their own; the
+flags are derived from them. A setting a command cannot run without has no default: it may also
+come from ``--config``, so it is checked after the config is applied
+(`moot.cli.runtime.check_required`). Here too are the parse functions (argparse types) settings
+name, and the path kinds `moot.cli.runtime.check_paths` reads from them.
 """
 
 from __future__ import annotations
@@ -212,13 +214,13 @@ def required(parser: argparse.ArgumentParser, *dests: str) -> None:
     parser.set_defaults(required_flags=(*marked, *dests))
 
 
-def one(name: str, annotation: Any, info: Any) -> type[Settings]:
-    """A mixin of one setting, `name`, declared by `info` (a `flag`)."""
+def single(name: str, annotation: Any, info: Any) -> type[Settings]:
+    """A mixin of one setting, `name`, of type `annotation`, declared by `info` (a `flag`)."""
     return create_model(f"{name.title()}Setting", __base__=Settings, **{name: (annotation, info)})
 
 
-def mixin(name: str, *bases: type[Settings]) -> type[Settings]:
-    """The settings of all `bases`, in their order."""
+def combined(name: str, *bases: type[Settings]) -> type[Settings]:
+    """A mixin `name` of all the settings of `bases`, in their order."""
     return create_model(name, __base__=bases)
 
 
@@ -261,7 +263,7 @@ def out_flag(
 
 def out_option(parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
     """``--out`` (`out_flag`) added to `parser`."""
-    one("out", Path, out_flag(*args, **kwargs)).add_to(parser)
+    single("out", Path, out_flag(*args, **kwargs)).add_to(parser)
 
 
 class OutputSettings(Settings):
@@ -360,7 +362,7 @@ def run_options(parser: argparse.ArgumentParser, concurrency: int, unit: str) ->
 
 def limit_option(parser: argparse.ArgumentParser, unit: str) -> None:
     """``--limit N`` (`limit_flag`) added to `parser`."""
-    one("limit", int | None, limit_flag(unit)).add_to(parser)
+    single("limit", int | None, limit_flag(unit)).add_to(parser)
 
 
 def model_flag(
@@ -410,14 +412,14 @@ def model_settings(
         constrained: What ``--constrained`` asks for, if the command asks for JSON.
     """
     model = model_flag(flag, what=what, default=default, note=note)
-    parts = [one("model", str, model)]
+    parts = [single("model", str, model)]
     if max_tokens is not None:
         parts.append(max_tokens_settings(max_tokens))
     parts.append(call_settings(temperature))
     if constrained is not None:
         parts.append(constrained_settings(constrained))
     parts += [CostSettings, run_settings(concurrency, unit)]
-    return mixin("ModelSettings", *parts)
+    return combined("ModelSettings", *parts)
 
 
 def model_options(parser: argparse.ArgumentParser, **kwargs: Any) -> None:
@@ -662,7 +664,7 @@ def agent_options(parser: argparse.ArgumentParser, note: str = "") -> None:
 @functools.cache
 def max_tokens_settings(default: int) -> type[Settings]:
     """``--max-tokens``: the completion budget per call."""
-    return one(
+    return single(
         "max_tokens",
         int,
         flag(
@@ -677,7 +679,7 @@ def max_tokens_settings(default: int) -> type[Settings]:
 @functools.cache
 def constrained_settings(what: str) -> type[Settings]:
     """``--constrained/--no-constrained``: send a JSON schema as ``response_format``."""
-    return one(
+    return single(
         "constrained",
         bool | None,
         flag(
