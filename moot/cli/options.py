@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import create_model
 
-from moot.cli.settings import Settings, flag
+from moot.cli.settings import Settings, flag, required  # noqa: F401 - `opt.required`
 
 DEFAULT_MODEL = "local/smollm2"
 
@@ -206,12 +206,6 @@ INLINE_MAPPINGS = ("prices",)
 # settings inherit from (`moot.cli.settings`); a parameterised one is made by a function (cached:
 # the same parameters give the same class). The `*_options(parser, ...)` builders add them to a
 # command not yet declared as settings.
-
-
-def required(parser: argparse.ArgumentParser, *dests: str) -> None:
-    """Mark flags the command needs, on the command line or in ``--config``."""
-    marked = parser.get_default("required_flags") or ()
-    parser.set_defaults(required_flags=(*marked, *dests))
 
 
 def single(name: str, annotation: Any, info: Any) -> type[Settings]:

@@ -147,8 +147,6 @@ class Settings(BaseModel):
         .check_required`), not by argparse; a missing ``--out`` is said first (where a command
         writes before what it reads), then the others in their order.
         """
-        from moot.cli.options import required
-
         groups: dict[str, argparse._ArgumentGroup] = {}
         needed = []
         for name in cls.flag_order():
@@ -168,6 +166,12 @@ class Settings(BaseModel):
         if needed:
             required(parser, *sorted(needed, key=lambda name: name != "out"))
         return parser
+
+
+def required(parser: argparse.ArgumentParser, *dests: str) -> None:
+    """Mark flags the command needs, on the command line or in ``--config``."""
+    marked = parser.get_default("required_flags") or ()
+    parser.set_defaults(required_flags=(*marked, *dests))
 
 
 def _names(name: str, how: Flag) -> tuple[str, ...]:
