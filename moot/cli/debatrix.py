@@ -27,7 +27,7 @@ def register(commands: Commands) -> None:
         "JSON/JSONL file (moot's schema, PanelBench, or a `moot debate` run's debates.jsonl) or "
         "a DebateArt folder. Writes judgments.jsonl, summary.json and a report per judgment; "
         "reruns resume.",
-        plan=plan_judge,
+        plan=True,
         output=Output("judge", (claim_mark("judge"),)),
     )
     judge.add_argument(
@@ -142,14 +142,6 @@ def _judge_inputs(args: argparse.Namespace) -> tuple[Any, int, Any]:
     return debates, skipped, settings
 
 
-def plan_judge(args: argparse.Namespace) -> Any:
-    """`moot judge --dry-run`."""
-    from moot.graphs.debatrix_run import plan_judging
-
-    debates, _, settings = _judge_inputs(args)
-    return plan_judging(debates, args.out, settings, repeats=args.repeats)
-
-
 def run_judge(args: argparse.Namespace) -> Result:
     """`moot judge`."""
     from moot.graphs.debatrix_run import judge_debates
@@ -171,6 +163,13 @@ def run_judge(args: argparse.Namespace) -> Result:
             progress=runtime.progress_for(args, client),
         )
     )
+    if getattr(args, "planning", None) is not None:  # a dry run: what its stand-ins could not fit
+        for _ in range(summary.count("incomplete")):
+            args.planning.noted(
+                "{calls} judgments are left incomplete: a prompt of theirs does not fit the "
+                f"judge's {role.spec.context_window}-token window with every earlier reply at "
+                "its full budget (their later calls are not counted)"
+            )
     out = args.out
     outputs = {
         "judgments": out / "judgments.jsonl",
