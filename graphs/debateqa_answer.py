@@ -179,21 +179,16 @@ class StandInRetriever:
         self.identity = identity
         self.name = identity["retriever"]
         self._searches = itertools.count(1)
+        self._longest: dict[int, list[Chunk]] = {}  # by k
 
     def search(self, query: str, k: int) -> list[Hit]:
         """The `k` longest chunks, their ids ``<id>@<search>``."""
-        from moot.core.retrieval.index import Hit
+        from moot.core.retrieval.index import Hit, longest_chunks
 
         n = next(self._searches)
-        return [
-            Hit(dataclasses.replace(chunk, id=f"{chunk.id}@{n}"), 0.0) for chunk in self._longest(k)
-        ]
-
-    @functools.cache  # noqa: B019 - one list per k, for the retriever's (one run's) life
-    def _longest(self, k: int) -> list[Chunk]:
-        from moot.core.retrieval.index import longest_chunks
-
-        return longest_chunks(self.chunks, k)
+        if k not in self._longest:
+            self._longest[k] = longest_chunks(self.chunks, k)
+        return [Hit(dataclasses.replace(c, id=f"{c.id}@{n}"), 0.0) for c in self._longest[k]]
 
 
 _SEARCH_LOCK = threading.Lock()  # one search at a time: indexes are not reentrant
