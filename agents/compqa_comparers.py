@@ -18,14 +18,17 @@ does not fit is an explicit `ParseFailure`, never a guess.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from moot.core.data.compqa_inputs import ArgumentFile
 from moot.core.llm.models import Completion, ModelClient
 from moot.core.llm.spec import Role
 from moot.core.llm.structured import Structured
+from moot.core.plan import StandIn, stand_in
 from moot.prompts import render
 
 #: Scenarios whose prompt lists arguments.
@@ -134,8 +137,13 @@ async def extract_objects(
     *,
     seed: int = 0,
     constrained: bool = False,
+    arguments: ArgumentFile | None = None,
 ) -> Structured[ExtractedObjects]:
-    """Split a free-text comparative question into `ExtractedObjects` (or a parse failure)."""
+    """Split a free-text comparative question into `ExtractedObjects` (or a parse failure).
+
+    `arguments` is the file the answer's arguments will come from, if any: a dry run takes the
+    objects to be its record with the most argument text (`objects_stand_in`).
+    """
     return await client.complete_structured(
         role,
         object_messages(question),
@@ -144,7 +152,40 @@ async def extract_objects(
         max_tokens=EXTRACT_TOKENS,
         seed=seed,
         constrained=constrained,
+        stand_in=objects_stand_in(arguments),
     )
+
+
+def objects_stand_in(arguments: ArgumentFile | None = None) -> StandIn:
+    """A dry run's extracted objects: two distinct names (the schema refuses one name twice).
+
+    With an argument file, its record with the most argument text, so the answer that follows
+    is counted at its longest prompt.
+    """
+    if arguments is None:
+        found = ExtractedObjects(object1="first object", object2="second object")
+        note = "{calls} free-text questions' objects are still to extract: counted as 2 words each"
+    else:
+        (object1, object2, aspect), _ = arguments.longest()
+        found = ExtractedObjects(object1=object1, object2=object2, aspect=aspect)
+        note = (
+            "{calls} free-text questions' objects are still to extract: each is counted with "
+            "--arguments' longest lists (a question whose objects the file lacks is not answered)"
+        )
+    reply = found.model_dump_json()
+    return StandIn(lambda _: reply, note=note)
+
+
+def arguments_stand_in(tokens: int) -> str:
+    """A dry run's generated arguments: `ARGUMENTS_PER_OBJECT` per object, `tokens` in all.
+
+    Each at most 80 words (400 characters, the schema's bound), so a budget over 1,600 tokens
+    is not filled.
+    """
+    each, more = divmod(tokens, 2 * ARGUMENTS_PER_OBJECT)
+    made = [stand_in(min(80, each + (n < more))) for n in range(2 * ARGUMENTS_PER_OBJECT)]
+    half = ARGUMENTS_PER_OBJECT
+    return json.dumps({"object1": made[:half], "object2": made[half:]})
 
 
 async def generate_arguments(
@@ -167,6 +208,7 @@ async def generate_arguments(
         max_tokens=max_tokens,
         seed=seed,
         constrained=constrained,
+        stand_in=StandIn(arguments_stand_in),
     )
 
 

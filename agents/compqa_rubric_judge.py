@@ -9,12 +9,14 @@ invalid: it names the problem, keeps every raw reply, and carries no scores (nev
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from moot.core.data.compqa import MAXIMA, Comparison, category_sums, parse_scores
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
+from moot.core.plan import StandIn
 from moot.prompts import render
 
 RUBRIC_SYSTEM = "compqa/rubric_system.j2"
@@ -24,6 +26,8 @@ TEMPLATES = (RUBRIC_SYSTEM, RUBRIC_PROMPT, RUBRIC_REPAIR)
 SHOTS = (0, 1, 3)
 STAGE = "compqa_rubric"
 MAX_TOKENS = 256  # the dict is about 90 tokens; room for a fence or a sentence around it
+#: A dry run's judgment: every criterion at 0 points.
+SCORES_STAND_IN = StandIn(lambda _: json.dumps({str(n): 0 for n in MAXIMA}))
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,7 @@ async def judge_comparison(
         parse_scores,
         lambda error: render(RUBRIC_REPAIR, error=error),
         stage=STAGE,
+        stand_in=SCORES_STAND_IN,
         **kwargs,
     )
     problem = result.failure.error if result.failure else None

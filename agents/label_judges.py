@@ -16,6 +16,7 @@ from typing import Any
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.llm.structured import OutputParseError, ParseFailure
+from moot.core.plan import StandIn
 from moot.prompts import render
 
 DA_PROMPT = "debateqa/dispute_awareness.j2"
@@ -194,5 +195,10 @@ async def _label_call(
         stage=stage,
         max_tokens=MAX_TOKENS,
         seed=seed,
+        stand_in=_STAND_INS[parse],
     )
     return LabelJudgment(result.value, result.failure, tuple(c.text for c in result.completions))
+
+
+#: A dry run's reply to each label prompt (`moot.core.llm.planning`): a label its parser reads.
+_STAND_INS = {parse_dispute_label: StandIn(lambda _: "1"), parse_yes_no: StandIn(lambda _: "Yes")}

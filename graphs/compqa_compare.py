@@ -32,25 +32,18 @@ from langgraph.runtime import Runtime
 from moot.agents.compqa_comparers import (
     ARGUMENT_SCENARIOS,
     ARGUMENTS_PER_OBJECT,
-    EXTRACT_TOKENS,
     TEMPLATES,
-    argument_list_messages,
     compare,
-    comparison_messages,
     extract_objects,
     generate_arguments,
-    object_messages,
 )
 from moot.core.data.compqa_inputs import ArgumentFile, Arguments, CompQuestion
-from moot.core.data.folders import EVAL_CLAIM, RunFolder
 from moot.core.data.records import stable_id, write_json
 from moot.core.llm.ledger import call_usage, record_usage
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.llm.tokens import count_message_tokens
 from moot.core.metrics.stats import mean
-from moot.core.plan import Plan, items_of
-from moot.core.runs import HOLDS, Progress, Tally, outcome_counts, run_claimed
+from moot.core.runs import Progress, Tally, outcome_counts, run_claimed
 from moot.graphs.debatune_debate import call_seed
 from moot.prompts import render, template_digest
 
@@ -168,6 +161,7 @@ async def _extract(state: CompareState, runtime: Runtime[CompareContext]) -> Com
         state["text"] or "",
         seed=call_seed(ctx.seed, state["id"], 0),
         constrained=ctx.constrained,
+        arguments=ctx.arguments,
     )
     calls = [call_usage("extract", c) for c in result.completions]
     if result.value is None:
@@ -395,50 +389,6 @@ def _items(questions: Sequence[CompQuestion]) -> list[dict[str, Any]]:
         }
         for q in questions
     ]
-
-
-def plan_compare(
-    questions: Sequence[CompQuestion],
-    out_dir: Path,
-    ctx: CompareSettings,
-    *,
-    generator: str | None = None,
-) -> Plan:
-    """What `compare_questions` would do, reading `out_dir` and writing nothing.
-
-    Per question: the objects extracted when the question gives none, an argument list asked
-    for with ``generate_arguments``, and the answer (none when the argument file has no list
-    for the question's objects). Input tokens: the real prompts; where the objects are still to
-    extract they are left out, and generated arguments are counted at the list's full budget.
-    `ctx.client` is never used.
-    """
-    generator = generator or generator_name(ctx.role.spec.name)
-    RunFolder(out_dir).check_claim(EVAL_CLAIM, run_identity(ctx) | {"generator": generator}, HOLDS)
-    stage, pending = items_of("questions", _items(questions), Path(out_dir) / "answers.jsonl")
-    plan = Plan([stage])
-    helper, role, budget = ctx.helper_role, ctx.role, ctx.max_tokens
-    for item in pending:
-        known = item["object1"] is not None
-        if not known:
-            prompt = count_message_tokens(object_messages(item["question"] or ""))
-            plan.add_calls(helper.name, "extract", helper.spec, 1, prompt, EXTRACT_TOKENS)
-        one, two = (item["object1"], item["object2"]) if known else ("", "")
-        numbered: list[str] = []
-        held = 0
-        if ctx.arguments is not None:
-            found = ctx.arguments.find(one, two, item["aspect"]) if known else None
-            if known and found is None:
-                continue  # no list for these objects: no answer is asked for
-            numbered = [*found.object1, *found.object2] if found else [""]
-        elif ctx.generate_arguments:
-            messages = argument_list_messages(one, two, item["aspect"])
-            prompt = count_message_tokens(messages)
-            plan.add_calls(helper.name, "arguments", helper.spec, 1, prompt, budget)
-            numbered, held = [""] * 2 * ARGUMENTS_PER_OBJECT, budget
-        messages = comparison_messages(ctx.scenario, one, two, numbered)
-        prompt = count_message_tokens(messages) + held
-        plan.add_calls(role.name, f"scenario_{ctx.scenario}", role.spec, 1, prompt, budget)
-    return plan
 
 
 def _item_id(question: CompQuestion) -> str:

@@ -24,12 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from moot.agents.compqa_rubric_judge import (
-    MAX_TOKENS,
     SHOTS,
-    STAGE,
     TEMPLATES,
     judge_comparison,
-    rubric_messages,
 )
 from moot.core.data.compqa import (
     CATEGORIES,
@@ -50,10 +47,9 @@ from moot.core.errors import ConfigError, InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics.compqa_report import group_stats
-from moot.core.plan import Plan
 from moot.core.runs import STOPPED, Progress, run_claimed
 from moot.core.tables import render_table, show
-from moot.graphs.judging import EvalResult, judge_identity, plan_judgments
+from moot.graphs.judging import EvalResult, judge_identity
 
 
 @dataclass(frozen=True)
@@ -190,24 +186,6 @@ def _items(
     by_id = dict(answers)  # an answer in two files has one id: one item, judged once
     items = [{"id": i, "file": a.source.name, "where": a.where} for i, a in answers]
     return identity, {"evaluation": "compqa", **identity}, ids, items, by_id
-
-
-def plan_compqa(
-    files: Sequence[AnswerFile],
-    out_dir: Path,
-    role: Role,
-    *,
-    shots: int = 0,
-    seed: int = 0,
-    constrained: bool = False,
-) -> Plan:
-    """What `evaluate_compqa` would do: one rubric call per answer to judge; writes nothing."""
-    _, claim, _, items, by_id = _items(files, role, shots, seed, constrained)
-
-    def calls(item: dict[str, Any]) -> list[list[dict[str, str]]]:
-        return [rubric_messages(by_id[item["id"]], shots)]
-
-    return plan_judgments(items, out_dir, claim, role, calls, stage=STAGE, max_tokens=MAX_TOKENS)
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:

@@ -24,6 +24,9 @@ of settings.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
+import itertools
 import operator
 import threading
 from collections.abc import Sequence
@@ -41,21 +44,21 @@ from moot.agents.debateqa_answerers import (
     rag_messages,
     react_messages,
 )
-from moot.core.data.folders import EVAL_CLAIM, RunFolder
 from moot.core.data.questions import Question
 from moot.core.data.records import write_json
 from moot.core.llm.ledger import call_usage, record_usage
 from moot.core.llm.models import Completion, ModelClient
 from moot.core.llm.spec import Role
-from moot.core.llm.tokens import count_message_tokens
+from moot.core.llm.tokens import count_tokens
 from moot.core.metrics.stats import mean
-from moot.core.plan import Plan, items_of
-from moot.core.runs import HOLDS, Progress, RunOutput, outcome_counts, run_claimed
+from moot.core.plan import StandIn, stand_in
+from moot.core.runs import Progress, RunOutput, outcome_counts, run_claimed
 from moot.graphs.debatune_debate import call_seed
 from moot.prompts import render, template_digest
 
 if TYPE_CHECKING:
-    from moot.core.retrieval.index import Retriever
+    from moot.core.data.corpus import Chunk
+    from moot.core.retrieval.index import Hit, Retriever
 
 #: The ``--mode`` choices.
 MODES: tuple[str, ...] = ("plain", "rag", "react", "react-single")
@@ -159,6 +162,35 @@ def hit_json(hit: Any) -> dict[str, Any]:
     }
 
 
+class StandInRetriever:
+    """A dry run's search tool: it never searches; each search returns the longest chunks.
+
+    What a search could return at its longest (`moot.core.retrieval.index.longest_chunks`),
+    each hit's id made unique to its search, so the chunks a ReAct agent gathers over several
+    searches are counted as that many distinct chunks.
+
+    Args:
+        chunks: What a search may return (the index's chunks, or web results' stand-ins).
+        identity: The identity of the search tool it stands in for (`search_identity`).
+    """
+
+    def __init__(self, chunks: Sequence[Chunk], identity: dict[str, Any]) -> None:
+        self.chunks = chunks
+        self.identity = identity
+        self.name = identity["retriever"]
+        self._searches = itertools.count(1)
+        self._longest: dict[int, list[Chunk]] = {}  # by k
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        """The `k` longest chunks, their ids ``<id>@<search>``."""
+        from moot.core.retrieval.index import Hit, longest_chunks
+
+        n = next(self._searches)
+        if k not in self._longest:
+            self._longest[k] = longest_chunks(self.chunks, k)
+        return [Hit(dataclasses.replace(c, id=f"{c.id}@{n}"), 0.0) for c in self._longest[k]]
+
+
 _SEARCH_LOCK = threading.Lock()  # one search at a time: indexes are not reentrant
 
 
@@ -175,7 +207,12 @@ async def search(retriever: Retriever | None, query: str, k: int) -> list[dict[s
 
 
 async def _call(
-    ctx: AnswerContext, state: AnswerState, messages: list, stage: str, role: Role | None = None
+    ctx: AnswerContext,
+    state: AnswerState,
+    messages: list,
+    stage: str,
+    role: Role | None = None,
+    shape: StandIn | None = None,
 ) -> tuple[Completion, dict[str, Any]]:
     step = len(state.get("calls", []))
     reply = await ctx.client.complete(
@@ -184,6 +221,7 @@ async def _call(
         stage=stage,
         max_tokens=ctx.max_tokens,
         seed=call_seed(ctx.seed, state["id"], step),
+        stand_in=shape,
     )
     return reply, call_usage(stage, reply)
 
@@ -225,7 +263,8 @@ async def _agent(state: AnswerState, runtime: Runtime[AnswerContext]) -> AnswerS
         state["question"], state["trace"], ctx.prompt, ctx.max_searches, ctx.search_k
     )
     stage = "react:agent" if ctx.mode == "react" else "react"
-    reply, usage = await _call(ctx, state, messages, stage, ctx.agent_role)
+    shape = react_stand_in(ctx.mode, ctx.max_searches)
+    reply, usage = await _call(ctx, state, messages, stage, ctx.agent_role, shape)
     step = parse_react_step(reply.text)
     event = {"kind": "step", "thought": step.thought, "reply": reply.text}
     update: AnswerState = {"trace": [event], "calls": [usage]}
@@ -263,14 +302,30 @@ async def _final(state: AnswerState, runtime: Runtime[AnswerContext]) -> AnswerS
     return {"trace": [event], "calls": [usage], "answer": answer}
 
 
-def run_identity(ctx: AnswerSettings, search: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What makes two answering runs the same: model, mode, prompts, retrieval, budgets.
+#: What stands in for a query the ReAct agent has not chosen yet: 100 characters.
+UNKNOWN_QUERY = "word " * 20
 
-    Args:
-        ctx: The run's settings.
-        search: The search tool's identity (`search_identity`); default: ``ctx.retriever``'s,
-            when `ctx` is a run's context.
+
+@functools.cache
+def react_stand_in(mode: str, max_searches: int) -> StandIn:
+    """A dry run's ReAct step: a thought, then a search for `UNKNOWN_QUERY`, at the full budget.
+
+    The agent always searches again, so each question is counted at its most calls.
     """
+    ask = "\nSearch: " + UNKNOWN_QUERY.strip()
+    asking = count_tokens("word" + ask) - 1  # as it follows the thought's words
+    final = "the answer" if mode == "react" else "the final call"
+    return StandIn(
+        lambda tokens: stand_in(tokens - asking) + ask,
+        note=f"ReAct: each question is counted at its most calls, {max_searches} agent steps "
+        f"(--max-searches) and {final}; an agent that answers before its last search makes "
+        "fewer",
+        at_most=True,
+    )
+
+
+def run_identity(ctx: AnswerContext) -> dict[str, Any]:
+    """What makes two answering runs the same: model, mode, prompts, retrieval, budgets."""
     names = ["answer_basic", "answer_comprehensive", "answer_detailed", "rag_system", "rag"]
     names += ["react_system", "react_question", "react_observation", "react_final"]
     identity: dict[str, Any] = {
@@ -283,8 +338,7 @@ def run_identity(ctx: AnswerSettings, search: dict[str, Any] | None = None) -> d
         "seed": ctx.seed,
         "prompts": template_digest(*(f"debateqa/{name}.j2" for name in names)),
     }
-    if search is None and isinstance(ctx, AnswerContext) and ctx.mode != "plain":
-        search = retriever_identity(ctx.retriever)
+    search = retriever_identity(ctx.retriever) if ctx.mode != "plain" else None
     if ctx.mode == "rag":
         identity |= {**(search or {}), "k": ctx.k}
     elif ctx.mode in REACT_MODES:
@@ -303,6 +357,8 @@ def retriever_identity(retriever: Retriever | None) -> dict[str, Any]:
     """What a run's claim pins about its search tool: kind, corpus, filters."""
     from moot.core.retrieval.index import LocalRetriever
 
+    if isinstance(retriever, StandInRetriever):
+        return retriever.identity
     name = getattr(retriever, "name", None)
     trusted = getattr(retriever, "trusted_domains", False)
     if isinstance(retriever, LocalRetriever):
@@ -316,7 +372,7 @@ def search_identity(
     mmr: float | None = None,
     manifest: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A search tool's identity from its settings, without loading it (a plan's).
+    """A search tool's identity from its settings, without loading it (a dry run's).
 
     Args:
         name: The retriever's name (``bm25``, ``web:brave``).
@@ -413,94 +469,6 @@ def _items(questions: Sequence[Question], ctx: AnswerSettings) -> list[dict[str,
     ]
 
 
-#: What stands in for a query the ReAct agent has not chosen yet: 100 characters.
-UNKNOWN_QUERY = "word " * 20
-
-
-def plan_answers(
-    questions: Sequence[Question],
-    out_dir: Path,
-    ctx: AnswerSettings,
-    *,
-    search: dict[str, Any] | None = None,
-    hits: Sequence[dict[str, Any]] = (),
-) -> Plan:
-    """What `answer_questions` would do, reading `out_dir` and writing nothing.
-
-    Calls per question: plain and rag one; react at most ``max_searches`` agent steps (an agent
-    that answers earlier takes fewer) and the answer; react-single at most ``max_searches``
-    steps and, when the last one still searches, the final call. Input tokens: the real prompts,
-    with `hits` as every search's results, each earlier agent reply at its full budget and each
-    query the agent chooses as `UNKNOWN_QUERY`.
-
-    Args:
-        questions: The questions.
-        out_dir: The output folder; refused if it holds a run with other settings.
-        ctx: The run's settings.
-        search: The search tool's identity (`search_identity`), for rag and the ReAct modes.
-        hits: What stands in for a search's results, longest first (the index's longest
-            chunks, as `hit_json` records): as many as the mode shows at once.
-
-    Raises:
-        ConfigError: `out_dir` holds a run with other settings.
-    """
-    out_dir = Path(out_dir)
-    RunFolder(out_dir).check_claim(EVAL_CLAIM, run_identity(ctx, search), HOLDS)
-    stage, pending = items_of("questions", _items(questions, ctx), out_dir / "answers.jsonl")
-    plan = Plan([stage])
-    for item in pending:
-        _plan_question(plan, ctx, item["question"], list(hits))
-    if ctx.mode in REACT_MODES and pending:
-        plan.calls_at_most = True
-        final = "the answer" if ctx.mode == "react" else "the final call"
-        plan.notes.append(
-            f"ReAct: each question is counted at its most calls, {ctx.max_searches} agent steps "
-            f"(--max-searches) and {final}; an agent that answers before its last search makes "
-            "fewer"
-        )
-    return plan
-
-
-def _plan_question(
-    plan: Plan, ctx: AnswerSettings, question: str, hits: list[dict[str, Any]]
-) -> None:
-    """Count one question's calls (see `plan_answers`)."""
-    role, budget, held = ctx.role, ctx.max_tokens, 0
-    stage = ctx.mode
-    if ctx.mode == "plain":
-        messages = plain_messages(question, ctx.prompt)
-    elif ctx.mode == "rag":
-        messages = rag_messages(question, hits[: ctx.k], ctx.prompt)
-    else:
-        trace = _plan_react_steps(plan, ctx, question, hits)
-        if ctx.mode == "react":  # the answering model, from every distinct chunk found
-            messages = rag_messages(question, hits[: ctx.max_searches * ctx.search_k], ctx.prompt)
-        else:  # react-single: the last step still searched
-            messages = react_messages(question, trace, ctx.prompt, ctx.max_searches, ctx.search_k)
-            messages.append({"role": "user", "content": render("debateqa/react_final.j2")})
-            stage, held = "react:final", ctx.max_searches * budget
-    plan.add_calls(role.name, stage, role.spec, 1, count_message_tokens(messages) + held, budget)
-
-
-def _plan_react_steps(
-    plan: Plan, ctx: AnswerSettings, question: str, hits: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """Count the agent's steps, each after a search; the trace they leave."""
-    agent, budget = ctx.agent_role, ctx.max_tokens
-    stage = "react:agent" if ctx.mode == "react" else "react"
-    found = hits[: ctx.search_k]
-    trace: list[dict[str, Any]] = []
-    for step in range(ctx.max_searches):
-        query = question if step == 0 else UNKNOWN_QUERY
-        shown = observation(query, found, step + 1, ctx.max_searches)
-        trace.append({"kind": "search", "observation": shown})
-        messages = react_messages(question, trace, ctx.prompt, ctx.max_searches, ctx.search_k)
-        prompt = count_message_tokens(messages) + step * budget  # earlier replies: full budget
-        plan.add_calls(agent.name, stage, agent.spec, 1, prompt, budget)
-        trace.append({"kind": "step", "reply": ""})
-    return trace
-
-
 __all__ = [
     "MODES",
     "REACT_MODES",
@@ -508,10 +476,10 @@ __all__ = [
     "AnswerContext",
     "AnswerSettings",
     "AnswerState",
+    "StandInRetriever",
     "answer_questions",
     "build_answer_graph",
     "hit_json",
-    "plan_answers",
     "retriever_identity",
     "run_identity",
     "search_identity",

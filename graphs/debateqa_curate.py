@@ -24,19 +24,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
+import numpy as np
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from moot.core.data.folders import EVAL_CLAIM, RunFolder
 from moot.core.data.questions import Question
 from moot.core.data.records import write_json, write_jsonl
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.llm.tokens import count_message_tokens
-from moot.core.plan import Plan, items_of
+from moot.core.llm.tokens import count_tokens
+from moot.core.plan import StandIn, stand_in
 from moot.core.retrieval.embeddings import unit_rows
-from moot.core.runs import HOLDS, Progress, RunOutput, outcome_counts, run_claimed
+from moot.core.runs import Progress, RunOutput, outcome_counts, run_claimed
 from moot.graphs.checkpoints import invoke, settled
 from moot.graphs.debateqa_answer import retriever_identity, search
 from moot.graphs.debatune_debate import call_seed
@@ -151,6 +151,7 @@ async def _extract(state: CurateState, runtime: Runtime[CurateContext]) -> Curat
         stage="curate:extract",
         max_tokens=ctx.max_tokens,
         seed=call_seed(ctx.seed, state["id"], 0),
+        stand_in=POVS_STAND_IN,
     )
     count = len(state["chunks"])
     povs = [
@@ -229,25 +230,14 @@ async def _dedup(state: CurateState, runtime: Runtime[CurateContext]) -> CurateS
     return {"partial_answers": partials}
 
 
-def curate_identity(
-    ctx: CurateSettings, search: dict[str, Any] | None = None, embedder: str | None = None
-) -> dict[str, Any]:
-    """What makes two curation runs the same.
-
-    Args:
-        ctx: The run's settings (or its context).
-        search: The retriever's identity (`search_identity`); default: a context's retriever's.
-        embedder: The embedder's name; default: a context's embedder's.
-    """
-    if isinstance(ctx, CurateContext):  # a run's: its retriever and embedder, unless given
-        search = search if search is not None else retriever_identity(ctx.retriever)
-        embedder = embedder or ctx.embedder.name
+def curate_identity(ctx: CurateContext) -> dict[str, Any]:
+    """What makes two curation runs the same: model, retriever, embedder, settings, prompts."""
     return {
         "run": "curate",
         "model": ctx.role.spec.name,
         "temperature": ctx.role.temperature,
-        **(search or {}),
-        "embedder": embedder,
+        **retriever_identity(ctx.retriever),
+        "embedder": ctx.embedder.name,
         "documents": ctx.documents,
         "threshold": ctx.threshold,
         "max_tokens": ctx.max_tokens,
@@ -356,54 +346,39 @@ def _items(questions: Sequence[Question]) -> list[dict[str, Any]]:
     return [{"id": q.id, "question": q.text} for q in questions]
 
 
-#: Explanations a plan counts per question: DebateQA's questions keep about 3.7 partial answers
-#: each (Xu et al., 2024, App. H), rounded up. The real number is the POVs the extraction finds.
+#: POVs a dry run's extraction finds per question: DebateQA's questions keep about 3.7 partial
+#: answers each (Xu et al., 2024, App. H), rounded up. The real number is unknown before it runs.
 PLANNED_POVS = 4
 #: What stands in for a POV not yet extracted: 200 characters (p_POV asks for a short sentence).
 UNKNOWN_POV = "word " * 40
 
 
-def plan_curation(
-    questions: Sequence[Question],
-    out_dir: Path,
-    ctx: CurateSettings,
-    *,
-    search: dict[str, Any],
-    embedder: str,
-    hits: Sequence[dict[str, Any]],
-) -> Plan:
-    """What `curate` would do, reading `out_dir` and writing nothing.
+def _povs_stand_in(tokens: int) -> str:
+    """`PLANNED_POVS` POVs citing no document (each explained from all of them), at `tokens`."""
+    povs = "".join(
+        f"Point-of-View {n}: {UNKNOWN_POV.strip()}\n" for n in range(1, PLANNED_POVS + 1)
+    )
+    return povs + stand_in(tokens - count_tokens(povs))
 
-    Per question: one extraction, then `PLANNED_POVS` explanations (one per POV it finds:
-    unknown before it runs). Input tokens: the real prompts with `hits` as the question's
-    documents, each explanation given all of them (a POV's own documents are some of them)
-    and `UNKNOWN_POV` as its POV; the embedder is not loaded.
+
+#: A dry run's extraction reply (`moot.core.llm.planning`).
+POVS_STAND_IN = StandIn(
+    _povs_stand_in,
+    note=f"curate:explain is counted at {PLANNED_POVS} POVs per question (DebateQA keeps about "
+    "3.7); the real calls are one per POV the extraction finds, so more or fewer",
+)
+
+
+class StandInEmbedder:
+    """A dry run's embedder: loads no model; no two POVs are alike, so none is dropped.
 
     Args:
-        questions: The questions.
-        out_dir: The output folder; refused if it holds a run with other settings.
-        ctx: The run's settings.
-        search: The retriever's identity (`search_identity`).
-        embedder: The embedder's name.
-        hits: What stands in for a question's documents (the index's longest chunks).
-
-    Raises:
-        ConfigError: `out_dir` holds a run with other settings.
+        name: The embedder it stands in for (a run's claim names it).
     """
-    out_dir = Path(out_dir)
-    RunFolder(out_dir).check_claim(EVAL_CLAIM, curate_identity(ctx, search, embedder), HOLDS)
-    stage, pending = items_of("questions", _items(questions), out_dir / "curation.jsonl")
-    plan = Plan([stage])
-    role, budget, documents = ctx.role, ctx.max_tokens, list(hits[: ctx.documents])
-    for item in pending:
-        prompt = count_message_tokens(extract_messages(item["question"], documents))
-        plan.add_calls(role.name, "curate:extract", role.spec, 1, prompt, budget)
-        prompt = count_message_tokens(explain_messages(item["question"], UNKNOWN_POV, documents))
-        povs = PLANNED_POVS
-        plan.add_calls(role.name, "curate:explain", role.spec, povs, povs * prompt, povs * budget)
-    if pending:
-        plan.notes.append(
-            f"curate:explain is counted at {PLANNED_POVS} POVs per question (DebateQA keeps "
-            "about 3.7); the real calls are one per POV the extraction finds, so more or fewer"
-        )
-    return plan
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Orthogonal unit vectors, one per text."""
+        return np.eye(len(texts), dtype=np.float32)

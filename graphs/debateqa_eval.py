@@ -12,21 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from moot.agents.label_judges import (
-    DA_PROMPT,
-    DA_REPAIR,
-    da_messages,
-    judge_dispute_awareness,
-)
-from moot.agents.label_judges import MAX_TOKENS as LABEL_TOKENS
+from moot.agents.label_judges import DA_PROMPT, DA_REPAIR, judge_dispute_awareness
 from moot.core.data.questions import Answer, Question
 from moot.core.data.records import stable_id
 from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.plan import Plan
 from moot.core.runs import Progress, outcome_counts, run_claimed
-from moot.graphs.judging import EvalResult, judge_identity, plan_judgments
+from moot.graphs.judging import EvalResult, judge_identity
 
 
 def with_questions(
@@ -117,18 +110,3 @@ def _da_items(
         for i, a in zip(ids, answers, strict=True)
     ]
     return identity, {"evaluation": "da", **identity}, items, dict(zip(ids, answers, strict=True))
-
-
-def plan_dispute_awareness(
-    answers: Sequence[Answer], out_dir: Path, role: Role, *, seed: int = 0
-) -> Plan:
-    """What `evaluate_dispute_awareness` would do: one call per answer to judge; writes nothing."""
-    _, claim, items, by_id = _da_items(answers, role, seed)
-
-    def calls(item: dict[str, Any]) -> list[list[dict[str, str]]]:
-        answer = by_id[item["id"]]
-        return [da_messages(answer.question or "", answer.text)]
-
-    return plan_judgments(
-        items, out_dir, claim, role, calls, stage="dispute_awareness", max_tokens=LABEL_TOKENS
-    )

@@ -38,6 +38,7 @@ from moot.core.llm.models import Completion, ModelClient
 from moot.core.llm.spec import Role
 from moot.core.llm.structured import Structured
 from moot.core.llm.tokens import count_message_tokens
+from moot.core.plan import StandIn
 from moot.graphs.checkpoints import settled
 
 
@@ -102,10 +103,21 @@ class JudgeContext:
         """Whether the prompt leaves `reserve` tokens of the window for the reply."""
         return self.window is None or count_message_tokens(messages) + reserve <= self.window
 
-    async def ask(self, messages: list[dict[str, str]], stage: str, max_tokens: int) -> Completion:
-        """One free-text call of the judge."""
+    async def ask(
+        self,
+        messages: list[dict[str, str]],
+        stage: str,
+        max_tokens: int,
+        stand_in: StandIn | None = None,
+    ) -> Completion:
+        """One free-text call of the judge (a dry run's reply: `stand_in`, else its full budget)."""
         return await self.client.complete(
-            self.role, messages, stage=stage, max_tokens=max_tokens, seed=self.extractor.seed
+            self.role,
+            messages,
+            stage=stage,
+            max_tokens=max_tokens,
+            seed=self.extractor.seed,
+            stand_in=stand_in,
         )
 
 
@@ -150,6 +162,13 @@ def _scored(result: Structured) -> dict[str, Any]:
     return {"parse_failure": result.failure.to_json()}  # type: ignore[union-attr]
 
 
+#: A dry run's memory summary: counted as a run whose every reply is at its full budget asks.
+_SUMMARY_STAND_IN = StandIn(
+    note="{calls} memory summaries are counted for prompts over the judge's window with every "
+    "earlier reply at its full budget: shorter replies need fewer"
+)
+
+
 async def _condense(
     ctx: JudgeContext, dimension: Dimension, memory: list, reserve: int, build: Any
 ) -> tuple[list, list[str], list[Completion]]:
@@ -172,7 +191,7 @@ async def _condense(
                 f"the analysis memory cannot shrink enough to fit the {ctx.window}-token window"
             )
         messages = compression_messages(ctx.debate, dimension, memory[:take], words)
-        reply = await ctx.ask(messages, "memory_summary", ctx.analysis_tokens)
+        reply = await ctx.ask(messages, "memory_summary", ctx.analysis_tokens, _SUMMARY_STAND_IN)
         calls.append(reply)
         summaries.append(reply.text)
         title = f"Summary of: {'; '.join(section[0] for section in memory[:take])}"

@@ -19,20 +19,13 @@ from moot.agents.debatrix_judges import (
     Dimension,
     Extractor,
     Framework,
-    analysis_messages,
     choose_dimensions,
-    extraction_prompt,
-    judgment_messages,
-    panel_messages,
-    transcript,
 )
 from moot.core.data.debates import Debate
 from moot.core.data.folders import RunFolder
 from moot.core.data.records import ResultLog, stable_id, write_json
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.llm.tokens import count_message_tokens
-from moot.core.plan import Plan, items_of
 from moot.core.runs import STOPPED, Progress, Tally, run_items
 from moot.graphs.checkpoints import durability_for, open_checkpoints, run_thread
 from moot.graphs.debatrix_judging import (
@@ -258,98 +251,6 @@ def _items(debates: Sequence[Debate], identity: dict[str, Any], repeats: int) ->
 def _finished(record: dict[str, Any]) -> bool:
     """A judgment needs no rerun once complete, or incomplete (its prompt never fits)."""
     return record["status"] in ("complete", "incomplete")
-
-
-def plan_judging(
-    debates: Sequence[Debate], out_dir: Path, settings: JudgeSettings, *, repeats: int = 1
-) -> Plan:
-    """What `judge_debates` would do, reading `out_dir` and writing nothing.
-
-    Per judgment, the framework's graph: each speech analysed and scored per dimension
-    (chronological frameworks), each dimension judged, then the panel (split frameworks); every
-    judgment is followed by a comment and a score per debater (``paper``; one call each with
-    ``released``) and a winner. Input tokens: the real prompts, each analysis, judgment or
-    comment they hold counted at its full budget; output tokens: each call's budget (an
-    extraction's: ``extraction_tokens``). Memory summaries, asked only when a prompt would not
-    fit the window, and repair calls for unreadable replies are not counted.
-    """
-    identity = settings.identity()
-    plans = settings.plan(debates)
-    RunFolder(out_dir).check_claim("judge", identity, HOLDS)
-    items = _items(debates, identity, repeats)
-    stage, pending = items_of("judgments", items, Path(out_dir) / "judgments.jsonl", _finished)
-    plan = Plan([stage])
-    for item in pending:
-        _plan_judgment(plan, settings, item["debate"], plans[item["debate"].format])
-    if settings.role.spec.context_window:
-        plan.notes.append(
-            f"prompts over the {settings.role.spec.context_window}-token window are condensed "
-            "first (more calls) or leave the judgment incomplete (fewer): not counted"
-        )
-    return plan
-
-
-def _plan_judgment(
-    plan: Plan, settings: JudgeSettings, debate: Debate, dimensions: Sequence[Dimension]
-) -> None:
-    """Count one judgment's calls, by the graph of `moot.graphs.debatrix_judging`."""
-    role, framework = settings.role, settings.framework
-    analysis, judgment = settings.analysis_tokens, settings.judgment_tokens
-    extract = settings.extraction_tokens
-
-    def ask(stage: str, messages: list[dict[str, str]], held: int, budget: int) -> None:
-        plan.add_calls(
-            role.name, stage, role.spec, 1, count_message_tokens(messages) + held, budget
-        )
-
-    def extraction(kind: str, held: int, **variables: Any) -> None:
-        prompt = [{"role": "user", "content": extraction_prompt(kind, debate, "", **variables)}]
-        stage = "debater_score" if kind == "released_score" else kind
-        ask(stage, prompt, held, extract)
-
-    def verdict(held: int, allow_tie: bool) -> None:
-        for debater in debate.debaters:
-            if settings.scoring == "paper":
-                extraction("debater_comment", held, debater=debater)
-                extraction("debater_score", extract, debater=debater)
-            else:
-                extraction("released_score", held, debater=debater)
-        extraction("winner", held, allow_tie=allow_tie)
-
-    speeches = len(debate.speeches)
-    for dimension in dimensions:
-        if framework.chronological:
-            for index, speech in enumerate(debate.speeches):
-                if framework.iterative:
-                    memory = _analyses(debate, index)
-                    held = index * analysis
-                else:
-                    memory, held = transcript(debate, index), 0
-                messages = analysis_messages(
-                    debate, dimension, index, memory, analyses=framework.iterative
-                )
-                ask("speech_analysis", messages, held, analysis)
-                extraction("speech_score", analysis, debater=speech.speaker)
-            memory = _analyses(debate, speeches)
-            messages = judgment_messages(debate, dimension, memory, analyses=True)
-            ask("judgment", messages, speeches * analysis, judgment)
-        else:
-            messages = judgment_messages(debate, dimension, transcript(debate), analyses=False)
-            ask("judgment", messages, 0, judgment)
-        verdict(judgment, dimension.allow_tie)
-    if framework.split:
-        messages = panel_messages(debate, [(d, "") for d in dimensions])
-        held = sum(judgment for d in dimensions if d.weight > 0)
-        ask("panel", messages, held, judgment)
-        verdict(judgment, allow_tie=False)
-
-
-def _analyses(debate: Debate, upto: int) -> list[tuple[str, str]]:
-    """A memory of the analyses of the speeches before `upto`, their texts left out."""
-    return [
-        (f"Analysis of Speech {i + 1} by {s.speaker}", "")
-        for i, s in enumerate(debate.speeches[:upto])
-    ]
 
 
 async def _judge_one(

@@ -142,6 +142,10 @@ class ArgumentFile:
         if not self._found:
             raise InputError(self.path, "no argument records")
 
+    def longest(self) -> tuple[Key, Arguments]:
+        """The record with the most argument text: its (folded) objects and aspect, its lists."""
+        return max(self._found.items(), key=lambda found: len("".join(found[1].numbered())))
+
     def find(self, object1: str, object2: str, aspect: str | None) -> Arguments | None:
         """The arguments for this question, or None when the file has none."""
         return self._found.get(question_key(object1, object2, aspect))

@@ -32,7 +32,7 @@ def register(commands: Commands) -> None:
         "square brackets, 15 arguments, missing ones created and tagged [generated]. Writes "
         "OUT/<generator>_scenario_<N>.json (the file `moot eval compqa` reads); a rerun "
         "answers only what is missing.",
-        plan=plan_compare_run,
+        plan=True,
         output=Output("compare", (claim_mark(EVAL_CLAIM),)),
     )
     compare.add_argument(
@@ -82,7 +82,7 @@ def register(commands: Commands) -> None:
         "counts as invalid and is never summed. Writes judged/<input name> per input, "
         "summary.json and summary.md. Reruns judge only what is missing.",
         group="eval",
-        plan=plan_eval_compqa,
+        plan=True,
         output=Output("compqa", (claim_mark(EVAL_CLAIM),)),
     )
     judge.add_argument(
@@ -226,15 +226,6 @@ def _compare_inputs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]
     }
 
 
-def plan_compare_run(args: argparse.Namespace) -> Any:
-    """`moot compare --dry-run` (its context has no client: the plan calls no model)."""
-    from moot.graphs.compqa_compare import CompareSettings, plan_compare
-
-    questions, settings = _compare_inputs(args)
-    ctx = CompareSettings(**settings)
-    return plan_compare(questions, args.out, ctx, generator=args.generator)
-
-
 def run_compare(args: argparse.Namespace) -> Result:
     """`moot compare`."""
     from moot.graphs.compqa_compare import CompareContext, compare_questions
@@ -305,17 +296,6 @@ def _eval_compqa_inputs(args: argparse.Namespace) -> tuple[list[Any], Any]:
     if args.limit:
         files = _first_answers(files, args.limit)
     return files, runtime.role_from(args, "compqa_judge")
-
-
-def plan_eval_compqa(args: argparse.Namespace) -> Any:
-    """`moot eval compqa --dry-run`."""
-    from moot.graphs.compqa_eval import plan_compqa
-
-    files, role = _eval_compqa_inputs(args)
-    constrained = runtime.constrained(args, role)
-    return plan_compqa(
-        files, args.out, role, shots=args.shots, seed=args.seed, constrained=constrained
-    )
 
 
 def run_eval_compqa(args: argparse.Namespace) -> Result:

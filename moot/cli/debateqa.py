@@ -30,7 +30,7 @@ def register(commands: Commands) -> None:
         "and picked at most 9 chunks, which the answering model is given as in rag (react, the "
         "paper's); react-single is one model that searches and answers itself. One record per "
         "question in OUT/answers.jsonl; a rerun answers only what is missing.",
-        plan=plan_answer,
+        plan=True,
         output=Output("answer", (claim_mark(EVAL_CLAIM),)),
     )
     answer.add_argument("--questions", type=opt.input_file, help="questions file (required)")
@@ -65,7 +65,7 @@ def register(commands: Commands) -> None:
         "DebateQA Algorithm 1: for each question, retrieve documents, extract the points of view "
         "they hold, explain each in at most 300 words from its documents, and drop near-duplicate "
         "POVs. Writes OUT/partial_answers.jsonl, the file `moot eval pd` reads.",
-        plan=plan_curate,
+        plan=True,
         output=Output("curate", (claim_mark(EVAL_CLAIM),)),
     )
     curate.add_argument("--questions", type=opt.input_file, help="questions file (required)")
@@ -151,7 +151,7 @@ def register(commands: Commands) -> None:
         "Judge each answer with DebateQA's few-shot 0/1 prompt, reading only the judge's reply. "
         "Reruns judge only what is missing.",
         group="eval",
-        plan=plan_da,
+        plan=True,
         output=Output("da", (claim_mark(EVAL_CLAIM),)),
     )
     da.add_argument(
@@ -263,24 +263,6 @@ def _answer_inputs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]
     }
 
 
-def plan_answer(args: argparse.Namespace) -> Any:
-    """`moot answer --dry-run`: searches stand in as the index's longest chunks (no search)."""
-    from moot.cli.retrieval import planned_search, search_source, web_key
-    from moot.graphs.debateqa_answer import AnswerSettings, plan_answers
-
-    questions, settings = _answer_inputs(args)
-    ctx = AnswerSettings(**settings)
-    if args.mode == "plain":
-        return plan_answers(questions, args.out, ctx)
-    index = search_source(args)
-    shown = args.k if args.mode == "rag" else args.max_searches * args.search_k
-    search, hits = planned_search(args, index, shown)
-    plan = plan_answers(questions, args.out, ctx, search=search, hits=hits)
-    if index is None:
-        plan.keys.append(web_key(args))
-    return plan
-
-
 def run_answer(args: argparse.Namespace) -> Result:
     """`moot answer`."""
     from moot.graphs.debateqa_answer import AnswerContext, answer_questions
@@ -322,55 +304,19 @@ def _curate_inputs(args: argparse.Namespace) -> tuple[list[Any], Path | None]:
     return questions, None
 
 
-def plan_curate(args: argparse.Namespace) -> Any:
-    """`moot curate --dry-run`: a corpus is read and chunked in memory, never indexed."""
-    from moot.cli.retrieval import stand_in_hits
-    from moot.core.data.corpus import DEFAULT_CHUNK_CHARS
-    from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER
-    from moot.core.retrieval.index import Index, corpus_chunks, corpus_sha256
-    from moot.graphs.debateqa_answer import search_identity
-    from moot.graphs.debateqa_curate import CurateSettings, plan_curation
-
-    questions, path = _curate_inputs(args)
-    if path is not None:
-        index = Index.load(path)
-        chunks, manifest = index.chunks, index.manifest
-    else:  # what build_index would record of it
-        chunks = corpus_chunks(args.docs)
-        manifest = {"source_sha256": corpus_sha256(args.docs), "chunk_chars": DEFAULT_CHUNK_CHARS}
-    role = runtime.role_from(args, "curator")
-    ctx = CurateSettings(
-        role=role,
-        documents=args.documents,
-        threshold=args.threshold,
-        max_tokens=args.max_tokens,
-        seed=args.seed,
-    )
-    return plan_curation(
-        questions,
-        args.out,
-        ctx,
-        search=search_identity("bm25", manifest=manifest),
-        embedder=args.embedder or DEFAULT_EMBEDDER,
-        hits=stand_in_hits(chunks, args.documents),
-    )
-
-
 def run_curate(args: argparse.Namespace) -> Result:
     """`moot curate`."""
-    from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER, Embedder
-    from moot.core.retrieval.index import Index, LocalRetriever, build_index
     from moot.graphs.debateqa_curate import CurateContext, curate
 
     questions, path = _curate_inputs(args)
-    index = Index.load(path) if path else build_index(args.docs, args.out / "index")
+    retriever, embedder = _curate_tools(args, path)
     role = runtime.role_from(args, "curator")
     client = runtime.client_for(args, role.spec)
     ctx = CurateContext(
         client=client,
         role=role,
-        retriever=LocalRetriever(index),
-        embedder=Embedder(args.embedder or DEFAULT_EMBEDDER),
+        retriever=retriever,
+        embedder=embedder,
         documents=args.documents,
         threshold=args.threshold,
         max_tokens=args.max_tokens,
@@ -400,6 +346,34 @@ def run_curate(args: argparse.Namespace) -> Result:
         messages=[unread] if run.unparsed else [],
         outputs=outputs,
     )
+
+
+def _curate_tools(args: argparse.Namespace, path: Path | None) -> tuple[Any, Any]:
+    """`moot curate`'s retriever and embedder, or a dry run's stand-ins (`args.planning` set).
+
+    A dry run never searches (the longest chunks stand in for each search), never indexes a
+    corpus (it is read in memory) and loads no embedder.
+    """
+    from moot.core.retrieval.embeddings import DEFAULT_EMBEDDER, Embedder
+    from moot.core.retrieval.index import Index, LocalRetriever, build_index
+
+    embedder = args.embedder or DEFAULT_EMBEDDER
+    if getattr(args, "planning", None) is None:
+        index = Index.load(path) if path else build_index(args.docs, args.out / "index")
+        return LocalRetriever(index), Embedder(embedder)
+    from moot.core.data.corpus import DEFAULT_CHUNK_CHARS
+    from moot.core.retrieval.index import corpus_chunks, corpus_sha256
+    from moot.graphs.debateqa_answer import StandInRetriever, search_identity
+    from moot.graphs.debateqa_curate import StandInEmbedder
+
+    if path is not None:
+        index = Index.load(path)
+        chunks, manifest = index.chunks, index.manifest
+    else:  # what build_index would record of it
+        chunks = corpus_chunks(args.docs)
+        manifest = {"source_sha256": corpus_sha256(args.docs), "chunk_chars": DEFAULT_CHUNK_CHARS}
+    retriever = StandInRetriever(chunks, search_identity("bm25", manifest=manifest))
+    return retriever, StandInEmbedder(embedder)
 
 
 def run_pd(args: argparse.Namespace) -> Result:
@@ -506,14 +480,6 @@ def _da_inputs(args: argparse.Namespace) -> tuple[list[Any], dict[str, str], Any
     if args.questions:
         sources["questions"] = str(args.questions)
     return runtime.limited(answers, args), sources, runtime.role_from(args, "da_judge")
-
-
-def plan_da(args: argparse.Namespace) -> Any:
-    """`moot eval da --dry-run`."""
-    from moot.graphs.debateqa_eval import plan_dispute_awareness
-
-    answers, _, role = _da_inputs(args)
-    return plan_dispute_awareness(answers, args.out, role, seed=args.seed)
 
 
 def run_da(args: argparse.Namespace) -> Result:

@@ -101,13 +101,6 @@ class Judge(ModelJob):
         settings.plan(debates)  # bad dimensions fail before the judge is contacted
         return debates, skipped, settings
 
-    def plan(self) -> Any:
-        """`moot judge --dry-run`."""
-        from moot.graphs.debatrix_run import plan_judging
-
-        debates, _, settings = self.inputs
-        return plan_judging(debates, self.settings.out, settings, repeats=self.settings.repeats)
-
     def specs(self) -> list[Any]:
         """The judge's."""
         return [self.inputs[2].role.spec]
@@ -132,6 +125,15 @@ class Judge(ModelJob):
 
     def report(self, done: Any, client: Any) -> Result:
         """What was judged, where it is, what failed."""
+        planning = getattr(self.args, "planning", None)
+        if planning is not None:  # a dry run: what its stand-ins could not fit
+            window = self.inputs[2].role.spec.context_window
+            for _ in range(done.count("incomplete")):
+                planning.noted(
+                    "{calls} judgments are left incomplete: a prompt of theirs does not fit the "
+                    f"judge's {window}-token window with every earlier reply at its full budget "
+                    "(their later calls are not counted)"
+                )
         out = self.settings.out
         outputs = {
             "judgments": out / "judgments.jsonl",
@@ -234,6 +236,7 @@ def register(commands: Commands) -> None:
         "JSON/JSONL file (moot's schema, PanelBench, or a `moot debate` run's debates.jsonl) or "
         "a DebateArt folder. Writes judgments.jsonl, summary.json and a report per judgment; "
         "reruns resume.",
+        plan=True,
         output=Output("judge", (claim_mark("judge"),)),
     )
     commands.add(

@@ -45,9 +45,10 @@ class Commands:
     ) -> argparse.ArgumentParser:
         """Add command `name` (under `group`, e.g. ``eval``) that `run` runs; its parser.
 
-        A `moot.cli.job.Job` is its own `run` and `plan`: its flags are derived from its
-        settings (`moot.cli.settings.Settings.add_to`). A command not yet a job gives a
-        function of the parsed command line, and adds its flags to the parser returned.
+        A `moot.cli.job.Job` is its own `run` (and its own `plan`, if it has `Job.plan`): its
+        flags are derived from its settings (`moot.cli.settings.Settings.add_to`). A command
+        not yet a job gives a function of the parsed command line, and adds its flags to the
+        parser returned.
 
         A model-calling command says it can `plan`: ``--dry-run`` then runs it against a client
         that never sends, its outputs in a scratch copy (`moot.cli.runtime.plan_for`), for what
@@ -68,7 +69,7 @@ class Commands:
         )
         job = run if isinstance(run, type) and issubclass(run, Job) else None
         if job is not None:
-            run, plan = _run(job), _plan(job) if job.plans() else False
+            run, plan = _run(job), _plan(job) if job.plans() else plan
         parser.set_defaults(command_fn=run, command_parser=parser, plan_fn=plan or None)
         if plan:
             dry_run_option(parser)

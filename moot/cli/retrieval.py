@@ -141,7 +141,7 @@ class Retrieve(Job):
 
         given = self.settings
         questions, role = self.inputs
-        retriever = retriever_from_args(given)
+        retriever = retriever_from_args(self.args)  # a dry run's (`args.planning`) too
         expansion, client = None, None
         if role is not None:
             client = runtime.client_for(self.args, role.spec)
@@ -202,6 +202,8 @@ def retriever_from_args(args: argparse.Namespace) -> Any:
         InputError: A missing or damaged index.
     """
     index = search_source(args)
+    if getattr(args, "planning", None) is not None:  # a dry run: nothing is searched
+        return planned_retriever(args, index)
     if index is None:
         from moot.core.retrieval.websearch import BRAVE_API_BASE, WebSearchRetriever
 
@@ -262,32 +264,24 @@ def web_key(args: argparse.Namespace) -> tuple[str, str]:
     return WebSearchRetriever.name, f"{args.search_key_env} ({given})"
 
 
-def planned_search(args: argparse.Namespace, index: Any, shown: int) -> tuple[dict, list[dict]]:
-    """A plan's search tool: its identity (as a run claims it) and what stands in for its hits.
+def planned_retriever(args: argparse.Namespace, index: Any) -> Any:
+    """A dry run's search tool (`args.planning` set): it never searches.
+
+    The index's longest chunks stand in for each search's hits (with --web, results of
+    `moot.core.retrieval.websearch.STAND_IN`'s size); no embedder is loaded and no key read
+    (the plan says which key web search would need).
 
     Args:
         args: The parsed command line.
         index: `search_source`'s index (None: --web).
-        shown: The most hits a call shows at once.
-
-    Returns:
-        The identity, and the `shown` longest chunks of the index as hit records (with --web,
-        `shown` web results of `moot.core.retrieval.websearch.STAND_IN`'s size).
     """
-    from moot.graphs.debateqa_answer import search_identity
+    from moot.graphs.debateqa_answer import StandInRetriever, search_identity
 
     if index is None:
-        from moot.core.retrieval.websearch import STAND_IN, WebSearchRetriever
+        from moot.core.retrieval.websearch import MAX_RESULTS, STAND_IN, WebSearchRetriever
 
+        args.planning.keys.append(web_key(args))
         identity = search_identity(WebSearchRetriever.name, args.trusted_domains)
-        return identity, stand_in_hits([STAND_IN] * shown, shown)
+        return StandInRetriever([STAND_IN] * MAX_RESULTS, identity)
     identity = search_identity(args.retriever, args.trusted_domains, args.mmr, index.manifest)
-    return identity, stand_in_hits(index.chunks, shown)
-
-
-def stand_in_hits(chunks: Any, shown: int) -> list[dict[str, Any]]:
-    """The `shown` longest of `chunks` as hit records: what a plan counts for a search."""
-    from moot.core.retrieval.index import Hit, longest_chunks
-    from moot.graphs.debateqa_answer import hit_json
-
-    return [hit_json(Hit(chunk, 0.0)) for chunk in longest_chunks(chunks, shown)]
+    return StandInRetriever(index.chunks, identity)

@@ -269,3 +269,55 @@ def test_compare_plans_extraction_arguments_and_answers(tmp_path):
     items, rows = plan_tables(stdout(dry))
     assert items["questions"] == (3, 0, 3)
     assert_bounds(rows, out / "summary.json")
+
+
+def test_compare_plans_free_text_questions_with_the_argument_files_longest_lists(tmp_path):
+    questions = tmp_path / "questions.txt"
+    questions.write_text("What is better: ASP or PHP?\nWhat is better: gas or charcoal?\n")
+    arguments = write_jsonl(
+        tmp_path / "arguments.jsonl",
+        [
+            {"object1": "ASP", "object2": "PHP", "arguments": {"ASP": ["Fast. " * 30], "PHP": []}},
+            {
+                "object1": "gas",
+                "object2": "charcoal",
+                "arguments": {"gas": ["Clean."], "charcoal": []},
+            },
+        ],
+    )
+    out = tmp_path / "out"
+    extracted = '{"object1": "%s", "object2": "%s", "aspect": ""}'
+    rules = [Rule("using following arguments", "ASP, by far.")]
+    rules += [
+        Rule(f"{a} or {b}", extracted % (a, b)) for a, b in (("ASP", "PHP"), ("gas", "charcoal"))
+    ]
+    options = {"questions": questions, "out": out, "scenario": 2, "arguments": arguments}
+    options |= {"model": "openai/scripted", "max_retries": 0}
+    with ScriptedServer(rules=rules) as server:
+        dry = moot.compare(**options, api_base=server.url, dry_run=True)
+        assert (len(server.requests), out.exists()) == (0, False)
+        moot.compare(**options, api_base=server.url)
+    items, rows = plan_tables(stdout(dry))
+    assert items["questions"] == (2, 0, 2)
+    assert_bounds(rows, out / "summary.json")  # each answer counted, at the longest lists
+    assert "2 free-text questions' objects are still to extract" in stdout(dry)
+    assert "a run would fail" not in stdout(dry)
+
+
+def test_judge_plans_the_window_as_full_budget_replies_would_fill_it(tmp_path):
+    debates = tmp_path / "debates.jsonl"
+    debates.write_text(
+        shared_data("panelbench", "debateart.jsonl").read_text().splitlines()[0] + "\n"
+    )
+    options = {"debates": debates, "out": tmp_path / "out", "judge": "openai/m"}
+    plans = {
+        framework: stdout(
+            moot.judge(**options, framework=framework, context_window=6000, dry_run=True)
+        )
+        for framework in ("debatrix", "direct")
+    }
+    _, rows = plan_tables(plans["debatrix"])
+    assert rows[("judge", "memory_summary")][1] > 0
+    assert "memory summaries are counted for prompts over the judge's window" in plans["debatrix"]
+    assert "1 judgments are left incomplete" in plans["direct"]  # the transcript does not fit
+    assert not (tmp_path / "out").exists()

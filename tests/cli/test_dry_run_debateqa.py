@@ -196,3 +196,34 @@ def test_models_check_plans_its_one_call(tmp_path):
     assert (calls, outputs) == (1, 32)
     assert f"{inputs} prompt + " in real  # the real request's prompt tokens, exactly
     assert "MOOT_API_KEY (not set), if the server wants a key" in dry
+
+
+def test_web_react_searches_nothing_and_a_recipe_plans_eval_da_from_its_answers(
+    corpus, tmp_path, monkeypatch
+):
+    """A dry run never searches the web nor reads its key (the plan names it); `moot run
+    --dry-run` plans `eval da` from the answers its `answer` stage would write."""
+    import yaml
+
+    from tests.core.retrieval.test_websearch import KEY, SearchServer
+
+    monkeypatch.setenv("MOOT_SEARCH_API_KEY", KEY)
+    out = tmp_path / "out"
+    with SearchServer() as search, ScriptedServer() as server:
+        answer = {"questions": str(corpus["questions"]), "mode": "react", "web": True}
+        answer |= {"search_api_base": search.url, "max_tokens": MAX_TOKENS}
+        answer |= {"model": "openai/scripted", "api_base": server.url}
+        alone = stdout(moot.answer(**answer, out=out / "answer", dry_run=True))
+        stages = {"answer": {"command": "answer", **answer}}
+        stages["da"] = {"command": "eval da", "answers": "{answer}/answers.jsonl"}
+        stages["da"] |= {"judge": "openai/judge", "api_base": server.url}
+        recipe = tmp_path / "recipe.yaml"
+        recipe.write_text(yaml.safe_dump({"stages": stages}))
+        plan = stdout(moot.run(recipe, out=out, dry_run=True))
+        assert (search.requests, server.requests, out.exists()) == ([], [], False)
+    assert "key: web:brave: MOOT_SEARCH_API_KEY (set)" in alone and KEY not in alone
+    items, rows = plan_tables(plan)
+    assert items == {"answer: questions": (3, 0, 3), "da: judgments": (3, 0, 3)}
+    assert rows[("answer/react_agent", "react:agent")][1] == 9
+    assert rows[("answer/answerer", "react")][1] == 3
+    assert rows[("da/da_judge", "dispute_awareness")][1:4:2] == [3, 3 * 32]
