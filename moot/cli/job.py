@@ -3,8 +3,10 @@
 A `Job` subclass names its `Settings` (`moot.cli.settings`), from which its command line is
 derived (`moot.cli.registry.Commands.add`). `moot.cli.runtime.execute` runs it as any command:
 checks, its output folder held, then `Job.run` with the settings read from the parsed command
-line once (frozen); ``--dry-run`` and `moot run` ask `Job.plan`. Resources (the model client,
-progress, notes) are the job's to make, with the methods below; they are never settings.
+line once (frozen). Its ``--dry-run`` is its run against a client that never sends
+(`Commands.add(..., plan=True)`, `moot.cli.runtime.plan_for`), or its own `Job.plan` where it has
+one. Resources (the model client, progress, notes) are the job's to make, with the methods
+below; they are never settings.
 
 `ModelJob` is a job whose work is one pipeline of model calls: the client for its models, the
 pipeline run to its end, then its report; a subclass says which models, which pipeline and what
@@ -52,7 +54,10 @@ class Job:
         return cls.plan is not Job.plan
 
     def plan(self) -> Plan:
-        """What the job would do, as a `moot.core.plan.Plan`; it calls and writes nothing."""
+        """What the job would do, as a `moot.core.plan.Plan`; it calls and writes nothing.
+
+        Only for a job not yet planned by running it (`moot.cli.runtime.plan_for`).
+        """
         raise NotImplementedError
 
     def run(self) -> Result:
