@@ -84,6 +84,8 @@ class PlanningClient(ModelClient):
         self.notes: Counter[str] = Counter()
         self.at_most = False
         self.specs: dict[str, ModelSpec] = {}
+        #: What else the run needs from the environment, as `Plan.keys` (a web search's key).
+        self.keys: list[tuple[str, str]] = []
 
     def prepare(self, spec: ModelSpec) -> list[str]:
         """Nothing to prepare: no key is needed, no model is started."""
@@ -147,7 +149,7 @@ class PlanningClient(ModelClient):
             tallies: The run's `moot.core.runs.Tally`s: what it was asked for, what an earlier
                 run finished.
         """
-        plan = Plan(prices=self.ledger.prices, calls_at_most=self.at_most)
+        plan = Plan(keys=list(self.keys), prices=self.ledger.prices, calls_at_most=self.at_most)
         plan.items = [PlanItems(t.unit, t.planned, t.skipped) for t in tallies]
         for (role, stage, model), usage in self.ledger.entries.items():
             plan.add_calls(

@@ -48,7 +48,7 @@ def register(commands: Commands) -> None:
         "one JSONL record per question. With --query-expansion an LLM lists perspectives "
         "(BERDS) and the per-perspective results merge round-robin; a question whose expansion "
         "fails is recorded as failed and the command exits 1.",
-        plan=plan_retrieve,
+        plan=True,
     )
     retrieve.add_argument(
         "--questions", type=opt.input_file, metavar="FILE", help="questions (required)"
@@ -114,22 +114,6 @@ def _retrieve_inputs(args: argparse.Namespace) -> tuple[list[Any], Any]:
     return questions, role
 
 
-def plan_retrieve(args: argparse.Namespace) -> Any:
-    """`moot retrieve --dry-run`: the expansion calls (its context has no client)."""
-    from moot.graphs.berds_retrieve import ExpansionSettings, plan_expansions
-
-    questions, role = _retrieve_inputs(args)
-    index = search_source(args)  # checked as a run checks it; its searches cost nothing
-    expansion = None
-    if role is not None:
-        constrained = runtime.constrained(args, role)
-        expansion = ExpansionSettings(role, constrained, args.seed)
-    plan = plan_expansions(questions, args.out, expansion)
-    if index is None:
-        plan.keys.append(web_key(args))
-    return plan
-
-
 def run_retrieve(args: argparse.Namespace) -> Result:
     """`moot retrieve`."""
     from moot.graphs.berds_retrieve import QueryExpansion, retrieve_questions
@@ -159,23 +143,33 @@ def run_retrieve(args: argparse.Namespace) -> Result:
             f"warning: {run.short} of {len(questions)} question(s) got fewer than {args.k} chunks",
         )
     line = f"retrieved up to {args.k} chunks per question with {retriever.name}: {args.out}"
-    return runtime.finish(
+    result = runtime.finish(
         args,
         run.tallies,
         client.ledger if client else None,
         lines=[line],
         outputs={"retrieved": args.out},
     )
+    if not run.tallies:  # no expansion: its questions are its items (its plan's), no summary
+        from moot.core.runs import Tally
+
+        result.tallies = [Tally("questions", len(questions), done=len(questions))]
+    return result
 
 
 def retriever_from_args(args: argparse.Namespace) -> Any:
     """The search tool the `retrieval_options` name, checked before any model call.
+
+    A dry run's (``args.planning``) is a `StandInRetriever`: it searches nothing, loads no model
+    and reads no key (the plan says which key web search needs).
 
     Raises:
         ConfigError: Neither or both of --index and --web, or flags that do not apply.
         InputError: A missing or damaged index.
     """
     index = search_source(args)
+    if getattr(args, "planning", None) is not None:
+        return StandInRetriever.of(args, index)
     if index is None:
         from moot.core.retrieval.websearch import BRAVE_API_BASE, WebSearchRetriever
 
@@ -226,6 +220,53 @@ def search_source(args: argparse.Namespace) -> Any:
     if args.retriever != "bm25":
         index.check_embedder(args.embedder or index.embedder)
     return index
+
+
+class StandInRetriever:
+    """A dry run's search tool: every search finds the `k` longest hits it could find.
+
+    The index's longest chunks (`moot.core.retrieval.index.longest_chunks`), or with --web (no
+    `chunks`) `k` distinct results of `moot.core.retrieval.websearch.STAND_IN`'s size (merged
+    rankings keep `k`). MMR, when asked, keeps them as they are; trusted domains filter nothing.
+
+    Args:
+        name: The real retriever's name.
+        chunks: What a search of the index may find (None: web search).
+        lam: ``--mmr`` (None: no MMR).
+        trusted_domains: ``--trusted-domains``.
+    """
+
+    def __init__(self, name: str, chunks: Any, lam: float | None, trusted_domains: bool) -> None:
+        self.name, self.chunks, self.lam, self.trusted_domains = name, chunks, lam, trusted_domains
+
+    @classmethod
+    def of(cls, args: argparse.Namespace, index: Any) -> StandInRetriever:
+        """The stand-in of `retriever_from_args`'s retriever; web search's key goes in the plan."""
+        if index is not None:
+            return cls(args.retriever, index.chunks, args.mmr, args.trusted_domains)
+        from moot.core.retrieval.websearch import WebSearchRetriever
+
+        args.planning.keys.append(web_key(args))
+        return cls(WebSearchRetriever.name, None, None, args.trusted_domains)
+
+    def search(self, query: str, k: int) -> list[Any]:
+        """The `k` longest hits, whatever `query` is."""
+        from dataclasses import replace
+
+        from moot.core.retrieval.index import Hit, longest_chunks
+        from moot.core.retrieval.websearch import STAND_IN
+
+        if self.chunks is None:
+            return [Hit(replace(STAND_IN, id=f"{STAND_IN.doc_id}#{n}"), 0.0) for n in range(k)]
+        return [Hit(chunk, 0.0) for chunk in longest_chunks(self.chunks, k)]
+
+    def candidates(self, query: str, k: int) -> list[Any]:
+        """MMR's candidates: `search`'s."""
+        return self.search(query, k)
+
+    def rerank(self, hits: list[Any], k: int, max_score: float | None = None) -> list[Any]:
+        """MMR's reranking: `hits` as they are."""
+        return hits[:k]
 
 
 def web_key(args: argparse.Namespace) -> tuple[str, str]:
