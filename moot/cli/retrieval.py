@@ -226,8 +226,9 @@ class StandInRetriever:
     """A dry run's search tool: every search finds the `k` longest hits it could find.
 
     The index's longest chunks (`moot.core.retrieval.index.longest_chunks`), or with --web (no
-    `chunks`) `k` distinct results of `moot.core.retrieval.websearch.STAND_IN`'s size (merged
-    rankings keep `k`). MMR, when asked, keeps them as they are; trusted domains filter nothing.
+    `chunks`) `k` distinct results of `moot.core.retrieval.websearch.STAND_IN`'s size (so merged
+    rankings keep `k`, and each is a document of its own to judge). MMR, when asked, keeps them
+    as they are; trusted domains filter nothing.
 
     Args:
         name: The real retriever's name.
@@ -256,8 +257,12 @@ class StandInRetriever:
         from moot.core.retrieval.index import Hit, longest_chunks
         from moot.core.retrieval.websearch import STAND_IN
 
-        if self.chunks is None:
-            return [Hit(replace(STAND_IN, id=f"{STAND_IN.doc_id}#{n}"), 0.0) for n in range(k)]
+        if self.chunks is None:  # distinct results, each of STAND_IN's size
+            text = STAND_IN.text.partition(" ")[2]
+            return [
+                Hit(replace(STAND_IN, id=f"{STAND_IN.doc_id}#{n}", text=f"{n} {text}"), 0.0)
+                for n in range(k)
+            ]
         return [Hit(chunk, 0.0) for chunk in longest_chunks(self.chunks, k)]
 
     def candidates(self, query: str, k: int) -> list[Any]:
