@@ -415,4 +415,3 @@ def _detector_items(
         for i, p in zip(ids, pairs, strict=True)
     ]  # fmt: skip
     return identity, {"evaluation": "detector", **identity}, items, texts
-
