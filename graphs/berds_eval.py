@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.agents.label_judges import DETECTION_PROMPTS, detect_perspective, detection_messages
-from moot.agents.label_judges import MAX_TOKENS as LABEL_TOKENS
+from moot.agents.label_judges import DETECTION_PROMPTS, detect_perspective
 from moot.core.data.questions import Question, question_id, read_perspectives
 from moot.core.data.records import (
     read_input_text,
@@ -30,9 +29,8 @@ from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics.berds import berds_summary, detector_scores
-from moot.core.plan import Plan
 from moot.core.runs import Progress, outcome_counts, run_claimed
-from moot.graphs.judging import EvalResult, judge_identity, plan_judgments
+from moot.graphs.judging import EvalResult, judge_identity
 
 TSV_COLUMNS = ("question", "id", "document", "perspective", "label")
 
@@ -417,54 +415,3 @@ def _detector_items(
         for i, p in zip(ids, pairs, strict=True)
     ]  # fmt: skip
     return identity, {"evaluation": "detector", **identity}, items, texts
-
-
-def plan_berds(
-    instances: Sequence[BerdsInstance],
-    out_dir: Path,
-    role: Role,
-    *,
-    k: int,
-    seed: int = 0,
-    prompt: str = "zero-shot",
-) -> Plan:
-    """What `evaluate_berds` would do: one detection per (top-k document, perspective)."""
-    _, claim, items, texts, _ = _berds_items(instances, role, k, seed, prompt)
-    return _plan_detections(items, texts, out_dir, claim, role, prompt, "detections")
-
-
-def plan_detector(
-    pairs: Sequence[DetectorPair],
-    out_dir: Path,
-    role: Role,
-    *,
-    seed: int = 0,
-    prompt: str = "zero-shot",
-) -> Plan:
-    """What `evaluate_detector` would do: one detection per labelled pair."""
-    _, claim, items, texts = _detector_items(pairs, role, seed, prompt)
-    return _plan_detections(items, texts, out_dir, claim, role, prompt, "pairs")
-
-
-def _plan_detections(
-    items: list[dict[str, Any]],
-    texts: dict[str, tuple[str, str]],
-    out_dir: Path,
-    claim: dict[str, Any],
-    role: Role,
-    prompt: str,
-    unit: str,
-) -> Plan:
-    def calls(item: dict[str, Any]) -> list[list[dict[str, str]]]:
-        return [detection_messages(*texts[item["id"]], prompt)]
-
-    return plan_judgments(
-        items,
-        out_dir,
-        claim,
-        role,
-        calls,
-        stage="perspective_detection",
-        max_tokens=LABEL_TOKENS,
-        unit=unit,
-    )

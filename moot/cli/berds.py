@@ -21,7 +21,7 @@ def register(commands: Commands) -> None:
         "Ask a detector whether each top-k document supports each gold perspective (the BERDS "
         "Yes/No prompt), then score MRecall@k and Precision@k per question.",
         group="eval",
-        plan=plan_berds_eval,
+        plan=True,
         output=Output("berds", (claim_mark(EVAL_CLAIM),)),
     )
     berds.add_argument(
@@ -53,7 +53,7 @@ def register(commands: Commands) -> None:
         "accuracy and F1 of a perspective detector on labelled BERDS pairs",
         "Score a detector on a TSV of (question, id, document, perspective, label).",
         group="eval",
-        plan=plan_detector_eval,
+        plan=True,
         output=Output("detector", (claim_mark(EVAL_CLAIM),)),
     )
     detector.add_argument("--pairs", type=opt.input_file, help="BERDS pers_det TSV (required)")
@@ -89,25 +89,6 @@ def _berds_inputs(args: argparse.Namespace) -> tuple[list[Any], Any]:
     questions = load_questions(args.perspectives) if args.perspectives else None
     instances = join_perspectives(retrieved, args.retrieved, questions, args.perspectives, args.k)
     return instances, runtime.role_from(args, "perspective_detector")
-
-
-def plan_berds_eval(args: argparse.Namespace) -> Any:
-    """`moot eval berds --dry-run`."""
-    from moot.graphs.berds_eval import plan_berds
-
-    instances, role = _berds_inputs(args)
-    return plan_berds(
-        instances, args.out, role, k=args.k, seed=args.seed, prompt=args.detector_prompt
-    )
-
-
-def plan_detector_eval(args: argparse.Namespace) -> Any:
-    """`moot eval detector --dry-run`."""
-    from moot.graphs.berds_eval import load_pairs, plan_detector
-
-    pairs = runtime.limited(load_pairs(args.pairs), args)
-    role = runtime.role_from(args, "perspective_detector")
-    return plan_detector(pairs, args.out, role, seed=args.seed, prompt=args.detector_prompt)
 
 
 def run_berds(args: argparse.Namespace) -> Result:

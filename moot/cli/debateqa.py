@@ -363,7 +363,8 @@ def _curate_tools(args: argparse.Namespace, path: Path | None) -> tuple[Any, Any
         return LocalRetriever(index), Embedder(embedder)
     from moot.core.data.corpus import DEFAULT_CHUNK_CHARS
     from moot.core.retrieval.index import corpus_chunks, corpus_sha256
-    from moot.graphs.debateqa_answer import StandInRetriever, search_identity
+    from moot.core.retrieval.stand_in import StandInRetriever
+    from moot.graphs.debateqa_answer import search_identity
     from moot.graphs.debateqa_curate import StandInEmbedder
 
     if path is not None:
@@ -372,7 +373,7 @@ def _curate_tools(args: argparse.Namespace, path: Path | None) -> tuple[Any, Any
     else:  # what build_index would record of it
         chunks = corpus_chunks(args.docs)
         manifest = {"source_sha256": corpus_sha256(args.docs), "chunk_chars": DEFAULT_CHUNK_CHARS}
-    retriever = StandInRetriever(chunks, search_identity("bm25", manifest=manifest))
+    retriever = StandInRetriever("bm25", chunks, search_identity("bm25", manifest=manifest))
     return retriever, StandInEmbedder(embedder)
 
 

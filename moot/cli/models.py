@@ -19,24 +19,12 @@ CHECK_TOKENS = 32
 def register(commands: Commands) -> None:
     """Add `moot models check`."""
     check = commands.add(
-        "check", run_check, "one round trip: latency and tokens", group="models", plan=plan_check
+        "check", run_check, "one round trip: latency and tokens", group="models", plan=True
     )
     check.add_argument("spec", metavar="SPEC", help="provider/model, e.g. local/smollm2")
     opt.call_options(check)
     check.set_defaults(timeout=60.0, max_retries=0, no_cache=True, cache=None)
     opt.common_options(check)
-
-
-def plan_check(args: argparse.Namespace) -> Any:
-    """`moot models check --dry-run`: its one call, and the key it needs."""
-    from moot.core.llm.tokens import count_message_tokens
-    from moot.core.plan import Plan, PlanItems
-
-    role = runtime.role_from(args, "check", args.spec)
-    plan = Plan([PlanItems("round trips", 1)])
-    prompt = count_message_tokens(CHECK_MESSAGES)
-    plan.add_calls(role.name, "check", role.spec, 1, prompt, CHECK_TOKENS)
-    return plan
 
 
 def run_check(args: argparse.Namespace) -> Result:
@@ -53,14 +41,23 @@ def run_check(args: argparse.Namespace) -> Result:
     role = runtime.role_from(args, "check", args.spec)
     args.concurrency = 1  # one request at a time: the embedded server needs a single slot
     if not role.spec.api_bases:
-        return runtime.finish(args, lines=_check_one(args, role, role.spec.name))
+        return _finish(args, _check_one(args, role, role.spec.name), 1)
     lines = []
     for index, url in enumerate(role.spec.api_bases):
         router = role.spec.router.only(index) if role.spec.router is not None else None
         one = replace(role.spec, api_base=url, api_bases=(), router=router)
         shown = f"{one.name} at {public_url(url)}"
         lines += _check_one(args, Role(role.name, one, role.temperature), shown)
-    return runtime.finish(args, lines=lines)
+    return _finish(args, lines, len(role.spec.api_bases))
+
+
+def _finish(args: argparse.Namespace, lines: list[str], trips: int) -> Result:
+    """The check's result: its round trips are its items (its plan's), with no summary table."""
+    from moot.core.runs import Tally
+
+    result = runtime.finish(args, lines=lines)
+    result.tallies = [Tally("round trips", trips, done=trips)]
+    return result
 
 
 def _check_one(args: argparse.Namespace, role: Any, shown: str) -> list[str]:

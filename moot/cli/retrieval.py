@@ -48,7 +48,7 @@ def register(commands: Commands) -> None:
         "one JSONL record per question. With --query-expansion an LLM lists perspectives "
         "(BERDS) and the per-perspective results merge round-robin; a question whose expansion "
         "fails is recorded as failed and the command exits 1.",
-        plan=plan_retrieve,
+        plan=True,
     )
     retrieve.add_argument(
         "--questions", type=opt.input_file, metavar="FILE", help="questions (required)"
@@ -114,22 +114,6 @@ def _retrieve_inputs(args: argparse.Namespace) -> tuple[list[Any], Any]:
     return questions, role
 
 
-def plan_retrieve(args: argparse.Namespace) -> Any:
-    """`moot retrieve --dry-run`: the expansion calls (its context has no client)."""
-    from moot.graphs.berds_retrieve import ExpansionSettings, plan_expansions
-
-    questions, role = _retrieve_inputs(args)
-    index = search_source(args)  # checked as a run checks it; its searches cost nothing
-    expansion = None
-    if role is not None:
-        constrained = runtime.constrained(args, role)
-        expansion = ExpansionSettings(role, constrained, args.seed)
-    plan = plan_expansions(questions, args.out, expansion)
-    if index is None:
-        plan.keys.append(web_key(args))
-    return plan
-
-
 def run_retrieve(args: argparse.Namespace) -> Result:
     """`moot retrieve`."""
     from moot.graphs.berds_retrieve import QueryExpansion, retrieve_questions
@@ -159,17 +143,25 @@ def run_retrieve(args: argparse.Namespace) -> Result:
             f"warning: {run.short} of {len(questions)} question(s) got fewer than {args.k} chunks",
         )
     line = f"retrieved up to {args.k} chunks per question with {retriever.name}: {args.out}"
-    return runtime.finish(
+    result = runtime.finish(
         args,
         run.tallies,
         client.ledger if client else None,
         lines=[line],
         outputs={"retrieved": args.out},
     )
+    if not run.tallies:  # no expansion: its questions are its items (its plan's), no summary
+        from moot.core.runs import Tally
+
+        result.tallies = [Tally("questions", len(questions), done=len(questions))]
+    return result
 
 
 def retriever_from_args(args: argparse.Namespace) -> Any:
     """The search tool the `retrieval_options` name, checked before any model call.
+
+    A dry run's (``args.planning``) is a `StandInRetriever`: it searches nothing, loads no model
+    and reads no key (the plan says which key web search needs).
 
     Raises:
         ConfigError: Neither or both of --index and --web, or flags that do not apply.
@@ -241,21 +233,24 @@ def web_key(args: argparse.Namespace) -> tuple[str, str]:
 def planned_retriever(args: argparse.Namespace, index: Any) -> Any:
     """A dry run's search tool (`args.planning` set): it never searches.
 
-    The index's longest chunks stand in for each search's hits (with --web, results of
-    `moot.core.retrieval.websearch.STAND_IN`'s size); no embedder is loaded and no key read
-    (the plan says which key web search would need).
+    No embedder is loaded and no key read (the plan says which key web search would need).
 
     Args:
         args: The parsed command line.
         index: `search_source`'s index (None: --web).
     """
-    from moot.graphs.debateqa_answer import StandInRetriever, search_identity
+    from moot.core.retrieval.stand_in import StandInRetriever
+    from moot.graphs.debateqa_answer import search_identity
 
+    trusted = getattr(args, "trusted_domains", False)
+    lam = getattr(args, "mmr", None)
     if index is None:
-        from moot.core.retrieval.websearch import MAX_RESULTS, STAND_IN, WebSearchRetriever
+        from moot.core.retrieval.websearch import WebSearchRetriever
 
         args.planning.keys.append(web_key(args))
-        identity = search_identity(WebSearchRetriever.name, args.trusted_domains)
-        return StandInRetriever([STAND_IN] * MAX_RESULTS, identity)
-    identity = search_identity(args.retriever, args.trusted_domains, args.mmr, index.manifest)
-    return StandInRetriever(index.chunks, identity)
+        name = WebSearchRetriever.name
+        return StandInRetriever(name, None, search_identity(name, trusted), trusted_domains=trusted)
+    identity = search_identity(args.retriever, trusted, lam, index.manifest)
+    return StandInRetriever(
+        args.retriever, index.chunks, identity, lam=lam, trusted_domains=trusted
+    )

@@ -300,7 +300,7 @@ def _written(moved: dict[Path, Path]) -> dict[Path, Any]:
             target = real / path.relative_to(copy) if path != copy else real
             if not path.stat().st_size:
                 files[target] = []
-            elif path.suffix == ".jsonl":
+            elif path.suffix == ".jsonl" or path == copy:  # an --out FILE: JSONL or a JSON list
                 files[target] = [record for _, record in read_records(path)]
             elif path.suffix == ".json":
                 files[target] = read_json_file(path)
