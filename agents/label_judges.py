@@ -15,8 +15,8 @@ from typing import Any
 
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
+from moot.core.llm.stand_in import StandIn
 from moot.core.llm.structured import OutputParseError, ParseFailure
-from moot.core.plan import StandIn
 from moot.prompts import render
 
 DA_PROMPT = "debateqa/dispute_awareness.j2"

@@ -47,9 +47,9 @@ from moot.core.data.records import write_json
 from moot.core.llm.ledger import call_usage, record_usage
 from moot.core.llm.models import Completion, ModelClient
 from moot.core.llm.spec import Role
+from moot.core.llm.stand_in import StandIn, stand_in
 from moot.core.llm.tokens import count_tokens
 from moot.core.metrics.stats import mean
-from moot.core.plan import StandIn, stand_in
 from moot.core.runs import Progress, RunOutput, outcome_counts, run_claimed
 from moot.graphs.debatune_debate import call_seed
 from moot.prompts import render, template_digest

@@ -238,13 +238,14 @@ def plan_for(args: argparse.Namespace) -> Any:
 def _planning_run(args: argparse.Namespace) -> Any:
     """The command's plan: its real run against a client that never sends, in a scratch copy."""
     from moot.core.llm.planning import PlanningClient
+    from moot.core.plan import Plan
 
     client = PlanningClient(prices_from(args) if hasattr(args, "prices") else None)
     with scratch_outputs(args) as (trial, written):
         trial.planning, trial.notes, trial.echo = client, [], False
         trial.quiet, trial.push_to_hub = True, None
         result = trial.command_fn(trial)
-        plan = client.plan(result.tallies)
+        plan = Plan.of_run(client, result.tallies)
         plan.outputs = written()
     plan.notes += [f"a run would fail too: {m.removeprefix('moot: ')}" for m in result.messages]
     return plan
