@@ -1,8 +1,9 @@
-"""What every judging evaluation shares: the judge's identity, its result, its summary files.
+"""What every judging evaluation shares: its judging, the judge's identity, its result, its files.
 
 DEBATunE's controllability and quality judges, DebateQA's D.A., BERDS's detector and CompQA's
-rubric judge each claim a folder for one judge and its settings, judge their items through the
-run engine (`moot.core.runs.run_claimed`) into ``judgments.jsonl``, and return an `EvalResult`.
+rubric judge each take a `Judging` (who judges, where, how the run goes), claim its folder for
+one judge and its settings, judge their items through the run engine
+(`moot.core.runs.run_claimed`) into ``judgments.jsonl``, and return an `EvalResult`.
 """
 
 from __future__ import annotations
@@ -13,10 +14,55 @@ from pathlib import Path
 from typing import Any
 
 from moot.core.data.records import atomic_write, write_json
+from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.runs import RunOutput
+from moot.core.runs import Progress, Record, RunOutput, RunResult, Task, run_claimed
 from moot.core.tables import render_table, show
 from moot.prompts import template_digest
+
+
+@dataclass(frozen=True)
+class Judging:
+    """Who judges, where the judgments go and how the run goes: what every evaluation takes.
+
+    Attributes:
+        out_dir: The output folder: ``judgments.jsonl`` and the evaluation's summary files,
+            claimed for the judge and the evaluation's settings.
+        role: The judge.
+        client: The model layer.
+        concurrency: Items judged at once.
+        seed: The base sampling seed.
+        progress: The command's progress bar.
+    """
+
+    out_dir: Path
+    role: Role
+    client: ModelClient
+    concurrency: int = 16
+    seed: int = 0
+    progress: Progress | None = None
+
+    async def run(
+        self,
+        items: Sequence[Record],
+        task: Task,
+        claim: dict[str, Any],
+        unit: str = "judgments",
+    ) -> RunResult:
+        """Judge `items` with `task` into `out_dir`, claimed for `claim` (`run_claimed`).
+
+        Raises:
+            ConfigError: `out_dir` is claimed for other settings.
+        """
+        return await run_claimed(
+            items,
+            task,
+            self.out_dir,
+            claim,
+            unit=unit,
+            concurrency=self.concurrency,
+            progress=self.progress,
+        )
 
 
 def judge_identity(role: Role, templates: Sequence[str], **settings: Any) -> dict[str, Any]:

@@ -97,24 +97,14 @@ def run_berds(args: argparse.Namespace) -> Result:
     from moot.graphs.judging import write_summary
 
     instances, role = _berds_inputs(args)
-    client = runtime.client_for(args, role.spec)
-    result = runtime.run(
-        evaluate_berds(
-            instances,
-            args.out,
-            role,
-            client,
-            k=args.k,
-            concurrency=args.concurrency,
-            seed=args.seed,
-            prompt=args.detector_prompt,
-            progress=runtime.progress_for(args, client),
-        )
-    )
+    judging = runtime.judging(args, role)
+    result = runtime.run(evaluate_berds(instances, judging, k=args.k, prompt=args.detector_prompt))
     sources = {"retrieved": str(args.retrieved)}
     if args.perspectives:
         sources["perspectives"] = str(args.perspectives)
-    return _report(args, result, write_summary(result, args.out, sources), client, "scores.jsonl")
+    return _report(
+        args, result, write_summary(result, args.out, sources), judging.client, "scores.jsonl"
+    )
 
 
 def run_detector(args: argparse.Namespace) -> Result:
@@ -124,21 +114,10 @@ def run_detector(args: argparse.Namespace) -> Result:
 
     pairs = runtime.limited(load_pairs(args.pairs), args)
     role = runtime.role_from(args, "perspective_detector")
-    client = runtime.client_for(args, role.spec)
-    result = runtime.run(
-        evaluate_detector(
-            pairs,
-            args.out,
-            role,
-            client,
-            concurrency=args.concurrency,
-            seed=args.seed,
-            prompt=args.detector_prompt,
-            progress=runtime.progress_for(args, client),
-        )
-    )
+    judging = runtime.judging(args, role)
+    result = runtime.run(evaluate_detector(pairs, judging, prompt=args.detector_prompt))
     return _report(
-        args, result, write_summary(result, args.out, {"pairs": str(args.pairs)}), client
+        args, result, write_summary(result, args.out, {"pairs": str(args.pairs)}), judging.client
     )
 
 

@@ -489,24 +489,14 @@ def run_da(args: argparse.Namespace) -> Result:
     from moot.graphs.judging import write_summary
 
     answers, sources, role = _da_inputs(args)
-    client = runtime.client_for(args, role.spec)
-    result = runtime.run(
-        evaluate_dispute_awareness(
-            answers,
-            args.out,
-            role,
-            client,
-            concurrency=args.concurrency,
-            seed=args.seed,
-            progress=runtime.progress_for(args, client),
-        )
-    )
+    judging = runtime.judging(args, role)
+    result = runtime.run(evaluate_dispute_awareness(answers, judging))
     text = write_summary(result, args.out, sources)
     names = ("judgments.jsonl", "summary.json")
     return runtime.finish(
         args,
         result.tallies,
-        client.ledger,
+        judging.client.ledger,
         nothing_read=result.nothing_read,
         lines=[text, *(f"{name:<16} {args.out / name}" for name in names)],
         outputs={name.partition(".")[0]: args.out / name for name in names},

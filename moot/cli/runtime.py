@@ -582,6 +582,19 @@ def progress_for(args: argparse.Namespace, client: Any = None) -> Any:
     return Progress(enabled=not args.quiet and sys.stderr.isatty(), ledger=ledger)
 
 
+def judging(args: argparse.Namespace, role: Any) -> Any:
+    """A judging evaluation's `moot.graphs.judging.Judging`: `role` judges into ``--out``.
+
+    Its client is made here (`client_for`), with ``--concurrency``, ``--seed`` and the
+    command's progress bar.
+    """
+    from moot.graphs.judging import Judging
+
+    client = client_for(args, role.spec)
+    progress = progress_for(args, client)
+    return Judging(args.out, role, client, args.concurrency, args.seed, progress)
+
+
 def limited(items: Sequence[Any], args: argparse.Namespace) -> list[Any]:
     """The first ``--limit`` items (all without it)."""
     return list(items[: args.limit] if args.limit else items)
