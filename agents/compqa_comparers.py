@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 from moot.core.data.compqa_inputs import ArgumentFile
 from moot.core.llm.models import Completion, ModelClient
 from moot.core.llm.spec import Role
+from moot.core.llm.stand_in import StandIn, stand_in
 from moot.core.llm.structured import Structured
-from moot.core.plan import StandIn, stand_in
 from moot.prompts import render
 
 #: Scenarios whose prompt lists arguments.

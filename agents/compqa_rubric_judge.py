@@ -16,7 +16,7 @@ from typing import Any
 from moot.core.data.compqa import MAXIMA, Comparison, category_sums, parse_scores
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.plan import StandIn
+from moot.core.llm.stand_in import StandIn
 from moot.prompts import render
 
 RUBRIC_SYSTEM = "compqa/rubric_system.j2"

@@ -17,8 +17,8 @@ from pydantic import BaseModel, Field, StringConstraints, create_model
 
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
+from moot.core.llm.stand_in import StandIn
 from moot.core.llm.structured import OutputParseError, extract_value, json_schema_format
-from moot.core.plan import StandIn
 from moot.prompts import render
 
 #: Completion budgets from the DEBATunE reference: arguments, debate turns, conclusion.

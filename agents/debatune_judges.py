@@ -19,13 +19,13 @@ from pydantic import BaseModel, Field, ValidationError
 from moot.core.errors import ConfigError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
+from moot.core.llm.stand_in import json_stand_in
 from moot.core.llm.structured import (
     OutputParseError,
     ParseFailure,
     json_schema_format,
     parse_structured,
 )
-from moot.core.plan import json_stand_in
 from moot.core.runs import gather_all
 from moot.prompts import render
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
+from moot.core.llm.stand_in import StandIn
 from moot.core.llm.structured import OutputParseError, ParseFailure
-from moot.core.plan import StandIn
 from moot.prompts import render
 
 DA_PROMPT = "debateqa/dispute_awareness.j2"
@@ -43,6 +43,11 @@ DETECTION_PROMPTS: dict[str, tuple[str, ...]] = {
     ),
 }
 MAX_TOKENS = 32  # both prompts ask for one token; room for "Response: 1" and a short clause
+#: What a dry run takes each judge's reply to be, by stage: a label its parser reads.
+STAND_INS = {
+    "dispute_awareness": StandIn(lambda _: "1"),
+    "perspective_detection": StandIn(lambda _: "Yes"),
+}
 
 _PREFIX = re.compile(
     r"^[\s*_#>`\"'(\[]*(?:(?:final\s+)?(?:response|output|answer|label|score|result|verdict)"
@@ -195,10 +200,6 @@ async def _label_call(
         stage=stage,
         max_tokens=MAX_TOKENS,
         seed=seed,
-        stand_in=_STAND_INS[parse],
+        stand_in=STAND_INS[stage],
     )
     return LabelJudgment(result.value, result.failure, tuple(c.text for c in result.completions))
-
-
-#: A dry run's reply to each label prompt (`moot.core.llm.planning`): a label its parser reads.
-_STAND_INS = {parse_dispute_label: StandIn(lambda _: "1"), parse_yes_no: StandIn(lambda _: "Yes")}

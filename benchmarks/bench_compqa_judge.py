@@ -54,12 +54,13 @@ def answer_files(count: int, folder: Path) -> tuple[list, str]:
 async def moot_rate(url: str, files: list, concurrency: int) -> float:
     from moot.core import ModelClient, RetryPolicy, Role, parse_spec
     from moot.graphs.compqa_eval import evaluate_compqa
+    from moot.graphs.judging import Judging
 
     role = Role("judge", parse_spec("openai/judge", api_base=url, max_concurrency=64), 0.0)
     client = ModelClient(cache=None, retry=RetryPolicy(attempts=1))
     with _common.temp_dir("moot-bench-compqa-") as out:
         start = time.perf_counter()
-        result = await evaluate_compqa(files, out, role, client, concurrency=concurrency)
+        result = await evaluate_compqa(files, Judging(out, role, client, concurrency))
         seconds = time.perf_counter() - start
     overall = result.summary["overall"]
     if overall["n_valid"] != overall["n"]:

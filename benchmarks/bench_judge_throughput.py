@@ -36,14 +36,13 @@ def synthetic(count: int) -> list:
 async def moot_rate(url: str, responses: list, concurrency: int) -> float:
     from moot.core import ModelClient, RetryPolicy, Role, parse_spec
     from moot.graphs.debatune_eval import evaluate_controllability
+    from moot.graphs.judging import Judging
 
     role = Role("judge", parse_spec("openai/judge", api_base=url, max_concurrency=64), 0.0)
     client = ModelClient(cache=None, retry=RetryPolicy(attempts=1))
     with _common.temp_dir("moot-bench-judge-") as out:
         start = time.perf_counter()
-        result = await evaluate_controllability(
-            responses, out, role, client, concurrency=concurrency
-        )
+        result = await evaluate_controllability(responses, Judging(out, role, client, concurrency))
         seconds = time.perf_counter() - start
     if result.summary["parse_failures"] or result.errors:
         raise RuntimeError(f"judging failed: {result.summary}")

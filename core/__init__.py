@@ -48,8 +48,15 @@ __getattr__, __all__ = lazy_exports(
             "Plan",
             "PlanItems",
             "PlanRow",
-            "items_of",
+        ),
+        "moot.core.llm.stand_in": (
+            "StandIn",
+            "json_stand_in",
             "stand_in",
+        ),
+        "moot.core.llm.planning": (
+            "PlanningClient",
+            "StandInRefused",
         ),
         "moot.core.data.planned": (
             "PlannedFiles",

@@ -8,6 +8,7 @@ from moot.core.lazy import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
+        "moot.graphs.judging": ("EvalResult", "Judging"),
         "moot.graphs.debateqa_answer": (
             "AnswerContext",
             "AnswerSettings",

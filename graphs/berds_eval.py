@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.agents.label_judges import DETECTION_PROMPTS, detect_perspective, detection_messages
-from moot.agents.label_judges import MAX_TOKENS as LABEL_TOKENS
+from moot.agents.label_judges import DETECTION_PROMPTS, detect_perspective
 from moot.core.data.questions import Question, question_id, read_perspectives
 from moot.core.data.records import (
     read_input_text,
@@ -27,12 +26,10 @@ from moot.core.data.records import (
     write_jsonl,
 )
 from moot.core.errors import InputError
-from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics.berds import berds_summary, detector_scores
-from moot.core.plan import Plan
-from moot.core.runs import Progress, outcome_counts, run_claimed
-from moot.graphs.judging import EvalResult, judge_identity, plan_judgments
+from moot.core.runs import outcome_counts
+from moot.graphs.judging import EvalResult, Judging, judge_identity
 
 TSV_COLUMNS = ("question", "id", "document", "perspective", "label")
 
@@ -210,15 +207,10 @@ def load_pairs(path: Path) -> list[DetectorPair]:
 
 async def evaluate_berds(
     instances: Sequence[BerdsInstance],
-    out_dir: Path,
-    role: Role,
-    client: ModelClient,
+    judging: Judging,
     *,
     k: int,
-    concurrency: int = 16,
-    seed: int = 0,
     prompt: str = "zero-shot",
-    progress: Progress | None = None,
 ) -> EvalResult:
     """BERDS MRecall@k and Precision@k, judging each (top-k document, perspective) pair.
 
@@ -227,36 +219,26 @@ async def evaluate_berds(
 
     Args:
         instances: Questions with their top-k documents and perspectives (`join_perspectives`).
-        out_dir: Output folder.
-        role: The perspective detector (the paper used GPT-4 and a fine-tuned Mistral-7B).
-        client: The model layer.
+        judging: The judge, its output folder (``judgments.jsonl``, claimed for the
+            judge and its settings) and how the run goes.
         k: The cutoff; every instance holds at least k documents.
-        concurrency: Detections in flight.
-        seed: Sampling seed.
         prompt: The detector prompt, a key of `DETECTION_PROMPTS` (BERDS Table 15).
-        progress: The command's progress bar.
 
     Raises:
-        ConfigError: `out_dir` holds a run with other settings.
+        ConfigError: The output folder holds a run with other settings.
     """
-    identity, claim, items, texts, grid = _berds_items(instances, role, k, seed, prompt)
+    identity, claim, items, texts, grid = _berds_items(
+        instances, judging.role, k, judging.seed, prompt
+    )
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         document, perspective = texts[item["id"]]
         judged = await detect_perspective(
-            client, role, document, perspective, seed=seed, prompt=prompt
+            judging.client, judging.role, document, perspective, seed=judging.seed, prompt=prompt
         )
         return {**item, "status": "ok", "judgment": judged.to_json()}
 
-    run = await run_claimed(
-        items,
-        task,
-        out_dir,
-        claim,
-        unit="detections",
-        concurrency=concurrency,
-        progress=progress,
-    )
+    run = await judging.run(items, task, claim, unit="detections")
     records = run.records
     by_id = {r["id"]: r for r in records}
     complete = {
@@ -267,7 +249,7 @@ async def evaluate_berds(
     scores = berds_summary(complete, k)
     per_question = scores.pop("per_question")
     write_jsonl(
-        Path(out_dir) / "scores.jsonl",
+        Path(judging.out_dir) / "scores.jsonl",
         [
             {
                 "id": inst.id,
@@ -297,55 +279,38 @@ async def evaluate_berds(
             1 for r in records if r["status"] == "ok" and not r["judgment"]["ok"]
         ),
         **outcome_counts(records),
-        "ledger": client.ledger.to_json(),
+        "ledger": judging.client.ledger.to_json(),
     }
     return EvalResult(records, summary, [run.tally])
 
 
 async def evaluate_detector(
     pairs: Sequence[DetectorPair],
-    out_dir: Path,
-    role: Role,
-    client: ModelClient,
+    judging: Judging,
     *,
-    concurrency: int = 16,
-    seed: int = 0,
     prompt: str = "zero-shot",
-    progress: Progress | None = None,
 ) -> EvalResult:
     """Score a perspective detector on labelled pairs: accuracy and F1 (positive = Yes).
 
     Args:
         pairs: Labelled pairs (`load_pairs`).
-        out_dir: Output folder.
-        role: The detector under test.
-        client: The model layer.
-        concurrency: Pairs judged at once.
-        seed: Sampling seed.
+        judging: The judge, its output folder (``judgments.jsonl``, claimed for the
+            judge and its settings) and how the run goes.
         prompt: The detector prompt, a key of `DETECTION_PROMPTS` (BERDS Table 15).
-        progress: The command's progress bar.
 
     Raises:
-        ConfigError: `out_dir` holds a run with other settings.
+        ConfigError: The output folder holds a run with other settings.
     """
-    identity, claim, items, texts = _detector_items(pairs, role, seed, prompt)
+    identity, claim, items, texts = _detector_items(pairs, judging.role, judging.seed, prompt)
     ids = [item["id"] for item in items]
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         judged = await detect_perspective(
-            client, role, *texts[item["id"]], seed=seed, prompt=prompt
+            judging.client, judging.role, *texts[item["id"]], seed=judging.seed, prompt=prompt
         )
         return {**item, "status": "ok", "judgment": judged.to_json()}
 
-    run = await run_claimed(
-        items,
-        task,
-        out_dir,
-        claim,
-        unit="pairs",
-        concurrency=concurrency,
-        progress=progress,
-    )
+    run = await judging.run(items, task, claim, unit="pairs")
     records = run.records
     by_id = {r["id"]: r for r in records}
     done = [(p.label, by_id[i]) for i, p in zip(ids, pairs, strict=True)]
@@ -357,7 +322,7 @@ async def evaluate_detector(
         **scores,
         "pairs": len(pairs),
         **outcome_counts(records),
-        "ledger": client.ledger.to_json(),
+        "ledger": judging.client.ledger.to_json(),
     }
     return EvalResult(records, summary, [run.tally])
 
@@ -417,54 +382,3 @@ def _detector_items(
         for i, p in zip(ids, pairs, strict=True)
     ]  # fmt: skip
     return identity, {"evaluation": "detector", **identity}, items, texts
-
-
-def plan_berds(
-    instances: Sequence[BerdsInstance],
-    out_dir: Path,
-    role: Role,
-    *,
-    k: int,
-    seed: int = 0,
-    prompt: str = "zero-shot",
-) -> Plan:
-    """What `evaluate_berds` would do: one detection per (top-k document, perspective)."""
-    _, claim, items, texts, _ = _berds_items(instances, role, k, seed, prompt)
-    return _plan_detections(items, texts, out_dir, claim, role, prompt, "detections")
-
-
-def plan_detector(
-    pairs: Sequence[DetectorPair],
-    out_dir: Path,
-    role: Role,
-    *,
-    seed: int = 0,
-    prompt: str = "zero-shot",
-) -> Plan:
-    """What `evaluate_detector` would do: one detection per labelled pair."""
-    _, claim, items, texts = _detector_items(pairs, role, seed, prompt)
-    return _plan_detections(items, texts, out_dir, claim, role, prompt, "pairs")
-
-
-def _plan_detections(
-    items: list[dict[str, Any]],
-    texts: dict[str, tuple[str, str]],
-    out_dir: Path,
-    claim: dict[str, Any],
-    role: Role,
-    prompt: str,
-    unit: str,
-) -> Plan:
-    def calls(item: dict[str, Any]) -> list[list[dict[str, str]]]:
-        return [detection_messages(*texts[item["id"]], prompt)]
-
-    return plan_judgments(
-        items,
-        out_dir,
-        claim,
-        role,
-        calls,
-        stage="perspective_detection",
-        max_tokens=LABEL_TOKENS,
-        unit=unit,
-    )

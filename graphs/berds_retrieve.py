@@ -17,25 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moot.agents.berds_query_expansion import (
-    EXPANSION_TOKENS,
-    STAGE,
-    expand_query,
-    expanded_search,
-    expansion_messages,
-)
+from moot.agents.berds_query_expansion import expand_query, expanded_search
 from moot.core.data.questions import Question
-from moot.core.data.records import (
-    ResultLog,
-    check_out_file,
-    progress_log,
-    stable_id,
-    write_jsonl,
-)
+from moot.core.data.records import ResultLog, check_out_file, progress_log, stable_id, write_jsonl
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.llm.tokens import count_message_tokens
-from moot.core.plan import Plan, PlanItems, items_of
 from moot.core.retrieval.index import Retriever
 from moot.core.runs import Progress, Tally, run_items
 from moot.prompts import template_digest
@@ -223,26 +209,3 @@ def _expansion_items(
     ids = {q.id: stable_id("query_expansion", identity, q.text) for q in questions}
     # one text, one expansion: two questions with one text share their item
     return ids, [{"id": ids[q.id], "question": q.text} for q in questions]
-
-
-def plan_expansions(
-    questions: Sequence[Question], out: Path, expansion: ExpansionSettings | None
-) -> Plan:
-    """What `retrieve_questions` would do, reading `out`'s progress log and writing nothing.
-
-    One expansion call per question text not yet expanded (none without query expansion):
-    the real prompt in, at most `EXPANSION_TOKENS` out; a repair round for an unreadable
-    reply is not counted.
-    """
-    out = Path(out)
-    check_out_file(out)
-    if expansion is None:
-        return Plan([PlanItems("questions", len(questions))])
-    _, items = _expansion_items(questions, expansion)
-    stage, pending = items_of("expansions", items, progress_log(out))
-    plan = Plan([stage])
-    role = expansion.role
-    for item in pending:
-        prompt = count_message_tokens(expansion_messages(item["question"]))
-        plan.add_calls(role.name, STAGE, role.spec, 1, prompt, EXPANSION_TOKENS)
-    return plan

@@ -44,12 +44,11 @@ from moot.core.data.records import (
     write_jsonl,
 )
 from moot.core.errors import ConfigError, InputError
-from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics.compqa_report import group_stats
-from moot.core.runs import STOPPED, Progress, run_claimed
+from moot.core.runs import STOPPED
 from moot.core.tables import render_table, show
-from moot.graphs.judging import EvalResult, judge_identity
+from moot.graphs.judging import EvalResult, Judging, judge_identity
 
 
 @dataclass(frozen=True)
@@ -83,29 +82,19 @@ def load_answer_files(paths: Sequence[Path]) -> list[AnswerFile]:
 
 async def evaluate_compqa(
     files: Sequence[AnswerFile],
-    out_dir: Path,
-    role: Role,
-    client: ModelClient,
+    judging: Judging,
     *,
     shots: int = 0,
-    concurrency: int = 16,
-    seed: int = 0,
     constrained: bool = False,
-    progress: Progress | None = None,
 ) -> EvalResult:
     """Judge every answer with the CompQA rubric; write the judged files and the summary.
 
     Args:
         files: Answer files (`load_answer_files`).
-        out_dir: Output folder (``judgments.jsonl``, ``judged/``, ``summary.json``,
-            ``summary.md``; claimed for this judge and settings).
-        role: The judge (the paper used GPT-4).
-        client: The model layer.
+        judging: The judge, its output folder (``judgments.jsonl``, claimed for the
+            judge and its settings) and how the run goes.
         shots: Few-shot examples in the prompt: 0, 1 or 3.
-        concurrency: Answers judged at once.
-        seed: Sampling seed.
         constrained: Ask for schema-constrained JSON scores.
-        progress: The command's progress bar.
 
     Returns:
         The summary and the judgment log's records (``status`` ``error`` for failed calls).
@@ -113,15 +102,22 @@ async def evaluate_compqa(
     Raises:
         ConfigError: `shots` not 0, 1 or 3, or `out_dir` claimed for other settings.
     """
-    identity, claim, ids, items, by_id = _items(files, role, shots, seed, constrained)
+    identity, claim, ids, items, by_id = _items(
+        files, judging.role, shots, judging.seed, constrained
+    )
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         judged = await judge_comparison(
-            client, role, by_id[item["id"]], shots=shots, seed=seed, constrained=constrained
+            judging.client,
+            judging.role,
+            by_id[item["id"]],
+            shots=shots,
+            seed=judging.seed,
+            constrained=constrained,
         )
         return {**item, "status": "ok", "judgment": judged.to_json()}
 
-    run = await run_claimed(items, task, out_dir, claim, concurrency=concurrency, progress=progress)
+    run = await judging.run(items, task, claim)
     records = run.records
     logged = {r["id"]: r for r in records}
     per_file: dict[str, Any] = {}
@@ -129,10 +125,10 @@ async def evaluate_compqa(
     repaired = 0
     for file, file_ids in zip(files, ids, strict=True):
         judged = [
-            _judged(a, logged[i], role.spec.name)
+            _judged(a, logged[i], judging.role.spec.name)
             for a, i in zip(file.answers, file_ids, strict=True)
         ]
-        target = Path(out_dir) / "judged" / file.path.name
+        target = Path(judging.out_dir) / "judged" / file.path.name
         if file.answers[0].where.startswith("line"):
             write_jsonl(target, judged)
         else:
@@ -155,11 +151,11 @@ async def evaluate_compqa(
         "max_score": MAX_SCORE,
         "files": per_file,
         "overall": {"repaired": repaired, **group_stats(everything)},
-        "ledger": client.ledger.to_json(),
+        "ledger": judging.client.ledger.to_json(),
     }
-    write_json(Path(out_dir) / "summary.json", summary)
+    write_json(Path(judging.out_dir) / "summary.json", summary)
     markdown = summary_markdown(summary)
-    atomic_write(Path(out_dir) / "summary.md", lambda f: f.write(markdown))
+    atomic_write(Path(judging.out_dir) / "summary.md", lambda f: f.write(markdown))
     return EvalResult(records, summary, [run.tally])
 
 

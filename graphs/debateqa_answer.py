@@ -24,9 +24,7 @@ of settings.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
-import itertools
 import operator
 import threading
 from collections.abc import Sequence
@@ -49,16 +47,17 @@ from moot.core.data.records import write_json
 from moot.core.llm.ledger import call_usage, record_usage
 from moot.core.llm.models import Completion, ModelClient
 from moot.core.llm.spec import Role
+from moot.core.llm.stand_in import StandIn, stand_in
 from moot.core.llm.tokens import count_tokens
 from moot.core.metrics.stats import mean
-from moot.core.plan import StandIn, stand_in
 from moot.core.runs import Progress, RunOutput, outcome_counts, run_claimed
 from moot.graphs.debatune_debate import call_seed
 from moot.prompts import render, template_digest
 
 if TYPE_CHECKING:
-    from moot.core.data.corpus import Chunk
-    from moot.core.retrieval.index import Hit, Retriever
+    from moot.core.retrieval.stand_in import StandInRetriever
+from moot.core.retrieval.index import Retriever
+from moot.core.retrieval.stand_in import StandInRetriever
 
 #: The ``--mode`` choices.
 MODES: tuple[str, ...] = ("plain", "rag", "react", "react-single")
@@ -160,35 +159,6 @@ def hit_json(hit: Any) -> dict[str, Any]:
         "url": chunk.url,
         "score": float(hit.score),
     }
-
-
-class StandInRetriever:
-    """A dry run's search tool: it never searches; each search returns the longest chunks.
-
-    What a search could return at its longest (`moot.core.retrieval.index.longest_chunks`),
-    each hit's id made unique to its search, so the chunks a ReAct agent gathers over several
-    searches are counted as that many distinct chunks.
-
-    Args:
-        chunks: What a search may return (the index's chunks, or web results' stand-ins).
-        identity: The identity of the search tool it stands in for (`search_identity`).
-    """
-
-    def __init__(self, chunks: Sequence[Chunk], identity: dict[str, Any]) -> None:
-        self.chunks = chunks
-        self.identity = identity
-        self.name = identity["retriever"]
-        self._searches = itertools.count(1)
-        self._longest: dict[int, list[Chunk]] = {}  # by k
-
-    def search(self, query: str, k: int) -> list[Hit]:
-        """The `k` longest chunks, their ids ``<id>@<search>``."""
-        from moot.core.retrieval.index import Hit, longest_chunks
-
-        n = next(self._searches)
-        if k not in self._longest:
-            self._longest[k] = longest_chunks(self.chunks, k)
-        return [Hit(dataclasses.replace(c, id=f"{c.id}@{n}"), 0.0) for c in self._longest[k]]
 
 
 _SEARCH_LOCK = threading.Lock()  # one search at a time: indexes are not reentrant
@@ -476,7 +446,6 @@ __all__ = [
     "AnswerContext",
     "AnswerSettings",
     "AnswerState",
-    "StandInRetriever",
     "answer_questions",
     "build_answer_graph",
     "hit_json",

@@ -33,8 +33,8 @@ from moot.core.data.questions import Question
 from moot.core.data.records import write_json, write_jsonl
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
+from moot.core.llm.stand_in import StandIn, stand_in
 from moot.core.llm.tokens import count_tokens
-from moot.core.plan import StandIn, stand_in
 from moot.core.retrieval.embeddings import unit_rows
 from moot.core.runs import Progress, RunOutput, outcome_counts, run_claimed
 from moot.graphs.checkpoints import invoke, settled

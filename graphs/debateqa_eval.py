@@ -16,10 +16,9 @@ from moot.agents.label_judges import DA_PROMPT, DA_REPAIR, judge_dispute_awarene
 from moot.core.data.questions import Answer, Question
 from moot.core.data.records import stable_id
 from moot.core.errors import InputError
-from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.runs import Progress, outcome_counts, run_claimed
-from moot.graphs.judging import EvalResult, judge_identity
+from moot.core.runs import outcome_counts
+from moot.graphs.judging import EvalResult, Judging, judge_identity
 
 
 def with_questions(
@@ -50,38 +49,28 @@ def with_questions(
 
 async def evaluate_dispute_awareness(
     answers: Sequence[Answer],
-    out_dir: Path,
-    role: Role,
-    client: ModelClient,
-    *,
-    concurrency: int = 16,
-    seed: int = 0,
-    progress: Progress | None = None,
+    judging: Judging,
 ) -> EvalResult:
     """DebateQA D.A.: the share of answers judged to say that their question is debated.
 
     Args:
         answers: Answers with their question text (see `with_questions`).
-        out_dir: Output folder (``judgments.jsonl``; claimed for this judge and settings).
-        role: The judge (the paper used Phi-3 medium 128k and Qwen2 1.5B, §5.1).
-        client: The model layer.
-        concurrency: Answers judged at once.
-        seed: Sampling seed.
-        progress: The command's progress bar.
+        judging: The judge, its output folder (``judgments.jsonl``, claimed for the
+            judge and its settings) and how the run goes.
 
     Raises:
-        ConfigError: `out_dir` holds a run with other settings.
+        ConfigError: The output folder holds a run with other settings.
     """
-    identity, claim, items, by_id = _da_items(answers, role, seed)
+    identity, claim, items, by_id = _da_items(answers, judging.role, judging.seed)
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         answer = by_id[item["id"]]
         judged = await judge_dispute_awareness(
-            client, role, answer.question or "", answer.text, seed=seed
+            judging.client, judging.role, answer.question or "", answer.text, seed=judging.seed
         )
         return {**item, "status": "ok", "judgment": judged.to_json()}
 
-    run = await run_claimed(items, task, out_dir, claim, concurrency=concurrency, progress=progress)
+    run = await judging.run(items, task, claim)
     records = run.records
     judged = [r for r in records if r["status"] == "ok"]
     labels = [r["judgment"]["label"] for r in judged if r["judgment"]["ok"]]
@@ -94,7 +83,7 @@ async def evaluate_dispute_awareness(
         **outcome_counts(records),
         "dispute_aware": sum(labels),
         "da": sum(labels) / len(labels) if labels else None,
-        "ledger": client.ledger.to_json(),
+        "ledger": judging.client.ledger.to_json(),
     }
     return EvalResult(records, summary, [run.tally])
 

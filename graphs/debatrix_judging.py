@@ -36,9 +36,9 @@ from moot.core.data.debates import Debate
 from moot.core.errors import ContextWindowExceeded
 from moot.core.llm.models import Completion, ModelClient
 from moot.core.llm.spec import Role
+from moot.core.llm.stand_in import StandIn
 from moot.core.llm.structured import Structured
 from moot.core.llm.tokens import count_message_tokens
-from moot.core.plan import StandIn
 from moot.graphs.checkpoints import settled
 
 

@@ -23,50 +23,45 @@ from moot.core.charts import NEUTRAL, PALETTE, chart, save_png
 from moot.core.data.records import stable_id, write_json
 from moot.core.data.responses import Response
 from moot.core.errors import InputError
-from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics import debatune as metrics
-from moot.core.runs import Progress, outcome_counts, run_claimed
+from moot.core.runs import outcome_counts
 from moot.core.tables import render_table, show
-from moot.graphs.judging import EvalResult, judge_identity
+from moot.graphs.judging import EvalResult, Judging, judge_identity
 
 
 async def evaluate_controllability(
     responses: Sequence[Response],
-    out_dir: Path,
-    role: Role,
-    client: ModelClient,
+    judging: Judging,
     *,
-    concurrency: int = 16,
-    seed: int = 0,
     constrained: bool = False,
-    progress: Progress | None = None,
 ) -> EvalResult:
     """Judge each response's supporting and opposing shares, not telling the judge the side.
 
     Args:
         responses: The responses to judge.
-        out_dir: Output folder (``judgments.jsonl``; claimed for this judge and settings).
-        role: The judge.
-        client: The model layer.
-        concurrency: Responses judged at once.
-        seed: Sampling seed.
+        judging: The judge, its output folder (``judgments.jsonl``, claimed for the
+            judge and its settings) and how the run goes.
         constrained: Ask for schema-constrained JSON.
-        progress: The command's progress bar.
 
     Raises:
-        ConfigError: `out_dir` holds a run with other settings.
+        ConfigError: The output folder holds a run with other settings.
     """
-    identity, claim, items, texts = _controllability_items(responses, role, constrained)
+    identity, claim, items, texts = _controllability_items(responses, judging.role, constrained)
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         variables = {"topic": item["topic"], "arguments": texts[item["id"]]}
         judgment = await run_judge(
-            client, role, CONTROLLABILITY, variables, seed=seed, constrained=constrained
+            judging.client,
+            judging.role,
+            CONTROLLABILITY,
+            variables,
+            seed=judging.seed,
+            constrained=constrained,
         )
         return {**item, "status": "ok", "judgment": judgment.to_json()}
 
-    run = await run_claimed(items, task, out_dir, claim, concurrency=concurrency, progress=progress)
+    run = await judging.run(items, task, claim)
     records = run.records
     judged = [r for r in records if r["status"] == "ok"]
     summary = {
@@ -74,7 +69,7 @@ async def evaluate_controllability(
         **identity,
         **metrics.controllability(judged),
         **outcome_counts(records),
-        "ledger": client.ledger.to_json(),
+        "ledger": judging.client.ledger.to_json(),
     }
     return EvalResult(records, summary, [run.tally])
 
@@ -118,55 +113,46 @@ def align(responses: Sequence[Response], baseline: Sequence[Response], path: Pat
 async def evaluate_quality(
     responses: Sequence[Response],
     baseline: Sequence[Response],
-    out_dir: Path,
-    role: Role,
-    client: ModelClient,
+    judging: Judging,
     *,
     stride: int = 1,
-    concurrency: int = 16,
-    seed: int = 0,
     mask: Sequence[str] = (),
     constrained: bool = False,
-    progress: Progress | None = None,
 ) -> EvalResult:
     """Judge each response against the baseline's in both orders (win = both, or one and a tie).
 
     Args:
         responses: The responses to judge.
         baseline: The baseline's responses, aligned with `responses` (`align`).
-        out_dir: Output folder (``judgments.jsonl``; claimed for this judge and settings).
-        role: The judge.
-        client: The model layer.
+        judging: The judge, its output folder (``judgments.jsonl``, claimed for the
+            judge and its settings) and how the run goes.
         stride: Judge every stride-th pair.
-        concurrency: Pairs judged at once.
-        seed: Sampling seed.
         mask: Words masked in both responses.
         constrained: Ask for schema-constrained JSON.
-        progress: The command's progress bar.
 
     Raises:
-        ConfigError: `out_dir` holds a run with other settings.
+        ConfigError: The output folder holds a run with other settings.
     """
     identity, claim, items, texts = _quality_items(
-        responses, baseline, role, stride, mask, constrained
+        responses, baseline, judging.role, stride, mask, constrained
     )
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         mine, theirs = texts[item["id"]]
         judged = await judge_pair(
-            client,
-            role,
+            judging.client,
+            judging.role,
             QUALITY,
             mine.instruction,
             mine.response,
             theirs.response,
-            seed=seed,
+            seed=judging.seed,
             mask=mask,
             constrained=constrained,
         )
         return {**item, "status": "ok", **judged.to_json()}
 
-    run = await run_claimed(items, task, out_dir, claim, concurrency=concurrency, progress=progress)
+    run = await judging.run(items, task, claim)
     records = run.records
     judged = [r for r in records if r["status"] == "ok"]
     summary = {
@@ -174,10 +160,10 @@ async def evaluate_quality(
         **identity,
         "stride": stride,
         **metrics.pairwise(
-            [r["outcome"] for r in judged], [r["inconsistent"] for r in judged], seed=seed
+            [r["outcome"] for r in judged], [r["inconsistent"] for r in judged], seed=judging.seed
         ),
         **outcome_counts(records),
-        "ledger": client.ledger.to_json(),
+        "ledger": judging.client.ledger.to_json(),
     }
     return EvalResult(records, summary, [run.tally])
 

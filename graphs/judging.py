@@ -1,25 +1,68 @@
-"""What every judging evaluation shares: the judge's identity, its result, its summary files.
+"""What every judging evaluation shares: its judging, the judge's identity, its result, its files.
 
 DEBATunE's controllability and quality judges, DebateQA's D.A., BERDS's detector and CompQA's
-rubric judge each claim a folder for one judge and its settings, judge their items through the
-run engine (`moot.core.runs.run_claimed`) into ``judgments.jsonl``, and return an `EvalResult`.
+rubric judge each take a `Judging` (who judges, where, how the run goes), claim its folder for
+one judge and its settings, judge their items through the run engine
+(`moot.core.runs.run_claimed`) into ``judgments.jsonl``, and return an `EvalResult`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.folders import EVAL_CLAIM, RunFolder
 from moot.core.data.records import atomic_write, write_json
+from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.llm.tokens import count_message_tokens
-from moot.core.plan import Plan, items_of
-from moot.core.runs import HOLDS, RunOutput
+from moot.core.runs import Progress, Record, RunOutput, RunResult, Task, run_claimed
 from moot.core.tables import render_table, show
 from moot.prompts import template_digest
+
+
+@dataclass(frozen=True)
+class Judging:
+    """Who judges, where the judgments go and how the run goes: what every evaluation takes.
+
+    Attributes:
+        out_dir: The output folder: ``judgments.jsonl`` and the evaluation's summary files,
+            claimed for the judge and the evaluation's settings.
+        role: The judge.
+        client: The model layer.
+        concurrency: Items judged at once.
+        seed: The base sampling seed.
+        progress: The command's progress bar.
+    """
+
+    out_dir: Path
+    role: Role
+    client: ModelClient
+    concurrency: int = 16
+    seed: int = 0
+    progress: Progress | None = None
+
+    async def run(
+        self,
+        items: Sequence[Record],
+        task: Task,
+        claim: dict[str, Any],
+        unit: str = "judgments",
+    ) -> RunResult:
+        """Judge `items` with `task` into `out_dir`, claimed for `claim` (`run_claimed`).
+
+        Raises:
+            ConfigError: `out_dir` is claimed for other settings.
+        """
+        return await run_claimed(
+            items,
+            task,
+            self.out_dir,
+            claim,
+            unit=unit,
+            concurrency=self.concurrency,
+            progress=self.progress,
+        )
 
 
 def judge_identity(role: Role, templates: Sequence[str], **settings: Any) -> dict[str, Any]:
@@ -34,43 +77,6 @@ def judge_identity(role: Role, templates: Sequence[str], **settings: Any) -> dic
         **settings,
         "prompts": template_digest(*templates),
     }
-
-
-def plan_judgments(
-    items: Sequence[dict[str, Any]],
-    out_dir: Path,
-    claim: dict[str, Any],
-    role: Role,
-    calls: Callable[[dict[str, Any]], Sequence[list[dict[str, str]]]],
-    *,
-    stage: str,
-    max_tokens: int,
-    unit: str = "judgments",
-) -> Plan:
-    """What a judging evaluation would do (`run_claimed` on `items`), reading `out_dir` only.
-
-    Args:
-        items: The items the evaluation would hand to `run_claimed`.
-        out_dir: Its output folder; refused if claimed for other settings, as a run would.
-        claim: The settings the run would claim the folder for.
-        role: The judge.
-        calls: The messages of each call an item makes (both orders of a pair: two).
-        stage: The calls' ledger stage.
-        max_tokens: Each call's completion budget (the estimate's output tokens).
-        unit: What an item is, plural.
-
-    Raises:
-        ConfigError: `out_dir` is claimed for other settings.
-    """
-    RunFolder(out_dir).check_claim(EVAL_CLAIM, claim, HOLDS)
-    tally, pending = items_of(unit, items, Path(out_dir) / "judgments.jsonl")
-    plan = Plan([tally])
-    for item in pending:
-        for messages in calls(item):
-            plan.add_calls(
-                role.name, stage, role.spec, 1, count_message_tokens(messages), max_tokens
-            )
-    return plan
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,7 @@ _EXPORTS = {
         "run_debatune",
         "AnswerContext",
         "answer_questions",
+        "Judging",
         "evaluate_berds",
         "evaluate_detector",
         "evaluate_dispute_awareness",

@@ -56,7 +56,7 @@ from moot.core.llm.tokens import count_message_tokens
 from moot.core.redaction import public_url, without_sent_keys
 
 if TYPE_CHECKING:
-    from moot.core.plan import StandIn
+    from moot.core.llm.stand_in import StandIn
 
 log = logging.getLogger(__name__)  # one line per retry, shown by the CLI's --verbose
 T = TypeVar("T", bound=BaseModel)

@@ -6,7 +6,7 @@
 budget, so the client's ledger is the plan: the calls a run would make, their prompt tokens and
 their most output tokens, per role, stage and model. What a stand-in is depends on what reads
 it: a caller whose parser wants a shape (a JSON verdict, a list of arguments) says what stands in
-for its reply (`moot.core.plan.StandIn`), and what the estimate cannot know with it (a list
+for its reply (`moot.core.llm.stand_in.StandIn`), and what the estimate cannot know with it (a list
 that may come back short, a ReAct agent that may answer early).
 
 A stand-in that its caller's parser refuses is a bug in moot, never a model's failure: the
@@ -16,16 +16,16 @@ planning client raises `StandInRefused` instead of asking again.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
 from moot.core.llm.models import ModelClient
 from moot.core.llm.prices import Prices
 from moot.core.llm.spec import ModelSpec, Reply, Role, Transport
+from moot.core.llm.stand_in import StandIn, json_stand_in
 from moot.core.llm.structured import OutputParseError, Structured
 from moot.core.llm.tokens import count_message_tokens
-from moot.core.plan import Plan, PlanItems, StandIn, json_stand_in
 
 #: The stand-in of the call in flight in this task (set by `PlanningClient.complete`).
 _STAND_IN: ContextVar[StandIn | None] = ContextVar("moot_stand_in", default=None)
@@ -73,7 +73,7 @@ class PlanningClient(ModelClient):
     """The model layer of a dry run: the real client's path, to `PlanningTransport` only.
 
     No cache, no budget, no key check, no model started; retries never happen (a stand-in is
-    never empty). After the run, `plan` reads the ledger as the plan.
+    never empty). After the run, `moot.core.plan.Plan.of_run` reads its ledger as the plan.
 
     Args:
         prices: What the calls would cost (the command's ``--prices`` over the cost map).
@@ -140,24 +140,3 @@ class PlanningClient(ModelClient):
         if transport is None:
             transport = self._transports[spec] = PlanningTransport(spec, self)
         return transport
-
-    def plan(self, tallies: Sequence[Any] = ()) -> Plan:
-        """The plan the run made: its items (`tallies`) and the calls in the ledger.
-
-        Args:
-            tallies: The run's `moot.core.runs.Tally`s: what it was asked for, what an earlier
-                run finished.
-        """
-        plan = Plan(prices=self.ledger.prices, calls_at_most=self.at_most, keys=list(self.keys))
-        plan.items = [PlanItems(t.unit, t.planned, t.skipped) for t in tallies]
-        for (role, stage, model), usage in self.ledger.entries.items():
-            plan.add_calls(
-                role,
-                stage,
-                self.specs[model],
-                usage.calls,
-                usage.prompt_tokens,
-                usage.completion_tokens,
-            )
-        plan.notes = [note.format(calls=calls) for note, calls in self.notes.items()]
-        return plan

@@ -42,6 +42,13 @@ class Detection(ModelJob):
         """The detector's role."""
         return self.role("perspective_detector")
 
+    def judging(self, client: Any, progress: Any) -> Any:
+        """The detector's `moot.graphs.judging.Judging` into ``--out``, with `client`."""
+        from moot.graphs.judging import Judging
+
+        given = self.settings
+        return Judging(given.out, self.detector, client, given.concurrency, given.seed, progress)
+
     def summary(self, done: Any) -> str:
         """The summary's text, ``summary.json`` written (`moot.graphs.judging.write_summary`)."""
         raise NotImplementedError
@@ -101,36 +108,13 @@ class Berds(Detection):
         questions = load_questions(given.perspectives) if given.perspectives else None
         return join_perspectives(retrieved, given.retrieved, questions, given.perspectives, given.k)
 
-    def plan(self) -> Any:
-        """`moot eval berds --dry-run`."""
-        from moot.graphs.berds_eval import plan_berds
-
-        given, instances = self.settings, self.items
-        return plan_berds(
-            instances,
-            given.out,
-            self.detector,
-            k=given.k,
-            seed=given.seed,
-            prompt=given.detector_prompt,
-        )
-
     def calls(self, client: Any, progress: Any) -> Any:
         """Ask the detector of each question's top-k documents."""
         from moot.graphs.berds_eval import evaluate_berds
 
-        given, instances = self.settings, self.items
-        return evaluate_berds(
-            instances,
-            given.out,
-            self.detector,
-            client,
-            k=given.k,
-            concurrency=given.concurrency,
-            seed=given.seed,
-            prompt=given.detector_prompt,
-            progress=progress,
-        )
+        given = self.settings
+        judging = self.judging(client, progress)
+        return evaluate_berds(self.items, judging, k=given.k, prompt=given.detector_prompt)
 
     def summary(self, done: Any) -> str:
         """The scores' summary, with the files they come from."""
@@ -173,30 +157,12 @@ class Detector(Detection):
 
         return self.limited(load_pairs(self.settings.pairs))
 
-    def plan(self) -> Any:
-        """`moot eval detector --dry-run`."""
-        from moot.graphs.berds_eval import plan_detector
-
-        given = self.settings
-        return plan_detector(
-            self.items, given.out, self.detector, seed=given.seed, prompt=given.detector_prompt
-        )
-
     def calls(self, client: Any, progress: Any) -> Any:
         """Ask the detector of each pair."""
         from moot.graphs.berds_eval import evaluate_detector
 
-        given = self.settings
-        return evaluate_detector(
-            self.items,
-            given.out,
-            self.detector,
-            client,
-            concurrency=given.concurrency,
-            seed=given.seed,
-            prompt=given.detector_prompt,
-            progress=progress,
-        )
+        judging = self.judging(client, progress)
+        return evaluate_detector(self.items, judging, prompt=self.settings.detector_prompt)
 
     def summary(self, done: Any) -> str:
         """The scores' summary, with the pairs' file."""
@@ -214,6 +180,7 @@ def register(commands: Commands) -> None:
         "Ask a detector whether each top-k document supports each gold perspective (the BERDS "
         "Yes/No prompt), then score MRecall@k and Precision@k per question.",
         group="eval",
+        plan=True,
         output=Output("berds", (claim_mark(EVAL_CLAIM),)),
     )
     commands.add(
@@ -222,5 +189,6 @@ def register(commands: Commands) -> None:
         "accuracy and F1 of a perspective detector on labelled BERDS pairs",
         "Score a detector on a TSV of (question, id, document, perspective, label).",
         group="eval",
+        plan=True,
         output=Output("detector", (claim_mark(EVAL_CLAIM),)),
     )

@@ -303,20 +303,9 @@ def run_eval_compqa(args: argparse.Namespace) -> Result:
     from moot.graphs.compqa_eval import evaluate_compqa
 
     files, role = _eval_compqa_inputs(args)
-    client = runtime.client_for(args, role.spec)
-    result = runtime.run(
-        evaluate_compqa(
-            files,
-            args.out,
-            role,
-            client,
-            shots=args.shots,
-            concurrency=args.concurrency,
-            seed=args.seed,
-            constrained=runtime.constrained(args, role),
-            progress=runtime.progress_for(args, client),
-        )
-    )
+    judging = runtime.judging(args, role)
+    constrained = runtime.constrained(args, role)
+    result = runtime.run(evaluate_compqa(files, judging, shots=args.shots, constrained=constrained))
     overall = result.summary["overall"]
     outputs = {
         "judgments": args.out / "judgments.jsonl",
@@ -332,7 +321,12 @@ def run_eval_compqa(args: argparse.Namespace) -> Result:
         runtime.note(args, f"note: {overall['invalid']} invalid judgment(s): counted, not summed")
     nothing_read = overall["invalid"] > 0 and overall["n_valid"] == 0
     return runtime.finish(
-        args, result.tallies, client.ledger, nothing_read=nothing_read, lines=lines, outputs=outputs
+        args,
+        result.tallies,
+        judging.client.ledger,
+        nothing_read=nothing_read,
+        lines=lines,
+        outputs=outputs,
     )
 
 

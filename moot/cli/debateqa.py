@@ -363,7 +363,8 @@ def _curate_tools(args: argparse.Namespace, path: Path | None) -> tuple[Any, Any
         return LocalRetriever(index), Embedder(embedder)
     from moot.core.data.corpus import DEFAULT_CHUNK_CHARS
     from moot.core.retrieval.index import corpus_chunks, corpus_sha256
-    from moot.graphs.debateqa_answer import StandInRetriever, search_identity
+    from moot.core.retrieval.stand_in import StandInRetriever
+    from moot.graphs.debateqa_answer import search_identity
     from moot.graphs.debateqa_curate import StandInEmbedder
 
     if path is not None:
@@ -372,7 +373,7 @@ def _curate_tools(args: argparse.Namespace, path: Path | None) -> tuple[Any, Any
     else:  # what build_index would record of it
         chunks = corpus_chunks(args.docs)
         manifest = {"source_sha256": corpus_sha256(args.docs), "chunk_chars": DEFAULT_CHUNK_CHARS}
-    retriever = StandInRetriever(chunks, search_identity("bm25", manifest=manifest))
+    retriever = StandInRetriever("bm25", chunks, search_identity("bm25", manifest=manifest))
     return retriever, StandInEmbedder(embedder)
 
 
@@ -488,24 +489,14 @@ def run_da(args: argparse.Namespace) -> Result:
     from moot.graphs.judging import write_summary
 
     answers, sources, role = _da_inputs(args)
-    client = runtime.client_for(args, role.spec)
-    result = runtime.run(
-        evaluate_dispute_awareness(
-            answers,
-            args.out,
-            role,
-            client,
-            concurrency=args.concurrency,
-            seed=args.seed,
-            progress=runtime.progress_for(args, client),
-        )
-    )
+    judging = runtime.judging(args, role)
+    result = runtime.run(evaluate_dispute_awareness(answers, judging))
     text = write_summary(result, args.out, sources)
     names = ("judgments.jsonl", "summary.json")
     return runtime.finish(
         args,
         result.tallies,
-        client.ledger,
+        judging.client.ledger,
         nothing_read=result.nothing_read,
         lines=[text, *(f"{name:<16} {args.out / name}" for name in names)],
         outputs={name.partition(".")[0]: args.out / name for name in names},

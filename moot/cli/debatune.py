@@ -333,26 +333,15 @@ def run_eval(args: argparse.Namespace) -> Result:
     from moot.graphs.debatune_eval import evaluate_controllability, evaluate_quality, write_report
 
     responses, baseline, sources, role = _eval_inputs(args)
-    client = runtime.client_for(args, role.spec)
-    options = {
-        "concurrency": args.concurrency,
-        "seed": args.seed,
-        "constrained": runtime.constrained(args, role),
-        "progress": runtime.progress_for(args, client),
-    }
+    judging = runtime.judging(args, role)
+    constrained = runtime.constrained(args, role)
     if args.evaluation == "quality":
+        mask, stride = args.mask, args.stride
         run = evaluate_quality(
-            responses,
-            baseline,
-            args.out,
-            role,
-            client,
-            stride=args.stride,
-            mask=args.mask,
-            **options,
+            responses, baseline, judging, stride=stride, mask=mask, constrained=constrained
         )
     else:
-        run = evaluate_controllability(responses, args.out, role, client, **options)
+        run = evaluate_controllability(responses, judging, constrained=constrained)
     result = runtime.run(run)
     write_report(result, args.out, sources)
     outputs = {
@@ -367,7 +356,7 @@ def run_eval(args: argparse.Namespace) -> Result:
     return runtime.finish(
         args,
         result.tallies,
-        client.ledger,
+        judging.client.ledger,
         nothing_read=result.nothing_read,
         lines=lines,
         outputs=outputs,

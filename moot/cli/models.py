@@ -37,17 +37,6 @@ class Check(Job):
 
     settings: Settings
 
-    def plan(self) -> Any:
-        """`moot models check --dry-run`: its one call, and the key it needs."""
-        from moot.core.llm.tokens import count_message_tokens
-        from moot.core.plan import Plan, PlanItems
-
-        role = self.role("check", self.settings.spec)
-        plan = Plan([PlanItems("round trips", 1)])
-        prompt = count_message_tokens(CHECK_MESSAGES)
-        plan.add_calls(role.name, "check", role.spec, 1, prompt, CHECK_TOKENS)
-        return plan
-
     def run(self) -> Result:
         """One round trip, to each endpoint of the model in turn."""
         from dataclasses import replace
@@ -57,14 +46,22 @@ class Check(Job):
 
         role = self.role("check", self.settings.spec)
         if not role.spec.api_bases:
-            return self.finish(lines=self.check_one(role, role.spec.name))
+            return self.trips(self.check_one(role, role.spec.name), 1)
         lines = []
         for index, url in enumerate(role.spec.api_bases):
             router = role.spec.router.only(index) if role.spec.router is not None else None
             one = replace(role.spec, api_base=url, api_bases=(), router=router)
             shown = f"{one.name} at {public_url(url)}"
             lines += self.check_one(Role(role.name, one, role.temperature), shown)
-        return self.finish(lines=lines)
+        return self.trips(lines, len(role.spec.api_bases))
+
+    def trips(self, lines: list[str], trips: int) -> Result:
+        """The check's result: its round trips are its items (its plan's), with no summary table."""
+        from moot.core.runs import Tally
+
+        result = self.finish(lines=lines)
+        result.tallies = [Tally("round trips", trips, done=trips)]
+        return result
 
     def check_one(self, role: Any, shown: str) -> list[str]:
         """What one endpoint's round trip took; an `EndpointError` if it failed."""
@@ -90,4 +87,4 @@ class Check(Job):
 
 def register(commands: Commands) -> None:
     """Add `moot models check`."""
-    commands.add("check", Check, "one round trip: latency and tokens", group="models")
+    commands.add("check", Check, "one round trip: latency and tokens", group="models", plan=True)

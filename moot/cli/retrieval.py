@@ -120,21 +120,6 @@ class Retrieve(Job):
         role = self.role("query_expander") if given.query_expansion else None
         return questions, role
 
-    def plan(self) -> Any:
-        """`moot retrieve --dry-run`: the expansion calls (its context has no client)."""
-        from moot.graphs.berds_retrieve import ExpansionSettings, plan_expansions
-
-        questions, role = self.inputs
-        index = search_source(self.settings)  # checked as a run checks it; searches are free
-        expansion = None
-        if role is not None:
-            constrained = runtime.constrained(self.settings, role)
-            expansion = ExpansionSettings(role, constrained, self.settings.seed)
-        plan = plan_expansions(questions, self.settings.out, expansion)
-        if index is None:
-            plan.keys.append(web_key(self.settings))
-        return plan
-
     def run(self) -> Result:
         """Retrieve, expanding each question first with ``--query-expansion``."""
         from moot.graphs.berds_retrieve import QueryExpansion, retrieve_questions
@@ -165,12 +150,17 @@ class Retrieve(Job):
                 f"{given.k} chunks"
             )
         line = f"retrieved up to {given.k} chunks per question with {retriever.name}: {given.out}"
-        return self.finish(
+        result = self.finish(
             run.tallies,
             client.ledger if client else None,
             lines=[line],
             outputs={"retrieved": given.out},
         )
+        if not run.tallies:  # no expansion: its questions are its items (its plan's), no summary
+            from moot.core.runs import Tally
+
+            result.tallies = [Tally("questions", len(questions), done=len(questions))]
+        return result
 
 
 def register(commands: Commands) -> None:
@@ -191,11 +181,15 @@ def register(commands: Commands) -> None:
         "one JSONL record per question. With --query-expansion an LLM lists perspectives "
         "(BERDS) and the per-perspective results merge round-robin; a question whose expansion "
         "fails is recorded as failed and the command exits 1.",
+        plan=True,
     )
 
 
 def retriever_from_args(args: argparse.Namespace) -> Any:
     """The search tool the `retrieval_options` name, checked before any model call.
+
+    A dry run's (``args.planning``) is a `StandInRetriever`: it searches nothing, loads no model
+    and reads no key (the plan says which key web search needs).
 
     Raises:
         ConfigError: Neither or both of --index and --web, or flags that do not apply.
@@ -267,21 +261,24 @@ def web_key(args: argparse.Namespace) -> tuple[str, str]:
 def planned_retriever(args: argparse.Namespace, index: Any) -> Any:
     """A dry run's search tool (`args.planning` set): it never searches.
 
-    The index's longest chunks stand in for each search's hits (with --web, results of
-    `moot.core.retrieval.websearch.STAND_IN`'s size); no embedder is loaded and no key read
-    (the plan says which key web search would need).
+    No embedder is loaded and no key read (the plan says which key web search would need).
 
     Args:
         args: The parsed command line.
         index: `search_source`'s index (None: --web).
     """
-    from moot.graphs.debateqa_answer import StandInRetriever, search_identity
+    from moot.core.retrieval.stand_in import StandInRetriever
+    from moot.graphs.debateqa_answer import search_identity
 
+    trusted = getattr(args, "trusted_domains", False)
+    lam = getattr(args, "mmr", None)
     if index is None:
-        from moot.core.retrieval.websearch import MAX_RESULTS, STAND_IN, WebSearchRetriever
+        from moot.core.retrieval.websearch import WebSearchRetriever
 
         args.planning.keys.append(web_key(args))
-        identity = search_identity(WebSearchRetriever.name, args.trusted_domains)
-        return StandInRetriever([STAND_IN] * MAX_RESULTS, identity)
-    identity = search_identity(args.retriever, args.trusted_domains, args.mmr, index.manifest)
-    return StandInRetriever(index.chunks, identity)
+        name = WebSearchRetriever.name
+        return StandInRetriever(name, None, search_identity(name, trusted), trusted_domains=trusted)
+    identity = search_identity(args.retriever, trusted, lam, index.manifest)
+    return StandInRetriever(
+        args.retriever, index.chunks, identity, lam=lam, trusted_domains=trusted
+    )

@@ -262,13 +262,14 @@ def plan_for(args: argparse.Namespace) -> Any:
 def _planning_run(args: argparse.Namespace) -> Any:
     """The command's plan: its real run against a client that never sends, in a scratch copy."""
     from moot.core.llm.planning import PlanningClient
+    from moot.core.plan import Plan
 
     client = PlanningClient(prices_from(args) if hasattr(args, "prices") else None)
     with scratch_outputs(args) as (trial, written):
         trial.planning, trial.notes, trial.echo = client, [], False
         trial.quiet, trial.push_to_hub = True, None
         result = trial.command_fn(trial)
-        plan = client.plan(result.tallies)
+        plan = Plan.of_run(client, result.tallies)
         plan.outputs = written()
     plan.notes += [f"a run would fail too: {m.removeprefix('moot: ')}" for m in result.messages]
     return plan
@@ -324,7 +325,7 @@ def _written(moved: dict[Path, Path]) -> dict[Path, Any]:
             target = real / path.relative_to(copy) if path != copy else real
             if not path.stat().st_size:
                 files[target] = []
-            elif path.suffix == ".jsonl":
+            elif path.suffix == ".jsonl" or path == copy:  # an --out FILE: JSONL or a JSON list
                 files[target] = [record for _, record in read_records(path)]
             elif path.suffix == ".json":
                 files[target] = read_json_file(path)
@@ -603,6 +604,19 @@ def progress_for(args: argparse.Namespace, client: Any = None) -> Any:
 
     ledger = client.ledger if client is not None else None
     return Progress(enabled=not args.quiet and sys.stderr.isatty(), ledger=ledger)
+
+
+def judging(args: argparse.Namespace, role: Any) -> Any:
+    """A judging evaluation's `moot.graphs.judging.Judging`: `role` judges into ``--out``.
+
+    Its client is made here (`client_for`), with ``--concurrency``, ``--seed`` and the
+    command's progress bar.
+    """
+    from moot.graphs.judging import Judging
+
+    client = client_for(args, role.spec)
+    progress = progress_for(args, client)
+    return Judging(args.out, role, client, args.concurrency, args.seed, progress)
 
 
 def limited(items: Sequence[Any], args: argparse.Namespace) -> list[Any]:

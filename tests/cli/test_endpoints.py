@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+import moot
 from moot.testing import Fault, Rule, ScriptedServer
-from tests.cli.helpers import read_jsonl, run_moot, write_topics
+from tests.cli.helpers import read_jsonl, run_moot, stdout, write_topics
 
 pytestmark = pytest.mark.subprocess
 
@@ -139,6 +140,10 @@ def test_config_lists_endpoints_and_the_command_line_replaces_them(tmp_path):
         )
         assert given.returncode == 0, given.stderr
         assert (len(a.requests), len(b.requests), len(c.requests)) == (1, 1, 1)
+        plan = stdout(moot.models.check("openai/scripted", config=config, dry_run=True))
+        assert (len(a.requests), len(b.requests)) == (1, 1)  # a plan sends nothing
+    assert re.search(r"round trips +2 +0 +2\n", plan)  # one per endpoint, as the check's
+    assert re.search(r"check +check +openai/scripted +2 +34 +64 ", plan)
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -283,3 +284,32 @@ def test_retrieve_with_mmr_records_its_normalisation(index, tmp_path):
     assert {(r["mmr"], r["mmr_norm"]) for r in records} == {(0.9, "question")}
     # the first pick is lambda * score / max: per question that is lambda itself
     assert [r["chunks"][0]["score"] for r in records] == pytest.approx([0.9, 0.9])
+
+
+def test_a_recipe_dry_run_plans_berds_on_what_retrieve_would_write(index, tmp_path):
+    """`moot retrieve`'s plan holds its stand-in hits (k distinct web results, or the index's
+    longest chunks): the `eval berds` stage after it is planned, not left out. Nothing is
+    searched, sent or written; the plan names web search's key."""
+    lines = shared_data("berds", "dev_perspective_sets.jsonl").read_text().splitlines()[:2]
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with ScriptedServer() as server:
+        remote = {"api-base": server.url, "max-retries": 0}
+        retrieve = {"command": "retrieve", "questions": str(questions), "k": 2, **remote}
+        retrieve |= {"query-expansion": True, "model": "openai/scripted"}
+        berds = {"command": "eval berds", "retrieved": "{retrieve}", "perspectives": str(questions)}
+        berds |= {"k": 2, "detector": "openai/judge", **remote}
+        plans = []
+        for source in ({"web": True}, {"index": str(index)}):
+            recipe = {"stages": {"retrieve": retrieve | source, "berds": berds}}
+            path = tmp_path / "recipe.yaml"
+            path.write_text(json.dumps(recipe), encoding="utf-8")  # YAML reads JSON
+            plans.append(stdout(moot.run(path, out=tmp_path / "out", dry_run=True)))
+        web = {"questions": questions, "web": True, "out": tmp_path / "r.jsonl"}
+        alone = stdout(moot.retrieve(**web, dry_run=True))
+        assert len(server.requests) == 0
+    for plan in plans:
+        assert re.search(r"berds: detections +8 +0 +8", plan), plan  # 2 x 2 perspectives x k
+        assert re.search(r"berds/perspective_detector +perspective_detection .* 8 ", plan)
+    assert "key: web:brave: MOOT_SEARCH_API_KEY" in alone
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["questions.jsonl", "recipe.yaml"]

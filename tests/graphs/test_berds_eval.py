@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 from moot.core import ModelClient, RetryPolicy, Role, parse_spec
 from moot.graphs.berds_eval import BerdsInstance, DetectorPair, evaluate_berds, evaluate_detector
+from moot.graphs.judging import Judging
 from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import read_jsonl
 
 RULES = [Rule(r"Document: <<<document \w+>>>\nSUPPORTS", "Yes"), Rule("Document: ", "No")]
 
 
-def detector(server: ScriptedServer) -> tuple[Role, ModelClient]:
+def detector(server: ScriptedServer, out: Path) -> Judging:
     role = Role("perspective_detector", parse_spec("openai/detector", api_base=server.url))
-    return role, ModelClient(retry=RetryPolicy(attempts=1))
+    return Judging(out, role, ModelClient(retry=RetryPolicy(attempts=1)))
 
 
 def test_a_pair_given_twice_is_judged_once_and_counted_twice(tmp_path):
@@ -28,10 +30,10 @@ def test_a_pair_given_twice_is_judged_once_and_counted_twice(tmp_path):
         DetectorPair("3", "Q?", "SUPPORTS it.", "P", 1),  # the same document and perspective
     ]
     with ScriptedServer(rules=RULES) as server:
-        result = asyncio.run(evaluate_detector(pairs, tmp_path, *detector(server)))
+        result = asyncio.run(evaluate_detector(pairs, detector(server, tmp_path)))
         assert len(server.requests) == 2
         server.clear_log()
-        again = asyncio.run(evaluate_detector(pairs, tmp_path, *detector(server)))
+        again = asyncio.run(evaluate_detector(pairs, detector(server, tmp_path)))
         assert server.requests == []
     assert [r["pair_id"] for r in result.records] == ["1", "2"]  # the first of a repeated id
     assert [r["pair_id"] for r in read_jsonl(tmp_path / "judgments.jsonl")] == ["1", "2"]
@@ -56,7 +58,7 @@ def test_a_document_retrieved_twice_is_judged_once_per_perspective(tmp_path):
         ("P0", "P1"),
     )
     with ScriptedServer(rules=RULES) as server:
-        result = asyncio.run(evaluate_berds([question], tmp_path, *detector(server), k=3))
+        result = asyncio.run(evaluate_berds([question], detector(server, tmp_path), k=3))
         assert len(server.requests) == 2 * 2  # two distinct documents, two perspectives
     assert [(r["chunk_id"], r["perspective_index"]) for r in result.records] == [
         ("c0", 0),

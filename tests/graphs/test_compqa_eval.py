@@ -14,6 +14,7 @@ from moot.core.data.compqa import MAXIMA, load_judged
 from moot.core.errors import ConfigError, InputError
 from moot.core.llm.models import RetryPolicy
 from moot.graphs.compqa_eval import evaluate_compqa, load_answer_files
+from moot.graphs.judging import Judging
 from moot.testing import Fault, Rule, ScriptedServer
 
 FULL = {str(n): MAXIMA[n] for n in MAXIMA}  # 19
@@ -52,7 +53,7 @@ def run(server: ScriptedServer, paths: list[Path], out: Path, shots: int = 0):
     role = Role("judge", parse_spec("openai/judge", api_base=server.url), temperature=0.0)
     client = ModelClient(retry=RetryPolicy(attempts=1))  # no cache: only the log saves calls
     files = load_answer_files(paths)
-    return asyncio.run(evaluate_compqa(files, out, role, client, shots=shots, concurrency=4))
+    return asyncio.run(evaluate_compqa(files, Judging(out, role, client, 4), shots=shots))
 
 
 def test_judged_files_summary_errors_and_resumption(tmp_path):

@@ -21,6 +21,7 @@ from moot.core.data.topics import load_topics
 from moot.core.metrics.debatune import controllability, pairwise
 from moot.graphs.debatune_eval import align, evaluate_controllability, evaluate_quality
 from moot.graphs.debatune_generate import debate_test_instructions
+from moot.graphs.judging import Judging
 from moot.testing import Rule, ScriptedServer
 from tests.conftest import shared_data
 
@@ -59,7 +60,7 @@ def test_all_nine_model_output_files(tmp_path):
             client = ModelClient(cache=cache, retry=RetryPolicy(attempts=1))
             control = asyncio.run(
                 evaluate_controllability(
-                    responses, tmp_path / model / "c", role, client, concurrency=32
+                    responses, Judging(tmp_path / model / "c", role, client, concurrency=32)
                 )
             )
             assert control.summary["items"] == 480 and control.summary["parse_failures"] == 0
@@ -69,11 +70,8 @@ def test_all_nine_model_output_files(tmp_path):
                 evaluate_quality(
                     responses,
                     baseline,
-                    tmp_path / model / "q",
-                    role,
-                    client,
+                    Judging(tmp_path / model / "q", role, client, concurrency=32),
                     stride=3,
-                    concurrency=32,
                 )
             )
             # a judge that always prefers position 1: every pair is an order-inconsistent tie
@@ -83,12 +81,10 @@ def test_all_nine_model_output_files(tmp_path):
         for model in JUDGED[:2]:  # a rerun costs no judge call
             responses = load_responses(root / model / "debate_test_arg_2048.json")
             client = ModelClient(cache=cache)
-            asyncio.run(evaluate_controllability(responses, tmp_path / model / "c", role, client))
-            asyncio.run(
-                evaluate_quality(
-                    responses, baseline, tmp_path / model / "q", role, client, stride=3
-                )
-            )
+            judging = Judging(tmp_path / model / "c", role, client)
+            asyncio.run(evaluate_controllability(responses, judging))
+            judging = Judging(tmp_path / model / "q", role, client)
+            asyncio.run(evaluate_quality(responses, baseline, judging, stride=3))
         assert len(server.requests) == calls
 
 

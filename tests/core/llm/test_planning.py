@@ -10,9 +10,10 @@ from pydantic import BaseModel, Field
 
 from moot.core.llm.planning import UNBOUNDED_TOKENS, PlanningClient, StandInRefused
 from moot.core.llm.spec import Role, parse_spec
+from moot.core.llm.stand_in import StandIn, json_stand_in, schema_stand_in
 from moot.core.llm.structured import OutputParseError
 from moot.core.llm.tokens import count_message_tokens, count_tokens
-from moot.core.plan import StandIn, json_stand_in, schema_stand_in
+from moot.core.plan import Plan
 from moot.core.runs import Tally
 
 ASK = [{"role": "user", "content": "Say something about zoos."}]
@@ -36,7 +37,7 @@ def test_the_ledger_is_the_plan_and_nothing_is_started_or_sent():
 
     texts = asyncio.run(calls())
     assert [count_tokens(text) for text in texts] == [30, 30, 30]
-    plan = client.plan([Tally("debates", planned=5, skipped=2)])
+    plan = Plan.of_run(client, [Tally("debates", planned=5, skipped=2)])
     (row,) = plan.rows
     assert (row.role, row.stage, row.spec.name, row.calls) == (
         "debater_a",
@@ -52,12 +53,12 @@ def test_the_ledger_is_the_plan_and_nothing_is_started_or_sent():
 def test_a_call_without_a_budget_is_counted_at_a_stated_bound():
     client = PlanningClient()
     asyncio.run(client.complete(role("openai/gpt-4o-mini"), ASK, stage="answer"))
-    (row,) = client.plan().rows
+    (row,) = Plan.of_run(client).rows
     assert row.output_tokens == UNBOUNDED_TOKENS
-    assert client.plan().notes == [
+    assert Plan.of_run(client).notes == [
         f"calls without a token budget: 1, each counted at {UNBOUNDED_TOKENS}"
     ]
-    assert client.plan().cost_usd() > 0  # priced from the cost map: a dry run's estimate
+    assert Plan.of_run(client).cost_usd() > 0  # priced from the cost map: a dry run's estimate
 
 
 class Verdict(BaseModel):
@@ -85,7 +86,7 @@ def test_a_stand_in_its_parser_refuses_is_moot_s_bug_not_a_repair_round():
     client = PlanningClient()
     with pytest.raises(StandInRefused, match="^verdict: its stand-in reply does not parse"):
         asyncio.run(client.complete_parsed(role(), ASK, parse, str, stage="verdict", max_tokens=9))
-    assert client.plan().calls == 1  # no ``verdict:repair`` call
+    assert Plan.of_run(client).calls == 1  # no ``verdict:repair`` call
 
 
 def test_json_stand_in_reads_as_the_schema_it_was_made_from():
