@@ -3,10 +3,9 @@
 A `Job` subclass names its `Settings` (`moot.cli.settings`), from which its command line is
 derived (`moot.cli.registry.Commands.add`). `moot.cli.runtime.execute` runs it as any command:
 checks, its output folder held, then `Job.run` with the settings read from the parsed command
-line once (frozen). Its ``--dry-run`` is its run against a client that never sends
-(`Commands.add(..., plan=True)`, `moot.cli.runtime.plan_for`), or its own `Job.plan` where it has
-one. Resources (the model client, progress, notes) are the job's to make, with the methods
-below; they are never settings.
+line once (frozen). Its ``--dry-run`` (`Job.plan`) is its run against a client that never
+sends (`Commands.add(..., plan=True)`, `moot.cli.runtime.plan_for`). Resources (the model
+client, progress, notes) are the job's to make, with the methods below; never settings.
 
 `ModelJob` is a job whose work is one pipeline of model calls: the client for its models, the
 pipeline run to its end, then its report; a subclass says which models, which pipeline and what
@@ -48,17 +47,16 @@ class Job:
         """The job of a parsed command line (its ``--config`` applied, its defaults resolved)."""
         return cls(cls.Settings.from_args(args), args)
 
-    @classmethod
-    def plans(cls) -> bool:
-        """Whether the job has a plan (it calls a model): then its command has ``--dry-run``."""
-        return cls.plan is not Job.plan
-
     def plan(self) -> Plan:
-        """What the job would do, as a `moot.core.plan.Plan`; it calls and writes nothing.
+        """What the job would do, as a `moot.core.plan.Plan`; it sends and writes nothing.
 
-        Only for a job not yet planned by running it (`moot.cli.runtime.plan_for`).
+        Its run against a client that never sends, its outputs in a scratch copy
+        (`moot.cli.runtime.plan_for`).
+
+        Raises:
+            ConfigError: The job calls no model (its command has no ``--dry-run``).
         """
-        raise NotImplementedError
+        return runtime.plan_for(self.args)
 
     def run(self) -> Result:
         """Do the job: its result (exit code, outputs, summary)."""

@@ -45,15 +45,14 @@ class Commands:
     ) -> argparse.ArgumentParser:
         """Add command `name` (under `group`, e.g. ``eval``) that `run` runs; its parser.
 
-        A `moot.cli.job.Job` is its own `run` (and its own `plan`, if it has `Job.plan`): its
-        flags are derived from its settings (`moot.cli.settings.Settings.add_to`). A command
-        not yet a job gives a function of the parsed command line, and adds its flags to the
-        parser returned.
+        A `moot.cli.job.Job` is its own `run`: its flags are derived from its settings
+        (`moot.cli.settings.Settings.add_to`). A command not yet a job gives a function of the
+        parsed command line, and adds its flags to the parser returned.
 
         A model-calling command says it can `plan`: ``--dry-run`` then runs it against a client
         that never sends, its outputs in a scratch copy (`moot.cli.runtime.plan_for`), for what
         it would do as a `moot.core.plan.Plan`. (A function instead of True gives that plan
-        itself: a command not yet run that way, as a job's `Job.plan`.)
+        itself: a command not yet run that way.)
 
         A command whose output folder is a kind of its own gives its `output`: how `moot view`
         shows it, and how its folders from before owner marks are known
@@ -69,7 +68,7 @@ class Commands:
         )
         job = run if isinstance(run, type) and issubclass(run, Job) else None
         if job is not None:
-            run, plan = _run(job), _plan(job) if job.plans() else plan
+            run = _run(job)
         parser.set_defaults(command_fn=run, command_parser=parser, plan_fn=plan or None)
         if plan:
             dry_run_option(parser)
@@ -91,11 +90,6 @@ class Commands:
 def _run(job: type[Job]) -> Callable[[argparse.Namespace], Any]:
     """`job`'s run of a parsed command line (`moot.cli.runtime.execute` calls it)."""
     return lambda args: job.of(args).run()
-
-
-def _plan(job: type[Job]) -> Callable[[argparse.Namespace], Any]:
-    """`job`'s plan of a parsed command line (`moot.cli.runtime.plan_for` asks it)."""
-    return lambda args: job.of(args).plan()
 
 
 def _help(parser: argparse.ArgumentParser) -> Any:

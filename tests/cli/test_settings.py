@@ -132,3 +132,14 @@ def test_every_job_reads_its_settings_from_its_defaults():
                 setattr(args, name, [value] if how.nargs == "+" else value)
         schema.from_args(args)
     assert jobs >= 7
+
+
+def test_a_jobs_plan_is_its_run_against_a_client_that_never_sends():
+    from moot.cli.main import build_parser
+    from moot.cli.models import Check
+
+    argv = ["models", "check", "openai/gpt-4o-mini", "--api-base", "http://127.0.0.1:9/v1"]
+    args = build_parser().parse_args(argv)  # nothing listens on port 9: a request would fail
+    args.notes = []
+    plan = Check.of(args).plan()
+    assert plan.calls == 1 and [items.unit for items in plan.items] == ["round trips"]
