@@ -378,7 +378,9 @@ class Evaluation(ModelJob):
     def calls(self, client: Any, progress: Any) -> Any:
         """Judge the responses (`evaluate`) with the judge, into ``--out``."""
         given = self.settings
-        # what every judging evaluator takes: main's `moot.graphs.judging.Judging(**judging)`
+        # what every judging evaluator takes; with main's `moot.graphs.judging.Judging` (the
+        # evaluators take one), the return below reads `self.evaluate(judging=Judging(**judging),
+        # constrained=...)`
         judging = {
             "out_dir": given.out,
             "role": self.judge,
