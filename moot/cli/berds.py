@@ -42,13 +42,6 @@ class Detection(ModelJob):
         """The detector's role."""
         return self.role("perspective_detector")
 
-    def judging(self, client: Any, progress: Any) -> Any:
-        """The detector's `moot.graphs.judging.Judging` into ``--out``, with `client`."""
-        from moot.graphs.judging import Judging
-
-        given = self.settings
-        return Judging(given.out, self.detector, client, given.concurrency, given.seed, progress)
-
     def summary(self, done: Any) -> str:
         """The summary's text, ``summary.json`` written (`moot.graphs.judging.write_summary`)."""
         raise NotImplementedError
@@ -113,7 +106,7 @@ class Berds(Detection):
         from moot.graphs.berds_eval import evaluate_berds
 
         given = self.settings
-        judging = self.judging(client, progress)
+        judging = self.judging(self.detector, client, progress)
         return evaluate_berds(self.items, judging, k=given.k, prompt=given.detector_prompt)
 
     def summary(self, done: Any) -> str:
@@ -161,7 +154,7 @@ class Detector(Detection):
         """Ask the detector of each pair."""
         from moot.graphs.berds_eval import evaluate_detector
 
-        judging = self.judging(client, progress)
+        judging = self.judging(self.detector, client, progress)
         return evaluate_detector(self.items, judging, prompt=self.settings.detector_prompt)
 
     def summary(self, done: Any) -> str:

@@ -101,6 +101,13 @@ class ModelJob(Job):
         """The result of the pipeline's run `done`: lines, outputs, tallies and ledger."""
         raise NotImplementedError
 
+    def judging(self, role: Any, client: Any, progress: Any) -> Any:
+        """A judging evaluation's `moot.graphs.judging.Judging`: `role` judges into ``--out``."""
+        from moot.graphs.judging import Judging
+
+        given = self.settings
+        return Judging(given.out, role, client, given.concurrency, given.seed, progress)
+
     def run(self) -> Result:
         """Make the client, run the pipeline to its end, report it."""
         client = runtime.client_for(self.args, *self.specs())

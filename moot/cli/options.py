@@ -621,11 +621,6 @@ class DebaterSettings(Settings):
     )
 
 
-def debater_options(parser: argparse.ArgumentParser) -> None:
-    """`DebaterSettings` added to `parser`."""
-    DebaterSettings.add_to(parser)
-
-
 @functools.cache
 def agent_settings(note: str = "") -> type[Settings]:
     """``--agent-model``, ``--agent-api-base``, ``--agent-temperature``: a second model role.
