@@ -21,17 +21,40 @@ from pathlib import Path
 from typing import Any
 
 from moot.cli import options as opt
+from moot.cli.job import Job
 from moot.cli.registry import Commands
+from moot.cli.settings import flag
 from moot.core.data.folders import Output
 from moot.core.view.payload import STAGES
 from moot.result import Result
 
 
+class Run(Job):
+    """`moot run`: a recipe's stages into one folder, resumably; its plan is the recipe's."""
+
+    class Settings(opt.CostSettings, opt.CommonSettings):
+        """`moot run`'s settings (a recipe's ``budget:`` and ``prices:`` come over them)."""
+
+        recipe: Path = flag(
+            parse=opt.input_file, metavar="RECIPE", help="the recipe (YAML)", positional=True
+        )
+        out: Path | None = opt.out_flag(
+            "the run's folder: a folder per stage, manifest.json, report.md",
+            default="runs/<recipe name>",
+            resolve=lambda args: Path("runs") / args.recipe.stem,
+            holds_runs=True,  # its stages' run folders
+        )
+
+    def run(self) -> Result:
+        """Check every stage, then run each that is not done (`run_recipe`)."""
+        return run_recipe(self.args)
+
+
 def register(commands: Commands) -> None:
     """Add `moot run`."""
-    run = commands.add(
+    commands.add(
         "run",
-        run_recipe,
+        Run,
         "run a recipe: debate, dataset, SFT, generate, judge, report, resumably",
         "Run the stages a recipe names, each a moot command with its own options, into one "
         "folder with a manifest and report.md. A finished stage is skipped on rerun, an "
@@ -40,16 +63,6 @@ def register(commands: Commands) -> None:
         plan=plan_recipe,
         output=Output(STAGES),
     )
-    run.add_argument("recipe", type=opt.input_file, metavar="RECIPE", help="the recipe (YAML)")
-    opt.out_option(
-        run,
-        "the run's folder: a folder per stage, manifest.json, report.md",
-        default="runs/<recipe name>",
-        resolve=lambda args: Path("runs") / args.recipe.stem,
-    )
-    run.set_defaults(holds_runs=True)  # its stages' run folders
-    opt.cost_options(run)
-    opt.common_options(run)
 
 
 @dataclass
@@ -166,14 +179,14 @@ def _parse(
             raise InputError(recipe.path, f"{where}training.output_dir is set by moot run ({out})")
         argv.append(f"training.output_dir={out}")
         output = out
-    for flag, given in (("quiet", quiet), ("verbose", verbose)):
-        if given and flag in actions:
-            defaults.setdefault(flag, True)
+    for dest, given in (("quiet", quiet), ("verbose", verbose)):
+        if given and dest in actions:
+            defaults.setdefault(dest, True)
     args = parse_with(parser, stage.command, argv, defaults)
     for dest in getattr(args, "required_flags", ()):
         if getattr(args, dest, None) is None:
-            flag = max(actions[dest].option_strings, key=len).lstrip("-")
-            raise InputError(recipe.path, f"{where}missing option {flag!r}")
+            option = max(actions[dest].option_strings, key=len).lstrip("-")
+            raise InputError(recipe.path, f"{where}missing option {option!r}")
     config = {}
     if "train_config" in actions:  # its config's keys are checked now too, not an hour in
         config = _check_sft(recipe, where, args)

@@ -229,6 +229,7 @@ def out_flag(
     default: str | None = None,
     resolve: Callable[[argparse.Namespace], Path] | None = None,
     progress: bool = False,
+    holds_runs: bool = False,
 ) -> Any:
     """``--out``: where the command writes; required unless `default` says what it defaults to.
 
@@ -243,9 +244,12 @@ def out_flag(
             `moot.cli.runtime.execute`); it may refuse the command line (`ConfigError`).
         progress: The command keeps its progress log beside an ``--out FILE``
             (`moot.core.data.records.progress_log`).
+        holds_runs: The folder holds other commands' run folders (`moot run`'s stages).
     """
     shown = f"default: {default}" if default else "required"
     facts = {"out_folder": metavar == "DIR", "out_default": resolve, "out_progress": progress}
+    if holds_runs:
+        facts["holds_runs"] = True
     how = {
         "parse": output_file if metavar == "FILE" else output_path,
         "metavar": metavar,
