@@ -1,4 +1,4 @@
-"""docs/extending.md's judge and pipeline run as written, against a scripted server."""
+"""docs/extending.md's judge, pipeline, dry run and command run as written (scripted server)."""
 
 from __future__ import annotations
 
@@ -21,14 +21,16 @@ def test_the_judge_and_the_pipeline_run_and_the_pipeline_resumes(tmp_path, monke
         page.split(f"\n## {title}\n")[1].split("\n## ")[0] for title in ("A judge", "A pipeline")
     ]
     blocks = [b for section in sections for b in re.findall(r"```python\n(.*?)```", section, re.S)]
-    assert len(blocks) == 2
+    assert len(blocks) == 3  # the judge, the pipeline, the pipeline's dry run
     monkeypatch.chdir(tmp_path)
     with ScriptedServer() as server:  # it answers a request's JSON schema with a valid value
         scope: dict = {}
         for block in blocks:
             exec(compile(block.replace(SERVER_IN_THE_PAGE, server.url), str(PAGE), "exec"), scope)  # noqa: S102
-        assert len(server.requests) == 3  # the judge's one call, then the two answers' once
+        assert len(server.requests) == 3  # the judge's one call, then the two answers' once: the
+        # dry run sent none
     printed = capsys.readouterr().out
+    assert "2 calls planned, at most 400 output tokens" in printed
     assert "'verdict': {'relevant':" in printed and "1 call" in printed
     assert "2 judged now" in printed and "2 done before; 0 calls" in printed
     records = (tmp_path / "runs" / "relevance" / "judgments.jsonl").read_text().splitlines()
