@@ -6,277 +6,166 @@ Nikishina et al., 2025 (arXiv:2502.14476).
 from __future__ import annotations
 
 import argparse
+import functools
 import re
+from pathlib import Path
 from typing import Any
 
 from moot.cli import options as opt
 from moot.cli import runtime
+from moot.cli.job import Job, ModelJob
 from moot.cli.registry import Commands
+from moot.cli.settings import Settings, flag
 from moot.core.data.folders import EVAL_CLAIM, Mark, Output, claim_mark
 from moot.result import Result
 
 _GENERATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
-def register(commands: Commands) -> None:
-    """Add CompQA's commands."""
-    compare = commands.add(
-        "compare",
-        run_compare,
-        "answer comparative questions in CompQA's four prompting scenarios",
-        "Answer each comparative question (object1, object2, aspect; or free text, whose objects "
-        "the model extracts) in one of CompQA's prompting scenarios, the paper's Figure 4 "
-        "verbatim (objects and arguments filled; the figure has no aspect slot): 1 'Compare A "
-        "and B', 2 a helpful assistant with an argument list, 3 an analyst's 300-word "
-        "comparison with a one-word best option, 4 as 3 over the numbered arguments, cited in "
-        "square brackets, 15 arguments, missing ones created and tagged [generated]. Writes "
-        "OUT/<generator>_scenario_<N>.json (the file `moot eval compqa` reads); a rerun "
-        "answers only what is missing.",
-        plan=True,
-        output=Output("compare", (claim_mark(EVAL_CLAIM),)),
-    )
-    compare.add_argument(
-        "--questions",
-        type=opt.input_file,
-        metavar="FILE",
-        help="JSON/JSONL of {object1, object2, aspect?} or of free-text questions, or .txt "
-        "(required)",
-    )
-    opt.out_option(compare)
-    compare.add_argument("--scenario", type=int, choices=(1, 2, 3, 4), help="(required)")
-    opt.required(compare, "questions", "scenario")
-    compare.add_argument(
-        "--arguments",
-        type=opt.input_file,
-        metavar="FILE",
-        help="per-object argument lists (scenarios 2, 4)",
-    )
-    compare.add_argument(
-        "--generate-arguments",
-        action="store_true",
-        help="scenarios 2 and 4: ask the model for the arguments",
-    )
-    compare.add_argument(
-        "--generator",
-        metavar="NAME",
-        help="the answers' generator and file name (default: the model's name)",
-    )
-    opt.model_options(
-        compare,
-        what="answering model",
-        # CompQA Section 3: "We use the standard configuration and parameters for generation"
-        # (no temperature or top-p is stated): none is sent, the model's own defaults apply
-        temperature=None,
-        max_tokens=1024,
-        constrained="JSON for extraction and arguments",
-        concurrency=8,
-        unit="questions",
-    )
+class Compare(ModelJob):
+    """`moot compare`: comparative questions answered in one of CompQA's four scenarios."""
 
-    judge = commands.add(
-        "compqa",
-        run_eval_compqa,
-        "CompQA 15-criterion rubric judge of comparative answers (total 0-19)",
-        "Score each comparative answer on CompQA's 15 criteria with the paper's judge prompt "
-        "(Nikishina et al., 2025). A reply that breaks the rubric gets one repair round, then "
-        "counts as invalid and is never summed. Writes judged/<input name> per input, "
-        "summary.json and summary.md. Reruns judge only what is missing.",
-        group="eval",
-        plan=True,
-        output=Output("compqa", (claim_mark(EVAL_CLAIM),)),
-    )
-    judge.add_argument(
-        "--answers",
-        type=opt.input_file,
-        nargs="+",
-        metavar="FILE",
-        help="answer files (JSON list or JSONL of {object1, object2, aspect, comparison}), e.g. "
-        "`moot compare` output or CompQA raw_summaries/*.json (required)",
-    )
-    opt.out_option(judge)
-    opt.required(judge, "answers")
-    judge.add_argument(
-        "--shots",
-        type=int,
-        choices=(0, 1, 3),
-        default=0,
-        help="few-shot examples before the question: the paper's Example 1, or Examples 1-3 "
-        "(default 0, as the released script)",
-    )
-    opt.model_options(
-        judge,
-        flag="--judge",
-        what="judge model",
-        note="the paper used GPT-4",
-        constrained="JSON scores",
-        concurrency=16,
-        unit="answers",
-    )
-
-    report = commands.add(
-        "compqa",
-        run_report,
-        "CompQA: mean rubric scores by generator and scenario; agreement with humans",
-        "Aggregate judged CompQA files (`moot eval compqa` output, or files judged elsewhere such "
-        "as CompQA's evaluated_summaries) into mean total ± sample std by group, category and "
-        "criterion means, and invalid-judgment counts; with --human, agreement (Pearson, "
-        "Spearman, Krippendorff's alpha) with human annotation tables. Writes report.json, "
-        "report.md, chart.png and heatmap.png into --out.",
-        group="report",
-        output=Output("report", (Mark("report.json", "generator_scenario"),)),
-    )
-    report.add_argument(
-        "--judged", type=opt.input_file, nargs="+", metavar="FILE", help="judged files (required)"
-    )
-    opt.out_option(report)
-    opt.required(report, "judged")
-    report.add_argument(
-        "--human",
-        type=opt.input_file,
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="human annotation table, TSV (repeatable; CompQA's evaluation_tables/*.tsv)",
-    )
-    report.add_argument(
-        "--by",
-        default="generator,scenario",
-        metavar="KEYS",
-        help="grouping keys, any of generator,scenario (default generator,scenario)",
-    )
-    out_of_range = report.add_mutually_exclusive_group()
-    out_of_range.add_argument(
-        "--drop-out-of-range",
-        action="store_true",
-        help="drop (and list) human criterion values outside their range instead of failing",
-    )
-    out_of_range.add_argument(
-        "--keep-out-of-range",
-        action="store_true",
-        help="keep (and list) them in the row's total, as the paper's human columns count them",
-    )
-    opt.common_options(report)
-
-    distill = commands.add(
-        "distill-compqa",
-        run_distill,
-        "judged CompQA answers scoring at least 18 of 19 as SFT records",
-        "Keep the judged comparative answers (CompQA's evaluated_summaries files) that scored at "
-        "least --min-score of 19 and write them as chat SFT records. Exits 1 when none passed.",
-        group="data",
-        output=Output(marks=(Mark("manifest.json", "kind", "compqa-distill"),)),
-    )
-    distill.add_argument(
-        "--judged",
-        type=opt.input_file,
-        nargs="+",
-        metavar="FILE",
-        help="judged answer files (<generator>_scenario_<N>.json, cam.json, ...) (required)",
-    )
-    opt.out_option(distill)
-    opt.required(distill, "judged")
-    distill.add_argument(
-        "--min-score",
-        type=float,
-        default=18.0,
-        metavar="S",
-        help="lowest total score kept, 0-19 (default 18, the paper's threshold)",
-    )
-    opt.common_options(distill)
-    opt.hub_options(distill, "dataset")
-
-
-def _compare_inputs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
-    """`moot compare`'s questions (``--limit`` applied) and its context but the client."""
-    from moot.core.data.compqa_inputs import ArgumentFile, load_compqa_questions
-    from moot.core.data.records import name_problem
-    from moot.core.errors import ConfigError
-    from moot.graphs.compqa_compare import generator_name
-
-    wants = args.scenario in (2, 4)
-    if not wants and (args.arguments or args.generate_arguments):
-        raise ConfigError(
-            f"scenario {args.scenario} uses no arguments: drop --arguments/--generate-arguments"
+    class Settings(
+        opt.model_settings(
+            what="answering model",
+            # CompQA Section 3: "We use the standard configuration and parameters for generation"
+            # (no temperature or top-p is stated): none is sent, the model's own defaults apply
+            temperature=None,
+            max_tokens=1024,
+            constrained="JSON for extraction and arguments",
+            concurrency=8,
+            unit="questions",
         )
-    if wants and bool(args.arguments) == args.generate_arguments:
-        raise ConfigError(
-            f"scenario {args.scenario} needs --arguments FILE or --generate-arguments (one of them)"
-        )
-    if args.generator is not None and not _GENERATOR.fullmatch(args.generator):
-        raise ConfigError(
-            f"--generator must be a file-safe name (letters, digits, . _ -), got {args.generator!r}"
-        )
-    questions = runtime.limited(load_compqa_questions(args.questions), args)
-    arguments = ArgumentFile(args.arguments) if args.arguments else None
-    role = runtime.role_from(args, "comparer")
-    generator = args.generator or generator_name(role.spec.name)
-    problem = name_problem(f"{generator}_scenario_{args.scenario}.json")  # the answer file's
-    if problem:
-        raise ConfigError(
-            f"{'--generator' if args.generator else '--model'} {generator}: {problem}"
-        )
-    return questions, {
-        "role": role,
-        "scenario": args.scenario,
-        "arguments": arguments,
-        "generate_arguments": args.generate_arguments,
-        "constrained": runtime.constrained(args, role),
-        "max_tokens": args.max_tokens,
-        "seed": args.seed,
-    }
+    ):
+        """`moot compare`'s settings."""
 
-
-def run_compare(args: argparse.Namespace) -> Result:
-    """`moot compare`."""
-    from moot.graphs.compqa_compare import CompareContext, compare_questions
-
-    questions, settings = _compare_inputs(args)
-    client = runtime.client_for(args, settings["role"].spec)
-    ctx = CompareContext(client=client, **settings)
-    run = runtime.run(
-        compare_questions(
-            questions,
-            args.out,
-            ctx,
-            generator=args.generator,
-            concurrency=args.concurrency,
-            progress=runtime.progress_for(args, client),
+        questions: Path = flag(
+            parse=opt.input_file,
+            metavar="FILE",
+            help="JSON/JSONL of {object1, object2, aspect?} or of free-text questions, or .txt "
+            "(required)",
         )
-    )
-    summary = run.summary
-    outputs = {"answers": run.path} if run.path else {}
-    outputs |= {"log": args.out / "answers.jsonl", "summary": args.out / "summary.json"}
-    lines = [
-        f"{summary['answered']}/{summary['questions']} answered (scenario {args.scenario}, "
-        f"{summary['generator']}); {summary['no_arguments']} without arguments, "
-        f"{summary['parse_failures']} unparsed, {summary['errors']} failed; "
-        f"mean {summary['mean_answer_words']} words",
-        *([f"answers {run.path}"] if run.path else []),
-        f"log     {outputs['log']}\nsummary {outputs['summary']}",
-    ]
-    messages = []
-    for record in run.records:
-        name = _describe(record)
-        if record["status"] == "no_arguments":
-            messages.append(f"moot: no arguments for question {name}")
-        elif "parse_failure" in record:
-            failure = record["parse_failure"]
-            messages.append(
-                f"moot: question {name}: could not read the model's {failure['stage']} reply: "
-                f"{failure['error']}"
+        out: Path = opt.out_flag()
+        scenario: int = flag(parse=int, choices=(1, 2, 3, 4), help="(required)")
+        arguments: Path | None = flag(
+            None,
+            parse=opt.input_file,
+            metavar="FILE",
+            help="per-object argument lists (scenarios 2, 4)",
+        )
+        generate_arguments: bool = flag(
+            False,
+            action="store_true",
+            help="scenarios 2 and 4: ask the model for the arguments",
+        )
+        generator: str | None = flag(
+            None,
+            metavar="NAME",
+            help="the answers' generator and file name (default: the model's name)",
+        )
+
+    settings: Settings
+
+    @functools.cached_property
+    def inputs(self) -> tuple[list[Any], dict[str, Any]]:
+        """The questions (``--limit`` applied) and the answering context but its client."""
+        from moot.core.data.compqa_inputs import ArgumentFile, load_compqa_questions
+        from moot.core.data.records import name_problem
+        from moot.core.errors import ConfigError
+        from moot.graphs.compqa_compare import generator_name
+
+        given = self.settings
+        wants = given.scenario in (2, 4)
+        if not wants and (given.arguments or given.generate_arguments):
+            raise ConfigError(
+                f"scenario {given.scenario} uses no arguments: drop "
+                "--arguments/--generate-arguments"
             )
-        elif record["status"] == "error":
-            messages.append(f"moot: question {name} failed: {record['error']}")
-    unanswered = run.count("no_arguments") + run.count("parse_failure")
-    return runtime.finish(
-        args,
-        run.tallies,
-        client.ledger,
-        failed=bool(unanswered),
-        lines=lines,
-        messages=messages,
-        outputs=outputs,
-    )
+        if wants and bool(given.arguments) == given.generate_arguments:
+            raise ConfigError(
+                f"scenario {given.scenario} needs --arguments FILE or --generate-arguments "
+                "(one of them)"
+            )
+        if given.generator is not None and not _GENERATOR.fullmatch(given.generator):
+            raise ConfigError(
+                "--generator must be a file-safe name (letters, digits, . _ -), got "
+                f"{given.generator!r}"
+            )
+        questions = self.limited(load_compqa_questions(given.questions))
+        arguments = ArgumentFile(given.arguments) if given.arguments else None
+        role = self.role("comparer")
+        generator = given.generator or generator_name(role.spec.name)
+        problem = name_problem(f"{generator}_scenario_{given.scenario}.json")  # the answer file's
+        if problem:
+            raise ConfigError(
+                f"{'--generator' if given.generator else '--model'} {generator}: {problem}"
+            )
+        return questions, {
+            "role": role,
+            "scenario": given.scenario,
+            "arguments": arguments,
+            "generate_arguments": given.generate_arguments,
+            "constrained": runtime.constrained(given, role),
+            "max_tokens": given.max_tokens,
+            "seed": given.seed,
+        }
+
+    def specs(self) -> list[Any]:
+        """The answering model's, once the questions are read and checked."""
+        return [self.inputs[1]["role"].spec]
+
+    def calls(self, client: Any, progress: Any) -> Any:
+        """Answer the questions."""
+        from moot.graphs.compqa_compare import CompareContext, compare_questions
+
+        questions, context = self.inputs
+        return compare_questions(
+            questions,
+            self.settings.out,
+            CompareContext(client=client, **context),
+            generator=self.settings.generator,
+            concurrency=self.settings.concurrency,
+            progress=progress,
+        )
+
+    def report(self, done: Any, client: Any) -> Result:
+        """What was answered, where it is, what was not."""
+        summary, out = done.summary, self.settings.out
+        outputs = {"answers": done.path} if done.path else {}
+        outputs |= {"log": out / "answers.jsonl", "summary": out / "summary.json"}
+        lines = [
+            f"{summary['answered']}/{summary['questions']} answered (scenario "
+            f"{self.settings.scenario}, {summary['generator']}); {summary['no_arguments']} "
+            f"without arguments, {summary['parse_failures']} unparsed, {summary['errors']} "
+            f"failed; mean {summary['mean_answer_words']} words",
+            *([f"answers {done.path}"] if done.path else []),
+            f"log     {outputs['log']}\nsummary {outputs['summary']}",
+        ]
+        unanswered = done.count("no_arguments") + done.count("parse_failure")
+        return self.finish(
+            done.tallies,
+            client.ledger,
+            failed=bool(unanswered),
+            lines=lines,
+            messages=[m for record in done.records if (m := _problem(record))],
+            outputs=outputs,
+        )
+
+
+def _problem(record: dict[str, Any]) -> str:
+    """Why question `record` has no answer, as a message ("" when it has one)."""
+    name = _describe(record)
+    if record["status"] == "no_arguments":
+        return f"moot: no arguments for question {name}"
+    if "parse_failure" in record:
+        failure = record["parse_failure"]
+        return (
+            f"moot: question {name}: could not read the model's {failure['stage']} reply: "
+            f"{failure['error']}"
+        )
+    if record["status"] == "error":
+        return f"moot: question {name} failed: {record['error']}"
+    return ""
 
 
 def _describe(record: dict[str, Any]) -> str:
@@ -288,46 +177,84 @@ def _describe(record: dict[str, Any]) -> str:
     return f"{record['question_id']} ({record['question']!r})"
 
 
-def _eval_compqa_inputs(args: argparse.Namespace) -> tuple[list[Any], Any]:
-    """`moot eval compqa`'s answer files (``--limit`` applied) and its judge."""
-    from moot.graphs.compqa_eval import load_answer_files
+class EvalCompqa(ModelJob):
+    """`moot eval compqa`: comparative answers scored on CompQA's 15-criterion rubric."""
 
-    files = load_answer_files(args.answers)  # bad input fails before the judge is contacted
-    if args.limit:
-        files = _first_answers(files, args.limit)
-    return files, runtime.role_from(args, "compqa_judge")
+    class Settings(
+        opt.model_settings(
+            flag="--judge",
+            what="judge model",
+            note="the paper used GPT-4",
+            constrained="JSON scores",
+            concurrency=16,
+            unit="answers",
+        )
+    ):
+        """`moot eval compqa`'s settings."""
 
+        answers: list[Path] = flag(
+            parse=opt.input_file,
+            nargs="+",
+            metavar="FILE",
+            help="answer files (JSON list or JSONL of {object1, object2, aspect, comparison}), "
+            "e.g. `moot compare` output or CompQA raw_summaries/*.json (required)",
+        )
+        out: Path = opt.out_flag()
+        shots: int = flag(
+            0,
+            parse=int,
+            choices=(0, 1, 3),
+            help="few-shot examples before the question: the paper's Example 1, or Examples 1-3 "
+            "(default 0, as the released script)",
+        )
 
-def run_eval_compqa(args: argparse.Namespace) -> Result:
-    """`moot eval compqa`."""
-    from moot.graphs.compqa_eval import evaluate_compqa
+    settings: Settings
 
-    files, role = _eval_compqa_inputs(args)
-    judging = runtime.judging(args, role)
-    constrained = runtime.constrained(args, role)
-    result = runtime.run(evaluate_compqa(files, judging, shots=args.shots, constrained=constrained))
-    overall = result.summary["overall"]
-    outputs = {
-        "judgments": args.out / "judgments.jsonl",
-        "judged": args.out / "judged",
-        "summary": args.out / "summary.json",
-    }
-    lines = [
-        (args.out / "summary.md").read_text(encoding="utf-8"),
-        f"judged    {outputs['judged']}",
-        f"summary   {outputs['summary']}",
-    ]
-    if overall["invalid"]:
-        runtime.note(args, f"note: {overall['invalid']} invalid judgment(s): counted, not summed")
-    nothing_read = overall["invalid"] > 0 and overall["n_valid"] == 0
-    return runtime.finish(
-        args,
-        result.tallies,
-        judging.client.ledger,
-        nothing_read=nothing_read,
-        lines=lines,
-        outputs=outputs,
-    )
+    @functools.cached_property
+    def files(self) -> list[Any]:
+        """The answer files, cut to their first ``--limit`` answers in all."""
+        from moot.graphs.compqa_eval import load_answer_files
+
+        files = load_answer_files(self.settings.answers)
+        return _first_answers(files, self.settings.limit) if self.settings.limit else files
+
+    @functools.cached_property
+    def judge(self) -> Any:
+        """The judge's role."""
+        return self.role("compqa_judge")
+
+    def specs(self) -> list[Any]:
+        """The judge's, once the answer files are read (bad input fails before it is made)."""
+        self.files  # noqa: B018 - read before the judge is contacted, or even made
+        return [self.judge.spec]
+
+    def calls(self, client: Any, progress: Any) -> Any:
+        """Judge each answer."""
+        from moot.graphs.compqa_eval import evaluate_compqa
+
+        given, judging = self.settings, self.judging(self.judge, client, progress)
+        constrained = runtime.constrained(given, self.judge)
+        return evaluate_compqa(self.files, judging, shots=given.shots, constrained=constrained)
+
+    def report(self, done: Any, client: Any) -> Result:
+        """The scores' summary, where the judgments are, how many were invalid."""
+        overall, out = done.summary["overall"], self.settings.out
+        outputs = {
+            "judgments": out / "judgments.jsonl",
+            "judged": out / "judged",
+            "summary": out / "summary.json",
+        }
+        lines = [
+            (out / "summary.md").read_text(encoding="utf-8"),
+            f"judged    {outputs['judged']}",
+            f"summary   {outputs['summary']}",
+        ]
+        if overall["invalid"]:
+            self.note(f"note: {overall['invalid']} invalid judgment(s): counted, not summed")
+        nothing_read = overall["invalid"] > 0 and overall["n_valid"] == 0
+        return self.finish(
+            done.tallies, client.ledger, nothing_read=nothing_read, lines=lines, outputs=outputs
+        )
 
 
 def _first_answers(files: list[Any], limit: int) -> list[Any]:
@@ -343,59 +270,185 @@ def _first_answers(files: list[Any], limit: int) -> list[Any]:
     return kept
 
 
-def run_report(args: argparse.Namespace) -> Result:
-    """`moot report compqa`."""
-    from moot.core.errors import ConfigError
-    from moot.core.metrics.compqa_report import check_by, report_markdown
-    from moot.graphs.compqa_report import FILES, write_report
+class _Judged(Settings):
+    """`moot report compqa`'s inputs, output and grouping (its flags before the pair's)."""
 
-    by = check_by(args.by.split(","))
-    for flag, paths in (("--judged", args.judged), ("--human", args.human)):
-        resolved = [p.resolve() for p in paths]
-        twice = {str(p) for p, r in zip(paths, resolved, strict=True) if resolved.count(r) > 1}
-        if twice:
-            raise ConfigError(f"{flag}: {', '.join(sorted(twice))} given twice")
-    report = write_report(
-        args.judged, args.human, by, args.out, args.drop_out_of_range, args.keep_out_of_range
+    judged: list[Path] = flag(
+        parse=opt.input_file, nargs="+", metavar="FILE", help="judged files (required)"
     )
-    lines = [
-        report_markdown(report, full=False).removesuffix("\n"),
-        f"wrote report.json, report.md, chart.png and heatmap.png to {args.out}",
-    ]
-    empty = report["overall"]["n_total"] == 0
-    return runtime.finish(
-        args,
-        lines=lines,
-        messages=["moot: no judgment has a total; see report.md for why"] if empty else [],
-        failed=empty,
-        outputs={name: args.out / file for name, file in FILES.items()},
+    out: Path = opt.out_flag()
+    human: list[Path] = flag(
+        [],
+        parse=opt.input_file,
+        action="append",
+        metavar="FILE",
+        help="human annotation table, TSV (repeatable; CompQA's evaluation_tables/*.tsv)",
+    )
+    by: str = flag(
+        "generator,scenario",
+        metavar="KEYS",
+        help="grouping keys, any of generator,scenario (default generator,scenario)",
     )
 
 
-def run_distill(args: argparse.Namespace) -> Result:
-    """`moot data distill-compqa`."""
-    from moot.training.compqa_data import distill_compqa
+class _OutOfRange(Settings):
+    """What `moot report compqa` does with human criterion values out of range: one or neither."""
 
-    summary = distill_compqa(args.judged, args.out, min_score=args.min_score)
-    if not summary.kept:
-        return runtime.finish(
-            args,
-            lines=[summary.table()],
-            messages=[f"moot: no answer scored >= {args.min_score:g}; nothing written"],
-            failed=True,
-        )
-    line = (
-        f"wrote {summary.kept} records to {args.out} (dataset.jsonl, dataset/, "
-        f"manifest.json, README.md); {summary.duplicates} duplicate(s) dropped"
+    drop_out_of_range: bool = flag(
+        False,
+        action="store_true",
+        help="drop (and list) human criterion values outside their range instead of failing",
     )
-    if summary.invalid_judgments:
-        runtime.note(
-            args, f"note: {summary.invalid_judgments} invalid or failed judgment(s) skipped"
+    keep_out_of_range: bool = flag(
+        False,
+        action="store_true",
+        help="keep (and list) them in the row's total, as the paper's human columns count them",
+    )
+
+
+class Report(Job):
+    """`moot report compqa`: mean rubric scores by group; agreement with human tables."""
+
+    class Settings(_Judged, _OutOfRange, opt.CommonSettings):
+        """`moot report compqa`'s settings."""
+
+        @classmethod
+        def add_to(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+            """The flags, the out-of-range pair's mutually exclusive (argparse refuses both)."""
+            _Judged.add_to(parser)
+            _OutOfRange.add_to(parser.add_mutually_exclusive_group())  # type: ignore[arg-type]
+            return opt.CommonSettings.add_to(parser)
+
+    settings: Settings
+
+    def run(self) -> Result:
+        """Aggregate the judged files (and human tables) into the report."""
+        from moot.core.errors import ConfigError
+        from moot.core.metrics.compqa_report import check_by, report_markdown
+        from moot.graphs.compqa_report import FILES, write_report
+
+        given = self.settings
+        by = check_by(given.by.split(","))
+        for option, paths in (("--judged", given.judged), ("--human", given.human)):
+            resolved = [p.resolve() for p in paths]
+            twice = {str(p) for p, r in zip(paths, resolved, strict=True) if resolved.count(r) > 1}
+            if twice:
+                raise ConfigError(f"{option}: {', '.join(sorted(twice))} given twice")
+        report = write_report(
+            given.judged,
+            given.human,
+            by,
+            given.out,
+            given.drop_out_of_range,
+            given.keep_out_of_range,
         )
-    if summary.unchecked_scores:
-        runtime.note(
-            args, f"note: {summary.unchecked_scores} score(s) kept unchecked: no score_dict"
+        lines = [
+            report_markdown(report, full=False).removesuffix("\n"),
+            f"wrote report.json, report.md, chart.png and heatmap.png to {given.out}",
+        ]
+        empty = report["overall"]["n_total"] == 0
+        return self.finish(
+            lines=lines,
+            messages=["moot: no judgment has a total; see report.md for why"] if empty else [],
+            failed=empty,
+            outputs={name: given.out / file for name, file in FILES.items()},
         )
-    outputs = {"dataset": args.out / "dataset.jsonl", "manifest": args.out / "manifest.json"}
-    result = runtime.finish(args, lines=[summary.table(), line], outputs=outputs)
-    return runtime.push(args, args.out, "dataset", result)
+
+
+class DistillCompqa(Job):
+    """`moot data distill-compqa`: judged answers scoring high enough, as chat SFT records."""
+
+    class Settings(opt.CommonSettings, opt.hub_settings("dataset")):
+        """`moot data distill-compqa`'s settings."""
+
+        judged: list[Path] = flag(
+            parse=opt.input_file,
+            nargs="+",
+            metavar="FILE",
+            help="judged answer files (<generator>_scenario_<N>.json, cam.json, ...) (required)",
+        )
+        out: Path = opt.out_flag()
+        min_score: float = flag(
+            18.0,
+            parse=float,
+            metavar="S",
+            help="lowest total score kept, 0-19 (default 18, the paper's threshold)",
+        )
+
+    settings: Settings
+
+    def run(self) -> Result:
+        """Keep the answers that scored at least ``--min-score``; write and push them."""
+        from moot.training.compqa_data import distill_compqa
+
+        given = self.settings
+        summary = distill_compqa(given.judged, given.out, min_score=given.min_score)
+        if not summary.kept:
+            return self.finish(
+                lines=[summary.table()],
+                messages=[f"moot: no answer scored >= {given.min_score:g}; nothing written"],
+                failed=True,
+            )
+        line = (
+            f"wrote {summary.kept} records to {given.out} (dataset.jsonl, dataset/, "
+            f"manifest.json, README.md); {summary.duplicates} duplicate(s) dropped"
+        )
+        if summary.invalid_judgments:
+            self.note(f"note: {summary.invalid_judgments} invalid or failed judgment(s) skipped")
+        if summary.unchecked_scores:
+            self.note(f"note: {summary.unchecked_scores} score(s) kept unchecked: no score_dict")
+        outputs = {"dataset": given.out / "dataset.jsonl", "manifest": given.out / "manifest.json"}
+        result = self.finish(lines=[summary.table(), line], outputs=outputs)
+        return self.push(given.out, "dataset", result)
+
+
+def register(commands: Commands) -> None:
+    """Add CompQA's commands."""
+    commands.add(
+        "compare",
+        Compare,
+        "answer comparative questions in CompQA's four prompting scenarios",
+        "Answer each comparative question (object1, object2, aspect; or free text, whose objects "
+        "the model extracts) in one of CompQA's prompting scenarios, the paper's Figure 4 "
+        "verbatim (objects and arguments filled; the figure has no aspect slot): 1 'Compare A "
+        "and B', 2 a helpful assistant with an argument list, 3 an analyst's 300-word "
+        "comparison with a one-word best option, 4 as 3 over the numbered arguments, cited in "
+        "square brackets, 15 arguments, missing ones created and tagged [generated]. Writes "
+        "OUT/<generator>_scenario_<N>.json (the file `moot eval compqa` reads); a rerun "
+        "answers only what is missing.",
+        plan=True,
+        output=Output("compare", (claim_mark(EVAL_CLAIM),)),
+    )
+    commands.add(
+        "compqa",
+        EvalCompqa,
+        "CompQA 15-criterion rubric judge of comparative answers (total 0-19)",
+        "Score each comparative answer on CompQA's 15 criteria with the paper's judge prompt "
+        "(Nikishina et al., 2025). A reply that breaks the rubric gets one repair round, then "
+        "counts as invalid and is never summed. Writes judged/<input name> per input, "
+        "summary.json and summary.md. Reruns judge only what is missing.",
+        group="eval",
+        plan=True,
+        output=Output("compqa", (claim_mark(EVAL_CLAIM),)),
+    )
+    commands.add(
+        "compqa",
+        Report,
+        "CompQA: mean rubric scores by generator and scenario; agreement with humans",
+        "Aggregate judged CompQA files (`moot eval compqa` output, or files judged elsewhere such "
+        "as CompQA's evaluated_summaries) into mean total ± sample std by group, category and "
+        "criterion means, and invalid-judgment counts; with --human, agreement (Pearson, "
+        "Spearman, Krippendorff's alpha) with human annotation tables. Writes report.json, "
+        "report.md, chart.png and heatmap.png into --out.",
+        group="report",
+        output=Output("report", (Mark("report.json", "generator_scenario"),)),
+    )
+    commands.add(
+        "distill-compqa",
+        DistillCompqa,
+        "judged CompQA answers scoring at least 18 of 19 as SFT records",
+        "Keep the judged comparative answers (CompQA's evaluated_summaries files) that scored at "
+        "least --min-score of 19 and write them as chat SFT records. Exits 1 when none passed.",
+        group="data",
+        output=Output(marks=(Mark("manifest.json", "kind", "compqa-distill"),)),
+    )
