@@ -354,11 +354,6 @@ def run_options(parser: argparse.ArgumentParser, concurrency: int, unit: str) ->
     run_settings(concurrency, unit).add_to(parser)
 
 
-def limit_option(parser: argparse.ArgumentParser, unit: str) -> None:
-    """``--limit N`` (`limit_flag`) added to `parser`."""
-    single("limit", int | None, limit_flag(unit)).add_to(parser)
-
-
 def model_flag(
     flag_name: str = "--model",
     *,
@@ -534,13 +529,6 @@ def local_settings(dtype: str = "auto", group: str | None = None) -> type[Settin
     return LocalSettings
 
 
-def local_options(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup, dtype: str = "auto"
-) -> None:
-    """`local_settings` added to `parser`, or to an argument group of its own."""
-    local_settings(dtype).add_to(parser)  # type: ignore[arg-type]
-
-
 @functools.cache
 def batch_settings(default: int, unit: str) -> type[Settings]:
     """``--batch-size N`` and ``--backend``: how a model run in process batches its work.
@@ -648,11 +636,6 @@ def agent_settings(note: str = "") -> type[Settings]:
         )
 
     return AgentSettings
-
-
-def agent_options(parser: argparse.ArgumentParser, note: str = "") -> None:
-    """`agent_settings` added to `parser`."""
-    agent_settings(note).add_to(parser)
 
 
 @functools.cache
