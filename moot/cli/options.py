@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import create_model
 
-from moot.cli.settings import Settings, flag, required  # noqa: F401 - `opt.required`
+from moot.cli.settings import Settings, flag
 
 DEFAULT_MODEL = "local/smollm2"
 
@@ -204,8 +204,7 @@ INLINE_MAPPINGS = ("prices",)
 
 # The shared settings. Each is declared once, here, as a field (`flag`) or a mixin a command's
 # settings inherit from (`moot.cli.settings`); a parameterised one is made by a function (cached:
-# the same parameters give the same class). The `*_options(parser, ...)` builders add them to a
-# command not yet declared as settings.
+# the same parameters give the same class).
 
 
 def single(name: str, annotation: Any, info: Any) -> type[Settings]:
@@ -259,11 +258,6 @@ def out_flag(
     return flag(**how) if default is None else flag(None, **how)
 
 
-def out_option(parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
-    """``--out`` (`out_flag`) added to `parser`."""
-    single("out", Path, out_flag(*args, **kwargs)).add_to(parser)
-
-
 class OutputSettings(Settings):
     """``--quiet``, ``--verbose`` and ``--debug``: every command has them."""
 
@@ -289,11 +283,6 @@ class CommonSettings(OutputSettings):
         group="output",
         help="YAML file of option values (keys = flags)",
     )
-
-
-def common_options(parser: argparse.ArgumentParser, config: bool = True) -> None:
-    """`CommonSettings` (`OutputSettings` without `config`) added to `parser`."""
-    (CommonSettings if config else OutputSettings).add_to(parser)
 
 
 def dry_run_option(parser: argparse.ArgumentParser) -> None:
@@ -353,16 +342,6 @@ def run_settings(concurrency: int, unit: str) -> type[Settings]:
     return RunSettings
 
 
-def run_options(parser: argparse.ArgumentParser, concurrency: int, unit: str) -> None:
-    """`run_settings` added to `parser`."""
-    run_settings(concurrency, unit).add_to(parser)
-
-
-def limit_option(parser: argparse.ArgumentParser, unit: str) -> None:
-    """``--limit N`` (`limit_flag`) added to `parser`."""
-    single("limit", int | None, limit_flag(unit)).add_to(parser)
-
-
 def model_flag(
     flag_name: str = "--model",
     *,
@@ -418,11 +397,6 @@ def model_settings(
         parts.append(constrained_settings(constrained))
     parts += [CostSettings, run_settings(concurrency, unit)]
     return combined("ModelSettings", *parts)
-
-
-def model_options(parser: argparse.ArgumentParser, **kwargs: Any) -> None:
-    """`model_settings` added to `parser`."""
-    model_settings(**kwargs).add_to(parser)
 
 
 @functools.cache
@@ -500,11 +474,6 @@ def call_settings(temperature: float | None = 0.0) -> type[Settings]:
     return CallSettings
 
 
-def call_options(parser: argparse.ArgumentParser, temperature: float | None = 0.0) -> None:
-    """`call_settings` added to `parser`."""
-    call_settings(temperature).add_to(parser)
-
-
 @functools.cache
 def local_settings(dtype: str = "auto", group: str | None = None) -> type[Settings]:
     """``--device`` and ``--dtype``: where a model run in process (``hf/<path>``) runs, and how.
@@ -538,13 +507,6 @@ def local_settings(dtype: str = "auto", group: str | None = None) -> type[Settin
     return LocalSettings
 
 
-def local_options(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup, dtype: str = "auto"
-) -> None:
-    """`local_settings` added to `parser`, or to an argument group of its own."""
-    local_settings(dtype).add_to(parser)  # type: ignore[arg-type]
-
-
 @functools.cache
 def batch_settings(default: int, unit: str) -> type[Settings]:
     """``--batch-size N`` and ``--backend``: how a model run in process batches its work.
@@ -576,11 +538,6 @@ def batch_settings(default: int, unit: str) -> type[Settings]:
     return BatchSettings
 
 
-def batch_options(parser: argparse.ArgumentParser, default: int, unit: str) -> None:
-    """`batch_settings` added to `parser`."""
-    batch_settings(default, unit).add_to(parser)
-
-
 class CostSettings(Settings):
     """``--prices FILE`` and ``--budget USD``: what calls cost and the most a run may spend."""
 
@@ -600,11 +557,6 @@ class CostSettings(Settings):
         group="cost",
         help="stop before the run could spend more than USD (exit 3; a rerun goes on)",
     )
-
-
-def cost_options(parser: argparse.ArgumentParser) -> None:
-    """`CostSettings` added to `parser`."""
-    CostSettings.add_to(parser)
 
 
 _DEBATERS = "debaters (default: --model, --api-base, --temperature)"
@@ -647,11 +599,6 @@ def agent_settings(note: str = "") -> type[Settings]:
         )
 
     return AgentSettings
-
-
-def agent_options(parser: argparse.ArgumentParser, note: str = "") -> None:
-    """`agent_settings` added to `parser`."""
-    agent_settings(note).add_to(parser)
 
 
 @functools.cache
@@ -714,11 +661,6 @@ class RetrievalSettings(Settings):
     )
 
 
-def retrieval_options(parser: argparse.ArgumentParser) -> None:
-    """`RetrievalSettings` added to `parser`."""
-    RetrievalSettings.add_to(parser)
-
-
 @functools.cache
 def hub_settings(what: str) -> type[Settings]:
     """``--push-to-hub REPO`` and ``--hub-private``: push the finished artifact with its card.
@@ -750,8 +692,3 @@ def hub_settings(what: str) -> type[Settings]:
         )
 
     return HubSettings
-
-
-def hub_options(parser: argparse.ArgumentParser, what: str) -> None:
-    """`hub_settings` added to `parser`."""
-    hub_settings(what).add_to(parser)

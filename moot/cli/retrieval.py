@@ -186,7 +186,7 @@ def register(commands: Commands) -> None:
 
 
 def retriever_from_args(args: argparse.Namespace) -> Any:
-    """The search tool the `retrieval_options` name, checked before any model call.
+    """The search tool the `RetrievalSettings` name, checked before any model call.
 
     A dry run's (``args.planning``) is a `StandInRetriever`: it searches nothing, loads no model
     and reads no key (the plan says which key web search needs).
@@ -221,7 +221,7 @@ def retriever_from_args(args: argparse.Namespace) -> Any:
 
 
 def search_source(args: argparse.Namespace) -> Any:
-    """The `moot.core.retrieval.index.Index` the `retrieval_options` name, checked (None: --web).
+    """The `moot.core.retrieval.index.Index` the `RetrievalSettings` name, checked (None: --web).
 
     Everything `retriever_from_args` checks, without loading an embedder or reading a key: a
     dry run's plan asks here.

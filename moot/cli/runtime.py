@@ -395,7 +395,7 @@ def _cost(plan: Any, row: Any) -> str:
 
 
 def spec_from(args: argparse.Namespace, text: str, **options: Any) -> Any:
-    """A model spec from its text and the command's `call_options`.
+    """A model spec from its text and the command's `call_settings`.
 
     With ``--router FILE``, the spec's endpoints are the file's deployments of the model.
 
@@ -604,19 +604,6 @@ def progress_for(args: argparse.Namespace, client: Any = None) -> Any:
 
     ledger = client.ledger if client is not None else None
     return Progress(enabled=not args.quiet and sys.stderr.isatty(), ledger=ledger)
-
-
-def judging(args: argparse.Namespace, role: Any) -> Any:
-    """A judging evaluation's `moot.graphs.judging.Judging`: `role` judges into ``--out``.
-
-    Its client is made here (`client_for`), with ``--concurrency``, ``--seed`` and the
-    command's progress bar.
-    """
-    from moot.graphs.judging import Judging
-
-    client = client_for(args, role.spec)
-    progress = progress_for(args, client)
-    return Judging(args.out, role, client, args.concurrency, args.seed, progress)
 
 
 def limited(items: Sequence[Any], args: argparse.Namespace) -> list[Any]:

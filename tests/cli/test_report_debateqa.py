@@ -12,7 +12,7 @@ from tests.cli.helpers import run_moot
 
 pytestmark = pytest.mark.subprocess
 
-# the claims `moot eval pd` and `moot eval da` write (run_pd; evaluate_dispute_awareness)
+# the claims `moot eval pd` and `moot eval da` write (pd_claim; evaluate_dispute_awareness)
 PD_CLAIM = {"evaluation": "perspective_diversity", "scorer": "hub/gpt2", "variant": "mean"}
 PD_CLAIM["max_length"] = None
 DA_CLAIM = {"evaluation": "da", "judge": "openai/judge", "temperature": 0.0, "seed": 0}
