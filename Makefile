@@ -37,7 +37,7 @@ test: setup
 # refuses to start one in an unmarked test), so this tier can never pick one up by mistake.
 test-fast: setup
 	@OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n 2 --dist worksteal \
-		-m "not slow and not embedded and not subprocess"
+		-m "not slow and not embedded and not subprocess and not torch"
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -18,6 +18,8 @@ from tests.cli.helpers import read_jsonl, refused_in_one_line, stderr, stdout
 from tests.conftest import shared_data
 from tests.tiny_gpt2 import tiny_gpt2
 
+pytestmark = pytest.mark.torch  # a tiny torch model: out of make test-fast
+
 POVS = [
     {"POV": "Yes, it is possible.", "Explanation": "Some traditions see the self as divine."},
     {"POV": "No.", "Explanation": "Most religions call self-worship idolatry."},

@@ -14,6 +14,8 @@ from moot.graphs.debateqa_pd import score_answers, summarize, write_report
 from tests.cli.helpers import read_jsonl
 from tests.tiny_gpt2 import tiny_gpt2
 
+pytestmark = pytest.mark.torch  # a tiny torch model: out of make test-fast
+
 ANSWER = "Universal basic income is debated: it may cut poverty, and it may cost too much."
 PARTIALS = (
     PartialAnswer("Yes, it should.", "It cuts poverty and simplifies welfare."),

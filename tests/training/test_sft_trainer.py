@@ -14,6 +14,8 @@ from moot.core.errors import ConfigError, InputError
 from moot.training.sft_config import load_sft_config
 from moot.training.sft_trainer import build_trainer, check_inputs, train_sft
 
+pytestmark = pytest.mark.torch  # a tiny torch model: out of make test-fast
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "train-tiny.yaml"
 CONVERSATION = [
@@ -226,6 +228,7 @@ def test_an_eval_file_is_read_whole_and_the_data_checked_without_torch(tmp_path)
 WORKER_END = """
 import sys, torch.distributed as dist
 from moot.training.sft_trainer import exit_worker
+
 exit_worker()  # not in a process group yet: returns
 print("alone", flush=False)
 dist.init_process_group("gloo", init_method=sys.argv[1], rank=0, world_size=1)

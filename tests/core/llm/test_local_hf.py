@@ -9,6 +9,8 @@ import pytest
 from moot.core.llm.local_hf import LocalModel
 from tests.tiny import tiny_llama
 
+pytestmark = pytest.mark.torch  # a tiny torch model: out of make test-fast
+
 WORDS = ["zoos", "are", "good", "bad", "animals", "because", "cages", "cost"]
 #: Prompts of different lengths (so rows are left-padded) with different budgets, some by
 #: ``max_length`` (the prompt counts), greedy by temperature 0 or by the model's own default.

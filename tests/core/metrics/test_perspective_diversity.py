@@ -12,6 +12,8 @@ from moot.core.errors import ConfigError
 from moot.core.metrics.perspective_diversity import PartialTooLongError, PerspectiveDiversityScorer
 from tests.tiny_gpt2 import tiny_gpt2
 
+pytestmark = pytest.mark.torch  # a tiny torch model: out of make test-fast
+
 ANSWER = (
     "Universal basic income is debated. Supporters say it reduces poverty and gives people "
     "freedom to train; critics say it is expensive and may reduce the incentive to work."

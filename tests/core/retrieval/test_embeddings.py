@@ -13,6 +13,8 @@ from moot.core.retrieval.embeddings import Embedder
 from moot.core.retrieval.index import LocalRetriever, build_index
 from tests.tiny import tiny_bert, tiny_dpr
 
+pytestmark = pytest.mark.torch  # a tiny torch model: out of make test-fast
+
 
 def hidden_states(folder: Path, texts: list[str]):  # noqa: ANN201 - per text, unpadded
     import torch
