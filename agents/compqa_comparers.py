@@ -163,17 +163,23 @@ def objects_stand_in(arguments: ArgumentFile | None = None) -> StandIn:
     is counted at its longest prompt.
     """
     if arguments is None:
-        found = ExtractedObjects(object1="first object", object2="second object")
-        note = "{calls} free-text questions' objects are still to extract: counted as 2 words each"
-    else:
+        return _FREE_TEXT_OBJECTS
+
+    def reply(_: int) -> str:  # read by a dry run alone: a real call never scans the file
         (object1, object2, aspect), _ = arguments.longest()
-        found = ExtractedObjects(object1=object1, object2=object2, aspect=aspect)
-        note = (
-            "{calls} free-text questions' objects are still to extract: each is counted with "
-            "--arguments' longest lists (a question whose objects the file lacks is not answered)"
-        )
-    reply = found.model_dump_json()
-    return StandIn(lambda _: reply, note=note)
+        return ExtractedObjects(object1=object1, object2=object2, aspect=aspect).model_dump_json()
+
+    note = (
+        "{calls} free-text questions' objects are still to extract: each is counted with "
+        "--arguments' longest lists (a question whose objects the file lacks is not answered)"
+    )
+    return StandIn(reply, note=note)
+
+
+_FREE_TEXT_OBJECTS = StandIn(
+    lambda _: ExtractedObjects(object1="first object", object2="second object").model_dump_json(),
+    note="{calls} free-text questions' objects are still to extract: counted as 2 words each",
+)
 
 
 def arguments_stand_in(tokens: int) -> str:

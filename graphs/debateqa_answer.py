@@ -277,6 +277,7 @@ UNKNOWN_QUERY = "word " * 20
 
 
 @functools.cache
+@functools.cache  # asked for at every step of a real run too, which never reads it
 def react_stand_in(mode: str, max_searches: int) -> StandIn:
     """A dry run's ReAct step: a thought, then a search for `UNKNOWN_QUERY`, at the full budget.
 

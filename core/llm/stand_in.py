@@ -7,6 +7,7 @@ later call that holds the reply is counted at the reply's most.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -78,7 +79,16 @@ def schema_stand_in(schema: dict[str, Any], words: int = 8) -> Any:
     return value(schema)
 
 
+@functools.cache
 def json_stand_in(schema: type[BaseModel]) -> StandIn:
-    """The `StandIn` of a reply that is a JSON value of pydantic `schema` (`schema_stand_in`)."""
-    text = json.dumps(schema_stand_in(schema.model_json_schema()))
-    return StandIn(lambda _: text)
+    """The `StandIn` of a reply that is a JSON value of pydantic `schema` (`schema_stand_in`).
+
+    One per schema, made when asked for and its text when first read: a real call, which passes
+    it and never reads it, pays nothing for it.
+    """
+
+    @functools.cache
+    def text(_: int) -> str:
+        return json.dumps(schema_stand_in(schema.model_json_schema()))
+
+    return StandIn(text)
