@@ -69,17 +69,13 @@ def check_required(args: argparse.Namespace) -> None:
     """
     from moot.core.errors import ConfigError
 
-    parser = getattr(args, "command_parser", None)  # a group alone (`moot eval`) has none
-    if parser is None:
+    schema = getattr(args, "settings_class", None)  # a group alone (`moot eval`) has none
+    if schema is None:
         return
-    schema = getattr(args, "settings_class", None)
-    if schema is not None:
-        flags = {name: [schema.option(name)] for name, _ in schema.flags()}
-    else:  # a command not yet declared as settings
-        flags = {a.dest: a.option_strings for a in parser._actions}
+    flags = {name: schema.option(name) for name, _ in schema.flags()}
     for dest in getattr(args, "required_flags", ()):
         if getattr(args, dest, None) is None:
-            flag = max(flags[dest], key=len)  # --detector, --in, -k
+            flag = flags[dest]  # --detector, --in, -k
             where = f"as `{flag.lstrip('-')}:` in --config" if "config" in flags else ""
             raise ConfigError(
                 f"missing {flag}" + (f" (on the command line or {where})" if where else "")
@@ -150,23 +146,15 @@ def check_paths(args: argparse.Namespace, *dests: str) -> None:
 def path_flags(args: argparse.Namespace) -> list[tuple[str, str | None, str]]:
     """The command's path settings: each one's name, kind (`moot.cli.options.PATH_KINDS`), flag.
 
-    Read from the command's settings (`moot.cli.settings`), or, for a command not yet declared
-    as settings, from its parser's flags.
+    Read from the command's settings (`moot.cli.settings`); a group alone has none.
     """
     from moot.cli.options import PATH_KINDS
 
     schema = getattr(args, "settings_class", None)
-    if schema is not None:
-        return [
-            (name, PATH_KINDS[how.parse], schema.option(name))
-            for name, how in schema.flags()
-            if how.parse in PATH_KINDS
-        ]
-    parser = getattr(args, "command_parser", None)
     return [
-        (a.dest, PATH_KINDS[a.type], max(a.option_strings, key=len, default=a.metavar or a.dest))
-        for a in (parser._actions if parser else ())
-        if a.type in PATH_KINDS
+        (name, PATH_KINDS[how.parse], schema.option(name))
+        for name, how in (schema.flags() if schema is not None else ())
+        if how.parse in PATH_KINDS
     ]
 
 
@@ -333,17 +321,11 @@ def _written(moved: dict[Path, Path]) -> dict[Path, Any]:
 
 
 def output_dests(args: argparse.Namespace) -> list[str]:
-    """The ``dest`` of each output path flag the command was given (``out``, ``index``)."""
-    from moot.cli.options import PATH_KINDS
-
-    parser = getattr(args, "command_parser", None)
+    """Each output path setting the command was given (``out``, ``index``), but the cache."""
     return [
-        action.dest
-        for action in (parser._actions if parser else ())
-        if action.type in PATH_KINDS
-        and PATH_KINDS[action.type] is None
-        and getattr(args, action.dest, None) is not None
-        and action.dest != "cache"
+        name
+        for name, kind, _ in path_flags(args)
+        if kind is None and name != "cache" and getattr(args, name, None) is not None
     ]
 
 
