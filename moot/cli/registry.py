@@ -34,7 +34,7 @@ class Commands:
     def add(
         self,
         name: str,
-        run: Callable[[argparse.Namespace], Any] | type[Job],
+        job: type[Job],
         help: str,  # noqa: A002 - argparse's own name for it
         description: str | None = None,
         *,
@@ -43,22 +43,19 @@ class Commands:
         plan: Callable[[argparse.Namespace], Any] | bool = False,
         output: Output | None = None,
     ) -> argparse.ArgumentParser:
-        """Add command `name` (under `group`, e.g. ``eval``) that `run` runs; its parser.
+        """Add command `name` (under `group`, e.g. ``eval``), the `job` it runs; its parser.
 
-        A `moot.cli.job.Job` is its own `run`: its flags are derived from its settings
-        (`moot.cli.settings.Settings.add_to`). A command not yet a job gives a function of the
-        parsed command line, and adds its flags to the parser returned.
+        Its flags are derived from the job's settings (`moot.cli.settings.Settings.add_to`).
 
         A model-calling command says it can `plan`: ``--dry-run`` then runs it against a client
         that never sends, its outputs in a scratch copy (`moot.cli.runtime.plan_for`), for what
         it would do as a `moot.core.plan.Plan`. (A function instead of True gives that plan
-        itself: a command not yet run that way.)
+        itself: `moot run`'s, its stages' plans composed.)
 
         A command whose output folder is a kind of its own gives its `output`: how `moot view`
         shows it, and how its folders from before owner marks are known
         (`moot.core.data.folders.register_output`, under the command's name).
         """
-        from moot.cli.job import Job
         from moot.cli.options import dry_run_option
         from moot.core.data.folders import register_output
 
@@ -66,15 +63,11 @@ class Commands:
         parser = where.add_parser(
             name, help=help, description=description or help, aliases=list(aliases)
         )
-        job = run if isinstance(run, type) and issubclass(run, Job) else None
-        if job is not None:
-            run = _run(job)
-        parser.set_defaults(command_fn=run, command_parser=parser, plan_fn=plan or None)
+        parser.set_defaults(command_fn=_run(job), command_parser=parser, plan_fn=plan or None)
         if plan:
             dry_run_option(parser)
-        if job is not None:
-            job.Settings.add_to(parser)
-            parser.set_defaults(settings_class=job.Settings)
+        job.Settings.add_to(parser)
+        parser.set_defaults(settings_class=job.Settings)
         if output is not None:
             register_output(parser.prog, output)
         return parser
