@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -102,8 +101,14 @@ class TrainSft(Job):
             raise ConfigError(f"{named} need --launch (e.g. --launch ddp)")
         prog = self.args.command_parser.prog
         out = RunFolder(config.training.output_dir, prog, "training.output_dir")
-        worker = "RANK" in os.environ  # launched by `--launch`, whose process holds the folder
-        with contextlib.nullcontext() if worker else out.hold():  # as every command's --out
+        # held as every command's --out, by one process: not by a worker `--launch` started
+        # (its launcher holds it), nor by another machine's launcher (the folder is usually on
+        # storage every machine shares, and machine 0's; that launcher only checks it)
+        worker = "RANK" in os.environ
+        if worker or given.machine_rank != 0:
+            out.check()
+            return self.train(config)
+        with out.hold():
             return self.train(config)
 
     def train(self, config: Any) -> Result:
