@@ -527,6 +527,7 @@ def check(
                     "not yet made counted at their full budgets)"
                 )
             whole.notes += [f"stage {name}: {text}" for text in stage.notes]
+            whole.keys += [key for key in stage.keys if key not in whole.keys]  # a search's too
             own.update(stage.prices.own)
             for path, records in stage.outputs.items():
                 planned.add_file(_moved(path, trial.out, item.output), records)

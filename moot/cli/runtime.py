@@ -243,7 +243,9 @@ def plan_for(args: argparse.Namespace) -> Any:
     if hasattr(args, "prices") and not plan.prices.own:  # `moot run`'s: priced by its stages
         plan.prices = prices_from(args)
     for spec in dict.fromkeys(row.spec for row in plan.rows):
-        plan.keys.append((spec.name, key_needs(spec)))
+        key = (spec.name, key_needs(spec))
+        if key not in plan.keys:  # `moot run`'s stages said their models' already
+            plan.keys.append(key)
     return plan
 
 

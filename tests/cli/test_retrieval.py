@@ -312,4 +312,6 @@ def test_a_recipe_dry_run_plans_berds_on_what_retrieve_would_write(index, tmp_pa
         assert re.search(r"berds: detections +8 +0 +8", plan), plan  # 2 x 2 perspectives x k
         assert re.search(r"berds/perspective_detector +perspective_detection .* 8 ", plan)
     assert "key: web:brave: MOOT_SEARCH_API_KEY" in alone
+    assert "key: web:brave: MOOT_SEARCH_API_KEY" in plans[0]  # the recipe's plan says it too
+    assert plans[0].count("key: openai/judge") == 1  # each model's key once
     assert sorted(p.name for p in tmp_path.iterdir()) == ["questions.jsonl", "recipe.yaml"]
