@@ -46,7 +46,6 @@ class PlanningTransport(Transport):
 
     name = "planning"
     prefixes = ()
-    free = True
 
     def __init__(self, spec: ModelSpec, client: PlanningClient) -> None:
         self.identity = f"planning:{spec.name}"
@@ -90,10 +89,6 @@ class PlanningClient(ModelClient):
         """Nothing to prepare: no key is needed, no model is started."""
         self.specs[spec.name] = spec
         return []
-
-    def context_window(self, spec: ModelSpec) -> int | None:
-        """The spec's own window (no server is asked)."""
-        return spec.context_window
 
     def noted(self, note: str | None) -> None:
         """Count one call under `note` (what the estimate cannot know)."""
