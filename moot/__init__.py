@@ -47,6 +47,8 @@ _EXPORTS = {
         "arun",
         "view",
         "aview",
+        "protocol",
+        "aprotocol",
         "eval",
         "report",
         "data",

@@ -340,6 +340,7 @@ index, aindex = _command("index")
 retrieve, aretrieve = _command("retrieve")
 run, arun = _command("run")
 view, aview = _command("view")
+protocol, aprotocol = _command("protocol")
 
 eval = _group(  # noqa: A001 - `moot eval quality` is `moot.eval.quality`
     "eval controllability",
