@@ -22,8 +22,9 @@ What each part means (the state machine is `moot.graphs.protocol_debate`):
   every agent's extracted answer in a round is the same.
 - ``extract``: named answers read from each turn's text by a regular expression (group 1, the
   last match; a turn without a match has none: never a default).
-- ``final``: ``vote`` (majority of the last round's extracted answers), ``conclude`` (one agent's
-  statement from the whole transcript) or ``verdict`` (a judge's structured reply).
+- ``final``: ``vote`` (majority of the last round's extracted answers), ``mean`` (the mean of
+  the last round's extracted numbers, per extraction: ChatEval's averaged scores), ``conclude``
+  (one agent's statement from the whole transcript) or ``verdict`` (a judge's structured reply).
 - ``outputs.sft``: an SFT record per finished item, its user and assistant turns Jinja strings over
   the inputs and ``final``.
 """
@@ -148,16 +149,18 @@ class Verdict(Step):
 
 
 class Final(ConfigModel):
-    """How an item ends: a vote over extracted answers, an agent's conclusion, or a verdict."""
+    """How an item ends: a vote or a mean over extracted answers, a conclusion, or a verdict."""
 
     vote: Name | None = None
+    mean: list[Name] | None = Field(None, min_length=1)  # extractions read as numbers
     conclude: Step | None = None
     verdict: Verdict | None = None
 
     @model_validator(mode="after")
     def _one(self) -> Final:
-        if sum(part is not None for part in (self.vote, self.conclude, self.verdict)) != 1:
-            raise ValueError("give one of vote, conclude or verdict")
+        parts = (self.vote, self.mean, self.conclude, self.verdict)
+        if sum(part is not None for part in parts) != 1:
+            raise ValueError("give one of vote, mean, conclude or verdict")
         return self
 
 
@@ -341,6 +344,8 @@ def _extraction_names(protocol: Protocol) -> Iterator[tuple[str, str]]:
         yield "stop.consensus", protocol.stop.consensus
     if protocol.final and protocol.final.vote:
         yield "final.vote", protocol.final.vote
+    if protocol.final and protocol.final.mean:
+        yield from ((f"final.mean[{i}]", name) for i, name in enumerate(protocol.final.mean))
 
 
 def _check_template(

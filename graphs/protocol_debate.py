@@ -319,6 +319,8 @@ async def _final(state: ProtocolState, runtime: Runtime[ProtocolContext]) -> Pro
     assert final is not None  # routed here only with one
     if final.vote is not None:
         return {"final": vote(state["turns"], final.vote)}
+    if final.mean is not None:
+        return {"final": mean(state["turns"], final.mean)}
     step = final.conclude or final.verdict
     assert step is not None
     turns = state["turns"]
@@ -357,3 +359,25 @@ def vote(turns: list[Turn], name: str) -> dict[str, Any]:
     votes = Counter(answers)
     answer = max(votes, key=lambda a: (votes[a], -answers.index(a))) if votes else None
     return {"answer": answer, "votes": dict(votes)}
+
+
+def mean(turns: list[Turn], names: list[str]) -> dict[str, Any]:
+    """The mean of the last round's answers of each extraction in `names`, read as numbers.
+
+    ChatEval's averaged scores (Chan et al., 2023). A turn whose answer is missing or not a
+    number is left out, as `vote` leaves it out; an extraction with no number has no mean.
+    """
+    last = max(turn["round"] for turn in turns)
+    scores: dict[str, list[float]] = {}
+    for name in names:
+        answers = [t["answers"][name] for t in turns if t["round"] == last and t["answers"][name]]
+        scores[name] = [number for number in map(_number, answers) if number is not None]
+    means = {name: sum(values) / len(values) if values else None for name, values in scores.items()}
+    return {"mean": means, "scores": scores}
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None

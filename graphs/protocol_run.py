@@ -275,9 +275,10 @@ def sft_records(protocol: Protocol, records: Sequence[Record]) -> list[dict[str,
 
 
 def final_text(final: dict[str, Any] | None) -> str | None:
-    """A final step's result as text: the vote's answer, the conclusion, the verdict as JSON."""
+    """A final step's result as text: a vote's answer, a conclusion, a verdict or means (JSON)."""
     if final is None:
         return None
-    if "verdict" in final:
-        return json.dumps(final["verdict"], ensure_ascii=False)
+    for key in ("verdict", "mean"):
+        if key in final:
+            return json.dumps(final[key], ensure_ascii=False)
     return final.get("text", final.get("answer"))
