@@ -121,11 +121,12 @@ def test_mad_moderator_stops_the_debate_and_the_judge_answers(tmp_path):
     cyclist, shop = (json.loads(line)["debate_topic"] for line in items.read_text().splitlines())
     stop = '{"stop": true, "reason": "The negative side is right."}'
     go_on = '{"stop": false, "reason": "No clear preference yet."}'
+    verdict_reply = '{"Reason": "r", "debate_answer": "15"}'
     rules = [
         # the cyclist's debate stops after its second round; the shop's runs all three
         Rule(pattern=r"cyclist.*Now the second round", reply=stop),
         Rule(pattern=r"Now the \w+ round", reply=go_on),
-        Rule(pattern=r"\n\nTherefore, ", role="last", reply='{"Reason": "r", "debate_answer": "15"}'),
+        Rule(pattern=r"\n\nTherefore, ", role="last", reply=verdict_reply),
         Rule(pattern=r"Do you agree", role="last", reply="Rebuttal {n}."),
         Rule(pattern=r"You disagree", role="last", reply="Negative opening {n}."),
         Rule(pattern=r".", reply="Affirmative opening {n}."),
@@ -347,12 +348,17 @@ embedded = pytest.mark.skipif(
 
 
 def cut_budgets(example: Path, protocol: str, folder: Path, max_tokens: int) -> Path:
-    """A copy of an example with every agent's token budget cut to `max_tokens`, all else as is."""
+    """A copy of an example with its token budgets cut, all else as is: each agent's to
+    `max_tokens`, a structured reply's (a stop check, a verdict) to 4 times that, room for its
+    JSON."""
     shutil.copytree(example, folder)
     path = folder / protocol
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     for agent in data["agents"].values():
         agent["max_tokens"] = max_tokens
+    for step in (data.get("stop", {}).get("judge"), data.get("final", {}).get("verdict")):
+        if step is not None:
+            step["max_tokens"] = 4 * max_tokens
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
 
