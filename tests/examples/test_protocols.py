@@ -54,7 +54,9 @@ def test_du_arithmetic_debates_in_simultaneous_rounds_and_reports_accuracy_per_r
         Rule(pattern=r".", reply="The result is 12."),  # item 3 (-332): always wrong
     ]
     with ScriptedServer(rules=rules) as server:
-        run(server, example / "protocol.yaml", example / "questions.jsonl", tmp_path, limit=3)
+        result = run(
+            server, example / "protocol.yaml", example / "questions.jsonl", tmp_path, limit=3
+        )
         sent = chats(server)
     assert len(sent) == 3 * 2 * 3  # items x agents x rounds
     expression = "27+12*24+28-13*1"
@@ -80,6 +82,9 @@ def test_du_arithmetic_debates_in_simultaneous_rounds_and_reports_accuracy_per_r
     assert accuracy["per_round"] == pytest.approx([1 / 3, 2 / 3, 2 / 3])
     assert accuracy["final"] == pytest.approx(2 / 3)
     assert accuracy["single_agent"] == pytest.approx(1 / 3)  # each agent's answer before debate
+    # the report line docs/protocols.md shows
+    line = "accuracy    final 0.667; per round 0.333 0.667 0.667; single agent 0.333 (of 3)"
+    assert line in result.lines
     records = read_jsonl(tmp_path / "transcripts.jsonl")
     assert [r["final"]["answer"] for r in records] == ["330", "-465", "12"]
     sft = read_jsonl(tmp_path / "sft.jsonl")
@@ -390,3 +395,17 @@ def test_example_runs_offline_on_the_embedded_model(tmp_path, example, protocol,
     summary = json.loads((out / "summary.json").read_text())
     assert summary["items"] == 1 and summary["errors"] == 0
     assert summary["ledger"]["total"]["completion_tokens"] > 0
+
+
+def test_the_walkthrough_quotes_the_examples_as_they_are():
+    """Each file docs/protocols.md quotes (a fenced block under ``<!-- path -->``) is that file."""
+    doc = (EXAMPLES.parents[1] / "docs" / "protocols.md").read_text(encoding="utf-8")
+    quoted = re.findall(r"<!-- (examples/\S+) -->\n```\w*\n(.*?)^```$", doc, re.S | re.M)
+    assert [path for path, _ in quoted] == [
+        "examples/protocols/mad/protocol.yaml",
+        "examples/protocols/mad/debate.j2",
+        "examples/protocols/chateval/summarizer.yaml",
+        "examples/protocols/du-arithmetic/protocol.yaml",
+    ]
+    for path, text in quoted:
+        assert text == (EXAMPLES.parents[1] / path).read_text(encoding="utf-8"), path
