@@ -8,6 +8,7 @@ and reads the reply. A structured reply that cannot be read is returned as the m
 from __future__ import annotations
 
 import functools
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
@@ -94,6 +95,17 @@ def pick_schema(speakers: tuple[str, ...]) -> type[BaseModel]:
         "ModeratorPick",
         speaker=(Literal[speakers], ...),  # type: ignore[valid-type]
         question=(str, ""),
+    )
+
+
+@functools.cache
+def pick_stand_in(speakers: tuple[str, ...]) -> StandIn:
+    """A dry run's moderator pick: the first speaker, asked nothing."""
+    reply = json.dumps({"speaker": speakers[0], "question": ""})
+    return StandIn(
+        lambda _: reply,
+        note="{calls} moderator picks are counted as the first speaker's turns: who speaks is "
+        "the moderator's to say, so the calls per agent may differ (their total does not)",
     )
 
 

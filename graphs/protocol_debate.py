@@ -32,6 +32,7 @@ from moot.agents.protocol_agents import (
     budget,
     messages,
     pick_schema,
+    pick_stand_in,
     say,
     verdict_schema,
 )
@@ -105,14 +106,19 @@ def variables(
     agent: str,
     seen: list[Turn],
     question: str = "",
+    round_: int | None = None,
 ) -> dict[str, Any]:
-    """What a template is given (`moot.agents.protocol_spec.STEP_VARIABLES` and the inputs)."""
+    """What a template is given (`moot.agents.protocol_spec.STEP_VARIABLES` and the inputs).
+
+    ``round`` is the round being spoken, or, after a round (a summary, a stop check, the final
+    step), the round just ended (`round_`).
+    """
     summaries = state.get("summaries", [])
     return {
         **state["inputs"],
         "agent": agent,
         "agents": protocol.order,
-        "round": state.get("round", 0),
+        "round": state.get("round", 0) if round_ is None else round_,
         "rounds": protocol.rounds,
         "transcript": [_shown(turn, agent) for turn in seen],
         "summary": summaries[-1] if summaries else "",
@@ -161,6 +167,7 @@ async def _round(state: ProtocolState, runtime: Runtime[ProtocolContext]) -> Pro
     state = {**state, **update, "turns": state.get("turns", []) + said}
     if protocol.summarizer is not None and round_ + 1 < protocol.rounds:
         update["summaries"] = [await _summary(state, ctx, protocol.summarizer, said)]
+        state["summaries"] = state.get("summaries", []) + update["summaries"]
     ended = await _stop(state, ctx, said, update)
     if ended is not None:
         update["ended"] = ended
@@ -218,9 +225,10 @@ async def _moderated(
         ctx,
         step,
         pick_schema(tuple(protocol.order)),
-        before,
+        visible(protocol, before, round_),
         f"moderator:{round_}",
         "moderator",
+        pick_stand_in(tuple(protocol.order)),
     )
     if not reply.ok:
         return [_failed("turns.moderator", round_, reply)], None
@@ -232,7 +240,7 @@ async def _moderated(
 async def _summary(state: ProtocolState, ctx: ProtocolContext, step: Step, said: list[Turn]) -> str:
     """The running summary after a round: the previous summary and the round's turns."""
     protocol = ctx.protocol
-    seen = variables(state, protocol, step.agent, said)
+    seen = variables(state, protocol, step.agent, said, round_=state["round"] - 1)
     _, chat = messages(protocol, step.agent, step.template, seen)
     return await say(
         ctx.client,
@@ -261,7 +269,7 @@ async def _stop(
     assert rule.judge is not None  # one of the two (checked at load)
     seen = visible(protocol, state["turns"], state["round"])
     reply = await _structured(
-        state, ctx, rule.judge, StopCheck, seen, f"stop:{round_}", "stop", GO_ON
+        state, ctx, rule.judge, StopCheck, seen, f"stop:{round_}", "stop", GO_ON, round_
     )
     if not reply.ok:
         update["failure"] = _failed("stop.judge", round_, reply)
@@ -281,11 +289,11 @@ async def _structured(
     seed_step: str,
     stage: str,
     stand_in: Any = None,
+    round_: int | None = None,
 ) -> Any:
     protocol = ctx.protocol
-    _, chat = messages(
-        protocol, step.agent, step.template, variables(state, protocol, step.agent, seen)
-    )
+    given = variables(state, protocol, step.agent, seen, round_=round_)
+    _, chat = messages(protocol, step.agent, step.template, given)
     return await ask(
         ctx.client,
         ctx.roles[step.agent],
@@ -329,7 +337,7 @@ async def _final(state: ProtocolState, runtime: Runtime[ProtocolContext]) -> Pro
             ctx.protocol,
             step.agent,
             step.template,
-            variables(state, ctx.protocol, step.agent, turns),
+            variables(state, ctx.protocol, step.agent, turns, round_=state["round"] - 1),
         )
         text = await say(
             ctx.client,
@@ -341,7 +349,15 @@ async def _final(state: ProtocolState, runtime: Runtime[ProtocolContext]) -> Pro
         )
         return {"final": {"text": text}}
     reply = await _structured(
-        state, ctx, step, verdict_schema(final.verdict), turns, len(turns), "final"
+        state,
+        ctx,
+        step,
+        verdict_schema(final.verdict),
+        turns,
+        len(turns),
+        "final",
+        None,
+        state["round"] - 1,
     )
     if not reply.ok:
         return {"failure": _failed("final.verdict", None, reply)}

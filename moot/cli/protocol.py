@@ -152,7 +152,8 @@ class RunProtocol(ModelJob):
             )
         lines += [f"{name:<11} {path}" for name, path in outputs.items()]
         failures = [
-            f"moot: failed {r['id']}: {r['error'] or r['failure']['error']}"
+            f"moot: failed {r['id']}: "
+            + (r["error"] or f"{r['failure']['step']}: {r['failure']['error']}")
             for r in done.records
             if r["status"] in ("error", "incomplete")
         ]
