@@ -370,8 +370,7 @@ def vote(turns: list[Turn], name: str) -> dict[str, Any]:
     Agents whose turn had no answer are left out, as Du et al.'s released code does; when no
     turn had one the vote has no answer (counted so, never guessed).
     """
-    last = max(turn["round"] for turn in turns)
-    answers = [t["answers"][name] for t in turns if t["round"] == last and t["answers"][name]]
+    answers = last_answers(turns, name)
     votes = Counter(answers)
     answer = max(votes, key=lambda a: (votes[a], -answers.index(a))) if votes else None
     return {"answer": answer, "votes": dict(votes)}
@@ -383,13 +382,18 @@ def mean(turns: list[Turn], names: list[str]) -> dict[str, Any]:
     ChatEval's averaged scores (Chan et al., 2023). A turn whose answer is missing or not a
     number is left out, as `vote` leaves it out; an extraction with no number has no mean.
     """
-    last = max(turn["round"] for turn in turns)
-    scores: dict[str, list[float]] = {}
-    for name in names:
-        answers = [t["answers"][name] for t in turns if t["round"] == last and t["answers"][name]]
-        scores[name] = [number for number in map(_number, answers) if number is not None]
+    scores = {
+        name: [number for number in map(_number, last_answers(turns, name)) if number is not None]
+        for name in names
+    }
     means = {name: sum(values) / len(values) if values else None for name, values in scores.items()}
     return {"mean": means, "scores": scores}
+
+
+def last_answers(turns: list[Turn], name: str) -> list[str]:
+    """The last round's answers `name`, in turn order; a turn with none is left out."""
+    last = max(turn["round"] for turn in turns)
+    return [t["answers"][name] for t in turns if t["round"] == last and t["answers"][name]]
 
 
 def _number(text: str) -> float | None:
