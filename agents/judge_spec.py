@@ -122,15 +122,19 @@ class JudgeSpec(ConfigModel):
         items = [*self.inputs, *self.judged]
         for name in items:
             if items.count(name) > 1:
-                raise ValueError(f"item field {name!r} is named twice in inputs and judged")
+                raise ValueError(f"judged: {name!r} is named in inputs too")
             if name == "fields":
-                raise ValueError("'fields' is the judge's own variable: rename the item field")
-        for name in (self.aggregation.a, self.aggregation.b):
+                raise ValueError("inputs: 'fields' is the judge's own variable: rename the field")
+        for key in ("a", "b"):
+            name = getattr(self.aggregation, key)
             if name is not None and name not in self.judged:
-                raise ValueError(f"aggregation names {name!r}, which judged does not list")
+                judged = ", ".join(self.judged) or "none"
+                raise ValueError(
+                    f"aggregation.{key}: {name!r} is not a judged field (judged: {judged})"
+                )
         for index, model in enumerate(self.models):
             if self.models.index(model) != index:
-                raise ValueError(f"models: {model!r} is named twice")
+                raise ValueError(f"models[{index}]: {model!r} is named twice")
         return self
 
     def verdict_fields(self) -> list[str]:
@@ -255,7 +259,7 @@ def _source(folder: Path, name: str | None, where: str, key: str) -> str | None:
     try:
         return (folder / name).read_text(encoding="utf-8")
     except (FileNotFoundError, IsADirectoryError):
-        raise ConfigError(f"{where}: {key}: {name!r} not found in {folder}") from None
+        raise ConfigError(f"{where}: {key}: {name}: file not found beside the spec") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{where}: {key}: {name!r} is not UTF-8 text") from None
 
@@ -276,7 +280,7 @@ def _compiled(
         given = ", ".join(sorted(provided))
         raise ConfigError(
             f"{where}: {key}: uses {unknown[0]!r}, which the judge does not provide "
-            f"(it provides {given}: name item fields in inputs or judged)"
+            f"(it provides {given}); name item fields in inputs or judged"
         )
     return env.from_string(source)
 
