@@ -20,7 +20,14 @@ from typing import Any, Literal
 
 import jinja2
 from jinja2 import meta
-from pydantic import BaseModel, Field, ValidationError, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from moot.core.errors import ConfigError
 from moot.core.loader import Unreadable, load_yaml
@@ -37,8 +44,8 @@ class OutputField(ConfigModel):
     """One field of the judge's answer: its type, its range, its allowed values."""
 
     type: FieldType
-    min: float | None = None
-    max: float | None = None
+    min: int | float | None = None
+    max: int | float | None = None
     values: list[Value] | None = None
     description: str | None = None
 
@@ -137,6 +144,20 @@ class JudgeSpec(ConfigModel):
                 raise ValueError(f"models[{index}]: {model!r} is named twice")
         return self
 
+    @classmethod
+    def parse(cls, tree: Any, where: str = "judge spec") -> JudgeSpec:
+        """The spec `tree` says (a YAML file's mapping, or a dict in Python).
+
+        Raises:
+            ConfigError: One line, ``WHERE: key.path: problem`` (a misspelt key's did-you-mean).
+        """
+        if not isinstance(tree, dict):
+            raise ConfigError(f"{where}: expected a mapping of the judge's keys")
+        try:
+            return cls.model_validate(tree)
+        except ValidationError as exc:
+            raise ConfigError(f"{where}: {problem(exc, cls)}") from None
+
     def verdict_fields(self) -> list[str]:
         """The field(s) each juror's verdict is read from (`verdict`, or its default)."""
         pair = self.aggregation.method == "both_orders"
@@ -199,13 +220,7 @@ def load_judge(path: Path | str) -> JudgeFile:
         raise ConfigError(f"{path}: file not found") from None
     except (UnicodeDecodeError, Unreadable) as exc:
         raise ConfigError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    if not isinstance(tree, dict):
-        raise ConfigError(f"{path}: expected a mapping of the judge's keys")
-    try:
-        spec = JudgeSpec.model_validate(tree)
-    except ValidationError as exc:
-        raise ConfigError(f"{path}: {problem(exc, JudgeSpec)}") from None
-    return compile_judge(spec, path.parent, str(path), text)
+    return compile_judge(JudgeSpec.parse(tree, str(path)), path.parent, str(path), text)
 
 
 def compile_judge(spec: JudgeSpec, folder: Path, where: str, text: str | None = None) -> JudgeFile:
@@ -222,7 +237,9 @@ def compile_judge(spec: JudgeSpec, folder: Path, where: str, text: str | None = 
     """
     _check_verdict(spec, where)
     provided = {*spec.inputs, *spec.judged, "fields"}
-    sources = {key: _source(folder, getattr(spec, key), where, key) for key in ("template", "system")}
+    sources = {
+        key: _source(folder, getattr(spec, key), where, key) for key in ("template", "system")
+    }
     compiled = {key: _compiled(src, provided, where, key) for key, src in sources.items()}
     own = text if text is not None else spec.model_dump_json()
     digest = hashlib.sha256("\x00".join([own, *filter(None, sources.values())]).encode())

@@ -83,7 +83,14 @@ async def run_judge(
 
     async def task(item: dict[str, Any]) -> dict[str, Any]:
         asked = [
-            ask(judging.client, role, judge, item["input"], seed=judging.seed, constrained=constrained)
+            ask(
+                judging.client,
+                role,
+                judge,
+                item["input"],
+                seed=judging.seed,
+                constrained=constrained,
+            )
             for role in jurors
         ]
         judged = dict(zip(identity["jurors"], await gather_all(*asked), strict=True))

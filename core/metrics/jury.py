@@ -54,7 +54,9 @@ def agreement(
             f"{a} vs {b}": krippendorff_alpha([table[a], table[b]], level)
             for a, b in combinations(table, 2)
         },
-        "with_jury": {name: krippendorff_alpha([row, verdict], level) for name, row in table.items()},
+        "with_jury": {
+            name: krippendorff_alpha([row, verdict], level) for name, row in table.items()
+        },
     }
 
 
@@ -66,7 +68,9 @@ def _codes(values: Sequence[Any], level: str) -> Any:
     return lambda v: None if v is None else labels[repr(v)]
 
 
-def mean_ci95(values: Sequence[float], *, resamples: int = 2000, seed: int = 0) -> list[float] | None:
+def mean_ci95(
+    values: Sequence[float], *, resamples: int = 2000, seed: int = 0
+) -> list[float] | None:
     """A 95% percentile-bootstrap interval of the mean of `values`; None with no values."""
     import numpy as np
 

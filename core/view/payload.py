@@ -192,7 +192,9 @@ def _custom_judge(r: Record, summary: Record) -> Record:
     found = {
         "title": next((str(v) for v in source.values() if isinstance(v, str)), r.get("place")),
         "model": ", ".join(summary.get("jurors") or []),
-        "score": verdict if isinstance(verdict, int | float) and not isinstance(verdict, bool) else None,
+        "score": verdict
+        if isinstance(verdict, int | float) and not isinstance(verdict, bool)
+        else None,
         "label": None if verdict is None else str(verdict),
         "key": _key(r.get("place")),
     }

@@ -67,10 +67,16 @@ class CustomJudge(ModelJob):
         given = self.settings
         judge = load_judge(given.spec)
         items = self.limited(load_items(given.items, judge))
-        temperature = given.temperature if judge.spec.temperature is None else judge.spec.temperature
+        temperature = (
+            given.temperature if judge.spec.temperature is None else judge.spec.temperature
+        )
         names = judge.spec.models or [JUDGE_ROLE]
         jurors = [
-            Role(JUDGE_ROLE, runtime.spec_from(given, given.model if n == JUDGE_ROLE else n), temperature)
+            Role(
+                JUDGE_ROLE,
+                runtime.spec_from(given, given.model if n == JUDGE_ROLE else n),
+                temperature,
+            )
             for n in names
         ]
         return judge, items, jurors
