@@ -119,7 +119,7 @@ def summarise(records: Sequence[dict[str, Any]], judge: JudgeFile, seed: int) ->
     verdicts = [r["verdict"] for r in judged]
     read = [v for v in verdicts if v is not None]
     unread = sum(all(v is None for v in r["verdicts"].values()) for r in judged)
-    summary: dict[str, Any] = {"items": len(records), "parse_failures": unread}
+    summary: dict[str, Any] = {"items": len(judged), "parse_failures": unread}
     summary |= outcome_counts(records)
     method = judge.spec.aggregation.method
     if method == "both_orders":

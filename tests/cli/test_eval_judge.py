@@ -245,3 +245,44 @@ def test_the_walk_through_shows_the_tested_example_files():
     }
     for name, text in shown:
         assert text == (ROOT / name).read_text(encoding="utf-8"), name
+
+
+def test_moot_view_shows_each_items_verdict_jurors_and_both_orders(tmp_path, browser):
+    from tests.cli.browser import items_tab
+
+    jury, pair, page_path = tmp_path / "jury", tmp_path / "pair", tmp_path / "view.html"
+    reply = '{"score_1": 6, "score_2": 5, "reason": "r"}'
+    with ScriptedServer(rules=[*JURY_RULES[:-1], Rule(pattern="Assistant", reply=reply)]) as server:
+        moot.eval.judge(**options(server, pair, "pairwise"))
+        with ScriptedServer(rules=JURY_RULES) as jurors:
+            moot.eval.judge(**options(jurors, jury, "jury"))
+    moot.view(runs=[str(jury), str(pair)], out=page_path)
+    page = items_tab(browser, page_path, str(jury))
+    rows = page.locator("tr.item-row")
+    assert [r.get_attribute("data-status") for r in rows.all()] == ["ok", "ok", "ok"]
+    rows.filter(has_text="largest planet").first.click()
+    detail = page.locator("[data-role=detail]").inner_text()
+    assert "Juror openai/juror-c" in detail and "Jupiter" in detail
+    page = items_tab(browser, page_path, str(pair))
+    page.locator("tr.item-row").first.click()
+    detail = page.locator("[data-role=detail]").inner_text()
+    assert detail.index("a first") < detail.index("b first") and '"score_1": 6' in detail
+    assert page.errors == []
+
+
+def test_budget_stops_the_run_and_limit_judges_the_first_items(tmp_path):
+    from tests.cli.test_budget_summaries import DONE, judge, stop_then_finish
+
+    items = tmp_path / "items.jsonl"
+    lines = [{"question": f"Q-{i} padded alike", "answer": f"A-{i} same length"} for i in range(4)]
+    items.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    rules = [Rule(pattern="Q-", reply='{"score": 6, "reason": "fine"}')]
+    with ScriptedServer(rules=rules) as server:
+        given = {"spec": EXAMPLES / "helpfulness.yaml", "items": items, **judge(server, tmp_path)}
+        runs = stop_then_finish(server, tmp_path, "eval judge", given, items=4)
+        limited = moot.eval.judge(**{**given, "out": tmp_path / "limited", "limit": 1})
+    assert runs.stopped.exit_code == 3 and runs.resumed.exit_code == 0
+    assert (runs.first["items"], runs.first["stopped"], runs.first["errors"]) == (DONE, 2, 0)
+    assert (runs.second["items"], runs.second["stopped"], runs.second["mean"]) == (4, 0, 6)
+    assert runs.requests == 4  # every item paid once
+    assert limited.ok and len(read_jsonl(tmp_path / "limited" / "judgments.jsonl")) == 1
