@@ -53,7 +53,7 @@ def verdict(judged: Judgment | PairJudgment, judge: JudgeFile) -> Any:
         return judged.outcome
     if judged.value is None:
         return None
-    return getattr(judged.value, judge.spec.verdict_fields()[0])
+    return judged.value.model_dump()[judge.spec.verdict_fields()[0]]
 
 
 async def _judgment(

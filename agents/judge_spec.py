@@ -124,6 +124,18 @@ class JudgeSpec(ConfigModel):
     def _short(cls, value: Any) -> Any:
         return {"method": value} if isinstance(value, str) else value
 
+    @field_validator("fields")
+    @classmethod
+    def _field_names(cls, fields: dict[str, OutputField]) -> dict[str, OutputField]:
+        for name in fields:  # the answer's model is a pydantic model: its own names are taken
+            if (
+                not name.isidentifier()
+                or name.startswith(("_", "model_"))
+                or hasattr(BaseModel, name)
+            ):
+                raise ValueError(f"{name!r} cannot name a field: give a Python name of your own")
+        return fields
+
     @model_validator(mode="after")
     def _names(self) -> JudgeSpec:
         items = [*self.inputs, *self.judged]
@@ -196,8 +208,7 @@ class JudgeFile:
             values[a], values[b] = values[b], values[a]
         for name in spec.judged:
             values[name] = fence(values[name], name)
-        fields = {name: f.model_dump(exclude_none=True) for name, f in spec.fields.items()}
-        variables = {**values, "fields": fields}
+        variables = {**values, "fields": _fields(spec)}
         asked = [{"role": "user", "content": self.prompt.render(variables).strip()}]
         if self.system is None:
             return asked
@@ -241,6 +252,7 @@ def compile_judge(spec: JudgeSpec, folder: Path, where: str, text: str | None = 
         key: _source(folder, getattr(spec, key), where, key) for key in ("template", "system")
     }
     compiled = {key: _compiled(src, provided, where, key) for key, src in sources.items()}
+    _try(spec, compiled, where)
     own = text if text is not None else spec.model_dump_json()
     digest = hashlib.sha256("\x00".join([own, *filter(None, sources.values())]).encode())
     return JudgeFile(
@@ -300,6 +312,23 @@ def _compiled(
             f"(it provides {given}); name item fields in inputs or judged"
         )
     return env.from_string(source)
+
+
+def _try(spec: JudgeSpec, compiled: Mapping[str, jinja2.Template | None], where: str) -> None:
+    """Render each template once with stand-in item values: a bad use of `fields` fails here."""
+    sample = {name: "text" for name in [*spec.inputs, *spec.judged]}
+    for key, template in compiled.items():
+        if template is None:
+            continue
+        try:
+            template.render(sample | {"fields": _fields(spec)})
+        except jinja2.TemplateError as exc:
+            raise ConfigError(f"{where}: {key}: {exc.message or exc}") from None
+
+
+def _fields(spec: JudgeSpec) -> dict[str, dict[str, Any]]:
+    """The template variable ``fields``: each answer field's declaration, as given."""
+    return {name: f.model_dump(exclude_none=True) for name, f in spec.fields.items()}
 
 
 def _environment() -> jinja2.Environment:

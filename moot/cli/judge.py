@@ -61,6 +61,7 @@ class CustomJudge(ModelJob):
     def inputs(self) -> tuple[Any, list[Any], list[Any]]:
         """The judge, its items (``--limit`` applied) and its jurors, all checked."""
         from moot.agents.judge_spec import load_judge
+        from moot.core.errors import ConfigError
         from moot.core.llm.spec import Role
         from moot.graphs.custom_judge import load_items
 
@@ -79,6 +80,10 @@ class CustomJudge(ModelJob):
             )
             for n in names
         ]
+        named = [role.spec.name for role in jurors]
+        for index, name in enumerate(named):
+            if named.index(name) != index:  # `judge` is --judge's model, named again
+                raise ConfigError(f"{given.spec}: models[{index}]: {name} is in the jury twice")
         return judge, items, jurors
 
     def specs(self) -> list[Any]:

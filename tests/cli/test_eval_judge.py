@@ -26,9 +26,9 @@ EXAMPLES = ROOT / "examples" / "judges"
 MALFORMED = Path(__file__).parent / "judge_specs"
 
 
-def options(server: ScriptedServer, out: Path, judge: str, **extra: object) -> dict[str, object]:
-    """`moot.eval.judge`'s keywords for the example `judge` and its items."""
-    given = {"spec": EXAMPLES / f"{judge}.yaml", "items": EXAMPLES / f"{judge}.jsonl"}
+def options(server: ScriptedServer, out: Path, example: str, **extra: object) -> dict[str, object]:
+    """`moot.eval.judge`'s keywords for the judge of `example` and its items."""
+    given = {"spec": EXAMPLES / f"{example}.yaml", "items": EXAMPLES / f"{example}.jsonl"}
     return given | {"out": out, "judge": "openai/judge", "api_base": server.url} | extra
 
 
@@ -286,3 +286,18 @@ def test_budget_stops_the_run_and_limit_judges_the_first_items(tmp_path):
     assert (runs.second["items"], runs.second["stopped"], runs.second["mean"]) == (4, 0, 6)
     assert runs.requests == 4  # every item paid once
     assert limited.ok and len(read_jsonl(tmp_path / "limited" / "judgments.jsonl")) == 1
+
+
+def test_a_juror_named_twice_is_refused(tmp_path, scripted_server):
+    spec = tmp_path / "jury.yaml"
+    spec.write_text(
+        (EXAMPLES / "jury.yaml").read_text().replace("openai/juror-c", "judge"), encoding="utf-8"
+    )
+    shutil.copy(EXAMPLES / "jury.j2", tmp_path)
+    given = options(scripted_server, tmp_path / "out", "jury", spec=spec, judge="openai/juror-a")
+    with pytest.raises(moot.ConfigError) as refused:
+        moot.eval.judge(**given)
+    assert refused_in_one_line(refused.value) == (
+        f"{spec}: models[2]: openai/juror-a is in the jury twice"
+    )
+    assert scripted_server.requests == []
