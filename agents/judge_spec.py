@@ -141,7 +141,7 @@ class JudgeSpec(ConfigModel):
         items = [*self.inputs, *self.judged]
         for name in items:
             if items.count(name) > 1:
-                raise ValueError(f"judged: {name!r} is named in inputs too")
+                raise ValueError(f"judged: {name!r} is named twice in inputs and judged")
             if name == "fields":
                 raise ValueError("inputs: 'fields' is the judge's own variable: rename the field")
         for key in ("a", "b"):
