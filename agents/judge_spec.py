@@ -315,15 +315,21 @@ def _compiled(
 
 
 def _try(spec: JudgeSpec, compiled: Mapping[str, jinja2.Template | None], where: str) -> None:
-    """Render each template once with stand-in item values: a bad use of `fields` fails here."""
+    """Render each template once with stand-in item values: a bad use of `fields` fails here.
+
+    Anything else a stand-in may fail on (arithmetic on a number field) is left to each item's
+    own render, which `moot.graphs.custom_judge.load_items` tries before any request.
+    """
     sample = {name: "text" for name in [*spec.inputs, *spec.judged]}
     for key, template in compiled.items():
         if template is None:
             continue
         try:
             template.render(sample | {"fields": _fields(spec)})
-        except jinja2.TemplateError as exc:
+        except jinja2.UndefinedError as exc:
             raise ConfigError(f"{where}: {key}: {exc.message or exc}") from None
+        except Exception:  # noqa: BLE001, S110 - the stand-ins' fault, not the template's
+            pass
 
 
 def _fields(spec: JudgeSpec) -> dict[str, dict[str, Any]]:

@@ -46,8 +46,20 @@ def load_items(path: Path, judge: JudgeFile) -> list[dict[str, Any]]:
                 raise InputError(path, f"no field {name!r}, which {judge.where} uses", place)
             if isinstance(value, bool) or not isinstance(value, str | int | float):
                 raise InputError(path, f"{name!r} must be text or a number", place)
+        _render(judge, record, path, place)
         items.append({"place": place, "input": record})
     return items
+
+
+def _render(judge: JudgeFile, record: dict[str, Any], path: Path, place: str) -> None:
+    """Render the record's requests once, so a template that fails on it fails before any call."""
+    try:
+        judge.messages(record)
+        if judge.spec.aggregation.method == "both_orders":
+            judge.messages(record, swapped=True)
+    except Exception as exc:  # noqa: BLE001 - whatever the template raised, said in one line
+        problem = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        raise InputError(path, f"{judge.where}'s templates fail on it: {problem}", place) from None
 
 
 async def run_judge(

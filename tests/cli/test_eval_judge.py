@@ -301,3 +301,22 @@ def test_a_juror_named_twice_is_refused(tmp_path, scripted_server):
         f"{spec}: models[2]: openai/juror-a is in the jury twice"
     )
     assert scripted_server.requests == []
+
+
+def test_a_record_the_template_fails_on_is_refused_before_any_request(tmp_path, scripted_server):
+    (tmp_path / "count.j2").write_text("{{ question }} in {{ words + 1 }} words")
+    spec = tmp_path / "count.yaml"
+    spec.write_text(
+        "name: count\ntemplate: count.j2\ninputs: [question, words]\n"
+        "fields:\n  score: {type: int, min: 1, max: 10}\n"
+    )
+    items = tmp_path / "items.jsonl"
+    items.write_text('{"question": "q", "words": 3}\n{"question": "q", "words": "many"}\n')
+    given = options(scripted_server, tmp_path / "out", "helpfulness", spec=spec, items=items)
+    with pytest.raises(moot.InputError) as refused:
+        moot.eval.judge(**given)
+    assert refused_in_one_line(refused.value) == (
+        f'{items}, line 2: {spec}\'s templates fail on it: can only concatenate str (not "int") '
+        "to str"
+    )
+    assert scripted_server.requests == []
