@@ -50,12 +50,12 @@ def test_a_pointwise_judge_fences_the_answer_reads_and_repairs_replies_and_resum
         assert len(server.requests) == len(sent)  # a rerun costs nothing
     assert len(sent) == 2 + 1  # one repair round for the reply that held no JSON
     items = [json.loads(line) for line in (EXAMPLES / "helpfulness.jsonl").read_text().splitlines()]
-    first = sent[0].body["messages"]
+    (first,) = (r.body["messages"] for r in sent if "boil" in contents(r))  # items in any order
     assert [m["role"] for m in first] == ["system", "user"]
     assert first[0]["content"] == (EXAMPLES / "helpfulness_system.j2").read_text().strip()
     assert fence(items[0]["answer"], "answer") in first[1]["content"]
     assert f"Question: {items[0]['question']}" in first[1]["content"]
-    assert sent[0].body["max_tokens"] == 256  # the spec's budget
+    assert {r.body["max_tokens"] for r in sent} == {256}  # the spec's budget
     records = read_jsonl(out / "judgments.jsonl")
     assert [r["verdict"] for r in records] == [9, 2]
     assert records[1]["jurors"]["openai/judge"]["replies"][0] == "Two out of ten, I would say."
