@@ -205,6 +205,23 @@ def _protocol(r: Record, summary: Record) -> Record:
     return found
 
 
+def _custom_judge(r: Record, summary: Record) -> Record:
+    verdict, source = r.get("verdict"), r.get("input") or {}
+    found = {
+        "title": next((str(v) for v in source.values() if isinstance(v, str)), r.get("place")),
+        "model": ", ".join(summary.get("jurors") or []),
+        "score": verdict
+        if isinstance(verdict, int | float) and not isinstance(verdict, bool)
+        else None,
+        "label": None if verdict is None else str(verdict),
+        "key": _key(r.get("place")),
+    }
+    if r.get("status") == "ok" and verdict is None:  # no juror's reply read, or a split jury
+        read = any(v is not None for v in (r.get("verdicts") or {}).values())
+        found |= {"status": "unparsed", "error": "a split jury" if read else "no reply read"}
+    return found
+
+
 def _key(*parts: Any) -> str:
     return "\x1f".join("" if p is None else str(p) for p in parts)
 
@@ -229,6 +246,7 @@ KINDS: dict[str, Kind] = {
     "compare": Kind("compare", "answers.jsonl", "summary.json", _compare),
     "compqa": Kind("compqa", "judged", "summary.json", _compqa_judged),
     "protocol": Kind("protocol", "transcripts.jsonl", "summary.json", _protocol),
+    "custom_judge": Kind("custom_judge", "judgments.jsonl", "summary.json", _custom_judge),
     "panelbench": Kind("summary", None, "summary.json", _none),
     "report": Kind("summary", None, "report.json", _none),
 }

@@ -179,6 +179,12 @@
       if (r.final) out.push(el("h3", {}, "Final"), final.text !== undefined ? para(final.text) : kv(Object.entries(final)));
       return out;
     },
+    custom_judge(r) {
+      const jurors = Object.entries(r.jurors || {});
+      return [kv([["item", r.place], ["verdict", r.verdict], ["jurors' verdicts", r.verdicts]]), el("h3", {}, "Input"), value(r.input || {}, 0),
+        jurors.map(([name, j]) => [el("h3", {}, "Juror " + name), j.forward ? [kv([["outcome", j.outcome], ["inconsistent", j.inconsistent]]),
+          el("div", { cls: "who" }, "a first"), judgmentBlock(j.forward), el("div", { cls: "who" }, "b first"), judgmentBlock(j.reverse)] : judgmentBlock(j)])];
+    },
     curate(r) {
       const povs = r.partial_answers || [];
       return [kv([["question", r.question], ["id", r.id], ["chunks retrieved", (r.chunk_ids || []).join(", ")]]),
