@@ -28,6 +28,7 @@ def messages(
     template: str,
     variables: dict[str, Any],
     history: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    system: str | None = None,
 ) -> tuple[str, Messages]:
     """The prompt of `agent`'s call with `template`, and its messages.
 
@@ -38,9 +39,10 @@ def messages(
         variables: The template's variables (`moot.graphs.protocol_debate.variables`).
         history: The agent's own earlier turns, each with its ``prompt`` and ``text``: a chat
             before the new prompt (``turns.chat``).
+        system: The system template (default: the agent's).
     """
     prompt = protocol.render(template, **variables)
-    system = protocol.agents[agent].system
+    system = system or protocol.agents[agent].system
     chat: Messages = []
     if system:
         chat.append({"role": "system", "content": protocol.render(system, **variables)})
@@ -81,6 +83,11 @@ async def ask(
     return await client.complete_structured(
         role, chat, schema, stage=stage, max_tokens=max_tokens, seed=seed, stand_in=stand_in
     )
+
+
+def step_messages(protocol: Protocol, step: Step, variables: dict[str, Any]) -> Messages:
+    """The messages of a step (its own system template, else its agent's)."""
+    return messages(protocol, step.agent, step.template, variables, system=step.system)[1]
 
 
 def budget(protocol: Protocol, step: Step) -> int:

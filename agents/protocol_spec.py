@@ -61,12 +61,18 @@ Name = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")]
 
 
 class Agent(ConfigModel):
-    """One speaker: its model, system prompt, sampling temperature and token budget."""
+    """One speaker: its model, system prompt, sampling temperature, token budget and variables.
+
+    `vars` are the agent's own template variables, given to its prompts and carried by its turns
+    in others' transcripts (a debater's ``side``): a string is a Jinja template over the inputs,
+    rendered once per item; any other value is taken as it is.
+    """
 
     model: str = DEFAULT_MODEL
     system: str | None = None
     temperature: float | None = None  # None: the command's --temperature
     max_tokens: int = Field(512, gt=0)
+    vars: dict[Name, Any] = {}
 
 
 class Step(ConfigModel):
@@ -74,7 +80,9 @@ class Step(ConfigModel):
 
     agent: Name
     template: str
+    system: str | None = None  # None: the agent's
     max_tokens: int | None = Field(None, gt=0)  # None: the agent's
+    stage: Name | None = None  # the ledger's stage; None: the step's kind (``summary``, ...)
 
 
 class Moderator(Step):
@@ -89,6 +97,7 @@ class Turns(ConfigModel):
     template: str
     opening: str | None = None  # the first round's prompt (default `template`)
     chat: bool = False  # an agent's own earlier prompts and turns come before the new prompt
+    stages: list[Name] | None = None  # the ledger stage of an item's n-th turn (the last repeats)
     moderator: Moderator | None = None
 
     @model_validator(mode="after")
@@ -186,7 +195,7 @@ class Protocol(ConfigModel):
     inputs: list[Name] = Field(min_length=1)
     gold: Name | None = None  # an input field holding the right answer, for accuracy
     agents: dict[Name, Agent] = Field(min_length=1)
-    rounds: int = Field(gt=0)
+    rounds: int = Field(ge=0)  # 0: no debate, the final step alone
     turns: Turns
     visibility: Literal["all", "last_round"] | Summary = "all"
     stop: Stop | None = None
@@ -230,6 +239,12 @@ class Protocol(ConfigModel):
                 yield f"agents.{name}.system", agent.system
         for key, step in self.steps():
             yield f"{key}.template", step.template
+            if step.system:
+                yield f"{key}.system", step.system
+
+    def agent_variables(self) -> set[str]:
+        """The names of the agents' own variables (`Agent.vars`)."""
+        return {name for agent in self.agents.values() for name in agent.vars}
 
     def roles(self) -> set[str]:
         """The ``$role`` names the agents' models leave to the command to bind."""
@@ -244,6 +259,7 @@ class Protocol(ConfigModel):
             trim_blocks=True,
             lstrip_blocks=True,
             autoescape=False,  # prompts are plain text, not HTML
+            auto_reload=False,  # no stat of the template file at every render
         )
         environment.filters["fence"] = fence
         return environment
@@ -329,7 +345,17 @@ def check_protocol(protocol: Protocol, source: str | Path = "protocol") -> Proto
         raise refuse("gold", f"{protocol.gold!r} is not one of the inputs")
     if protocol.gold is not None and not (protocol.final and protocol.final.vote):
         raise refuse("gold", "accuracy needs a final vote over an extracted answer")
-    known = STEP_VARIABLES | set(protocol.inputs)
+    if not protocol.rounds and not (protocol.final and not protocol.final.vote):
+        raise refuse(
+            "rounds", "0 rounds need a final step that calls a model (conclude or verdict)"
+        )
+    for name, agent in protocol.agents.items():
+        for var, value in agent.vars.items():
+            if isinstance(value, str):
+                _check_text(
+                    protocol, source, f"agents.{name}.vars.{var}", value, set(protocol.inputs)
+                )
+    known = STEP_VARIABLES | set(protocol.inputs) | protocol.agent_variables()
     for key, template in protocol.templates():
         _check_template(protocol, source, key, template, known)
     if protocol.outputs.sft is not None:

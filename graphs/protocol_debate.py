@@ -1,18 +1,19 @@
 """One item of a protocol (`moot.agents.protocol_spec`) as a LangGraph state machine.
 
-    START → round ─┬→ round   (the next round, unless `rounds` are done or a stop rule says so)
-                   ├→ final → END
-                   └→ END     (no final step, or a reply that could not be read)
+    START ─┬→ speak ─┬→ speak  (the next round, unless `rounds` are done or a stop rule says so)
+           │         ├→ final → END
+           │         └→ END    (no final step, or a reply that could not be read)
+           └→ final → END      (0 rounds)
 
-A round is one node, all its calls in one super-step (as DEBATunE's debate: a super-step costs
-CPU that counts at 50 ms a call): the debaters' turns by the turn plan, each turn's extracted
+A round is one node (``speak``), all its calls in one super-step (a super-step costs CPU that
+counts at 50 ms a call: issue 19): the debaters' turns by the turn plan, each turn's extracted
 answers, then the running summary and the stop check. Each item runs on its own checkpointer
 thread (its stable id), so a run killed mid-debate resumes at its last finished round; the calls
 of the round in flight are asked again, free from the request cache.
 
 Every call's seed derives from the run's seed, the item's id and the call's place: a turn's is the
-number of turns before it, as in `moot.graphs.debatune_debate`, so a protocol that says what
-DEBATunE says sends the same requests.
+number of turns before it, and the final step's the number of turns: DEBATunE's debate
+(`moot.graphs.debatune_debate`) is a protocol.
 """
 
 from __future__ import annotations
@@ -34,13 +35,13 @@ from moot.agents.protocol_agents import (
     pick_schema,
     pick_stand_in,
     say,
+    step_messages,
     verdict_schema,
 )
 from moot.agents.protocol_spec import Protocol, Step
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.runs import gather_all
-from moot.graphs.debatune_debate import call_seed
+from moot.core.runs import call_seed, gather_all
 
 Turn = dict[str, Any]
 
@@ -50,6 +51,7 @@ class ProtocolState(TypedDict, total=False):
 
     id: str
     inputs: dict[str, Any]
+    vars: dict[str, dict[str, Any]]  # each agent's own variables (`Agent.vars`), rendered
     round: int  # rounds done
     turns: Annotated[list[Turn], operator.add]
     summaries: Annotated[list[str], operator.add]
@@ -77,7 +79,7 @@ class ProtocolContext:
 
     def seed_of(self, item_id: str, step: int | str) -> int:
         """The seed of an item's call at `step`."""
-        return call_seed(self.seed, item_id, step)  # type: ignore[arg-type]
+        return call_seed(self.seed, item_id, step)
 
 
 def build_protocol_graph(checkpointer: Any = None) -> Any:
@@ -87,12 +89,26 @@ def build_protocol_graph(checkpointer: Any = None) -> Any:
         checkpointer: A LangGraph checkpointer (``AsyncSqliteSaver``) for resume.
     """
     graph = StateGraph(ProtocolState, context_schema=ProtocolContext)
-    graph.add_node("round", _round)
+    # "speak", not "round": a checkpoint of DEBATunE's own graph (before it was a protocol) names
+    # nodes this graph lacks, so it is dropped (`run_thread`), never resumed with its old state
+    graph.add_node("speak", _round)
     graph.add_node("final", _final)
-    graph.add_edge(START, "round")
-    graph.add_conditional_edges("round", _after_round, ["round", "final", END])
+    graph.add_conditional_edges(START, _first, ["speak", "final"])
+    graph.add_conditional_edges("speak", _after_round, ["speak", "final", END])
     graph.add_edge("final", END)
     return graph.compile(checkpointer=checkpointer)
+
+
+def start(protocol: Protocol, item_id: str, inputs: dict[str, Any]) -> ProtocolState:
+    """An item's first state: its inputs and its agents' variables, rendered over them."""
+    rendered = {
+        name: {
+            var: protocol.render_text(value, **inputs) if isinstance(value, str) else value
+            for var, value in agent.vars.items()
+        }
+        for name, agent in protocol.agents.items()
+    }
+    return {"id": item_id, "inputs": inputs, "vars": rendered, "round": 0, "turns": []}
 
 
 def recursion_limit(protocol: Protocol) -> int:
@@ -113,14 +129,15 @@ def variables(
     ``round`` is the round being spoken, or, after a round (a summary, a stop check, the final
     step), the round just ended (`round_`).
     """
-    summaries = state.get("summaries", [])
+    summaries, own = state.get("summaries", []), state["vars"]
     return {
         **state["inputs"],
+        **own[agent],
         "agent": agent,
         "agents": protocol.order,
         "round": state.get("round", 0) if round_ is None else round_,
         "rounds": protocol.rounds,
-        "transcript": [_shown(turn, agent) for turn in seen],
+        "transcript": [_shown(turn, agent, own[turn["agent"]]) for turn in seen],
         "summary": summaries[-1] if summaries else "",
         "question": question,
     }
@@ -134,9 +151,17 @@ def visible(protocol: Protocol, turns: list[Turn], round_: int) -> list[Turn]:
     return [turn for turn in turns if turn["round"] >= first]
 
 
-def _shown(turn: Turn, agent: str) -> dict[str, Any]:
+def _shown(turn: Turn, agent: str, speaker_vars: dict[str, Any]) -> dict[str, Any]:
+    """A turn as a template sees it: its speaker's variables, the turn, whether it is `agent`'s."""
     shown = {key: value for key, value in turn.items() if key != "prompt"}
-    return shown | {"own": turn["agent"] == agent}
+    return speaker_vars | shown | {"own": turn["agent"] == agent}
+
+
+async def _first(
+    state: ProtocolState, runtime: Runtime[ProtocolContext]
+) -> Literal["speak", "final"]:
+    # routers are coroutines: LangGraph runs a plain function in a thread pool
+    return "speak" if runtime.context.protocol.rounds else "final"
 
 
 async def _round(state: ProtocolState, runtime: Runtime[ProtocolContext]) -> ProtocolState:
@@ -198,7 +223,7 @@ async def _turn(
         ctx.client,
         ctx.roles[agent],
         chat,
-        stage="opening" if round_ == 0 else "turn",
+        stage=turn_stage(protocol, round_, step),
         max_tokens=protocol.agents[agent].max_tokens,
         seed=ctx.seed_of(state["id"], step),
     )
@@ -241,12 +266,12 @@ async def _summary(state: ProtocolState, ctx: ProtocolContext, step: Step, said:
     """The running summary after a round: the previous summary and the round's turns."""
     protocol = ctx.protocol
     seen = variables(state, protocol, step.agent, said, round_=state["round"] - 1)
-    _, chat = messages(protocol, step.agent, step.template, seen)
+    chat = step_messages(protocol, step, seen)
     return await say(
         ctx.client,
         ctx.roles[step.agent],
         chat,
-        stage="summary",
+        stage=step.stage or "summary",
         max_tokens=budget(protocol, step),
         seed=ctx.seed_of(state["id"], f"summary:{state['round'] - 1}"),
     )
@@ -293,17 +318,25 @@ async def _structured(
 ) -> Any:
     protocol = ctx.protocol
     given = variables(state, protocol, step.agent, seen, round_=round_)
-    _, chat = messages(protocol, step.agent, step.template, given)
+    chat = step_messages(protocol, step, given)
     return await ask(
         ctx.client,
         ctx.roles[step.agent],
         chat,
         schema,
-        stage=stage,
+        stage=step.stage or stage,
         max_tokens=budget(protocol, step),
         seed=ctx.seed_of(state["id"], seed_step),
         stand_in=stand_in,
     )
+
+
+def turn_stage(protocol: Protocol, round_: int, step: int) -> str:
+    """The ledger stage of the item's `step`-th turn, in round `round_` (``turns.stages``)."""
+    stages = protocol.turns.stages
+    if stages:
+        return stages[min(step, len(stages) - 1)]
+    return "opening" if round_ == 0 else "turn"
 
 
 def _failed(key: str, round_: int | None, reply: Any) -> dict[str, Any]:
@@ -312,52 +345,41 @@ def _failed(key: str, round_: int | None, reply: Any) -> dict[str, Any]:
 
 async def _after_round(
     state: ProtocolState, runtime: Runtime[ProtocolContext]
-) -> Literal["round", "final", "__end__"]:
+) -> Literal["speak", "final", "__end__"]:
     # routers are coroutines: LangGraph runs a plain function in a thread pool
     if state.get("failure"):
         return END
     if not state.get("ended"):
-        return "round"
+        return "speak"
     return "final" if runtime.context.protocol.final else END
 
 
 async def _final(state: ProtocolState, runtime: Runtime[ProtocolContext]) -> ProtocolState:
+    """The final step, which sees the whole transcript and the latest summary."""
     ctx = runtime.context
     final = ctx.protocol.final
     assert final is not None  # routed here only with one
+    turns, ended = state["turns"], max(state["round"] - 1, 0)  # the last round (0: none)
     if final.vote is not None:
-        return {"final": vote(state["turns"], final.vote)}
+        return {"final": vote(turns, final.vote)}
     if final.mean is not None:
-        return {"final": mean(state["turns"], final.mean)}
-    step = final.conclude or final.verdict
-    assert step is not None
-    turns = state["turns"]
+        return {"final": mean(turns, final.mean)}
     if final.conclude is not None:
-        _, chat = messages(
-            ctx.protocol,
-            step.agent,
-            step.template,
-            variables(state, ctx.protocol, step.agent, turns, round_=state["round"] - 1),
-        )
+        step = final.conclude
+        seen = variables(state, ctx.protocol, step.agent, turns, round_=ended)
         text = await say(
             ctx.client,
             ctx.roles[step.agent],
-            chat,
-            stage="final",
+            step_messages(ctx.protocol, step, seen),
+            stage=step.stage or "final",
             max_tokens=budget(ctx.protocol, step),
-            seed=ctx.seed_of(state["id"], len(turns)),
+            seed=ctx.seed_of(state["id"], len(turns)),  # as DEBATunE's conclusion's
         )
         return {"final": {"text": text}}
+    assert final.verdict is not None
+    schema = verdict_schema(final.verdict)
     reply = await _structured(
-        state,
-        ctx,
-        step,
-        verdict_schema(final.verdict),
-        turns,
-        len(turns),
-        "final",
-        None,
-        state["round"] - 1,
+        state, ctx, final.verdict, schema, turns, len(turns), "final", None, ended
     )
     if not reply.ok:
         return {"failure": _failed("final.verdict", None, reply)}

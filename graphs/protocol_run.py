@@ -97,7 +97,12 @@ async def run_protocol(
         ConfigError: `out_dir` holds a run of another protocol or other settings.
     """
     from moot.graphs.checkpoints import durability_for, open_checkpoints, run_thread
-    from moot.graphs.protocol_debate import ProtocolContext, build_protocol_graph, recursion_limit
+    from moot.graphs.protocol_debate import (
+        ProtocolContext,
+        build_protocol_graph,
+        recursion_limit,
+        start,
+    )
 
     out_dir = Path(out_dir)
     claim = identity(protocol, roles, seed)
@@ -110,7 +115,7 @@ async def run_protocol(
             state, error = await run_thread(
                 graph,
                 item["id"],
-                {"id": item["id"], "inputs": item["inputs"], "round": 0, "turns": []},
+                start(protocol, item["id"], item["inputs"]),
                 context=context,
                 steps=recursion_limit(protocol),
                 durability=durability,

@@ -351,6 +351,7 @@ eval = _group(  # noqa: A001 - `moot eval quality` is `moot.eval.quality`
     "eval berds",
     "eval detector",
     "eval compqa",
+    "eval judge",
 )
 report = _group("report debateqa", "report compqa")
 data = _group("data distill-compqa", "data mix")

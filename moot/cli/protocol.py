@@ -11,7 +11,7 @@ from moot.cli import runtime
 from moot.cli.job import ModelJob
 from moot.cli.registry import Commands
 from moot.cli.settings import flag
-from moot.core.data.folders import EVAL_CLAIM, Output, claim_mark
+from moot.core.data.folders import Output
 from moot.result import Result
 
 
@@ -24,7 +24,7 @@ def register(commands: Commands) -> None:
         "Run a protocol file (agents, turn plan, visibility, stop rule, final step; see "
         "docs/protocols.md) on each record of --in. Reruns resume; see docs/cli.md.",
         plan=True,
-        output=Output("protocol", (claim_mark(EVAL_CLAIM),)),
+        output=Output("protocol"),
     )
 
 

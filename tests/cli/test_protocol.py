@@ -19,6 +19,7 @@ import pytest
 import moot
 from moot.core.errors import InputError
 from moot.testing import Fault, Rule, ScriptedServer
+from tests.cli.browser import open_page
 from tests.cli.helpers import popen_moot, read_jsonl, run_moot
 
 #: A turn's prompt: who speaks, the round, and every turn it sees as ``[agent@round: text]``.
@@ -375,3 +376,25 @@ turns: {{plan: simultaneous, template: turn.j2}}
         ("alice", 1),
         ("bob", 1),
     ]
+
+
+HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+
+
+@pytest.mark.subprocess
+def test_moot_view_shows_the_transcript_summaries_checks_and_verdict_as_text(tmp_path, browser):
+    protocol = write_protocol(tmp_path / "p", MODERATED, **MODERATED_TEMPLATES)
+    items = write_items(tmp_path, "tea", HOSTILE)
+    with ScriptedServer(rules=moderated_rules(stop_after=1)) as server:
+        run(server, protocol, items, tmp_path / "out")
+    moot.view(tmp_path / "out", out=tmp_path / "page.html")
+    page = open_page(browser, tmp_path / "page.html")
+    page.click("[data-tab^='Items']")
+    rows = page.locator("tr.item-row")
+    assert rows.count() == 2
+    rows.nth(1).click()
+    detail = page.locator("[data-role=detail]").inner_text()
+    for shown in ("Round 2 · bob", "Asked: why?", "Running summary", "after round 2", "sharper"):
+        assert shown in detail, shown
+    assert HOSTILE in detail  # drawn as text
+    assert page.evaluate("window.pwned") is None and page.errors == []
