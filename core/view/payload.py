@@ -193,7 +193,7 @@ def _protocol(r: Record, summary: Record) -> Record:
     final = r.get("final") or {}
     failure = r.get("failure") or {}
     ended = r.get("ended") or {}
-    label = final.get("answer") or final.get("verdict") or ended.get("by")
+    label = final.get("answer") or final.get("verdict") or final.get("mean") or ended.get("by")
     found = {
         "title": " · ".join(str(value) for value in inputs.values())[:200] or r.get("id"),
         "model": next(iter((r.get("models") or {}).values()), None),

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 import moot
+from moot.core.view.payload import read_run
 from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import read_jsonl, run_moot
 
@@ -342,6 +343,8 @@ def test_chateval_referees_see_what_their_strategy_shows_and_scores_are_averaged
         "mean": {"score_1": 8.5, "score_2": 4.5},
         "scores": {"score_1": [9.0, 8.0], "score_2": [4.0, 5.0]},
     }
+    (shown_item,) = read_run(tmp_path)["items"]  # moot view labels the item with the means
+    assert shown_item["label"] == '{"score_1": 8.5, "score_2": 4.5}'
 
 
 # --- every example offline on the embedded model ------------------------------------------------
