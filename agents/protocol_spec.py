@@ -345,7 +345,9 @@ def check_protocol(protocol: Protocol, source: str | Path = "protocol") -> Proto
         raise refuse("gold", f"{protocol.gold!r} is not one of the inputs")
     if protocol.gold is not None and not (protocol.final and protocol.final.vote):
         raise refuse("gold", "accuracy needs a final vote over an extracted answer")
-    if not protocol.rounds and not (protocol.final and not protocol.final.vote):
+    if not protocol.rounds and not (
+        protocol.final and (protocol.final.conclude or protocol.final.verdict)
+    ):
         raise refuse(
             "rounds", "0 rounds need a final step that calls a model (conclude or verdict)"
         )

@@ -414,18 +414,27 @@ def test_the_walkthrough_quotes_the_examples_as_they_are():
         assert text == (EXAMPLES.parents[1] / path).read_text(encoding="utf-8"), path
 
 
-def test_a_mean_over_an_unknown_extraction_is_refused_in_one_line_before_any_request(tmp_path):
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        (
+            ("mean: [score_1, score_2]", "mean: [score_1, score_3]"),
+            "final.mean[1]: unknown extraction 'score_3' (did you mean 'score_2'?)",
+        ),
+        (  # a mean of no turns
+            ("rounds: 2", "rounds: 0"),
+            "rounds: 0 rounds need a final step that calls a model (conclude or verdict)",
+        ),
+    ],
+)
+def test_a_bad_final_mean_is_refused_in_one_line_before_any_request(tmp_path, change, refusal):
     folder = tmp_path / "chateval"
     shutil.copytree(EXAMPLES / "chateval", folder)
     path = folder / "one_by_one.yaml"
-    path.write_text(
-        path.read_text().replace("mean: [score_1, score_2]", "mean: [score_1, score_3]")
-    )
+    path.write_text(path.read_text().replace(*change))
     with ScriptedServer() as server:
         with pytest.raises(moot.InputError) as refused:
             run(server, path, folder / "pairs.jsonl", tmp_path / "out")
         assert server.requests == []
-    assert str(refused.value) == (
-        f"{path}: final.mean[1]: unknown extraction 'score_3' (did you mean 'score_2'?)"
-    )
+    assert str(refused.value) == f"{path}: {refusal}"
     assert not (tmp_path / "out").exists()
