@@ -40,8 +40,9 @@ from typing import Annotated, Any, Literal
 
 import jinja2
 import jinja2.meta
-from pydantic import Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from moot.agents.judge_spec import OutputField, answer_model
 from moot.core.errors import InputError
 from moot.core.loader import Unreadable, load_yaml
 from moot.core.validation import ConfigModel, problem
@@ -146,14 +147,10 @@ class Extraction(ConfigModel):
         return (last.group(1) if self.regex.groups else last.group(0)).strip() or None
 
 
-#: A verdict field's type: ``str``, ``int``, ``float``, ``bool``, or the list of allowed values.
-FieldType = Literal["str", "int", "float", "bool"] | list[str]
-
-
 class Verdict(Step):
-    """A judge's structured final reply: its named fields."""
+    """A judge's structured final reply: its named fields, declared as a judge's are."""
 
-    fields: dict[Name, FieldType] = Field(min_length=1)
+    fields: dict[Name, OutputField] = Field(min_length=1)
 
 
 class Final(ConfigModel):
@@ -246,6 +243,12 @@ class Protocol(ConfigModel):
     def roles(self) -> set[str]:
         """The ``$role`` names the agents' models leave to the command to bind."""
         return {a.model[1:] for a in self.agents.values() if a.model.startswith("$")}
+
+    @functools.cached_property
+    def verdict_model(self) -> type[BaseModel] | None:
+        """The pydantic model of ``final.verdict``'s fields, if the protocol ends in one."""
+        verdict = self.final and self.final.verdict
+        return answer_model(self.name, verdict.fields) if verdict else None
 
     @functools.cached_property
     def environment(self) -> jinja2.Environment:

@@ -176,7 +176,11 @@ turns:
   moderator: {agent: mia, template: pick.j2}
 visibility: {summary: {agent: sam, template: summary.j2}}
 stop: {judge: {agent: jo, template: stop.j2}}
-final: {verdict: {agent: jo, template: verdict.j2, fields: {winner: [alice, bob], why: str}}}
+final:
+  verdict:
+    agent: jo
+    template: verdict.j2
+    fields: {winner: {type: choice, values: [alice, bob]}, why: {type: str}}
 """
 MODERATED_TEMPLATES = {
     "pick": "Pick in round {{ round }} among {{ agents | join(',') }}. Summary: {{ summary }}",
