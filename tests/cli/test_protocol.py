@@ -105,6 +105,8 @@ outputs: {{sft: {{instruction: "On {{{{ topic }}}}", response: "{{{{ final }}}}"
     (record,) = read_jsonl(tmp_path / "out" / "transcripts.jsonl")
     assert record["final"] == {"text": "carol said 0"}
     assert record["ended"] == {"by": "rounds", "round": 1}
+    card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
+    assert "## Protocol" in card and "`conclude.j2` (final.conclude.template)" in card
     (sft,) = read_jsonl(tmp_path / "out" / "sft.jsonl")
     assert sft["messages"] == [
         {"role": "user", "content": "On tea"},
@@ -402,3 +404,24 @@ def test_moot_view_shows_the_transcript_summaries_checks_and_verdict_as_text(tmp
         assert shown in detail, shown
     assert HOSTILE in detail  # drawn as text
     assert page.evaluate("window.pwned") is None and page.errors == []
+
+
+def test_a_protocol_is_a_stage_of_a_recipe(tmp_path):
+    protocol = write_protocol(
+        tmp_path / "p",
+        protocol_text(outputs="outputs: {sft: {instruction: '{{ topic }}', response: x}}"),
+    )
+    items = write_items(tmp_path, "tea")
+    with ScriptedServer(rules=speaker_rules()) as server:
+        recipe = tmp_path / "recipe.yaml"
+        recipe.write_text(
+            f"stages:\n  talk:\n    command: protocol\n    protocol: {protocol}\n"
+            f"    in: {items}\n    model: openai/scripted\n    api_base: {server.url}\n",
+            encoding="utf-8",
+        )
+        result = moot.run(recipe=recipe, out=tmp_path / "run")
+    assert result.exit_code == 0, str(result)
+    assert len(server.requests) == 4  # two rounds of alice and bob
+    (record,) = read_jsonl(tmp_path / "run" / "talk" / "transcripts.jsonl")
+    assert [t["agent"] for t in record["turns"]] == ["alice", "bob", "alice", "bob"]
+    assert result.stages["talk"].outputs["sft"].exists()
