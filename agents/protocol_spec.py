@@ -40,6 +40,7 @@ from typing import Annotated, Any, Literal
 
 import jinja2
 import jinja2.meta
+import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from moot.agents.judge_spec import OutputField, answer_model
@@ -271,6 +272,24 @@ class Protocol(ConfigModel):
     def render_text(self, text: str, **variables: Any) -> str:
         """Render one of its inline Jinja strings (``outputs.sft``)."""
         return self.environment.from_string(text).render(**variables).strip()
+
+    def save(self, path: str | Path) -> Path:
+        """Write it as a protocol file at `path`, beside its templates (in `base`), and check it.
+
+        So a protocol built in Python runs with ``moot protocol`` / `moot.protocol` and every
+        guarantee they give (resume, claims, cards).
+
+        Raises:
+            InputError: `path` is not in `base` (its templates would not be found), or the
+                protocol is refused by a check.
+        """
+        path = Path(path)
+        if path.parent.resolve() != self.base.resolve():
+            raise InputError(path, f"save the protocol beside its templates, in {self.base}")
+        check_protocol(self, path)
+        data = self.model_dump(mode="json", exclude={"base"}, exclude_defaults=True)
+        path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), "utf-8")
+        return path
 
     def digest(self) -> str:
         """What makes two protocols the same: its settings and its templates' text."""

@@ -425,3 +425,24 @@ def test_a_protocol_is_a_stage_of_a_recipe(tmp_path):
     (record,) = read_jsonl(tmp_path / "run" / "talk" / "transcripts.jsonl")
     assert [t["agent"] for t in record["turns"]] == ["alice", "bob", "alice", "bob"]
     assert result.stages["talk"].outputs["sft"].exists()
+
+
+def test_a_protocol_built_in_python_is_saved_and_run_as_its_file_is(tmp_path):
+    from moot.agents.protocol_spec import Agent, Protocol, Turns
+
+    folder = tmp_path / "p"
+    write_protocol(folder, "unused: true\n")
+    built = Protocol(
+        name="built",
+        inputs=["topic"],
+        agents={"alice": Agent(system="system.j2"), "bob": Agent(system="system.j2")},
+        rounds=1,
+        turns=Turns(template="turn.j2"),
+        base=folder,
+    )
+    with pytest.raises(InputError, match="beside its templates"):
+        built.save(tmp_path / "elsewhere.yaml")
+    path = built.save(folder / "built.yaml")
+    with ScriptedServer(rules=speaker_rules()) as server:
+        result = run(server, path, write_items(tmp_path, "tea"), tmp_path / "out")
+    assert result.exit_code == 0 and len(server.requests) == 2
