@@ -351,11 +351,19 @@ def _environment() -> jinja2.Environment:
 
 def _schema(spec: JudgeSpec) -> type[BaseModel]:
     """The answer's pydantic model: each field's type, range and allowed values."""
-    fields: dict[str, Any] = {}
-    for name, f in spec.fields.items():
+    return answer_model(spec.name, spec.fields)
+
+
+def answer_model(name: str, fields: Mapping[str, OutputField]) -> type[BaseModel]:
+    """The pydantic model of a structured answer's declared `fields` (a judge's, a verdict's).
+
+    Its name (``<Name>Verdict``, from `name`) is the one ``response_format`` sends.
+    """
+    declared: dict[str, Any] = {}
+    for key, f in fields.items():
         kind: Any = _PYTHON.get(f.type)
         if f.values is not None:
             kind = Literal[tuple(f.values)]  # type: ignore[valid-type]
-        fields[name] = (kind, Field(ge=f.min, le=f.max, description=f.description))
-    title = "".join(ch for ch in spec.name.title() if ch.isascii() and ch.isalnum())
-    return create_model(f"{title}Verdict", **fields)  # the name response_format sends
+        declared[key] = (kind, Field(ge=f.min, le=f.max, description=f.description))
+    title = "".join(ch for ch in name.title() if ch.isascii() and ch.isalnum())
+    return create_model(f"{title}Verdict", **declared)

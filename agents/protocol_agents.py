@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from moot.agents.protocol_spec import FieldType, Protocol, Step, Verdict
+from moot.agents.protocol_spec import Protocol, Step
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.llm.stand_in import StandIn
@@ -129,21 +129,3 @@ GO_ON = StandIn(
     note="{calls} stop checks are counted as going on: a judge that stops earlier costs less",
     at_most=True,
 )
-
-_TYPES: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool}
-
-
-def field_type(kind: FieldType) -> Any:
-    """A verdict field's Python type: a scalar, or the Literal of its allowed values."""
-    return _TYPES[kind] if isinstance(kind, str) else Literal[tuple(kind)]
-
-
-@functools.cache
-def _verdict_schema(fields: tuple[tuple[str, Any], ...]) -> type[BaseModel]:
-    return create_model("Verdict", **{name: (kind, ...) for name, kind in fields})
-
-
-def verdict_schema(verdict: Verdict) -> type[BaseModel]:
-    """The pydantic model of a verdict's declared fields."""
-    fields = tuple((name, field_type(kind)) for name, kind in verdict.fields.items())
-    return _verdict_schema(fields)

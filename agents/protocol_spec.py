@@ -41,8 +41,10 @@ from typing import Annotated, Any, Literal
 
 import jinja2
 import jinja2.meta
-from pydantic import Field, ValidationError, model_validator
+import yaml
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from moot.agents.judge_spec import OutputField, answer_model
 from moot.core.errors import InputError
 from moot.core.loader import Unreadable, load_yaml
 from moot.core.validation import ConfigModel, problem
@@ -147,14 +149,10 @@ class Extraction(ConfigModel):
         return (last.group(1) if self.regex.groups else last.group(0)).strip() or None
 
 
-#: A verdict field's type: ``str``, ``int``, ``float``, ``bool``, or the list of allowed values.
-FieldType = Literal["str", "int", "float", "bool"] | list[str]
-
-
 class Verdict(Step):
-    """A judge's structured final reply: its named fields."""
+    """A judge's structured final reply: its named fields, declared as a judge's are."""
 
-    fields: dict[Name, FieldType] = Field(min_length=1)
+    fields: dict[Name, OutputField] = Field(min_length=1)
 
 
 class Final(ConfigModel):
@@ -251,6 +249,12 @@ class Protocol(ConfigModel):
         return {a.model[1:] for a in self.agents.values() if a.model.startswith("$")}
 
     @functools.cached_property
+    def verdict_model(self) -> type[BaseModel] | None:
+        """The pydantic model of ``final.verdict``'s fields, if the protocol ends in one."""
+        verdict = self.final and self.final.verdict
+        return answer_model(self.name, verdict.fields) if verdict else None
+
+    @functools.cached_property
     def environment(self) -> jinja2.Environment:
         """The Jinja environment of its templates (the prompts' settings: `moot.prompts`)."""
         environment = jinja2.Environment(
@@ -271,6 +275,24 @@ class Protocol(ConfigModel):
     def render_text(self, text: str, **variables: Any) -> str:
         """Render one of its inline Jinja strings (``outputs.sft``)."""
         return self.environment.from_string(text).render(**variables).strip()
+
+    def save(self, path: str | Path) -> Path:
+        """Write it as a protocol file at `path`, beside its templates (in `base`), and check it.
+
+        So a protocol built in Python runs with ``moot protocol`` / `moot.protocol` and every
+        guarantee they give (resume, claims, cards).
+
+        Raises:
+            InputError: `path` is not in `base` (its templates would not be found), or the
+                protocol is refused by a check.
+        """
+        path = Path(path)
+        if path.parent.resolve() != self.base.resolve():
+            raise InputError(path, f"save the protocol beside its templates, in {self.base}")
+        check_protocol(self, path)
+        data = self.model_dump(mode="json", exclude={"base"}, exclude_defaults=True)
+        path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), "utf-8")
+        return path
 
     def digest(self) -> str:
         """What makes two protocols the same: its settings and its templates' text."""

@@ -36,7 +36,6 @@ from moot.agents.protocol_agents import (
     pick_stand_in,
     say,
     step_messages,
-    verdict_schema,
 )
 from moot.agents.protocol_spec import Protocol, Step
 from moot.core.llm.models import ModelClient
@@ -377,7 +376,7 @@ async def _final(state: ProtocolState, runtime: Runtime[ProtocolContext]) -> Pro
         )
         return {"final": {"text": text}}
     assert final.verdict is not None
-    schema = verdict_schema(final.verdict)
+    schema = ctx.protocol.verdict_model
     reply = await _structured(
         state, ctx, final.verdict, schema, turns, len(turns), "final", None, ended
     )

@@ -19,6 +19,7 @@ from typing import Any
 from moot.agents.protocol_spec import Protocol
 from moot.core.data.records import stable_id, write_json, write_jsonl
 from moot.core.errors import InputError
+from moot.core.hub.cards import Card, write_card
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.runs import STOPPED, Progress, Record, RunOutput, run_claimed
@@ -138,7 +139,9 @@ async def run_protocol(
     summary = summarize(protocol, records) | {"stopped": result.tally.stopped}
     write_json(out_dir / "summary.json", {**claim, **summary, "ledger": client.ledger.to_json()})
     if protocol.outputs.sft is not None:
-        write_jsonl(out_dir / "sft.jsonl", sft_records(protocol, records))
+        rows = sft_records(protocol, records)
+        write_jsonl(out_dir / "sft.jsonl", rows)
+        write_card(out_dir, card(protocol, roles, summary, len(rows), client))
     return ProtocolResult(result.records, summary, [result.tally])
 
 
@@ -254,6 +257,47 @@ def _rounds(record: Record) -> int:
 
 def _mean(values: Sequence[float | bool]) -> float | None:
     return sum(values) / len(values) if values else None
+
+
+def card(
+    protocol: Protocol,
+    roles: dict[str, Role],
+    summary: dict[str, Any],
+    records: int,
+    client: ModelClient,
+) -> Card:
+    """The card of a protocol run's SFT dataset (`moot.core.hub.cards`)."""
+    what = protocol.description or f"the `{protocol.name}` protocol"
+    return Card(
+        kind="dataset",
+        title=f"{protocol.name}: debate data",
+        summary=(
+            f"Chat SFT records made by debate: {what}, run by `moot protocol` "
+            f"({len(protocol.agents)} agents, at most {protocol.rounds} round(s), "
+            f"{protocol.turns.plan.replace('_', ' ')} turns), one record per item that ended "
+            "ok, through the protocol's `outputs.sft` mapping. The protocol is the user's: its "
+            "prompts are its own templates, not a paper's."
+        ),
+        schema="Output folder of `moot protocol`",
+        sizes=[
+            ("records", records),
+            (
+                "items ok / incomplete / failed",
+                f"{summary['ok']} / {summary['incomplete']} / {summary['errors']}",
+            ),
+        ],
+        notes=[
+            (
+                "Protocol",
+                f"`{protocol.name}` (digest `{protocol.digest()}`); its templates, beside its "
+                "file: " + ", ".join(f"`{path}` ({key})" for key, path in protocol.templates()),
+            )
+        ],
+        models=list(dict.fromkeys(role.spec.name for role in roles.values())),
+        ledger=client.ledger.to_json(),
+        tags=["debate", "protocol", "synthetic", "sft"],
+        data_files={"train": "sft.jsonl"},
+    )
 
 
 def sft_records(protocol: Protocol, records: Sequence[Record]) -> list[dict[str, Any]]:

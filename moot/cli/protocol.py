@@ -136,7 +136,7 @@ class RunProtocol(ModelJob):
         out, summary = self.settings.out, done.summary
         outputs = {"transcripts": out / "transcripts.jsonl", "summary": out / "summary.json"}
         if (out / "sft.jsonl").exists():
-            outputs["sft"] = out / "sft.jsonl"
+            outputs |= {"sft": out / "sft.jsonl", "card": out / "README.md"}
         ended = ", ".join(f"{by} {n}" for by, n in sorted(summary["ended_by"].items()))
         lines = [
             f"items       {summary['items']} ({summary['ok']} ok, "

@@ -105,6 +105,8 @@ outputs: {{sft: {{instruction: "On {{{{ topic }}}}", response: "{{{{ final }}}}"
     (record,) = read_jsonl(tmp_path / "out" / "transcripts.jsonl")
     assert record["final"] == {"text": "carol said 0"}
     assert record["ended"] == {"by": "rounds", "round": 1}
+    card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
+    assert "## Protocol" in card and "`conclude.j2` (final.conclude.template)" in card
     (sft,) = read_jsonl(tmp_path / "out" / "sft.jsonl")
     assert sft["messages"] == [
         {"role": "user", "content": "On tea"},
@@ -176,7 +178,11 @@ turns:
   moderator: {agent: mia, template: pick.j2}
 visibility: {summary: {agent: sam, template: summary.j2}}
 stop: {judge: {agent: jo, template: stop.j2}}
-final: {verdict: {agent: jo, template: verdict.j2, fields: {winner: [alice, bob], why: str}}}
+final:
+  verdict:
+    agent: jo
+    template: verdict.j2
+    fields: {winner: {type: choice, values: [alice, bob]}, why: {type: str}}
 """
 MODERATED_TEMPLATES = {
     "pick": "Pick in round {{ round }} among {{ agents | join(',') }}. Summary: {{ summary }}",
@@ -398,3 +404,45 @@ def test_moot_view_shows_the_transcript_summaries_checks_and_verdict_as_text(tmp
         assert shown in detail, shown
     assert HOSTILE in detail  # drawn as text
     assert page.evaluate("window.pwned") is None and page.errors == []
+
+
+def test_a_protocol_is_a_stage_of_a_recipe(tmp_path):
+    protocol = write_protocol(
+        tmp_path / "p",
+        protocol_text(outputs="outputs: {sft: {instruction: '{{ topic }}', response: x}}"),
+    )
+    items = write_items(tmp_path, "tea")
+    with ScriptedServer(rules=speaker_rules()) as server:
+        recipe = tmp_path / "recipe.yaml"
+        recipe.write_text(
+            f"stages:\n  talk:\n    command: protocol\n    protocol: {protocol}\n"
+            f"    in: {items}\n    model: openai/scripted\n    api_base: {server.url}\n",
+            encoding="utf-8",
+        )
+        result = moot.run(recipe=recipe, out=tmp_path / "run")
+    assert result.exit_code == 0, str(result)
+    assert len(server.requests) == 4  # two rounds of alice and bob
+    (record,) = read_jsonl(tmp_path / "run" / "talk" / "transcripts.jsonl")
+    assert [t["agent"] for t in record["turns"]] == ["alice", "bob", "alice", "bob"]
+    assert result.stages["talk"].outputs["sft"].exists()
+
+
+def test_a_protocol_built_in_python_is_saved_and_run_as_its_file_is(tmp_path):
+    from moot.agents.protocol_spec import Agent, Protocol, Turns
+
+    folder = tmp_path / "p"
+    write_protocol(folder, "unused: true\n")
+    built = Protocol(
+        name="built",
+        inputs=["topic"],
+        agents={"alice": Agent(system="system.j2"), "bob": Agent(system="system.j2")},
+        rounds=1,
+        turns=Turns(template="turn.j2"),
+        base=folder,
+    )
+    with pytest.raises(InputError, match="beside its templates"):
+        built.save(tmp_path / "elsewhere.yaml")
+    path = built.save(folder / "built.yaml")
+    with ScriptedServer(rules=speaker_rules()) as server:
+        result = run(server, path, write_items(tmp_path, "tea"), tmp_path / "out")
+    assert result.exit_code == 0 and len(server.requests) == 2
