@@ -286,6 +286,8 @@ def _run(
             write_run_view(args.out, manifest)
             write_report(args.out, recipe, manifest)
             raise
+        if result.prompts:  # a deviation from the paper, said where the run is told
+            manifest.update(name, prompt_overrides=result.prompts)
         if live:
             show(result, item.args.quiet)
         else:

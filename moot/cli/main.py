@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         debatune,
         loop,
         models,
+        prompts,
         retrieval,
         training,
         view,
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         compqa,
         training,
         models,
+        prompts,
         loop,
         view,
     ):
