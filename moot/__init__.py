@@ -52,6 +52,7 @@ _EXPORTS = {
         "data",
         "train",
         "models",
+        "templates",
     ),
     "moot.result": ("Result",),
     "moot.core": (

@@ -20,6 +20,7 @@ from importlib import resources
 from typing import Any
 
 import jinja2
+import jinja2.ext
 import jinja2.meta
 import yaml
 
@@ -40,6 +41,9 @@ __all__ = [
 
 #: What a file of the package is, if it is a template or a data file prompts load.
 SUFFIXES = (".j2", ".yaml")
+
+#: Where the chat templates are: transformers renders them, with its own tags.
+CHAT_TEMPLATES = "chat_templates/"
 
 
 def _new_environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
@@ -188,7 +192,7 @@ def override_problem(name: str, text: str) -> str | None:
     templates, and use no variable the built-in is not given: the built-in's own, those of the
     templates it includes, and Jinja's globals (``range``).
     """
-    environment = _environment()
+    environment = _chat_environment() if name.startswith(CHAT_TEMPLATES) else _environment()
     try:
         tree = environment.parse(text)
         environment.compile(tree)  # an unknown filter or test is refused here
@@ -204,10 +208,29 @@ def override_problem(name: str, text: str) -> str | None:
     return None
 
 
+class _Generation(jinja2.ext.Extension):
+    """transformers' ``{% generation %}`` block of chat templates, parsed as its body."""
+
+    tags = {"generation"}
+
+    def parse(self, parser: Any) -> Any:
+        next(parser.stream)
+        return parser.parse_statements(("name:endgeneration",), drop_needle=True)
+
+
+@functools.cache
+def _chat_environment() -> jinja2.Environment:
+    """Chat templates as transformers reads them (its loop controls, its generation tag)."""
+    return jinja2.Environment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols, _Generation]
+    )
+
+
 @functools.cache
 def _given(name: str) -> frozenset[str]:
     """The variables the built-in `name` is rendered with: its own and its includes'."""
-    tree = _environment().parse(_builtin_source(name))
+    environment = _chat_environment() if name.startswith(CHAT_TEMPLATES) else _environment()
+    tree = environment.parse(_builtin_source(name))
     found = set(jinja2.meta.find_undeclared_variables(tree))
     for included in jinja2.meta.find_referenced_templates(tree):
         if included is not None:

@@ -547,7 +547,7 @@ class PromptSettings(Settings):
         metavar="DIR",
         group="model calls",
         help="templates that replace the built-ins of the same path under prompts/ (start one "
-        "with `moot prompts export DIR`); a deviation from the paper (docs/faithfulness.md)",
+        "with `moot templates export DIR`); a deviation from the paper (docs/faithfulness.md)",
     )
 
 

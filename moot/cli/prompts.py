@@ -1,4 +1,4 @@
-"""``--prompts DIR``: a run's own templates over the built-ins; `moot prompts export`.
+"""``--prompts DIR``: a run's own templates over the built-ins; `moot templates export`.
 
 A file ``DIR/<paper>/<name>`` replaces the built-in template or data file
 ``prompts/<paper>/<name>`` for the run (`moot.prompts.overriding`). Every file is checked before
@@ -41,7 +41,7 @@ def _nothing() -> Any:
 def read_overrides(folder: Path) -> Any:
     """The `moot.prompts.Overrides` in `folder`: each file by its path under it.
 
-    A file equal to its built-in replaces nothing (a folder from `moot prompts export` whose
+    A file equal to its built-in replaces nothing (a folder from `moot templates export` whose
     other files were left alone overrides only those edited). Hidden files are left out.
 
     Raises:
@@ -112,10 +112,10 @@ def _kind(entry: Any) -> str:
 
 
 class Export(Job):
-    """`moot prompts export DIR [NAME...]`: the built-in templates, copied to edit as overrides."""
+    """`moot templates export DIR [NAME...]`: built-in templates, copied to edit as overrides."""
 
     class Settings(opt.OutputSettings):
-        """`moot prompts export`'s settings."""
+        """`moot templates export`'s settings."""
 
         folder: Path = flag(
             positional=True,
@@ -171,10 +171,10 @@ def _write(text: str, file: Any) -> None:
 
 
 def register(commands: Commands) -> None:
-    """Add `moot prompts export`."""
+    """Add `moot templates export`."""
     commands.add(
         "export",
         Export,
         "copy built-in templates into a folder, to edit and pass as --prompts",
-        group="prompts",
+        group="templates",
     )
