@@ -31,8 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
         debatune,
         loop,
         models,
-        prompts,
         retrieval,
+        templates,
         training,
         view,
     )
@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         compqa,
         training,
         models,
-        prompts,
+        templates,
         loop,
         view,
     ):
