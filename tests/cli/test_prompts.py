@@ -411,3 +411,22 @@ def test_export_copies_the_built_ins_which_override_nothing_until_edited(tmp_pat
     with pytest.raises(moot.MootError) as refused:
         moot.templates.export(folder=folder, names=["debatun"])
     assert "did you mean 'debatune/" in refused_in_one_line(refused.value)
+
+
+@pytest.mark.torch  # a tiny GPT-2 scores in process: its prompt never reaches a server
+def test_eval_pd_scores_with_the_overridden_turn_and_claims_it(tmp_path):
+    from tests.cli.test_pd import _inputs
+    from tests.tiny_gpt2 import tiny_gpt2
+
+    answers, partials = _inputs(tmp_path)
+    options = {"answers": answers, "partial_answers": partials, "max_length": 64, "limit": 1}
+    options["scorer"] = tiny_gpt2(tmp_path / "gpt2", n_positions=128, initializer_range=0.1)
+    mine = one_override(tmp_path / "p", "debateqa/perspective_diversity.j2", "Think twice.")
+    scores = {}
+    for name, prompts in (("plain", None), ("mine", mine)):
+        moot.eval.pd(**options, out=tmp_path / name, prompts=prompts)
+        scores[name] = json.loads((tmp_path / name / "scores.jsonl").read_text())["pd"]
+    assert scores["mine"] != pytest.approx(scores["plain"])
+    with pytest.raises(moot.MootError) as refused:  # its folder is claimed for those prompts
+        moot.eval.pd(**options, out=tmp_path / "mine")
+    assert "another scorer or settings" in refused_in_one_line(refused.value)
