@@ -413,7 +413,8 @@ def test_export_copies_the_built_ins_which_override_nothing_until_edited(tmp_pat
     assert "did you mean 'debatune/" in refused_in_one_line(refused.value)
 
 
-@pytest.mark.torch  # a tiny GPT-2 scores in process: its prompt never reaches a server
+@pytest.mark.slow  # a tiny GPT-2 scores in process (its prompt never reaches a server): 12 s
+@pytest.mark.torch
 def test_eval_pd_scores_with_the_overridden_turn_and_claims_it(tmp_path):
     from tests.cli.test_pd import _inputs
     from tests.tiny_gpt2 import tiny_gpt2
