@@ -20,7 +20,13 @@ import yaml
 import moot
 from moot.prompts import builtin_names, template_source
 from moot.testing import Rule, ScriptedServer
-from tests.cli.helpers import ARGUMENTS_REPLY, refused_in_one_line, run_moot, stdout
+from tests.cli.helpers import (
+    ARGUMENTS_REPLY,
+    command_parsers,
+    refused_in_one_line,
+    run_moot,
+    stdout,
+)
 from tests.cli.test_answer import REACT_RULES
 from tests.cli.test_answer import corpus as answer_corpus
 from tests.cli.test_berds import berds_fixture, demo_answers, detector_subset, write_jsonl
@@ -218,18 +224,7 @@ RULES = [
 
 def model_calling_commands() -> set[str]:
     """Every command with a ``--dry-run`` (it calls a model), from the parser tree."""
-    from moot.cli.main import build_parser
-
-    def leaves(parser, words=()):
-        for action in parser._actions:
-            if action.__class__.__name__ == "_SubParsersAction":
-                for name, sub in action.choices.items():
-                    if name in action._name_parser_map and sub.prog.endswith(name):
-                        yield from leaves(sub, (*words, name))
-                return
-        yield " ".join(words), parser
-
-    return {words for words, parser in leaves(build_parser()) if parser.get_default("plan_fn")}
+    return {" ".join(w) for w, parser in command_parsers().items() if parser.get_default("plan_fn")}
 
 
 def assert_rendered_from_overrides(messages: list[dict[str, Any]], given: set[str]) -> None:
