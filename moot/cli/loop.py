@@ -256,6 +256,7 @@ def _run(
             if live:  # even --quiet: what it discards
                 print(redone, file=sys.stderr)
             discard([item.output])
+        manifest.stages.get(name, {}).pop("prompt_overrides", None)  # its last run's: below
         how = {"push": " (done before: pushing it)", "run": " (resuming)", "redo": ""}[todo]
         say(f"stage {name}: {item.stage.title}" + (how if name in manifest.stages else ""))
         manifest.update(

@@ -17,7 +17,7 @@ from moot.result import Result
 class Export(Job):
     """`moot templates export DIR [NAME...]`: built-in templates, copied to edit as overrides."""
 
-    class Settings(opt.OutputSettings):
+    class Settings(opt.CommonSettings):
         """`moot templates export`'s settings."""
 
         folder: Path = flag(
