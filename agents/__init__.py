@@ -21,16 +21,15 @@ __getattr__, __all__ = lazy_exports(
             "object_messages",
         ),
         "moot.agents.debatune_debaters": (
-            "Turn",
             "argument_messages",
-            "conclude",
-            "conclusion_messages",
             "opposite",
             "parse_argument_list",
             "propose_arguments",
-            "speak",
-            "turn_messages",
-            "turn_stage",
+        ),
+        "moot.agents.protocol_spec": (
+            "Protocol",
+            "check_protocol",
+            "load_protocol",
         ),
         "moot.agents.debatrix_judges": (
             "FRAMEWORKS",

@@ -1,7 +1,8 @@
-"""DEBATunE debaters: argument proposal, debate turns and the concluding statement.
+"""DEBATunE's debaters: argument proposal (the debate itself is a protocol).
 
-Each function renders its prompt from ``prompts/debatune``, makes one call through the model layer,
-and parses the reply. Agent A holds the stance and argument; agent B takes the opposite stance.
+The arguments' prompt is rendered from ``prompts/debatune``; the debate's turns and conclusion are
+DEBATunE's protocol (``prompts/debatune/protocol.yaml``, `moot.graphs.debatune_debate`). Agent A
+holds the stance and argument; agent B takes the opposite stance.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import functools
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Annotated
 
 from pydantic import BaseModel, Field, StringConstraints, create_model
@@ -21,22 +21,12 @@ from moot.core.llm.stand_in import StandIn
 from moot.core.llm.structured import OutputParseError, extract_value, json_schema_format
 from moot.prompts import render
 
-#: Completion budgets from the DEBATunE reference: arguments, debate turns, conclusion.
-ARGUMENT_TOKENS, TURN_TOKENS, CONCLUSION_TOKENS = 512, 800, 2048
+#: The completion budget of an argument list, the DEBATunE reference's.
+ARGUMENT_TOKENS = 512
 
 _BULLET = re.compile(
     r"^\s*(?:[-*•]\s+|\(?(\d{1,2})[.):]\s+|(?:argument|point)\s+(\d{1,2})\s*[:.-]\s*)", re.I
 )
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One speech in a debate."""
-
-    speaker: str  # "A" (holds the argument) or "B" (opposes it)
-    side: str  # "Affirmative" or "Negative"
-    round: int
-    text: str
 
 
 def opposite(stance: str) -> str:
@@ -145,78 +135,6 @@ def _split_inline_numbers(text: str) -> list[str]:
         return []
     ends = [start for start, _ in bounds[1:]] + [len(text)]
     return [text[begin:end].strip() for (_, begin), end in zip(bounds, ends, strict=True)]
-
-
-async def speak(
-    client: ModelClient,
-    role: Role,
-    *,
-    topic: str,
-    stance: str,
-    argument: str,
-    speaker: str,
-    history: Sequence[Turn],
-    seed: int,
-    max_tokens: int = TURN_TOKENS,
-) -> str:
-    """One debate turn by `speaker` ("A" or "B") given the transcript so far."""
-    messages = turn_messages(topic, stance, argument, speaker, history)
-    stage = turn_stage(len(history))
-    reply = await client.complete(role, messages, stage=stage, max_tokens=max_tokens, seed=seed)
-    return reply.text.strip()  # never empty: the model layer retries an empty reply
-
-
-def turn_stage(turns_before: int) -> str:
-    """The ledger stage of a turn after `turns_before` turns: opening, critique, rebuttal."""
-    return "opening" if not turns_before else "rebuttal" if turns_before > 1 else "critique"
-
-
-def turn_messages(
-    topic: str, stance: str, argument: str, speaker: str, history: Sequence[Turn]
-) -> list[dict[str, str]]:
-    """The messages of `speaker`'s turn ("A" holds `stance`) after the `history` turns."""
-    side = stance if speaker == "A" else opposite(stance)
-    prompt = render(
-        "debatune/turn.j2",
-        argument=argument,
-        is_proponent=speaker == "A",
-        history=[{"own": turn.speaker == speaker, "text": turn.text} for turn in history],
-    )
-    return [_system("debatune/debater_system.j2", topic, side), {"role": "user", "content": prompt}]
-
-
-async def conclude(
-    client: ModelClient,
-    role: Role,
-    *,
-    topic: str,
-    stance: str,
-    argument: str,
-    transcript: Sequence[Turn],
-    seed: int,
-    max_tokens: int = CONCLUSION_TOKENS,
-) -> str:
-    """Agent A's detailed statement for `argument`, drawn from the whole debate."""
-    messages = conclusion_messages(topic, stance, argument, transcript)
-    reply = await client.complete(
-        role, messages, stage="conclusion", max_tokens=max_tokens, seed=seed
-    )
-    return reply.text.strip()
-
-
-def conclusion_messages(
-    topic: str, stance: str, argument: str, transcript: Sequence[Turn]
-) -> list[dict[str, str]]:
-    """The messages asking agent A for its statement after the debate's `transcript`."""
-    prompt = render(
-        "debatune/conclusion.j2",
-        topic=topic,
-        argument=argument,
-        side=stance,
-        transcript=[{"side": turn.side, "text": turn.text} for turn in transcript],
-    )
-    system = render("debatune/conclusion_system.j2", topic=topic, side=stance)
-    return [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
 
 
 def _system(template: str, topic: str, side: str) -> dict[str, str]:

@@ -206,6 +206,7 @@ class PairJudgment:
 
     forward: Judgment  # A shown as assistant 1
     reverse: Judgment  # B shown as assistant 1
+    scores: tuple[str, str] | None = None  # the fields scoring places 1 and 2 (default: first two)
 
     @property
     def ok(self) -> bool:
@@ -216,8 +217,12 @@ class PairJudgment:
         """A's verdict in each order, or None if either order failed to parse."""
         if not self.ok:
             return None
-        first, second = (list(j.value.model_dump().values()) for j in (self.forward, self.reverse))  # type: ignore[union-attr]
+        first, second = (self._scores(j.value) for j in (self.forward, self.reverse))
         return _verdict(first[0], first[1]), _verdict(second[1], second[0])
+
+    def _scores(self, value: Any) -> list[float]:
+        scores = value.model_dump()
+        return [scores[name] for name in self.scores] if self.scores else list(scores.values())
 
     @property
     def outcome(self) -> Verdict | None:

@@ -31,6 +31,7 @@ turns them into the exit code (0 all done, 1 some failed, 3 stopped by ``--budge
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -98,6 +99,16 @@ def unique_items(items: Sequence[Record]) -> list[Record]:
     for item in items:
         unique.setdefault(item["id"], item)
     return list(unique.values())
+
+
+def call_seed(seed: int, item_id: str, step: int | str) -> int:
+    """A call's sampling seed: distinct across items and their calls, identical across reruns.
+
+    `step` is the call's place in its item (a debate's turns count from 0), so a resumed item
+    asks each call with the seed it had.
+    """
+    digest = hashlib.sha256(f"{seed}:{item_id}:{step}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") % 2**31
 
 
 @dataclass

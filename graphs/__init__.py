@@ -31,11 +31,13 @@ __getattr__, __all__ = lazy_exports(
             "build_curate_graph",
             "curate",
         ),
-        "moot.graphs.debatune_debate": (
-            "DebateContext",
-            "DebateState",
-            "build_debate_graph",
+        "moot.graphs.debatune_debate": ("debatune_protocol",),
+        "moot.graphs.protocol_debate": (
+            "ProtocolContext",
+            "ProtocolState",
+            "build_protocol_graph",
         ),
+        "moot.graphs.protocol_run": ("run_protocol",),
         "moot.graphs.debatrix_judging": (
             "JudgeContext",
             "JudgeState",

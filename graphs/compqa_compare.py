@@ -43,8 +43,7 @@ from moot.core.llm.ledger import call_usage, record_usage
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.metrics.stats import mean
-from moot.core.runs import Progress, Tally, outcome_counts, run_claimed
-from moot.graphs.debatune_debate import call_seed
+from moot.core.runs import Progress, Tally, call_seed, outcome_counts, run_claimed
 from moot.prompts import render, template_digest
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

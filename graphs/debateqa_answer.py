@@ -50,8 +50,7 @@ from moot.core.llm.spec import Role
 from moot.core.llm.stand_in import StandIn, stand_in
 from moot.core.llm.tokens import count_tokens
 from moot.core.metrics.stats import mean
-from moot.core.runs import Progress, RunOutput, outcome_counts, run_claimed
-from moot.graphs.debatune_debate import call_seed
+from moot.core.runs import Progress, RunOutput, call_seed, outcome_counts, run_claimed
 from moot.prompts import render, template_digest
 
 if TYPE_CHECKING:

@@ -36,10 +36,9 @@ from moot.core.llm.spec import Role
 from moot.core.llm.stand_in import StandIn, stand_in
 from moot.core.llm.tokens import count_tokens
 from moot.core.retrieval.embeddings import unit_rows
-from moot.core.runs import Progress, RunOutput, outcome_counts, run_claimed
+from moot.core.runs import Progress, RunOutput, call_seed, outcome_counts, run_claimed
 from moot.graphs.checkpoints import invoke, settled
 from moot.graphs.debateqa_answer import retriever_identity, search
-from moot.graphs.debatune_debate import call_seed
 from moot.prompts import render, template_digest
 
 if TYPE_CHECKING:

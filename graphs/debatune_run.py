@@ -35,12 +35,12 @@ from moot.core.hub.cards import Card, folder_bytes, write_card
 from moot.core.llm.ledger import UsageLedger
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.runs import STOPPED, Progress, Tally, run_items
+from moot.core.runs import STOPPED, Progress, Tally, call_seed, run_items
 from moot.prompts import overridden, template_digest
 from moot.training.debatune_data import INSTRUCTIONS_FILE, write_sft_dataset
 
 if TYPE_CHECKING:  # LangGraph is imported only when a debate runs (`_Debates`)
-    from moot.graphs.debatune_debate import DebateContext
+    from moot.graphs.protocol_debate import ProtocolContext
 
 PROMPTS = (
     "debatune/debater_system.j2",
@@ -262,8 +262,6 @@ async def _debate_jobs(
     rounds = 0
 
     async def propose(item: dict[str, Any]) -> dict[str, Any]:
-        from moot.graphs.debatune_debate import call_seed
-
         seed = call_seed(config.seed, item["id"], item["attempt"])
         arguments = await propose_arguments(
             client, config.debater_a, item["topic"], item["stance"], k, seed=seed
@@ -395,21 +393,16 @@ class _Debates:
 
     async def _open(self) -> Any:
         from moot.graphs.checkpoints import durability_for, open_checkpoints
-        from moot.graphs.debatune_debate import DebateContext, build_debate_graph
+        from moot.graphs.debatune_debate import debaters, debatune_protocol
+        from moot.graphs.protocol_debate import ProtocolContext, build_protocol_graph
 
         config = self._config
         saver = self._saver = await self._stack.enter_async_context(open_checkpoints(self._out_dir))
-        context = DebateContext(
-            client=self._client,
-            debater_a=config.debater_a,
-            debater_b=config.debater_b,
-            rounds=config.rounds,
-            seed=config.seed,
-            turn_tokens=config.turn_tokens,
-            conclusion_tokens=config.conclusion_tokens,
-        )
+        protocol = debatune_protocol(config.rounds, config.turn_tokens, config.conclusion_tokens)
+        roles = debaters(config.debater_a, config.debater_b)
+        context = ProtocolContext(protocol, roles, self._client, config.seed)
         return functools.partial(
-            _debate, build_debate_graph(saver), context, self._shard, durability_for(self._client)
+            _debate, build_protocol_graph(saver), context, self._shard, durability_for(self._client)
         )
 
     async def logged(self, record: dict[str, Any]) -> None:
@@ -429,25 +422,28 @@ class _Debates:
 
 
 async def _debate(
-    graph: Any, context: DebateContext, shard: Shard, durability: str, job: dict[str, Any]
+    graph: Any, context: ProtocolContext, shard: Shard, durability: str, job: dict[str, Any]
 ) -> dict:
     """Run (or resume) one debate and return its result record (a failed one keeps its turns)."""
     from moot.graphs.checkpoints import run_thread
-    from moot.graphs.debatune_debate import recursion_limit
+    from moot.graphs.debatune_debate import transcript
+    from moot.graphs.protocol_debate import recursion_limit, start
 
+    inputs = {"topic": job["topic"], "stance": job["stance"], "argument": job["argument"]}
     final, error = await run_thread(
         graph,
         job["id"],
-        {**job, "turns": []},
+        start(context.protocol, job["id"], inputs),
         context=context,
-        steps=recursion_limit(context.rounds),
+        steps=recursion_limit(context.protocol),
         durability=durability,
-        done=lambda state: bool(state.get("conclusion")),
+        done=lambda state: bool(state.get("final")),
     )
-    conclusion = None if error else final["conclusion"]
-    turns = final.get("turns", [])
+    conclusion = None if error else final["final"]["text"]
+    turns = transcript(job["stance"], final.get("turns", []))
+    roles = context.roles
     record = _debate_record(
-        job, context.debater_a, context.debater_b, context.rounds, shard, turns, conclusion
+        job, roles["A"], roles["B"], context.protocol.rounds, shard, turns, conclusion
     )
     return record | ({"status": "failed", "error": str(error)} if error else {})
 

@@ -346,6 +346,7 @@ index, aindex = _command("index")
 retrieve, aretrieve = _command("retrieve")
 run, arun = _command("run")
 view, aview = _command("view")
+protocol, aprotocol = _command("protocol")
 
 eval = _group(  # noqa: A001 - `moot eval quality` is `moot.eval.quality`
     "eval controllability",
@@ -356,6 +357,7 @@ eval = _group(  # noqa: A001 - `moot eval quality` is `moot.eval.quality`
     "eval berds",
     "eval detector",
     "eval compqa",
+    "eval judge",
 )
 report = _group("report debateqa", "report compqa")
 data = _group("data distill-compqa", "data mix")

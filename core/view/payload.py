@@ -10,6 +10,7 @@ tuned model on the same instructions). The record itself travels whole, for the 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,6 +188,40 @@ def _compqa_judged(r: Record, summary: Record) -> Record:
     }
 
 
+def _protocol(r: Record, summary: Record) -> Record:
+    inputs = r.get("inputs") or {}
+    final = r.get("final") or {}
+    failure = r.get("failure") or {}
+    ended = r.get("ended") or {}
+    label = final.get("answer") or final.get("verdict") or ended.get("by")
+    found = {
+        "title": " · ".join(str(value) for value in inputs.values())[:200] or r.get("id"),
+        "model": next(iter((r.get("models") or {}).values()), None),
+        "label": label if isinstance(label, str) else json.dumps(label, ensure_ascii=False),
+        "key": _key(json.dumps(inputs, sort_keys=True, ensure_ascii=False)),
+    }
+    if failure:  # a structured reply that could not be read ended the item
+        found |= {"status": "unparsed", "error": f"{failure.get('step')}: {failure.get('error')}"}
+    return found
+
+
+def _custom_judge(r: Record, summary: Record) -> Record:
+    verdict, source = r.get("verdict"), r.get("input") or {}
+    found = {
+        "title": next((str(v) for v in source.values() if isinstance(v, str)), r.get("place")),
+        "model": ", ".join(summary.get("jurors") or []),
+        "score": verdict
+        if isinstance(verdict, int | float) and not isinstance(verdict, bool)
+        else None,
+        "label": None if verdict is None else str(verdict),
+        "key": _key(r.get("place")),
+    }
+    if r.get("status") == "ok" and verdict is None:  # no juror's reply read, or a split jury
+        read = any(v is not None for v in (r.get("verdicts") or {}).values())
+        found |= {"status": "unparsed", "error": "a split jury" if read else "no reply read"}
+    return found
+
+
 def _key(*parts: Any) -> str:
     return "\x1f".join("" if p is None else str(p) for p in parts)
 
@@ -210,6 +245,8 @@ KINDS: dict[str, Kind] = {
     "curate": Kind("curate", "curation.jsonl", "summary.json", _curated),
     "compare": Kind("compare", "answers.jsonl", "summary.json", _compare),
     "compqa": Kind("compqa", "judged", "summary.json", _compqa_judged),
+    "protocol": Kind("protocol", "transcripts.jsonl", "summary.json", _protocol),
+    "custom_judge": Kind("custom_judge", "judgments.jsonl", "summary.json", _custom_judge),
     "panelbench": Kind("summary", None, "summary.json", _none),
     "report": Kind("summary", None, "report.json", _none),
 }

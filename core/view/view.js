@@ -168,6 +168,23 @@
             grid.map((row) => cell(row[rank]))))),
         trouble.map((d) => el("div", { cls: d.status !== "ok" ? "error" : "warn" }, `rank ${d.rank + 1}, P${d.perspective_index + 1}: ` + (d.status !== "ok" ? "FAILED: " + (d.error || d.status) : "unread: " + ((d.judgment.parse_failure || {}).error || "") + " (replies: " + (d.judgment.replies || []).join(" | ") + ")")))];
     },
+    protocol(r) {
+      const turns = r.turns || [], checks = r.checks || [], final = r.final || {};
+      const out = [kv([["inputs", r.inputs], ["models", r.models], ["ended", r.ended]]), r.failure ? [el("div", { cls: "warn" }, `unread: ${r.failure.step}: ${r.failure.error}`), rawReply(r.failure.raw)] : null,
+        el("h3", {}, "Transcript"),
+        turns.length ? turns.map((t) => el("div", { cls: "turn" }, el("div", { cls: "who" }, `Round ${t.round + 1} · ${t.agent}`),
+          t.question ? para("Asked: " + t.question) : null, para(t.text), t.answers ? kv(Object.entries(t.answers)) : null)) : el("p", { cls: "muted" }, "no turns")];
+      if ((r.summaries || []).length) out.push(el("h3", {}, "Running summary"), r.summaries.map((x, i) => el("div", { cls: "turn" }, el("div", { cls: "who" }, `after round ${i + 1}`), para(x))));
+      if (checks.length) out.push(el("h3", {}, "Moderator and stop checks"), table(["round", "step", "reply"], checks.map((c) => [c.round === null ? "—" : c.round + 1, c.step, c.speaker ? `${c.speaker}${c.question ? ": " + c.question : ""}` : c.reason || c.error || ""]), "checks"));
+      if (r.final) out.push(el("h3", {}, "Final"), final.text !== undefined ? para(final.text) : kv(Object.entries(final)));
+      return out;
+    },
+    custom_judge(r) {
+      const jurors = Object.entries(r.jurors || {});
+      return [kv([["item", r.place], ["verdict", r.verdict], ["jurors' verdicts", r.verdicts]]), el("h3", {}, "Input"), value(r.input || {}, 0),
+        jurors.map(([name, j]) => [el("h3", {}, "Juror " + name), j.forward ? [kv([["outcome", j.outcome], ["inconsistent", j.inconsistent]]),
+          el("div", { cls: "who" }, "a first"), judgmentBlock(j.forward), el("div", { cls: "who" }, "b first"), judgmentBlock(j.reverse)] : judgmentBlock(j)])];
+    },
     curate(r) {
       const povs = r.partial_answers || [];
       return [kv([["question", r.question], ["id", r.id], ["chunks retrieved", (r.chunk_ids || []).join(", ")]]),

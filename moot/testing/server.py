@@ -72,11 +72,14 @@ class Rule:
             (0-based). Other braces are left alone, so JSON replies need no escaping.
         role: Search only messages with this role; ``"last"`` searches only the last message
             and None searches all messages.
+        model: Match only requests for this model (the body's ``model``: ``juror-a`` of
+            ``openai/juror-a``); None matches any.
     """
 
     pattern: str
     reply: str
     role: str | None = None
+    model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -653,6 +656,8 @@ class ScriptedServer:
         messages = body["messages"]
         with self._lock:
             for index, rule in enumerate(self.config.rules):
+                if rule.model not in (None, body.get("model")):
+                    continue
                 if re.search(rule.pattern, _joined_contents(messages, rule.role), re.S):
                     self._rule_matches[index] += 1
                     return rule.reply.replace("{n}", str(self._rule_matches[index] - 1)), "stop"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -115,3 +116,16 @@ def test_debatrix_judging_on_the_embedded_model(tmp_path):
     assert [s["speaker"] for s in speeches] == ["Alice", "Bob"]
     # constrained decoding on the embedded model: every winner is a debater, or counted unparsed
     assert judgment["final"]["winner"] in ("Alice", "Bob") or judgment["final"]["winner_failure"]
+
+
+def test_a_judge_of_ones_own_on_the_embedded_model(tmp_path):
+    judges = Path(__file__).resolve().parents[2] / "examples" / "judges"
+    out = tmp_path / "out"
+    args = ["eval", "judge", "--spec", judges / "helpfulness.yaml"]
+    result = run_moot(*args, "--in", judges / "helpfulness.jsonl", "--out", out, timeout=HANG)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["items"] == 2 and summary["errors"] == 0
+    verdicts = [r["verdict"] for r in read_jsonl(out / "judgments.jsonl")]
+    # the schema is decoded (constrained by default): each verdict is read, a score of 1-10
+    assert summary["parse_failures"] == 0 and all(1 <= v <= 10 for v in verdicts)

@@ -73,6 +73,7 @@ def test_every_command_takes_a_config_file_and_names_an_unknown_key(path, tmp_pa
         ("models", "check"): ["local/smollm2"],
         ("run",): ["r"],
         ("templates", "export"): ["d"],
+        ("protocol",): ["p"],
     }
     assert main([*path, *positional.get(path, []), "--config", str(config)]) == 2
     assert "c.yaml: unknown option 'no_such_option'" in capsys.readouterr().err

@@ -109,6 +109,17 @@ def test_rule_roles_and_runtime_rules(server: ScriptedServer) -> None:
     assert text(server, messages[:1]) == "system rule"
 
 
+def test_a_rule_may_match_one_model_alone() -> None:
+    rules = [Rule("verdict", "from juror b", model="juror-b"), Rule("verdict", "from any")]
+    with ScriptedServer(rules=rules) as server:
+        ask = [{"role": "user", "content": "verdict?"}]
+        replies = [
+            client(server).chat.completions.create(model=m, messages=ask).choices[0].message.content
+            for m in ("juror-a", "juror-b")
+        ]
+    assert replies == ["from any", "from juror b"]
+
+
 # --- structured output -----------------------------------------------------
 
 
