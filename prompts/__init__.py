@@ -61,8 +61,9 @@ def _new_environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
 
 
 @functools.cache
-def _environment() -> jinja2.Environment:
-    return _new_environment(jinja2.PackageLoader("moot.prompts", "."))
+def _environment(folder: str = "") -> jinja2.Environment:
+    """The built-ins' environment, its names relative to `folder` (a protocol's, `render`)."""
+    return _new_environment(jinja2.PackageLoader("moot.prompts", folder or "."))
 
 
 class Overrides:
@@ -79,17 +80,27 @@ class Overrides:
         #: The digest of them all, names and texts: what a run identity takes of them.
         self.digest = _digest("".join(f"{n}\0{d}\0" for n, d in self.digests.items()))
         self._yaml: dict[str, Any] = {}
+        self._environments: dict[str, jinja2.Environment] = {}
 
-    @functools.cached_property
-    def environment(self) -> jinja2.Environment:
-        """The run's Jinja environment: its overrides first, then the built-ins.
+    def environment(self, folder: str = "") -> jinja2.Environment:
+        """The run's Jinja environment: its overrides first, then the built-ins (`_environment`).
 
         A built-in template that includes an overridden one includes the override.
         """
-        loader = jinja2.ChoiceLoader(
-            [jinja2.DictLoader(self.texts), jinja2.PackageLoader("moot.prompts", ".")]
-        )
-        return _new_environment(loader)
+        if folder not in self._environments:
+            inside = {
+                n.removeprefix(f"{folder}/"): t
+                for n, t in self.texts.items()
+                if n.startswith(f"{folder}/")
+            }
+            loader = jinja2.ChoiceLoader(
+                [
+                    jinja2.DictLoader(inside if folder else self.texts),
+                    jinja2.PackageLoader("moot.prompts", folder or "."),
+                ]
+            )
+            self._environments[folder] = _new_environment(loader)
+        return self._environments[folder]
 
 
 _ACTIVE: contextvars.ContextVar[Overrides | None] = contextvars.ContextVar(
@@ -113,14 +124,20 @@ def overridden() -> dict[str, str]:
     return dict(active.digests) if active is not None else {}
 
 
-def render(name: str, **variables: Any) -> str:
+def render(name: str, /, folder: str = "", **variables: Any) -> str:
     """Render the template `name` (e.g. ``debatune/turn.j2``) with `variables`.
+
+    Args:
+        name: Its path under ``prompts/``, or under `folder` (a shipped protocol's: its
+            templates include each other by their names in it).
+        folder: See `name`.
+        **variables: Its variables.
 
     Raises:
         jinja2.UndefinedError: A placeholder has no value.
     """
     active = _ACTIVE.get()
-    environment = active.environment if active is not None else _environment()
+    environment = active.environment(folder) if active is not None else _environment(folder)
     return environment.get_template(name).render(**variables).strip()
 
 
@@ -199,7 +216,7 @@ def override_problem(name: str, text: str) -> str | None:
     except jinja2.TemplateSyntaxError as exc:
         return f"not a valid Jinja template: {exc.message} (line {exc.lineno})"
     for included in jinja2.meta.find_referenced_templates(tree):
-        if included is not None and included not in builtin_names():
+        if included is not None and _included(name, included) is None:
             return f"includes {included!r}, which is no built-in template"
     extra = jinja2.meta.find_undeclared_variables(tree) - _given(name) - set(environment.globals)
     if extra:
@@ -233,6 +250,14 @@ def _given(name: str) -> frozenset[str]:
     tree = environment.parse(_builtin_source(name))
     found = set(jinja2.meta.find_undeclared_variables(tree))
     for included in jinja2.meta.find_referenced_templates(tree):
-        if included is not None:
-            found |= _given(included)
+        if included is not None and (path := _included(name, included)) is not None:
+            found |= _given(path)
     return frozenset(found)
+
+
+def _included(name: str, included: str) -> str | None:
+    """The built-in `name` includes as `included`: by its path, or in its folder (a protocol's)."""
+    for path in (included, f"{name.rpartition('/')[0]}/{included}"):
+        if path in builtin_names():
+            return path
+    return None

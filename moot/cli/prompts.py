@@ -88,7 +88,13 @@ def _yaml_problem(name: str, text: str) -> str | None:
         value = load_yaml(text)
     except Unreadable as exc:
         return f"not valid YAML: {exc}"
-    entry = builtin(name)[0]
+    shipped = builtin(name)
+    if not isinstance(shipped, list):  # `moot debate`'s protocol
+        return (
+            "a protocol is not overridden: override its templates, or run a protocol of your "
+            "own with `moot protocol`"
+        )
+    entry = shipped[0]
     if not isinstance(value, list) or not value:
         return f"expected a list of {_kind(entry)}, as the built-in holds"
     for n, item in enumerate(value):

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 import moot
+from moot.graphs.debatune_debate import PROTOCOL
 from moot.prompts import builtin_names, template_source
 from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import (
@@ -38,9 +39,10 @@ from tests.conftest import shared_data
 
 MARK = "OVERRIDE-MARK-7f3a"
 
-#: Model-calling commands whose requests hold no template: `moot models check` sends a fixed
-#: message.
-NO_TEMPLATE = {"models check"}
+#: Model-calling commands whose requests hold no built-in template but the repair rounds':
+#: `moot models check` sends a fixed message, `moot eval judge` and `moot protocol` render the
+#: templates beside their spec or protocol file (the user's own already).
+NO_TEMPLATE = {"models check", "eval judge", "protocol"}
 
 
 def mark_of(name: str, mark: str = MARK) -> str:
@@ -58,6 +60,8 @@ def marked(folder: Path, mark: str = MARK) -> Path:
             path.write_text(f"{text.rstrip()}\n{mark_of(name, mark)}\n", encoding="utf-8")
             continue
         entries = yaml.safe_load(text)
+        if not isinstance(entries, list):  # a protocol (moot debate's): its templates are
+            continue
         for n, entry in enumerate(entries):
             if isinstance(entry, str):
                 entries[n] = f"{entry}{mark} "
@@ -243,12 +247,15 @@ def assert_rendered_from_overrides(messages: list[dict[str, Any]], given: set[st
 
 
 def includes(name: str) -> set[str]:
-    """The templates the built-in `name` includes by name (a computed name is left out)."""
+    """The templates the built-in `name` includes by name (a computed name is left out), by
+    their paths: a protocol's templates include each other by their names in its folder."""
     import jinja2
     import jinja2.meta
 
     tree = jinja2.Environment().parse(template_source(name))
-    return {n for n in jinja2.meta.find_referenced_templates(tree) if n is not None}
+    named = {n for n in jinja2.meta.find_referenced_templates(tree) if n is not None}
+    folder = name.rpartition("/")[0]
+    return {n if n in builtin_names() else f"{folder}/{n}" for n in named}
 
 
 def test_every_model_calling_command_is_covered():
@@ -271,7 +278,7 @@ def test_every_request_of_every_command_is_rendered_from_the_overrides(
     assert chats, command
     for request in chats:
         assert_rendered_from_overrides(request.body["messages"], questions)
-    assert set(result.prompts) == {n for n in builtin_names()}  # every one differs
+    assert set(result.prompts) == set(builtin_names()) - {PROTOCOL}  # every one differs
 
 
 def test_a_recipe_stage_takes_prompts_and_its_manifest_lists_them(prompts, tmp_path):
@@ -288,7 +295,7 @@ def test_a_recipe_stage_takes_prompts_and_its_manifest_lists_them(prompts, tmp_p
     assert chats and all(MARK in json.dumps(r.body["messages"]) for r in chats)
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     listed = manifest["stages"]["gen"]["prompt_overrides"]
-    assert set(listed) == set(builtin_names())
+    assert set(listed) == set(builtin_names()) - {PROTOCOL}
 
 
 def one_override(folder: Path, name: str, line: str) -> Path:
