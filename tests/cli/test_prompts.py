@@ -373,6 +373,7 @@ def test_a_wrong_override_is_one_line_before_any_request(tmp_path):
             "{dir}/debatune/conclusion.j2: uses mood, which debatune/conclusion.j2 is not given",
         ),
         "debatune/instructions.yaml": ("a: [1", "{dir}/debatune/instructions.yaml: not valid YAML"),
+        "debatune/protocol.yaml": ("name: mine\n", "a protocol is not overridden: override its"),
         "debatrix/dimensions_1v1.yaml": (
             "- name: x\n", "entry 0: expected mappings with keys name, weight"
         ),
