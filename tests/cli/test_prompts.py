@@ -36,6 +36,7 @@ from tests.cli.test_dry_run import GIVEN, plan_tables
 from tests.cli.test_eval import responses_file
 from tests.cli.test_eval_compqa import SCORES, real_answers
 from tests.conftest import shared_data
+from tests.tiny import tiny_bert
 
 MARK = "OVERRIDE-MARK-7f3a"
 
@@ -158,6 +159,7 @@ CASES: dict[str, Case] = {
     "curate": lambda tmp, s, c: {
         "questions": c["questions"],
         "docs": c["index"],
+        "embedder": f"cls:{tiny_bert(tmp / 'bert')}",  # a real run embeds the POVs: fast
         "documents": 2,
         "limit": 1,
         **remote(s),
