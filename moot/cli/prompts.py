@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import string
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +24,9 @@ def prompt_overrides(args: argparse.Namespace) -> contextlib.AbstractContextMana
     from moot.prompts import overriding
 
     folder = getattr(args, "prompts", None)
-    return overriding(read_overrides(Path(folder))) if folder is not None else _nothing()
-
-
-@contextlib.contextmanager
-def _nothing() -> Any:
-    yield
+    return (
+        overriding(read_overrides(Path(folder))) if folder is not None else contextlib.nullcontext()
+    )
 
 
 def read_overrides(folder: Path) -> Any:
@@ -49,7 +47,7 @@ def read_overrides(folder: Path) -> Any:
 
 def _read(folder: Path) -> Any:
     from moot.core.errors import InputError
-    from moot.prompts import builtin_names, template_source
+    from moot.prompts import builtin_names, override_problem, template_source
 
     for path in sorted(folder.rglob("*")):
         name = path.relative_to(folder).as_posix()
@@ -67,20 +65,17 @@ def _read(folder: Path) -> Any:
             raise InputError(path, "not UTF-8 text") from None
         if text == template_source(name):
             continue
-        check = _yaml_problem if name.endswith(".yaml") else _jinja_problem
+        check = _yaml_problem if name.endswith(".yaml") else override_problem
         if problem := check(name, text):
             raise InputError(path, problem)
         yield name, text
 
 
-def _jinja_problem(name: str, text: str) -> str | None:
-    from moot.prompts import override_problem
-
-    return override_problem(name, text)
-
-
 def _yaml_problem(name: str, text: str) -> str | None:
-    """A data file must hold what its built-in holds: a list of the same kind of entries."""
+    """A data file must hold what its built-in holds: a list of the same kind of entries.
+
+    Strings may use only the built-in's ``str.format`` fields (the instructions' ``{side}``).
+    """
     from moot.core.loader import Unreadable, load_yaml
     from moot.prompts import load_yaml as builtin
 
@@ -101,7 +96,22 @@ def _yaml_problem(name: str, text: str) -> str | None:
         keys = item.keys() if isinstance(item, dict) else None
         if type(item) is not type(entry) or (keys is not None and keys != entry.keys()):
             return f"entry {n}: expected {_kind(entry)}, as the built-in holds"
+    if isinstance(entry, str):
+        given = set().union(*map(_fields, shipped))
+        for n, item in enumerate(value):
+            try:
+                extra = _fields(item) - given
+            except ValueError as exc:  # a lone brace
+                return f"entry {n}: {exc}"
+            if extra:
+                shown = ", ".join(f"{{{f}}}" for f in sorted(extra))
+                return f"entry {n}: uses {shown}; the built-in is given {', '.join(sorted(given))}"
     return None
+
+
+def _fields(text: str) -> set[str]:
+    """The ``str.format`` fields of `text` (``""`` for a ``{}``)."""
+    return {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
 
 
 def _kind(entry: Any) -> str:

@@ -374,7 +374,8 @@ def test_a_wrong_override_is_one_line_before_any_request(tmp_path):
             "{{ topic }} {{ mood }}",
             "{dir}/debatune/conclusion.j2: uses mood, which debatune/conclusion.j2 is not given",
         ),
-        "debatune/instructions.yaml": ("a: [1", "{dir}/debatune/instructions.yaml: not valid YAML"),
+        "debatune/instructions.yaml": ("- 'Argue {mood}'\n", "entry 0: uses {{mood}}; the"),
+        "debatrix/dimensions_bp.yaml": ("a: [1", "{dir}/debatrix/dimensions_bp.yaml: not valid"),
         "debatune/protocol.yaml": ("name: mine\n", "a protocol is not overridden: override its"),
         "debatrix/dimensions_1v1.yaml": (
             "- name: x\n", "entry 0: expected mappings with keys name, weight"
