@@ -57,18 +57,9 @@ def test_the_python_guide_runs(tmp_path, monkeypatch, capsys):
 
 
 def test_every_command_is_a_function_and_async_twin():
-    from moot.cli.main import build_parser
+    from tests.cli.helpers import command_parsers
 
-    def leaves(parser, words=()):
-        for action in parser._actions:
-            if action.__class__.__name__ == "_SubParsersAction":
-                for name, sub in action.choices.items():
-                    if name in action._name_parser_map and sub.prog.endswith(name):
-                        yield from leaves(sub, (*words, name))
-                return
-        yield words
-
-    commands = {words for words in leaves(build_parser())}
+    commands = set(command_parsers())
     assert len(commands) >= 25
     for words in commands:
         owner = moot
