@@ -29,6 +29,7 @@ from moot.core.metrics.perspective_diversity import (
 )
 from moot.core.runs import Progress, Tally, run_items
 from moot.core.tables import render_table, show
+from moot.prompts import overridden
 
 #: What a claimed P.D. folder holds otherwise, for the refusal.
 HOLDS = "P.D. scores from another scorer or settings"
@@ -166,6 +167,8 @@ def pd_claim(
         claim["dtype"] = dtype or "auto"
     if backend != "transformers":
         claim["backend"] = backend
+    if overrides := overridden():  # `--prompts`: the scorer's turn is another text
+        claim["prompt_overrides"] = overrides
     return claim
 
 

@@ -22,16 +22,28 @@ from typing import Any
 from moot.agents.debatune_debaters import opposite
 from moot.agents.protocol_spec import Final, Protocol, Step, load_protocol
 from moot.core.llm.spec import Role
+from moot.prompts import render
 
 #: DEBATunE's protocol file, shipped with its prompts.
 PROTOCOL = "debatune/protocol.yaml"
+
+
+class ShippedProtocol(Protocol):
+    """A protocol shipped with the prompts, its templates rendered as every built-in is.
+
+    Through `moot.prompts.render`, so a run's ``--prompts`` overrides reach them.
+    """
+
+    def render(self, template: str, **variables: Any) -> str:
+        """Render one of its templates, or the run's override of it."""
+        return render(template, folder=PROTOCOL.rpartition("/")[0], **variables)
 
 
 @functools.cache
 def shipped_protocol() -> Protocol:
     """DEBATunE's protocol as shipped (2 rounds, the reference's budgets)."""
     with resources.as_file(resources.files("moot.prompts").joinpath(PROTOCOL)) as path:
-        return load_protocol(path)
+        return ShippedProtocol.model_construct(**dict(load_protocol(path)))
 
 
 @functools.cache

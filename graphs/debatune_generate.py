@@ -26,6 +26,7 @@ from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.runs import Progress, Tally, run_items
+from moot.prompts import overridden
 from moot.training.debatune_data import instruction
 
 
@@ -161,6 +162,8 @@ def _identified(
     }
     if max_length is not None:  # only then, so earlier runs' ids stay as they were
         identity["max_length"] = max_length
+    if overrides := overridden():  # `--prompts` (a chat template's): likewise
+        identity["prompt_overrides"] = overrides
     return [{**item, "id": stable_id("generate", identity, item["instruction"])} for item in items]
 
 

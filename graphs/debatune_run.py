@@ -36,7 +36,7 @@ from moot.core.llm.ledger import UsageLedger
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.runs import STOPPED, Progress, Tally, call_seed, run_items
-from moot.prompts import template_digest
+from moot.prompts import overridden, template_digest
 from moot.training.debatune_data import INSTRUCTIONS_FILE, write_sft_dataset
 
 if TYPE_CHECKING:  # LangGraph is imported only when a debate runs (`_Debates`)
@@ -97,13 +97,8 @@ class DebateRunConfig:
             "seed": self.seed,
             "turn_tokens": self.turn_tokens,
             "conclusion_tokens": self.conclusion_tokens,
-            "prompts": _prompts_digest(),
+            "prompts": template_digest(*PROMPTS),
         }
-
-
-@functools.cache
-def _prompts_digest() -> str:
-    return template_digest(*PROMPTS)
 
 
 @dataclass(frozen=True)
@@ -574,6 +569,8 @@ def _write_manifest(
             "dataset": "dataset/",
         },
     }
+    if overrides := overridden():  # `--prompts`: only then, so faithful manifests stay as they were
+        manifest["prompt_overrides"] = overrides
     RunFolder(out_dir).write_manifest(manifest)
     return manifest
 
@@ -613,6 +610,7 @@ def _card(out_dir: Path, manifest: dict[str, Any]) -> Card:
         ],
         papers=["debatune"],
         prompts=[(name, _SECTIONS[name]) for name in (*PROMPTS, INSTRUCTIONS_FILE)],
+        overrides=manifest.get("prompt_overrides", {}),
         models=list(dict.fromkeys(models)),
         ledger=manifest["ledger_total"],
         tags=["debate", "debatune", "synthetic", "sft"],

@@ -54,6 +54,7 @@ _EXPORTS = {
         "data",
         "train",
         "models",
+        "templates",
     ),
     "moot.result": ("Result",),
     "moot.core": (

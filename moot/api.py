@@ -306,7 +306,13 @@ _NOT_KEYWORDS = ("help", "debug", "command_fn")
 _PARSER = build_parser()
 
 #: The one positional argument a command takes from Python, by command: `moot.run("r.yaml")`.
-POSITIONAL = {"run": "recipe", "view": "runs", "merge-shards": "dirs", "models check": "spec"}
+POSITIONAL = {
+    "run": "recipe",
+    "view": "runs",
+    "merge-shards": "dirs",
+    "models check": "spec",
+    "templates export": "folder",
+}
 
 
 def _with_positional(command: str, given: tuple[Any, ...], options: dict[str, Any]) -> dict:
@@ -357,3 +363,4 @@ report = _group("report debateqa", "report compqa")
 data = _group("data distill-compqa", "data mix")
 train = _group("train sft", "train merge")
 models = _group("models check")
+templates = _group("templates export")

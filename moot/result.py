@@ -43,6 +43,8 @@ class Result:
         summary: Its summary table: items, then calls, tokens and cost (None: it has none).
         pushed: The Hub repository's URL it pushed its artifact to (``--push-to-hub``).
         stages: A `moot run`'s stages that ran, by name, each its command's result.
+        prompts: The built-in templates its ``--prompts`` replaced, name → digest of the text
+            it used (none: the paper's own).
     """
 
     command: str
@@ -58,6 +60,7 @@ class Result:
     summary: str | None = None
     pushed: str | None = None
     stages: dict[str, Result] = field(default_factory=dict)
+    prompts: dict[str, str] = field(default_factory=dict)
 
     @property
     def status(self) -> str:

@@ -6,6 +6,7 @@ import asyncio
 import inspect
 import os
 import re
+import shutil
 import signal
 import threading
 import time
@@ -16,7 +17,8 @@ import pytest
 import moot
 from moot.testing import Fault, Rule, ScriptedServer
 
-GUIDE = Path(__file__).resolve().parents[1] / "docs" / "python.md"
+ROOT = Path(__file__).resolve().parents[1]
+GUIDE = ROOT / "docs" / "python.md"
 SERVER_IN_THE_GUIDE = "http://127.0.0.1:8000/v1"
 
 
@@ -24,6 +26,7 @@ def test_the_python_guide_runs(tmp_path, monkeypatch, capsys):
     """Every example of docs/python.md, in order, against a scripted server."""
     blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(encoding="utf-8"), re.S)
     assert len(blocks) >= 6
+    shutil.copytree(ROOT / "examples" / "protocols", tmp_path / "examples" / "protocols")
     monkeypatch.chdir(tmp_path)
     judge = Rule(pattern="supporting versus opposing proportion", reply="100 0\nSupportive.")
     with ScriptedServer(rules=[judge]) as server:
@@ -54,18 +57,9 @@ def test_the_python_guide_runs(tmp_path, monkeypatch, capsys):
 
 
 def test_every_command_is_a_function_and_async_twin():
-    from moot.cli.main import build_parser
+    from tests.cli.helpers import command_parsers
 
-    def leaves(parser, words=()):
-        for action in parser._actions:
-            if action.__class__.__name__ == "_SubParsersAction":
-                for name, sub in action.choices.items():
-                    if name in action._name_parser_map and sub.prog.endswith(name):
-                        yield from leaves(sub, (*words, name))
-                return
-        yield words
-
-    commands = {words for words in leaves(build_parser())}
+    commands = set(command_parsers())
     assert len(commands) >= 25
     for words in commands:
         owner = moot

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -69,6 +69,7 @@ class Card:
         sizes: Rows of (what, how much): records, splits, bytes, parameters.
         papers: Keys of `PAPERS` whose method or release it derives from.
         prompts: Prompt templates used (``debatune/turn.j2``) with their paper and section.
+        overrides: The templates ``--prompts`` replaced, name → digest of the text used.
         models: The models that made it (specs), or the base model of a trained one.
         ledger: The run's `UsageLedger.to_json()`, where model calls made it.
         tags: Hub tags (``moot`` is always added).
@@ -89,6 +90,7 @@ class Card:
     sizes: list[tuple[str, object]]
     papers: Sequence[str] = ()
     prompts: Sequence[tuple[str, str]] = ()
+    overrides: Mapping[str, str] = field(default_factory=dict)
     models: Sequence[str] = ()
     ledger: dict[str, Any] | None = None
     tags: Sequence[str] = ()
@@ -212,6 +214,14 @@ def _body(card: Card, command: str) -> str:
     if card.prompts:
         rows = [("prompt template", "from")] + [(f"`prompts/{t}`", w) for t, w in card.prompts]
         parts.append(render_table(rows, left=2, markdown=True))
+    if card.overrides:
+        rows = [("overridden template", "SHA-256 of the text used")]
+        rows += [(f"`prompts/{t}`", f"`{d}`") for t, d in card.overrides.items()]
+        parts += [
+            "These templates were replaced by the run's own (`--prompts`): the artifact "
+            "deviates from the paper's method.",
+            render_table(rows, left=2, markdown=True),
+        ]
     parts += [
         "## Schema",
         f"The files and their fields are described in moot's `{SCHEMAS}`, section "

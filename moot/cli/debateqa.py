@@ -287,6 +287,7 @@ class PerspectiveDiversity(Job):
         opt.batch_settings(8, "partial answers"),
         opt.local_settings("float32", "scorer device"),
         _Scoring,
+        opt.PromptSettings,
         opt.CommonSettings,
     ):
         """`moot eval pd`'s settings."""

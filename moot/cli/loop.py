@@ -256,6 +256,7 @@ def _run(
             if live:  # even --quiet: what it discards
                 print(redone, file=sys.stderr)
             discard([item.output])
+        manifest.stages.get(name, {}).pop("prompt_overrides", None)  # its last run's: below
         how = {"push": " (done before: pushing it)", "run": " (resuming)", "redo": ""}[todo]
         say(f"stage {name}: {item.stage.title}" + (how if name in manifest.stages else ""))
         manifest.update(
@@ -286,6 +287,8 @@ def _run(
             write_run_view(args.out, manifest)
             write_report(args.out, recipe, manifest)
             raise
+        if result.prompts:  # a deviation from the paper, said where the run is told
+            manifest.update(name, prompt_overrides=result.prompts)
         if live:
             show(result, item.args.quiet)
         else:

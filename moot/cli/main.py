@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         models,
         protocol,
         retrieval,
+        templates,
         training,
         view,
     )
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         judge,
         training,
         models,
+        templates,
         loop,
         view,
     ):

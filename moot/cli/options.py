@@ -392,7 +392,7 @@ def model_settings(
     parts = [single("model", str, model)]
     if max_tokens is not None:
         parts.append(max_tokens_settings(max_tokens))
-    parts.append(call_settings(temperature))
+    parts += [call_settings(temperature), PromptSettings]
     if constrained is not None:
         parts.append(constrained_settings(constrained))
     parts += [CostSettings, run_settings(concurrency, unit)]
@@ -536,6 +536,19 @@ def batch_settings(default: int, unit: str) -> type[Settings]:
         )
 
     return BatchSettings
+
+
+class PromptSettings(Settings):
+    """``--prompts DIR``: the run's own templates over the built-ins (`moot.cli.prompts`)."""
+
+    prompts: Path | None = flag(
+        None,
+        parse=input_folder,
+        metavar="DIR",
+        group="model calls",
+        help="templates that replace the built-ins of the same path under prompts/ (start one "
+        "with `moot templates export DIR`); a deviation from the paper (docs/faithfulness.md)",
+    )
 
 
 class CostSettings(Settings):

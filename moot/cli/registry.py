@@ -17,6 +17,7 @@ GROUPS = {
     "data": "build SFT datasets: CompQA distillation, mixing",
     "train": "SFT, full or LoRA (trl + peft), on one process or many",
     "models": "model utilities",
+    "templates": "the built-in prompt templates, to override with --prompts DIR",
 }
 
 

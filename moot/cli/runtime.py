@@ -194,8 +194,13 @@ def execute(args: argparse.Namespace) -> Result:
         from moot.core.hub.push import check_push
 
         check_push(args.push_to_hub)
-    with own_out(args):  # the output folder: this command's, and this run's alone
+    from moot.cli.prompts import prompt_overrides
+    from moot.prompts import overridden
+
+    prompts = prompt_overrides(args)  # checked before the folder is held
+    with own_out(args), prompts:  # the output folder: this command's, and this run's alone
         result: Result = args.command_fn(args)
+        result.prompts = overridden()
     result.notes = args.notes
     return result
 
@@ -239,7 +244,10 @@ def plan_for(args: argparse.Namespace) -> Any:
         raise ConfigError(f"{args.command_parser.prog} calls no model: it has no --dry-run plan")
     if getattr(args, "out_folder", False):
         RunFolder(args.out, args.command_parser.prog).check()
-    plan = args.plan_fn(args) if callable(args.plan_fn) else _planning_run(args)
+    from moot.cli.prompts import prompt_overrides
+
+    with prompt_overrides(args):  # a stage's of `moot run` too: its own
+        plan = args.plan_fn(args) if callable(args.plan_fn) else _planning_run(args)
     if hasattr(args, "prices") and not plan.prices.own:  # `moot run`'s: priced by its stages
         plan.prices = prices_from(args)
     for spec in dict.fromkeys(row.spec for row in plan.rows):

@@ -141,6 +141,22 @@ def png_size(path: Path) -> tuple[int, int]:
     return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
 
+def command_parsers() -> dict[tuple[str, ...], Any]:
+    """Every command of moot's parser tree (``("eval", "quality")``), with its parser."""
+    from moot.cli.main import build_parser
+
+    def leaves(parser: Any, words: tuple[str, ...] = ()) -> Any:
+        for action in parser._actions:
+            if action.__class__.__name__ == "_SubParsersAction":
+                for name, sub in action.choices.items():
+                    if name in action._name_parser_map and sub.prog.endswith(name):  # no alias
+                        yield from leaves(sub, (*words, name))
+                return
+        yield words, parser
+
+    return dict(leaves(build_parser()))
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 

@@ -72,6 +72,7 @@ def test_every_command_takes_a_config_file_and_names_an_unknown_key(path, tmp_pa
         ("view",): ["d"],
         ("models", "check"): ["local/smollm2"],
         ("run",): ["r"],
+        ("templates", "export"): ["d"],
         ("protocol",): ["p"],
     }
     assert main([*path, *positional.get(path, []), "--config", str(config)]) == 2
