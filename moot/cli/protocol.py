@@ -28,6 +28,17 @@ def register(commands: Commands) -> None:
     )
 
 
+def _debatune() -> Any:
+    from moot.graphs.debatune_debate import shipped_protocol
+
+    return shipped_protocol()
+
+
+#: The protocols shipped with moot, by name: ``moot protocol debatune`` debates records of
+#: topic, stance and argument as `moot debate` does (DEBATunE, Section 3.1).
+SHIPPED = {"debatune": _debatune}
+
+
 def binding(text: str) -> tuple[str, str]:
     """``--role NAME=SPEC``: the role's name and its model spec."""
     import argparse
@@ -51,8 +62,10 @@ class RunProtocol(ModelJob):
     ):
         """`moot protocol`'s settings."""
 
-        protocol: Path = flag(
-            positional=True, parse=opt.input_file, metavar="PROTOCOL", help="the protocol file"
+        protocol: str = flag(
+            positional=True,
+            metavar="PROTOCOL",
+            help="the protocol file, or a shipped protocol's name: " + ", ".join(SHIPPED),
         )
         items: Path = flag(
             flags=("--in",),
@@ -75,10 +88,15 @@ class RunProtocol(ModelJob):
     def inputs(self) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
         """The protocol, its input records and each agent's role, all checked."""
         from moot.agents.protocol_spec import load_protocol
+        from moot.core.errors import InputError
         from moot.graphs.protocol_run import read_inputs
 
         given = self.settings
-        protocol = load_protocol(given.protocol)
+        shipped = SHIPPED.get(given.protocol)
+        if shipped is None and not Path(given.protocol).is_file():
+            known = ", ".join(SHIPPED)
+            raise InputError(given.protocol, f"no such protocol file (nor a shipped one: {known})")
+        protocol = shipped() if shipped else load_protocol(given.protocol)
         records = self.limited(read_inputs(protocol, given.items))
         return protocol, records, self.roles(protocol)
 

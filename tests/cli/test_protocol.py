@@ -446,3 +446,22 @@ def test_a_protocol_built_in_python_is_saved_and_run_as_its_file_is(tmp_path):
     with ScriptedServer(rules=speaker_rules()) as server:
         result = run(server, path, write_items(tmp_path, "tea"), tmp_path / "out")
     assert result.exit_code == 0 and len(server.requests) == 2
+
+
+def test_moot_protocol_debatune_sends_what_moot_debate_sends(tmp_path):
+    # the requests `moot debate` sent for these two arguments (tests/graphs/test_debatune_debate.py)
+    recorded = Path(__file__).parents[1] / "graphs" / "data" / "debatune_requests.json"
+    debate = json.loads(recorded.read_text(encoding="utf-8"))["2"]
+    items = tmp_path / "arguments.jsonl"
+    rows = [("Affirmative", "Cages harm animals."), ("Negative", "Zoos save species.")]
+    topic = "Should zoos be banned?"
+    items.write_text(
+        "".join(json.dumps({"topic": topic, "stance": s, "argument": a}) + "\n" for s, a in rows),
+        encoding="utf-8",
+    )
+    with ScriptedServer(rules=[Rule("AI:", "Turn {n} text.", role="last")]) as server:
+        result = run(server, "debatune", items, tmp_path / "out")
+    assert result.exit_code == 0, str(result)
+    sent = [{k: r.body[k] for k in ("messages", "max_tokens")} for r in server.requests]
+    assert sent == [{k: r[k] for k in ("messages", "max_tokens")} for r in debate]
+    assert len(read_jsonl(tmp_path / "out" / "sft.jsonl")) == 2
