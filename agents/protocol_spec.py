@@ -52,7 +52,7 @@ from moot.prompts.fence import fence
 
 #: The variables every protocol template is given, besides the input record's fields.
 STEP_VARIABLES = frozenset(
-    {"agent", "agents", "round", "rounds", "transcript", "summary", "question", "answers"}
+    {"agent", "agents", "round", "rounds", "transcript", "summary", "question"}
 )
 #: What an ``outputs.sft`` string is given, besides the input record's fields.
 OUTPUT_VARIABLES = frozenset({"final"})
@@ -373,8 +373,13 @@ def check_protocol(protocol: Protocol, source: str | Path = "protocol") -> Proto
         raise refuse(
             "rounds", "0 rounds need a final step that calls a model (conclude or verdict)"
         )
+    for i, name in enumerate(protocol.inputs):  # a step's own would hide it
+        if name in STEP_VARIABLES:
+            raise refuse(f"inputs[{i}]", f"{name!r} is a step's variable: name the input otherwise")
     for name, agent in protocol.agents.items():
         for var, value in agent.vars.items():
+            if var in STEP_VARIABLES:
+                raise refuse(f"agents.{name}.vars.{var}", "a step's variable: name it otherwise")
             if isinstance(value, str):
                 _check_text(
                     protocol, source, f"agents.{name}.vars.{var}", value, set(protocol.inputs)

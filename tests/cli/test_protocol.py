@@ -319,11 +319,27 @@ def protocol_text(**change: str) -> str:
             {"stop": "stop: {judge: {agent: nobody, template: turn.j2}}"},
             "stop.judge.agent: unknown agent 'nobody'",
         ),
+        (
+            {"inputs": "inputs: [topic, question]"},
+            "inputs[1]: 'question' is a step's variable: name the input otherwise",
+        ),
+        (
+            {"agents": "agents:\n  alice: {vars: {round: 1}}\n  bob: {}"},
+            "agents.alice.vars.round: a step's variable: name it otherwise",
+        ),
+        (
+            {"turns": "turns: {template: answers.j2}"},
+            "turns.template (answers.j2): unknown variable 'answers'",
+        ),
     ],
 )
 def test_a_malformed_protocol_is_refused_in_one_line_before_any_request(tmp_path, change, expected):
     protocol = write_protocol(
-        tmp_path / "p", protocol_text(**change), typo="{{ agent }} on {{ topc }}", broken="{{ x }"
+        tmp_path / "p",
+        protocol_text(**change),
+        typo="{{ agent }} on {{ topc }}",
+        broken="{{ x }",
+        answers="{{ answers }}",
     )
     items = write_items(tmp_path, "tea")
     with ScriptedServer(rules=speaker_rules()) as server, pytest.raises(InputError) as refused:
