@@ -32,7 +32,7 @@ from pydantic import (
 from moot.core.errors import ConfigError
 from moot.core.loader import Unreadable, load_yaml
 from moot.core.validation import ConfigModel, problem
-from moot.prompts import fence
+from moot.prompts import fence, template_environment
 
 FieldType = Literal["int", "float", "bool", "str", "choice"]
 _PYTHON = {"int": int, "float": float, "bool": bool, "str": str}
@@ -299,7 +299,7 @@ def _compiled(
     """The template `source`, with its variables checked against those the judge `provided`."""
     if source is None:
         return None
-    env = _environment()
+    env = template_environment()
     try:
         used = meta.find_undeclared_variables(env.parse(source))
     except jinja2.TemplateSyntaxError as exc:
@@ -335,18 +335,6 @@ def _try(spec: JudgeSpec, compiled: Mapping[str, jinja2.Template | None], where:
 def _fields(spec: JudgeSpec) -> dict[str, dict[str, Any]]:
     """The template variable ``fields``: each answer field's declaration, as given."""
     return {name: f.model_dump(exclude_none=True) for name, f in spec.fields.items()}
-
-
-def _environment() -> jinja2.Environment:
-    """As moot's own prompts render (`moot.prompts`): strict, plain text, the fence filter."""
-    env = jinja2.Environment(
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,  # prompts are plain text, not HTML
-    )
-    env.filters["fence"] = fence
-    return env
 
 
 def _schema(spec: JudgeSpec) -> type[BaseModel]:

@@ -48,7 +48,7 @@ from moot.agents.judge_spec import OutputField, answer_model
 from moot.core.errors import InputError
 from moot.core.loader import Unreadable, load_yaml
 from moot.core.validation import ConfigModel, problem
-from moot.prompts.fence import fence
+from moot.prompts import template_environment
 
 #: The variables every protocol template is given, besides the input record's fields.
 STEP_VARIABLES = frozenset(
@@ -257,16 +257,7 @@ class Protocol(ConfigModel):
     @functools.cached_property
     def environment(self) -> jinja2.Environment:
         """The Jinja environment of its templates (the prompts' settings: `moot.prompts`)."""
-        environment = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(self.base),
-            undefined=jinja2.StrictUndefined,
-            trim_blocks=True,
-            lstrip_blocks=True,
-            autoescape=False,  # prompts are plain text, not HTML
-            auto_reload=False,  # no stat of the template file at every render
-        )
-        environment.filters["fence"] = fence
-        return environment
+        return template_environment(jinja2.FileSystemLoader(self.base))
 
     def render(self, template: str, **variables: Any) -> str:
         """Render one of its templates."""

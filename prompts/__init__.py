@@ -30,6 +30,7 @@ __all__ = [
     "Overrides",
     "builtin_names",
     "fence",
+    "template_environment",
     "load_yaml",
     "override_problem",
     "overridden",
@@ -46,7 +47,11 @@ SUFFIXES = (".j2", ".yaml")
 CHAT_TEMPLATES = "chat_templates/"
 
 
-def _new_environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
+def template_environment(loader: jinja2.BaseLoader | None = None) -> jinja2.Environment:
+    """A Jinja environment with moot's prompt settings: strict, plain text, the fence filter.
+
+    The built-ins' (`loader`: the package), and a protocol's or judge's own (their folder).
+    """
     environment = jinja2.Environment(
         loader=loader,
         undefined=jinja2.StrictUndefined,
@@ -63,7 +68,7 @@ def _new_environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
 @functools.cache
 def _environment(folder: str = "") -> jinja2.Environment:
     """The built-ins' environment, its names relative to `folder` (a protocol's, `render`)."""
-    return _new_environment(jinja2.PackageLoader("moot.prompts", folder or "."))
+    return template_environment(jinja2.PackageLoader("moot.prompts", folder or "."))
 
 
 class Overrides:
@@ -99,7 +104,7 @@ class Overrides:
                     jinja2.PackageLoader("moot.prompts", folder or "."),
                 ]
             )
-            self._environments[folder] = _new_environment(loader)
+            self._environments[folder] = template_environment(loader)
         return self._environments[folder]
 
 
