@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 #: The command groups (``moot eval ...``) and their help.
 GROUPS = {
-    "eval": "judge and score outputs (DEBATunE, PanelBench, DebateQA, BERDS, CompQA)",
+    "eval": "judge and score outputs (DEBATunE, PanelBench, DebateQA, BERDS, CompQA, your own)",
     "report": "aggregate judged outputs into reports",
     "data": "build SFT datasets: CompQA distillation, mixing",
     "train": "SFT, full or LoRA (trl + peft), on one process or many",
