@@ -31,6 +31,7 @@ from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from moot.core.llm.tokens import count_message_tokens, count_tokens
+from moot.testing.limits import RateLimits
 
 __all__ = ["Fault", "FaultKind", "LoggedRequest", "Rule", "ScriptedServer", "ServerConfig", "main"]
 
@@ -141,6 +142,11 @@ class ServerConfig:
             `latency`); the others wait for a slot, as on a server with a finite batch.
         report_usage: Whether replies carry ``usage``; many proxies and self-hosted servers
             send none.
+        rpm: Requests per `limit_window` a client may send; one more is refused with a 429
+            that says how long to wait (`moot.testing.limits`). None: no limit.
+        tpm: Tokens per `limit_window`: each request is charged its prompt tokens and its
+            ``max_tokens`` when admitted. None: no limit.
+        limit_window: The limits' window in seconds (60: per minute; a test scales it down).
     """
 
     latency: float = 0.0
@@ -152,6 +158,9 @@ class ServerConfig:
     cached_prompt_tokens: int = 0
     slots: int | None = None
     report_usage: bool = True
+    rpm: int | None = None
+    tpm: int | None = None
+    limit_window: float = 60.0
 
     def to_json(self) -> str:
         """Serialise the configuration to a JSON string."""
@@ -385,6 +394,9 @@ class ScriptedServer:
         self._in_flight = self._peak = 0
         slots = self.config.slots
         self._slots = threading.BoundedSemaphore(slots) if slots else contextlib.nullcontext()
+        limited = self.config.rpm is not None or self.config.tpm is not None
+        window = self.config.limit_window
+        self._limits = RateLimits(self.config.rpm, self.config.tpm, window) if limited else None
         self._handling = 0  # requests inside _handle: stop() waits for them to be logged
         self._handled = threading.Condition(self._lock)
         self._connections: set[socket.socket] = set()
@@ -545,11 +557,13 @@ class ScriptedServer:
             raise _Reply(
                 400, _error(message, "invalid_request_error", param="stream"), "invalid_request"
             )
+        limits = self._admit(body)
         with self._lock:
             self._in_flight += 1
             self._peak = max(self._peak, self._in_flight)
         try:
-            return self._answer(body)
+            status, payload, headers, outcome = self._answer(body)
+            return status, payload, {**limits, **headers}, outcome
         finally:
             with self._lock:
                 self._in_flight -= 1
@@ -585,6 +599,21 @@ class ScriptedServer:
         if fault.kind == "malformed":
             return 200, b"<html>upstream proxy error: not JSON", {}, "malformed"
         return 200, payload[: len(payload) // 2], {}, "truncated"
+
+    def _admit(self, body: JSON) -> JSON:
+        """The rate-limit headers of an admitted request; a 429 for one over the limits."""
+        if self._limits is None:
+            return {}
+        tokens = count_message_tokens(body["messages"]) + (_max_tokens(body) or 0)
+        wait, headers = self._limits.admit(tokens)
+        if not wait:
+            return headers
+        if math.isinf(wait):
+            message = f"Request too large: {tokens} tokens asked, the limit is {self.config.tpm}."
+        else:
+            message = f"Rate limit reached (scripted). Please try again in {wait:.3f}s."
+        error = _error(message, "rate_limit_error", "rate_limit_exceeded")
+        raise _Reply(429, error, "rate_limited", headers)
 
     def _take_fault(self, body: JSON) -> Fault | None:
         """Consume one use of the first matching fault that has uses left (and is drawn)."""

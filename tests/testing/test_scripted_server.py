@@ -7,6 +7,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -178,6 +179,47 @@ def test_429_with_retry_after_then_recovers(server: ScriptedServer) -> None:
     assert caught.value.body["type"] == "rate_limit_error"
     assert chat(server).choices[0].finish_reason == "stop"
     assert [r.outcome for r in server.requests] == ["429", "ok"]
+
+
+def limited_chat(server: ScriptedServer, max_tokens: int = 10) -> tuple[int, dict[str, str]]:
+    body = {"model": "m", "messages": USER_HI, "max_tokens": max_tokens}
+    status, headers, _ = raw(server, "POST", "/v1/chat/completions", body)
+    return status, {name.lower(): value for name, value in headers.items()}
+
+
+def test_requests_per_window_are_enforced_with_openai_headers() -> None:
+    with ScriptedServer(rpm=3, limit_window=2.0) as server:
+        answered = [limited_chat(server) for _ in range(4)]
+        statuses = [status for status, _ in answered]
+        assert statuses == [200, 200, 200, 429]
+        remaining = [h["x-ratelimit-remaining-requests"] for _, h in answered[:3]]
+        assert remaining == ["2", "1", "0"]
+        assert all(h["x-ratelimit-limit-requests"] == "3" for _, h in answered)
+        # a request refills every 2/3 s: the 429 says when the next one fits
+        waited = int(answered[3][1]["retry-after-ms"])
+        assert 0 < waited <= 667 and answered[3][1]["retry-after"] == "1"
+        assert re.fullmatch(r"\d+ms|\d+(\.\d+)?s", answered[3][1]["x-ratelimit-reset-requests"])
+        time.sleep(waited / 1000 + 0.05)
+        assert limited_chat(server)[0] == 200
+        outcomes = [r.outcome for r in server.requests]
+    assert outcomes == ["ok", "ok", "ok", "rate_limited", "ok"]
+
+
+def test_tokens_per_window_charge_the_prompt_and_max_tokens() -> None:
+    prompt = count_message_tokens(USER_HI)
+    with ScriptedServer(tpm=2 * (prompt + 50), limit_window=60.0) as server:
+        first, second, third = (limited_chat(server, max_tokens=50) for _ in range(3))
+        too_large = limited_chat(server, max_tokens=10_000)
+    assert (first[0], second[0], third[0]) == (200, 200, 429)
+    assert first[1]["x-ratelimit-remaining-tokens"] == str(prompt + 50)
+    assert second[1]["x-ratelimit-remaining-tokens"] == "0"
+    assert 0 < int(third[1]["retry-after-ms"]) <= 60_000
+    assert too_large[0] == 429 and "retry-after-ms" not in too_large[1]  # it never fits
+
+
+def test_limits_travel_to_a_subprocess_server_in_its_config() -> None:
+    config = ServerConfig(rpm=5, tpm=1000, limit_window=1.5)
+    assert ServerConfig.from_json(config.to_json()) == config
 
 
 @pytest.mark.parametrize(
