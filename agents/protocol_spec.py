@@ -264,8 +264,13 @@ class Protocol(ConfigModel):
         return self.environment.get_template(template).render(**variables).strip()
 
     def render_text(self, text: str, **variables: Any) -> str:
-        """Render one of its inline Jinja strings (``outputs.sft``)."""
-        return self.environment.from_string(text).render(**variables).strip()
+        """Render one of its inline Jinja strings (an agent's `vars`, ``outputs.sft``)."""
+        return self._inline(text).render(**variables).strip()
+
+    @functools.cached_property
+    def _inline(self) -> Any:
+        """Its inline strings compiled once each (`Environment.from_string` compiles anew)."""
+        return functools.lru_cache(maxsize=None)(self.environment.from_string)
 
     def save(self, path: str | Path) -> Path:
         """Write it as a protocol file at `path`, beside its templates (in `base`), and check it.
