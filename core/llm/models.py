@@ -42,8 +42,9 @@ from moot.core.llm.billing import bill
 from moot.core.llm.cache import RequestCache, request_key
 from moot.core.llm.failures import Transient, where
 from moot.core.llm.ledger import UsageLedger
+from moot.core.llm.limits import Gate, RateLimit
 from moot.core.llm.prices import Prices
-from moot.core.llm.spec import ModelSpec, Role, Transport
+from moot.core.llm.spec import ModelSpec, Reply, Role, Transport
 from moot.core.llm.structured import (
     OutputParseError,
     ParseFailure,
@@ -148,6 +149,11 @@ class ModelClient:
         self._transports: dict[ModelSpec, Transport] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._limits: dict[tuple[str, str | None], asyncio.Semaphore] = {}
+        # each model's rate limit (`--rpm`/`--tpm`, or a reply's headers) and, after a 429, how
+        # many of its requests go at once (`moot.core.llm.limits`); loop-bound as the semaphores
+        self._rates: dict[tuple[str, str | None], RateLimit] = {}
+        self._gates: dict[tuple[str, str | None], Gate] = {}
+        self._sending: dict[tuple[str, str | None], int] = {}  # requests in flight, per model
 
     def prepare(self, spec: ModelSpec) -> list[str]:
         """Check credentials and reachability of `spec` now, before any work starts.
@@ -232,7 +238,7 @@ class ModelClient:
             raise ConfigError(f"{spec.name}: max_length is for local models, without max_tokens")
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
-            self._loop, self._limits = loop, {}
+            self._loop, self._limits, self._rates, self._gates = loop, {}, {}, {}
         transport = self._transport(spec)
         window = self.context_window(spec)
         used = count_message_tokens(messages) if window or self.budget is not None else 0
@@ -292,6 +298,26 @@ class ModelClient:
                     "cached_prompt_tokens": reply.cached_prompt_tokens,
                 },
             )
+        return reply
+
+    async def _sent(
+        self, key: tuple[str, str | None], transport: Transport, messages: Messages, params: dict
+    ) -> Reply:
+        """`transport.send`, through the model's `Gate` once it has had a 429."""
+        gate = self._gates.get(key)
+        self._sending[key] = self._sending.get(key, 0) + 1
+        try:
+            async with gate or contextlib.nullcontext():
+                reply = await transport.send(messages, params)
+        except Transient as exc:
+            if exc.status == 429:  # fewer at once: as many as were in flight, halved
+                gate = self._gates.setdefault(key, Gate(ceiling=self._sending[key]))
+                gate.throttled(self._sending[key])
+            raise
+        finally:
+            self._sending[key] -= 1
+        if gate is not None:
+            gate.succeeded()
         return reply
 
     def _worst_case(self, spec: ModelSpec, prompt_tokens: int, max_tokens: int | None) -> float:
@@ -429,6 +455,8 @@ class ModelClient:
             bound = spec.max_concurrency * max(1, len(spec.api_bases))
             self._limits.setdefault(key, asyncio.Semaphore(bound))
         limit = self._limits.get(key) or contextlib.nullcontext()
+        if key not in self._rates and (spec.rpm is not None or spec.tpm is not None):
+            self._rates[key] = RateLimit(spec.rpm, spec.tpm)
         backoff = wait_random_exponential(multiplier=policy.initial_wait, max=policy.max_wait)
 
         def wait(state: Any) -> float:
@@ -461,9 +489,18 @@ class ModelClient:
                 with attempt:
                     attempts += 1
                     held += self._reserve(worst)
+                    rate, asked = self._rates.get(key), 0
+                    if rate is not None:  # each attempt is a request: each is paid for
+                        asked = count_message_tokens(messages) + (params.get("max_tokens") or 0)
+                        await rate.acquire(asked)
                     async with limit:
-                        reply = await transport.send(messages, params)
+                        reply = await self._sent(key, transport, messages, params)
                     billed = bill(reply.usage, messages, reply.text, params.get("max_tokens"))
+                    if reply.limits:
+                        rate = self._rates.setdefault(key, RateLimit())
+                        rate.follow(reply.limits)
+                    if rate is not None and asked:
+                        rate.settle(asked, billed.prompt + billed.completion)
                     tokens = [
                         tokens[0] + billed.prompt,
                         tokens[1] + billed.completion,

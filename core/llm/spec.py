@@ -78,6 +78,10 @@ class ModelSpec:
             custom ``api_base`` unless this names it (or ``MOOT_API_KEY`` is set).
         max_concurrency: Most requests in flight to this model at once (shared by all roles);
             None: no bound of its own, the run's concurrency is the bound.
+        rpm: Requests per minute moot sends to this model at most (`moot.core.llm.limits`);
+            None: no limit of its own, until a reply's rate-limit headers say one.
+        tpm: Tokens per minute likewise: each request counts its prompt and its whole
+            ``max_tokens`` until its reply's usage gives the unused part back.
         timeout: Seconds before one request is abandoned (and retried).
         context_window: Prompt plus completion tokens the model accepts; prompts that cannot fit
             are refused before sending, and ``max_tokens`` is clamped to what is left.
@@ -107,6 +111,8 @@ class ModelSpec:
     api_bases: tuple[str, ...] = ()
     api_key_env: str | None = None
     max_concurrency: int | None = None
+    rpm: int | None = None
+    tpm: int | None = None
     timeout: float = 120.0
     context_window: int | None = None
     chat_template: str | None = None
@@ -183,12 +189,14 @@ class Reply:
         usage: ``prompt_tokens``, ``completion_tokens`` and ``cached_tokens`` as the server
             sent them (missing or wrong ones are counted by moot).
         endpoint: Which of several endpoints answered (shown: no credentials).
+        limits: The reply's rate-limit headers, if it had any (`moot.core.llm.limits`).
     """
 
     text: str
     finish_reason: str | None
     usage: dict[str, Any]
     endpoint: str | None = None
+    limits: Mapping[str, str] | None = None
 
 
 class Transport:

@@ -467,6 +467,20 @@ def call_settings(temperature: float | None = 0.0) -> type[Settings]:
             group=calls,
             help="requests in flight per model and endpoint (default: no bound but --concurrency)",
         )
+        rpm: int | None = flag(
+            None,
+            parse=positive,
+            metavar="N",
+            group=calls,
+            help="requests per minute per model at most (default: the provider's headers' limit)",
+        )
+        tpm: int | None = flag(
+            None,
+            parse=positive,
+            metavar="N",
+            group=calls,
+            help="tokens per minute per model at most, prompt plus max_tokens (default: likewise)",
+        )
         context_window: int | None = flag(
             None, parse=positive, metavar="TOKENS", group=calls, help="the model's context window"
         )

@@ -413,6 +413,8 @@ def spec_from(args: argparse.Namespace, text: str, **options: Any) -> Any:
         api_key_env=args.api_key_env,
         timeout=args.timeout,
         max_concurrency=args.max_concurrency,
+        rpm=args.rpm,
+        tpm=args.tpm,
         context_window=args.context_window,
         router=router,
         cooldown=args.endpoint_cooldown,

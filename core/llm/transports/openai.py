@@ -16,7 +16,7 @@ from typing import Any
 from moot.core.errors import ConfigError
 from moot.core.llm.spec import ModelSpec, Reply, Transport, register_transport, resolve_api_key
 from moot.core.llm.transports import router
-from moot.core.llm.transports.replies import request
+from moot.core.llm.transports.replies import Answered, rate_limit_headers, request
 
 
 @register_transport
@@ -87,7 +87,8 @@ class OpenAI(Transport):
 
         async def post(body: dict[str, Any]) -> Any:
             response = await client.post("/chat/completions", body=body, cast_to=httpx.Response)
-            return json.loads(response.content)  # not JSON: `classify` calls it malformed
+            # not JSON: `classify` calls it malformed
+            return Answered(json.loads(response.content), rate_limit_headers(response.headers))
 
         return post
 

@@ -2,27 +2,50 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import Any
+from collections.abc import Awaitable, Mapping
+from typing import Any, NamedTuple
 
 from moot.core.llm.failures import Transient, classify, where
+from moot.core.llm.limits import HEADER_PREFIXES
 from moot.core.llm.spec import ModelSpec, Reply
 from moot.core.llm.structured import mended
 from moot.core.redaction import without_sent_keys
 
 
+class Answered(NamedTuple):
+    """A response body, with the rate-limit headers of its response (`rate_limit_headers`)."""
+
+    body: Any
+    limits: dict[str, str] | None
+
+
 async def request(
     sent: Awaitable[Any], spec: ModelSpec, api_base: str | None, key: str | None
 ) -> Reply:
-    """Await one request and read its reply; a failure is classified (`classify`)."""
+    """Await one request and read its reply; a failure is classified (`classify`).
+
+    `sent` gives the body, or an `Answered` body with its rate-limit headers.
+    """
     try:
         response = await sent
     except Exception as exc:  # what the server caused is retried; a bug surfaces as itself
         raise classify(exc, spec, api_base, key) from None
+    if isinstance(response, Answered):
+        return read_reply(response.body, where(spec, api_base), response.limits)
     return read_reply(response, where(spec, api_base))
 
 
-def read_reply(response: Any, shown: str) -> Reply:
+def rate_limit_headers(headers: Mapping[str, str]) -> dict[str, str] | None:
+    """The rate-limit headers of a response, lower-cased (`moot.core.llm.limits`); None: none."""
+    found = {
+        name.lower(): value
+        for name, value in headers.items()
+        if name.lower().startswith(HEADER_PREFIXES)
+    }
+    return found or None
+
+
+def read_reply(response: Any, shown: str, limits: dict[str, str] | None = None) -> Reply:
     """The reply in a response body, read without trusting its shape.
 
     The body is the decoded JSON (the OpenAI transport) or the SDK's parsed object (litellm).
@@ -51,6 +74,7 @@ def read_reply(response: Any, shown: str) -> Reply:
             # prompt tokens a provider read from its prompt cache, at its cached-input price
             "cached_tokens": _field(_field(usage, "prompt_tokens_details"), "cached_tokens"),
         },
+        limits=limits,
     )
 
 

@@ -1,0 +1,93 @@
+"""Rate limits on moot's side: buckets, the provider's headers, and fewer at once after a 429."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from moot.core import ModelClient, RetryPolicy, Role, parse_spec
+from moot.core.llm.limits import Bucket, Gate, RateLimit, duration
+from moot.testing import ScriptedServer
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("20ms", 0.02), ("1s", 1.0), ("1.5s", 1.5), ("6m0s", 360.0), ("1h2m3.5s", 3723.5)],
+)
+def test_reset_durations_read_as_openai_writes_them(text, seconds):
+    assert duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", [None, "", "soon", "-1", "2025-08-21T12:40:59Z"])
+def test_an_unreadable_reset_is_unknown(text):
+    assert duration(text) is None
+
+
+def test_a_request_waits_until_the_bucket_pays_for_it_and_unused_tokens_come_back():
+    async def run() -> tuple[float, float]:
+        rate = RateLimit()
+        rate.buckets["tokens"] = Bucket(100.0, 1000.0)  # 100 tokens, refilled in 0.1 s
+        await rate.acquire(80)
+        started = time.monotonic()
+        await rate.acquire(80)  # 60 more tokens: 60 ms
+        waited = time.monotonic() - started
+        rate.settle(80, 30)  # the reply used 30 of the 80 held
+        return waited, rate.buckets["tokens"].level
+
+    waited, level = asyncio.run(run())
+    assert 0.05 <= waited < 0.5
+    assert level == pytest.approx(50, abs=5)
+
+
+def test_the_providers_headers_lower_the_limit_cap_the_bucket_and_set_the_rate():
+    rate = RateLimit(rpm=600)
+    rate.follow(
+        {
+            "x-ratelimit-limit-requests": "60",
+            "x-ratelimit-remaining-requests": "10",
+            "x-ratelimit-reset-requests": "5s",  # 50 missing come back in 5 s: 10 a second
+            "x-ratelimit-limit-tokens": "-1",  # unknown (a proxy's), never 0
+            "x-ratelimit-remaining-tokens": "0",
+        }
+    )
+    requests = rate.buckets["requests"]
+    assert (requests.capacity, requests.level, requests.rate) == (60, 10, 10)
+    assert "tokens" not in rate.buckets
+
+
+def test_a_429_halves_the_requests_at_once_and_replies_grow_them_back():
+    gate = Gate(ceiling=32)
+    gate.throttled(in_flight=32)
+    assert gate.capacity == 16
+    gate.throttled(in_flight=16)
+    assert gate.capacity == 8
+    for _ in range(8):  # a round of replies at 8 at once: one more
+        gate.succeeded()
+    assert 8.9 < gate.capacity < 9.1
+
+
+def test_moot_follows_a_servers_limit_and_barely_meets_a_429():
+    """The server allows 10 requests per 0.5 s; moot learns it from the first reply's headers."""
+
+    async def run(url: str) -> tuple[float, int]:
+        client = ModelClient(retry=RetryPolicy(attempts=5, initial_wait=0.05, max_wait=0.5))
+        role = Role("asker", parse_spec("openai/scripted", api_base=url))
+
+        async def ask(n: int) -> str:
+            messages = [{"role": "user", "content": f"question {n}"}]
+            return (await client.complete(role, messages, stage="ask", max_tokens=8)).text
+
+        await ask(-1)  # the headers of its reply tell moot the limit
+        started = time.monotonic()
+        answers = await asyncio.gather(*(ask(n) for n in range(30)))
+        assert all(answers)
+        return time.monotonic() - started, client.ledger.total().retries
+
+    with ScriptedServer(rpm=10, limit_window=0.5) as server:
+        seconds, retries = asyncio.run(run(server.url))
+        refused = sum(r.outcome == "rate_limited" for r in server.requests)
+    # 9 left after the first, then 20 a second: the other 21 take about a second
+    assert seconds > 0.8
+    assert refused == retries and refused <= 3, refused
