@@ -149,6 +149,23 @@ class Plan:
         plan.notes = [note.format(calls=calls) for note, calls in client.notes.items()]
         return plan
 
+    def limited_minutes(self) -> dict[str, float]:
+        """Minutes each model with ``--rpm``/``--tpm`` needs for its calls at those limits.
+
+        Its calls over its requests per minute, or its tokens (input and at most output: what
+        the limits charge) over its tokens per minute, whichever is longer.
+        """
+        found: dict[str, float] = {}
+        for name in dict.fromkeys(row.spec.name for row in self.rows):
+            rows = [row for row in self.rows if row.spec.name == name]
+            spec = rows[0].spec
+            calls = sum(row.calls for row in rows)
+            tokens = sum(row.input_tokens + row.output_tokens for row in rows)
+            needs = [calls / spec.rpm if spec.rpm else 0.0, tokens / spec.tpm if spec.tpm else 0.0]
+            if spec.rpm or spec.tpm:
+                found[name] = max(needs)
+        return found
+
     def cost_usd(self) -> float:
         """The estimated cost of the priced calls (see `unpriced` for the others)."""
         return sum(self.row_cost(row) or 0.0 for row in self.rows)

@@ -22,7 +22,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from urllib.parse import urlparse
 
 from pydantic import BaseModel
@@ -120,6 +120,9 @@ class ModelClient:
         >>> hi = [{"role": "user", "content": "Hi"}]
         >>> reply = await client.complete(role, hi, stage="demo")  # doctest: +SKIP
     """
+
+    #: Whether a request waits for its model's ``--rpm``/``--tpm`` (a dry run's sends nothing).
+    paces: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -455,7 +458,8 @@ class ModelClient:
             bound = spec.max_concurrency * max(1, len(spec.api_bases))
             self._limits.setdefault(key, asyncio.Semaphore(bound))
         limit = self._limits.get(key) or contextlib.nullcontext()
-        if key not in self._rates and (spec.rpm is not None or spec.tpm is not None):
+        paced = spec.rpm is not None or spec.tpm is not None
+        if self.paces and paced and key not in self._rates:
             self._rates[key] = RateLimit(spec.rpm, spec.tpm)
         backoff = wait_random_exponential(multiplier=policy.initial_wait, max=policy.max_wait)
 

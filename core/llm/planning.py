@@ -78,6 +78,8 @@ class PlanningClient(ModelClient):
         prices: What the calls would cost (the command's ``--prices`` over the cost map).
     """
 
+    paces = False  # nothing is sent: nothing waits for a rate limit
+
     def __init__(self, prices: Prices | None = None) -> None:
         super().__init__(prices=prices)
         self.notes: Counter[str] = Counter()

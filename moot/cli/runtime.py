@@ -371,6 +371,10 @@ def plan_table(plan: Any, command: str, budget: float | None = None) -> str:
         f"cost {cost}"
     )
     lines = [total, *(f"key: {model}: {what}" for model, what in plan.keys)]
+    lines += [
+        f"limits: {model} needs about {minutes:.1f} min at its --rpm/--tpm"
+        for model, minutes in plan.limited_minutes().items()
+    ]
     lines += [f"note: {text}" for text in plan.notes]
     if budget is not None and plan.unpriced:
         lines.append(f"budget: --budget needs the price of {unpriced} (a real run exits 2)")

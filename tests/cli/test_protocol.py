@@ -481,3 +481,15 @@ def test_moot_protocol_debatune_sends_what_moot_debate_sends(tmp_path):
     sent = [{k: r.body[k] for k in ("messages", "max_tokens")} for r in server.requests]
     assert sent == [{k: r[k] for k in ("messages", "max_tokens")} for r in debate]
     assert len(read_jsonl(tmp_path / "out" / "sft.jsonl")) == 2
+
+
+def test_a_dry_run_says_how_long_the_rate_limits_make_the_run_and_waits_for_none(tmp_path):
+    protocol = write_protocol(tmp_path / "p", protocol_text())
+    items = write_items(tmp_path, *(f"topic {n}" for n in range(6)))
+    with ScriptedServer(rules=speaker_rules()) as server:
+        started = time.monotonic()
+        plan = run(server, protocol, items, tmp_path / "out", dry_run=True, rpm=4)
+        assert time.monotonic() - started < 30 and not server.requests
+    # 6 items, 2 rounds of alice and bob: 24 calls at 4 a minute
+    assert plan.plan.limited_minutes() == {"openai/scripted": 6.0}
+    assert "limits: openai/scripted needs about 6.0 min at its --rpm/--tpm" in str(plan)
