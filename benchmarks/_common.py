@@ -56,20 +56,23 @@ def scripted_server(
     rules: Sequence[Any] = (),
     startup_timeout: float = 60.0,
     slots: int | None = None,
+    **config: Any,
 ) -> Iterator[str]:
     """Run ``python -m moot.testing.server`` in its own process; yield its base URL.
 
     A separate process keeps the server's threads off the client's GIL. `rules` are its
-    scripted replies (``Rule``s), handed over in a ``ServerConfig`` file; `slots` bounds the
-    requests it answers at once (a replica's batch).
+    scripted replies (``Rule``s), handed over in a ``ServerConfig`` file with `config`'s other
+    fields (``tpm``, ``limit_window`` ...); `slots` bounds the requests it answers at once (a
+    replica's batch).
     """
     with temp_dir("moot-bench-server-") as folder:
-        config = folder / "server.json"
-        if rules:
+        path = folder / "server.json"
+        given = bool(rules or config)
+        if given:
             from moot.testing import ServerConfig
 
-            text = ServerConfig(latency=latency, rules=list(rules)).to_json()
-            config.write_text(text, encoding="utf-8")
+            text = ServerConfig(latency=latency, rules=list(rules), **config).to_json()
+            path.write_text(text, encoding="utf-8")
         cmd = [
             sys.executable,
             "-m",
@@ -78,7 +81,7 @@ def scripted_server(
             repr(latency),
             "--port",
             "0",
-            *(["--config", str(config)] if rules else []),
+            *(["--config", str(path)] if given else []),
             *(["--slots", str(slots)] if slots else []),
         ]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=offline_env())

@@ -4,7 +4,7 @@ Providers limit requests and tokens per minute and say, in every reply's headers
 left (OpenAI's ``x-ratelimit-{limit,remaining,reset}-{requests,tokens}``). A `RateLimit` keeps
 one bucket per limit, refilled continuously, and makes each request wait until the buckets can
 pay for it: one request, and its prompt tokens plus its whole ``max_tokens`` (what providers
-reserve at admission), the unused part given back once the reply's usage is known. The buckets
+reserve at admission), the prompt's count corrected by the reply's usage. The buckets
 start from ``--rpm``/``--tpm`` and follow the headers: a provider's lower limit replaces the
 flag's, its remaining count caps the bucket, and the refill rate is read from how long it says
 the bucket takes to fill. Missing or negative header values (some proxies send -1) are unknown,
@@ -81,11 +81,21 @@ class RateLimit:
             for name, bucket in self.buckets.items():
                 bucket.level -= self._cost(name, tokens)
 
-    def settle(self, reserved: int, used: int) -> None:
-        """Give back the tokens a request reserved and its reply did not use."""
+    def charge(self, requests: int, tokens: int) -> None:
+        """Charge `requests` requests of `tokens` tokens each, sent before the limit was known."""
+        for name, bucket in self.buckets.items():
+            bucket.level -= requests * self._cost(name, tokens)
+
+    def settle(self, counted: int, billed: int) -> None:
+        """Correct a request's charge by its reply's usage: the prompt `billed` for `counted`.
+
+        Only the prompt's count is corrected (moot's count is an estimate): the reserved
+        ``max_tokens`` stay charged, as providers that reserve them keep them (OpenAI); one that
+        gives them back says so in its next reply's remaining count (`follow`).
+        """
         bucket = self.buckets.get("tokens")
-        if bucket is not None and used < reserved:
-            bucket.level = min(bucket.capacity, bucket.level + reserved - used)
+        if bucket is not None:
+            bucket.level = min(bucket.capacity, bucket.level + counted - billed)
 
     def follow(self, headers: Mapping[str, str]) -> None:
         """Take what a reply's headers say: a lower limit, what is left, the refill rate."""

@@ -303,6 +303,24 @@ class ModelClient:
             )
         return reply
 
+    def _follow(
+        self, key: tuple[str, str | None], limits: Any, messages: Messages, params: dict
+    ) -> None:
+        """Take a reply's rate-limit headers (`RateLimit.follow`).
+
+        The first reply to carry them makes the model's `RateLimit`, which charges the
+        requests still out (sent before any limit was known, so uncharged) as many of this one:
+        the headers were written when this one was admitted, before them.
+        """
+        rate = self._rates.get(key)
+        if rate is not None:
+            rate.follow(limits)
+            return
+        rate = self._rates[key] = RateLimit()
+        rate.follow(limits)
+        size = count_message_tokens(messages) + (params.get("max_tokens") or 0)
+        rate.charge(self._sending.get(key, 0), size)
+
     async def _sent(
         self, key: tuple[str, str | None], transport: Transport, messages: Messages, params: dict
     ) -> Reply:
@@ -493,18 +511,17 @@ class ModelClient:
                 with attempt:
                     attempts += 1
                     held += self._reserve(worst)
-                    rate, asked = self._rates.get(key), 0
+                    rate, counted = self._rates.get(key), 0
                     if rate is not None:  # each attempt is a request: each is paid for
-                        asked = count_message_tokens(messages) + (params.get("max_tokens") or 0)
-                        await rate.acquire(asked)
+                        counted = count_message_tokens(messages)
+                        await rate.acquire(counted + (params.get("max_tokens") or 0))
                     async with limit:
                         reply = await self._sent(key, transport, messages, params)
                     billed = bill(reply.usage, messages, reply.text, params.get("max_tokens"))
-                    if reply.limits:
-                        rate = self._rates.setdefault(key, RateLimit())
-                        rate.follow(reply.limits)
-                    if rate is not None and asked:
-                        rate.settle(asked, billed.prompt + billed.completion)
+                    if rate is not None and counted:
+                        rate.settle(counted, billed.prompt)
+                    if reply.limits:  # after `settle`: the provider's count has the last word
+                        self._follow(key, reply.limits, messages, params)
                     tokens = [
                         tokens[0] + billed.prompt,
                         tokens[1] + billed.completion,

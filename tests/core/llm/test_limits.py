@@ -25,7 +25,7 @@ def test_an_unreadable_reset_is_unknown(text):
     assert duration(text) is None
 
 
-def test_a_request_waits_until_the_bucket_pays_for_it_and_unused_tokens_come_back():
+def test_a_request_waits_until_the_bucket_pays_for_it_and_its_prompt_is_billed_as_counted():
     async def run() -> tuple[float, float]:
         rate = RateLimit()
         rate.buckets["tokens"] = Bucket(100.0, 1000.0)  # 100 tokens, refilled in 0.1 s
@@ -33,12 +33,13 @@ def test_a_request_waits_until_the_bucket_pays_for_it_and_unused_tokens_come_bac
         started = time.monotonic()
         await rate.acquire(80)  # 60 more tokens: 60 ms
         waited = time.monotonic() - started
-        rate.settle(80, 30)  # the reply used 30 of the 80 held
-        return waited, rate.buckets["tokens"].level
+        level = rate.buckets["tokens"].level
+        rate.settle(30, 20)  # its prompt, counted 30, was billed 20: 10 back, max_tokens kept
+        return waited, rate.buckets["tokens"].level - level
 
-    waited, level = asyncio.run(run())
+    waited, back = asyncio.run(run())
     assert 0.05 <= waited < 0.5
-    assert level == pytest.approx(50, abs=5)
+    assert back == pytest.approx(10, abs=2)
 
 
 def test_the_providers_headers_lower_the_limit_cap_the_bucket_and_set_the_rate():
