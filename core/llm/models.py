@@ -511,15 +511,15 @@ class ModelClient:
                 with attempt:
                     attempts += 1
                     held += self._reserve(worst)
-                    rate, counted = self._rates.get(key), 0
+                    rate, prompt = self._rates.get(key), 0
                     if rate is not None:  # each attempt is a request: each is paid for
-                        counted = count_message_tokens(messages)
-                        await rate.acquire(counted + (params.get("max_tokens") or 0))
+                        prompt = count_message_tokens(messages)
+                        await rate.acquire(prompt + (params.get("max_tokens") or 0))
                     async with limit:
                         reply = await self._sent(key, transport, messages, params)
                     billed = bill(reply.usage, messages, reply.text, params.get("max_tokens"))
-                    if rate is not None and counted:
-                        rate.settle(counted, billed.prompt)
+                    if rate is not None and prompt:
+                        rate.settle(prompt, billed.prompt)
                     if reply.limits:  # after `settle`: the provider's count has the last word
                         self._follow(key, reply.limits, messages, params)
                     tokens = [
