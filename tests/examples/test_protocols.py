@@ -355,10 +355,12 @@ embedded = pytest.mark.skipif(
 )
 
 
-def cut_budgets(example: Path, protocol: str, folder: Path, max_tokens: int) -> Path:
+def cut_budgets(
+    example: Path, protocol: str, folder: Path, max_tokens: int, rounds: int | None = None
+) -> Path:
     """A copy of an example with its token budgets cut, all else as is: each agent's to
     `max_tokens`, a structured reply's (a stop check, a verdict) to 4 times that, room for its
-    JSON."""
+    JSON; and its rounds to `rounds`, if given."""
     shutil.copytree(example, folder)
     path = folder / protocol
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -367,6 +369,8 @@ def cut_budgets(example: Path, protocol: str, folder: Path, max_tokens: int) -> 
     for step in (data.get("stop", {}).get("judge"), data.get("final", {}).get("verdict")):
         if step is not None:
             step["max_tokens"] = 4 * max_tokens
+    if rounds is not None:
+        data["rounds"] = rounds
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
 
@@ -374,17 +378,18 @@ def cut_budgets(example: Path, protocol: str, folder: Path, max_tokens: int) -> 
 @pytest.mark.embedded
 @embedded
 @pytest.mark.parametrize(
-    ("example", "protocol", "items"),
+    ("example", "protocol", "items", "rounds"),
     [
-        ("du-arithmetic", "protocol.yaml", "questions.jsonl"),
-        ("mad", "protocol.yaml", "questions.jsonl"),
-        ("chateval", "one_by_one.yaml", "pairs.jsonl"),
-        ("chateval", "simultaneous.yaml", "pairs.jsonl"),
-        ("chateval", "summarizer.yaml", "pairs.jsonl"),
+        ("du-arithmetic", "protocol.yaml", "questions.jsonl", None),
+        ("mad", "protocol.yaml", "questions.jsonl", None),
+        # one round shows a plan; the summarizer's needs two (it writes between rounds)
+        ("chateval", "one_by_one.yaml", "pairs.jsonl", 1),
+        ("chateval", "simultaneous.yaml", "pairs.jsonl", 1),
+        ("chateval", "summarizer.yaml", "pairs.jsonl", None),
     ],
 )
-def test_example_runs_offline_on_the_embedded_model(tmp_path, example, protocol, items):
-    path = cut_budgets(EXAMPLES / example, protocol, tmp_path / example, max_tokens=48)
+def test_example_runs_offline_on_the_embedded_model(tmp_path, example, protocol, items, rounds):
+    path = cut_budgets(EXAMPLES / example, protocol, tmp_path / example, 48, rounds)
     out = tmp_path / "out"
     result = run_moot(
         "protocol", path, "--in", path.parent / items, "--out", out, "--limit", 1, timeout=900
