@@ -207,7 +207,7 @@ class Protocol(ConfigModel):
         """The debaters, in turn order: `turns.order`, else every agent with no other part."""
         if self.turns.order is not None:
             return self.turns.order
-        others = {step.agent for _, step in self.steps() if step.agent}
+        others = {step.agent for _, step in self.steps()}
         others.discard(self.final.conclude.agent if self.final and self.final.conclude else "")
         return [name for name in self.agents if name not in others]
 

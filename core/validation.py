@@ -11,18 +11,32 @@ raise their own error type.
 from __future__ import annotations
 
 import difflib
+import functools
 import types
 import typing
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 
 class ConfigModel(BaseModel):
-    """A section of a configuration file: strict, closed (unknown keys refused) and frozen."""
+    """A section of a configuration file: strict, closed (unknown keys refused) and frozen.
+
+    What a section derives from its fields and caches (a ``functools.cached_property``) is
+    derived anew in a copy with other fields (`model_copy`), never carried over stale.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy, `update`'s fields replaced; its cached derived values are dropped."""
+        copy = super().model_copy(update=update, deep=deep)
+        for klass in type(self).__mro__:
+            for name, value in vars(klass).items():
+                if isinstance(value, functools.cached_property):
+                    copy.__dict__.pop(name, None)
+        return copy
 
 
 def problem(exc: ValidationError, model: type[BaseModel]) -> str:
