@@ -172,6 +172,16 @@ class BudgetReached(Exception):
         self.spent, self.budget = spent, budget
 
 
+class BatchPending(Exception):
+    """A request waits in a provider's batch that has not ended, and the run does not wait.
+
+    ``--no-wait`` (`moot.core.llm.batch`): not a failure and not done. The run engine leaves
+    the item unlogged, as a ``--budget`` stop does, and the command exits 0 saying how to
+    collect: the same command again (or ``moot collect``) finds the batch and does not submit
+    it again.
+    """
+
+
 def json_type(value: Any) -> str:
     """How messages name a JSON value's type: "text", "a number", "a list", "null" ...
 

@@ -15,6 +15,10 @@ the input), so a rerun recognises it. For each run the engine
   the items in flight end (each at its next paid call), and an item stopped so is never logged:
   it is not failed, it is not done, and the next run does it (resuming its checkpoint); the run
   hands it back as ``{**item, "status": "stopped"}`` so pipelines see every item;
+- runs each item's task as one of the run's `Flight`: in batch mode (``--batch``) a batch goes
+  once every item in flight waits on one (`moot.core.llm.batch`); an item whose batch has not
+  ended under ``--no-wait`` (`BatchPending`) is handed back unlogged as a stopped one is, and
+  counted ``waiting``;
 - appends each record to the run's JSONL log as soon as it is known (fsynced, off the event loop),
   so a crash loses at most the items in flight;
 - shows one progress bar (done, failed, calls, tokens, cost, ETA);
@@ -41,7 +45,8 @@ from typing import Any
 
 from moot.core.data.folders import EVAL_CLAIM, RunFolder
 from moot.core.data.records import ResultLog
-from moot.core.errors import BudgetReached, ModelCallError
+from moot.core.errors import BatchPending, BudgetReached, ModelCallError
+from moot.core.llm.batch import Flight
 from moot.core.llm.endpoints import sticky
 
 Record = dict[str, Any]
@@ -122,6 +127,8 @@ class Tally:
         done: Items finished now.
         failed: Items that failed now (a rerun retries them).
         stopped: Items not done because ``--budget`` was reached (a rerun does them).
+        waiting: Items not done because their batch has not ended (``--no-wait``: a rerun, or
+            ``moot collect``, collects them).
         seconds: Wall time of the run.
     """
 
@@ -131,6 +138,7 @@ class Tally:
     done: int = 0
     failed: int = 0
     stopped: int = 0
+    waiting: int = 0
     seconds: float = 0.0
 
 
@@ -263,21 +271,34 @@ async def run_items(
     queue = iter(pending)
     budget_reached = False
     ended: set[str] = set()  # items this run finished or failed
+    waiting: set[str] = set()  # items whose batch has not ended (--no-wait)
+    workers = min(max(1, concurrency), len(pending))
+    flight = Flight(workers)  # batch mode: a batch goes when every item in flight waits on one
     failures: list[Record] = []  # this run's failed records, when not read back from the log
 
     async def worker() -> None:
+        try:
+            await work()
+        finally:
+            flight.workers -= 1
+
+    async def work() -> None:
         nonlocal budget_reached
         for item in queue:  # one shared iterator: each worker takes the next item
             if budget_reached:
                 return
             try:
-                with sticky(item["id"]):  # one endpoint per item, of a model with several
+                # one endpoint per item, of a model with several
+                with sticky(item["id"]), flight.item():
                     record = await task(item)
             except ModelCallError as exc:
                 record = on_error(item, exc)
             except BudgetReached:  # not done, not failed: the rerun does it
                 budget_reached = True
                 return
+            except BatchPending:  # not done, not failed: the rerun collects it
+                waiting.add(item["id"])
+                continue
             await asyncio.to_thread(log.append, record)  # fsync off the event loop
             if logged is not None:
                 await logged(record)
@@ -292,7 +313,7 @@ async def run_items(
 
     try:
         async with asyncio.TaskGroup() as group:
-            for _ in range(min(max(1, concurrency), len(pending))):
+            for _ in range(workers):
                 group.create_task(worker())
     except BaseExceptionGroup as errors:  # the first real error, as the caller would expect
         raise errors.exceptions[0] from None
@@ -315,7 +336,8 @@ async def run_items(
             for i in ids
             if i in stopped or i in by_id
         ]
-    tally.stopped = len(stopped)
+    tally.waiting = len(waiting)
+    tally.stopped = len(stopped) - len(waiting)
     tally.seconds = time.perf_counter() - started
     return RunResult(records, tally)
 

@@ -49,6 +49,8 @@ _EXPORTS = {
         "aview",
         "protocol",
         "aprotocol",
+        "collect",
+        "acollect",
         "eval",
         "report",
         "data",

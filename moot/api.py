@@ -312,6 +312,7 @@ POSITIONAL = {
     "merge-shards": "dirs",
     "models check": "spec",
     "templates export": "folder",
+    "collect": "run",
 }
 
 
@@ -347,6 +348,7 @@ retrieve, aretrieve = _command("retrieve")
 run, arun = _command("run")
 view, aview = _command("view")
 protocol, aprotocol = _command("protocol")
+collect, acollect = _command("collect")
 
 eval = _group(  # noqa: A001 - `moot eval quality` is `moot.eval.quality`
     "eval controllability",

@@ -38,6 +38,7 @@ from moot.core.errors import (
     MootError,
     machine_failure,
 )
+from moot.core.llm.batch import BatchQueue
 from moot.core.llm.billing import bill
 from moot.core.llm.cache import RequestCache, request_key
 from moot.core.llm.failures import Transient, where
@@ -113,6 +114,8 @@ class ModelClient:
         concurrency: Requests the caller keeps in flight at once, when it knows (the run's
             ``--concurrency``): the embedded model's server gets one parallel slot per request
             (`moot.core.llm.embedded.slots_for`; a spec's ``max_concurrency`` comes first).
+        batches: Batch mode (``--batch``): requests that miss the cache go to their provider's
+            batch API through this queue, not live (`moot.core.llm.batch`).
 
     Example:
         >>> client = ModelClient(cache=RequestCache(path))  # doctest: +SKIP
@@ -133,8 +136,10 @@ class ModelClient:
         prices: Prices | None = None,
         budget: float | None = None,
         concurrency: int | None = None,
+        batches: BatchQueue | None = None,
     ) -> None:
         self.cache = cache
+        self.batches = batches
         self.concurrency = concurrency
         self.ledger = ledger if ledger is not None else UsageLedger()
         if prices is not None:
@@ -166,7 +171,8 @@ class ModelClient:
             take their requests, and they are tried again later.
 
         Raises:
-            ConfigError: A needed key is missing, or a budget is set and `spec` is unpriced.
+            ConfigError: A needed key is missing, a budget is set and `spec` is unpriced, or
+                batch mode and `spec` has no batch API.
             EndpointError: The endpoint does not accept connections (with several, none does).
         """
         if self.budget is not None and self.ledger.prices.price(spec) is None:
@@ -175,6 +181,11 @@ class ModelClient:
                 "--prices FILE (or prices: in --config)"
             )
         transport = self._transport(spec)
+        if self.batches is not None and (spec.transport_class.free or transport.batches() is None):
+            raise ConfigError(
+                f"--batch: {spec.name} has no batch API (OpenAI's, or an OpenAI-compatible "
+                "server's /v1/batches, at one endpoint: docs/cli.md, Batches)"
+            )
         if not spec.api_base and not spec.api_key_env:
             missing = spec.transport_class.missing_keys(spec)
             if missing:
@@ -267,13 +278,14 @@ class ModelClient:
             params["response_format"] = response_format
 
         key = None
-        if self.cache is not None:
+        if self.cache is not None or self.batches is not None:  # a batch's lines are keyed too
             identity = {
                 "model": transport.identity,
                 "api_base": spec.api_base,
                 "messages": messages,
             }
             key = request_key({**identity, "params": params})
+        if key is not None and self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
                 # redacted as a new reply is: an earlier version cached replies unredacted
@@ -289,7 +301,7 @@ class ModelClient:
                 return reply
 
         worst = self._worst_case(spec, used, max_tokens)
-        reply = await self._send(transport, role, stage, messages, params, worst)
+        reply = await self._send(transport, role, stage, messages, params, worst, key)
         if key is not None and self.cache is not None:
             self.cache.put(
                 key,
@@ -467,22 +479,29 @@ class ModelClient:
         messages: Messages,
         params: dict,
         worst: float = 0.0,
+        key: str | None = None,
     ) -> Completion:
         spec, policy = role.spec, self.retry
-        key = (transport.identity, spec.api_base)
+        # batch mode: each attempt is asked in a batch (a failed one in the next), or live once
+        # a batch failed it with --batch-fallback live
+        batches = self.batches.answer if self.batches is not None else None
+        api = transport.batches() if batches is not None and key is not None else None
+        model = (transport.identity, spec.api_base)
         if spec.max_concurrency is not None:  # else the run's own concurrency is the bound
             # several endpoints: N each on average, held here for all of them together, because
             # litellm's per-endpoint limit refuses a request over it (a 429) instead of queueing it
             bound = spec.max_concurrency * max(1, len(spec.api_bases))
-            self._limits.setdefault(key, asyncio.Semaphore(bound))
-        limit = self._limits.get(key) or contextlib.nullcontext()
+            self._limits.setdefault(model, asyncio.Semaphore(bound))
+        limit = self._limits.get(model) or contextlib.nullcontext()
         paced = spec.rpm is not None or spec.tpm is not None
-        if self.paces and paced and key not in self._rates:
-            self._rates[key] = RateLimit(spec.rpm, spec.tpm)
+        if self.paces and paced and model not in self._rates:
+            self._rates[model] = RateLimit(spec.rpm, spec.tpm)
         backoff = wait_random_exponential(multiplier=policy.initial_wait, max=policy.max_wait)
 
         def wait(state: Any) -> float:
             exc = state.outcome.exception()
+            if api is not None:  # the next batch: it waits for its own round anyway
+                return 0.0
             if isinstance(exc, Transient) and exc.retry_after is not None:
                 return min(exc.retry_after, policy.max_retry_after)
             if spec.api_bases and state.attempt_number == 1:  # another endpoint may take it now
@@ -497,6 +516,7 @@ class ModelClient:
             )
 
         attempts, tokens = 0, [0, 0, 0]  # every reply is paid for, an empty one too
+        batched = False  # the last attempt was asked in a batch (priced at batch rates)
         counted = longer = 0  # replies moot counted; replies longer than max_tokens asked
         held = 0.0  # each attempt is a paid request: each reserves its worst case
         start = time.perf_counter()
@@ -511,17 +531,26 @@ class ModelClient:
                 with attempt:
                     attempts += 1
                     held += self._reserve(worst)
-                    rate, prompt = self._rates.get(key), 0
-                    if rate is not None:  # each attempt is a request: each is paid for
-                        prompt = count_message_tokens(messages)
-                        await rate.acquire(prompt + (params.get("max_tokens") or 0))
-                    async with limit:
-                        reply = await self._sent(key, transport, messages, params)
+                    rate, prompt = self._rates.get(model), 0
+                    batched = api is not None
+                    if api is not None and batches is not None and key is not None:
+                        try:
+                            reply = await batches(api, key, api.body(messages, params))
+                        except Transient:
+                            if self.batches is not None and self.batches.live_fallback:
+                                api = None
+                            raise
+                    else:
+                        if rate is not None:  # each attempt is a request: each is paid for
+                            prompt = count_message_tokens(messages)
+                            await rate.acquire(prompt + (params.get("max_tokens") or 0))
+                        async with limit:
+                            reply = await self._sent(model, transport, messages, params)
                     billed = bill(reply.usage, messages, reply.text, params.get("max_tokens"))
                     if rate is not None and prompt:
                         rate.settle(prompt, billed.prompt)
                     if reply.limits:  # after `settle`: the provider's count has the last word
-                        self._follow(key, reply.limits, messages, params)
+                        self._follow(model, reply.limits, messages, params)
                     tokens = [
                         tokens[0] + billed.prompt,
                         tokens[1] + billed.completion,

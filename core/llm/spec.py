@@ -286,6 +286,10 @@ class Transport:
         """
         raise NotImplementedError
 
+    def batches(self) -> Any:
+        """Its provider's batch API (`moot.core.llm.batch.BatchAPI`, ``--batch``); None: none."""
+        return None
+
     async def send(self, messages: list[dict[str, str]], params: dict[str, Any]) -> Reply:
         """Send one chat request and read its reply.
 

@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The whole parser: every command of every paper."""
     from moot.cli import (
         berds,
+        collect,
         compqa,
         debateqa,
         debatrix,
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         templates,
         loop,
         view,
+        collect,
     ):
         module.register(commands)
     return parser
@@ -79,8 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.filterwarnings(
         "ignore", "coroutine 'arun_with_retry' was never awaited", RuntimeWarning
     )
-    from moot.cli.config import apply_config
-    from moot.cli.runtime import check_paths, execute
+    from moot.cli.runtime import execute, with_config
     from moot.core.errors import (
         BudgetReached,
         MootError,
@@ -92,10 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from moot.result import STOPPED, show
 
     try:
-        if getattr(args, "config", None):
-            check_paths(args, "config")
-            args = apply_config(parser, argv, args)
-        result = execute(args)
+        result = execute(with_config(parser, argv, args))
         show(result, getattr(args, "quiet", False))
         return result.exit_code
     except MootError as exc:

@@ -338,6 +338,34 @@ def run_settings(concurrency: int, unit: str) -> type[Settings]:
         no_cache: bool = flag(
             False, action="store_true", group="run", help="do not read or write the cache"
         )
+        batch: bool = flag(
+            False,
+            action="store_true",
+            group="batch",
+            help="ask through the provider's batch API: about half the price, answered within "
+            f"24 h; every one of the {unit} in flight, one batch per step (docs/cli.md)",
+        )
+        no_wait: bool = flag(
+            False,
+            action="store_true",
+            group="batch",
+            help="with --batch: submit, then exit 0; collect with moot collect OUT or the same "
+            "command again",
+        )
+        batch_fallback: str = flag(
+            "batch",
+            choices=("batch", "live"),
+            group="batch",
+            help="a request a batch failed or left unanswered is asked again: in the next batch "
+            "(default) or live",
+        )
+        batch_poll: float = flag(
+            30.0,
+            parse=seconds,
+            metavar="S",
+            group="batch",
+            help="seconds between two looks at a submitted batch (default 30)",
+        )
 
     return RunSettings
 

@@ -174,6 +174,22 @@ def _check_input(flag: str, path: Any, kind: str) -> None:
         raise ConfigError(f"{flag} {path}: a file, expected a folder")
 
 
+def with_config(
+    parser: argparse.ArgumentParser, argv: list[str], args: argparse.Namespace
+) -> argparse.Namespace:
+    """The command line `argv` parsed as `args`, its ``--config`` applied; it keeps `argv`.
+
+    The command line is kept for a ``--batch`` run's journal (``moot collect`` runs it again).
+    """
+    from moot.cli.config import apply_config
+
+    if getattr(args, "config", None):
+        check_paths(args, "config")
+        args = apply_config(parser, argv, args)
+    args.argv = argv
+    return args
+
+
 def execute(args: argparse.Namespace) -> Result:
     """Run a parsed command (its ``--config`` applied): checks, its output folder, its result.
 
@@ -185,6 +201,7 @@ def execute(args: argparse.Namespace) -> Result:
     if getattr(args, "out", None) is None and default is not None:
         args.out = default(args)  # before the checks: a default output is checked as any
     check_paths(args)
+    check_batch(args)
     args.notes = []
     if getattr(args, "dry_run", False):  # the plan alone: no call, nothing written
         plan, command = plan_for(args), args.command_parser.prog
@@ -203,6 +220,28 @@ def execute(args: argparse.Namespace) -> Result:
         result.prompts = overridden()
     result.notes = args.notes
     return result
+
+
+#: Items in flight with ``--batch``: all of them (a batch holds a step of every one), as many as
+#: fit in batches of `moot.core.llm.batch.MAX_REQUESTS` requests.
+BATCH_IN_FLIGHT = 50_000
+
+
+def check_batch(args: argparse.Namespace) -> None:
+    """``--batch``'s options only with it; with it, every item in flight at once.
+
+    Raises:
+        ConfigError: ``--no-wait`` or ``--batch-fallback live`` without ``--batch``.
+    """
+    from moot.core.errors import ConfigError
+
+    if getattr(args, "batch", False):
+        args.concurrency = BATCH_IN_FLIGHT
+        return
+    if getattr(args, "no_wait", False):
+        raise ConfigError("--no-wait is for --batch runs: add --batch")
+    if getattr(args, "batch_fallback", "batch") != "batch":
+        raise ConfigError("--batch-fallback is for --batch runs: add --batch")
 
 
 @contextlib.contextmanager
@@ -519,6 +558,7 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
         prices=prices,
         budget=getattr(args, "budget", None),
         concurrency=getattr(args, "concurrency", None),
+        batches=batch_queue(args) if getattr(args, "batch", False) else None,
     )
     if args.verbose:
         log_retries()
@@ -530,6 +570,31 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
     for text in concurrency_notes(args, specs):
         note(args, text)
     return client
+
+
+def batch_queue(args: argparse.Namespace) -> Any:
+    """``--batch``'s queue, its journal in the run's output (`moot.core.llm.batch`).
+
+    Its models' batch APIs are checked by `ModelClient.prepare`.
+    """
+    import os
+
+    from moot.core.llm.batch import BatchBook, BatchQueue, book_path
+
+    argv = getattr(args, "argv", None)
+    command = {"argv": argv, "cwd": os.getcwd()} if argv is not None else None
+    book = BatchBook(book_path(args.out, getattr(args, "out_folder", False)), command)
+
+    def report(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    return BatchQueue(
+        book,
+        wait=not args.no_wait,
+        poll=args.batch_poll,
+        live_fallback=args.batch_fallback == "live",
+        report=None if args.quiet else report,
+    )
 
 
 def _given(args: argparse.Namespace, dest: str) -> bool:
@@ -647,6 +712,14 @@ def finish(
         messages.append(
             f"moot: budget reached: spent {spent} of {format_cost(args.budget)}; not done: {left}; "
             "what finished is written; rerun with a larger --budget to go on"
+        )
+    waiting = [t for t in tallies if t.waiting]
+    if waiting:
+        left = ", ".join(f"{t.waiting} of {t.planned} {t.unit}" for t in waiting)
+        out = getattr(args, "out", None)
+        messages.append(
+            f"moot: waiting for their batches: {left}; collect them with `moot collect {out}` "
+            "(or the same command again): nothing is submitted twice"
         )
     for tally in tallies:
         if tally.failed:

@@ -16,6 +16,7 @@ from typing import Any
 from moot.core.errors import ConfigError
 from moot.core.llm.spec import ModelSpec, Reply, Transport, register_transport, resolve_api_key
 from moot.core.llm.transports import router
+from moot.core.llm.transports.batches import OpenAIBatches
 from moot.core.llm.transports.replies import Answered, rate_limit_headers, request
 
 
@@ -36,7 +37,8 @@ class OpenAI(Transport):
     key_env = "OPENAI_API_KEY"
 
     def __init__(self, spec: ModelSpec, api_base: str | None, api_key: str | None, identity: str):
-        self.spec, self.api_base, self.identity, self._key = spec, api_base, identity, api_key
+        self.spec, self.api_base, self.identity, self.key = spec, api_base, identity, api_key
+        self._batches: OpenAIBatches | None = None
         # made for the first request: a run with nothing left to send (a rerun of a finished
         # run) never imports the SDK, about half a second
         self._post: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
@@ -76,7 +78,7 @@ class OpenAI(Transport):
         limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
         client = openai.AsyncOpenAI(
             base_url=self.api_base,
-            api_key=self._key or "EMPTY",  # a server without keys still wants the header
+            api_key=self.key or "EMPTY",  # a server without keys still wants the header
             max_retries=0,
             timeout=self.spec.timeout,
             http_client=httpx.AsyncClient(
@@ -97,8 +99,19 @@ class OpenAI(Transport):
         loop = asyncio.get_running_loop()
         if self._post is None or loop is not self._loop:  # connections die with their loop
             self._post, self._loop = self._connect(), loop
-        body = {"model": self.spec.model, "messages": messages, **params}
-        return await request(self._post(body), self.spec, self.api_base, self._key)
+        return await request(
+            self._post(self.body(messages, params)), self.spec, self.api_base, self.key
+        )
+
+    def body(self, messages: list[dict[str, str]], params: dict[str, Any]) -> dict[str, Any]:
+        """The JSON body of one chat request."""
+        return {"model": self.spec.model, "messages": messages, **params}
+
+    def batches(self) -> OpenAIBatches:
+        """The endpoint's Batch API (``--batch``)."""
+        if self._batches is None:
+            self._batches = OpenAIBatches(self)
+        return self._batches
 
 
 def _deadline_transport(deadline: float, limits: Any) -> Any:
