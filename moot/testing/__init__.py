@@ -19,6 +19,7 @@ __getattr__, __all__ = lazy_exports(
     __name__,
     {
         "moot.testing.server": (
+            "BatchLine",
             "Fault",
             "FaultKind",
             "LoggedRequest",
