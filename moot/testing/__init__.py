@@ -3,6 +3,8 @@
 `ScriptedServer` is a real HTTP server on 127.0.0.1 that answers ``/v1/chat/completions`` by
 `Rule` (the first whose pattern matches a request), fails on purpose by `Fault` (429, 500,
 hangs, malformed bodies...), and records every request it saw (`ScriptedServer.requests`).
+It also serves OpenAI's Files and Batches API, answering each batch line as a live request
+(`ScriptedServer.batch_lines` lists the lines submitted).
 Point any model spec at it with ``api_base=server.url`` (``--api-base`` on the command line).
 
 With pytest, enable the ``scripted_server`` fixture in a conftest or test module::
@@ -19,6 +21,7 @@ __getattr__, __all__ = lazy_exports(
     __name__,
     {
         "moot.testing.server": (
+            "BatchLine",
             "Fault",
             "FaultKind",
             "LoggedRequest",

@@ -5,6 +5,12 @@ on 127.0.0.1 with scripted replies (`Rule`), injected failures (`Fault`), a simu
 window and artificial latency. Replies that no rule scripts are derived from a hash of the
 request, so the same request gets the same reply in every process.
 
+It also serves OpenAI's Files and Batches API for chat completions (``POST /v1/files``,
+``GET /v1/files/{id}``, ``GET /v1/files/{id}/content``, ``POST /v1/batches``,
+``GET /v1/batches``, ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``;
+`moot.testing.batches`): each line of a batch is answered as a live request with its body is,
+rules and faults included (no latency, no rate limits), so a batch run's replies are a live run's.
+
 Run it in its own process with ``python -m moot.testing.server --latency 0.5``;
 it prints ``READY http://127.0.0.1:PORT/v1`` once listening and serves until SIGTERM or SIGINT.
 """
@@ -31,9 +37,19 @@ from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from moot.core.llm.tokens import count_message_tokens, count_tokens
+from moot.testing.batches import Answer, Batches, BatchLine, Refusal
 from moot.testing.limits import RateLimits
 
-__all__ = ["Fault", "FaultKind", "LoggedRequest", "Rule", "ScriptedServer", "ServerConfig", "main"]
+__all__ = [
+    "BatchLine",
+    "Fault",
+    "FaultKind",
+    "LoggedRequest",
+    "Rule",
+    "ScriptedServer",
+    "ServerConfig",
+    "main",
+]
 
 FaultKind = Literal[
     "429",
@@ -47,7 +63,10 @@ FaultKind = Literal[
     "400",
     "negative_usage",
     "inflated_usage",
+    "batch_expired",
 ]
+_LIVE_ONLY = frozenset({"hang", "drip", "malformed", "truncated"})  # faults of the transport
+_BATCH_ONLY = frozenset({"batch_expired"})
 JSON = dict[str, Any]
 
 _WORDS = (
@@ -96,7 +115,11 @@ class Fault:
             every ``drip_seconds``, so no single read waits long but the whole reply does;
             ``"negative_usage"`` and ``"inflated_usage"`` answer a normal reply whose ``usage``
             cannot be true: -400,000,000 prompt and -1 completion tokens, or 10,000,000
-            completion tokens.
+            completion tokens. ``"batch_expired"`` applies only to batch lines: the line is not
+            run and ends in the error file as ``batch_expired``, and its batch ``expired``.
+            The 4xx/5xx kinds and the usage ones apply to batch lines as to live requests (a
+            4xx/5xx line goes to the error file with that status and body); ``"hang"``,
+            ``"drip"``, ``"malformed"`` and ``"truncated"`` only to live requests.
         times: How many matching requests get the fault.
         match: Regex searched in the joined message contents; None matches any request.
         retry_after: Seconds sent as the ``Retry-After`` header on 429 and 503.
@@ -147,6 +170,8 @@ class ServerConfig:
         tpm: Tokens per `limit_window`: each request is charged its prompt tokens and its
             ``max_tokens`` when admitted. None: no limit.
         limit_window: The limits' window in seconds (60: per minute; a test scales it down).
+        batch_polls: Retrieves a batch stays ``in_progress`` for (after the one that ends its
+            ``validating``, a share of its lines answered at each) before the next ends it.
     """
 
     latency: float = 0.0
@@ -161,6 +186,7 @@ class ServerConfig:
     rpm: int | None = None
     tpm: int | None = None
     limit_window: float = 60.0
+    batch_polls: int = 2
 
     def to_json(self) -> str:
         """Serialise the configuration to a JSON string."""
@@ -335,11 +361,12 @@ class _Handler(BaseHTTPRequestHandler):
 
         A client that hung up is not an error.
         """
+        headers = dict(headers or {})
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", headers.pop("Content-Type", "application/json"))
             self.send_header("Content-Length", str(len(body)))
-            for name, value in (headers or {}).items():
+            for name, value in headers.items():
                 self.send_header(name, str(value))
             self.end_headers()
             if not drip:
@@ -397,6 +424,7 @@ class ScriptedServer:
         limited = self.config.rpm is not None or self.config.tpm is not None
         window = self.config.limit_window
         self._limits = RateLimits(self.config.rpm, self.config.tpm, window) if limited else None
+        self._batches = Batches(self.config.batch_polls, self._batch_line)
         self._handling = 0  # requests inside _handle: stop() waits for them to be logged
         self._handled = threading.Condition(self._lock)
         self._connections: set[socket.socket] = set()
@@ -416,6 +444,11 @@ class ScriptedServer:
         """Snapshot of the answered requests, in arrival order."""
         with self._lock:
             return [entry for _, entry in sorted(self._log, key=lambda item: item[0])]
+
+    @property
+    def batch_lines(self) -> list[BatchLine]:
+        """Every request line of every batch created, in creation order (run or not)."""
+        return self._batches.lines
 
     @property
     def peak_in_flight(self) -> int:
@@ -505,7 +538,8 @@ class ScriptedServer:
         """Read, route, log and send one request."""
         length = int(handler.headers.get("Content-Length") or 0)
         raw = handler.rfile.read(length) if length else b""  # always drain: keep-alive
-        path = urlsplit(handler.path).path.rstrip("/")
+        url = urlsplit(handler.path)
+        path = url.path.rstrip("/")
         key = self.config.api_key
         authorized = key is None or handler.headers.get("Authorization") == f"Bearer {key}"
         try:
@@ -514,7 +548,8 @@ class ScriptedServer:
             body = None
         body = body if isinstance(body, dict) else None
         try:
-            status, payload, headers, outcome = self._route(method, path, body, authorized)
+            request = raw, handler.headers.get("Content-Type", ""), url.query
+            status, payload, headers, outcome = self._route(method, path, body, authorized, request)
         except _Reply as reply:
             status, headers, outcome = reply.status, reply.headers, reply.outcome
             payload = json.dumps(reply.body).encode()
@@ -528,13 +563,22 @@ class ScriptedServer:
         handler.send(status, payload, headers, drip)
 
     def _route(
-        self, method: str, path: str, body: JSON | None, authorized: bool
+        self,
+        method: str,
+        path: str,
+        body: JSON | None,
+        authorized: bool,
+        request: tuple[bytes, str, str] = (b"", "", ""),
     ) -> tuple[int, bytes, JSON, str]:
-        """Dispatch by path; returns status, body bytes, extra headers and log outcome."""
+        """Dispatch by path; returns status, body bytes, extra headers and log outcome.
+
+        `request` is the raw body, its content type and the query string (files, batches).
+        """
         if (method, path) == ("GET", "/health"):
             return 200, b'{"status": "ok"}', {}, "ok"
         known = {("GET", "/v1/models"), ("POST", "/v1/chat/completions")}
-        if (method, path) not in known:
+        batch = self._batches.serves(method, path)
+        if (method, path) not in known and not batch:
             message = f"Unknown request URL: {method} {path}."
             raise _Reply(404, _error(message, "invalid_request_error", "unknown_url"), "not_found")
         if not authorized:
@@ -542,13 +586,21 @@ class ScriptedServer:
             raise _Reply(
                 401, _error(message, "invalid_request_error", "invalid_api_key"), "unauthorized"
             )
+        if batch:
+            raw, content_type, query = request
+            try:
+                return (*self._batches.route(method, path, query, body, raw, content_type), "ok")
+            except Refusal as no:
+                error = _error(no.message, "invalid_request_error", no.code, no.param)
+                raise _Reply(no.status, error, "invalid_request") from None
         if path == "/v1/models":
             model = {"id": self.config.model, "object": "model", "created": 0, "owned_by": "moot"}
             return 200, json.dumps({"object": "list", "data": [model]}).encode(), {}, "ok"
         return self._chat(body)
 
-    def _chat(self, body: JSON | None) -> tuple[int, bytes, JSON, str]:
-        """Answer a chat completion request, applying latency, faults and the context window."""
+    @staticmethod
+    def _check_chat(body: JSON | None) -> JSON:
+        """The body of a chat request this server answers; a 400 for any other."""
         if body is None or not isinstance(body.get("messages"), list):
             message = "We could not parse the JSON body of your request, or 'messages' is missing."
             raise _Reply(400, _error(message, "invalid_request_error"), "invalid_request")
@@ -557,6 +609,11 @@ class ScriptedServer:
             raise _Reply(
                 400, _error(message, "invalid_request_error", param="stream"), "invalid_request"
             )
+        return body
+
+    def _chat(self, body: JSON | None) -> tuple[int, bytes, JSON, str]:
+        """Answer a chat completion request, applying latency, faults and the context window."""
+        body = self._check_chat(body)
         limits = self._admit(body)
         with self._lock:
             self._in_flight += 1
@@ -571,11 +628,33 @@ class ScriptedServer:
     def _answer(self, body: JSON) -> tuple[int, bytes, JSON, str]:
         with self._slots:
             self._stopping.wait(self.config.latency)  # an Event, so stop() cuts the sleep short
-        fault = self._take_fault(body)
-        if fault is not None and fault.kind in ("429", "500", "503", "400"):
-            raise self._fault_reply(fault)
+        fault = self._take_fault(body, batch=False)
         if fault is not None and fault.kind == "hang":
             self._stopping.wait(fault.hang_seconds)
+        payload = json.dumps(self._reply(body, fault)).encode()
+        if fault is None or fault.kind not in ("drip", "malformed", "truncated"):
+            return 200, payload, {}, fault.kind if fault else "ok"
+        if fault.kind == "drip":
+            return 200, payload, {"X-Drip-Seconds": fault.drip_seconds}, "drip"
+        if fault.kind == "malformed":
+            return 200, b"<html>upstream proxy error: not JSON", {}, "malformed"
+        return 200, payload[: len(payload) // 2], {}, "truncated"
+
+    def _batch_line(self, body: JSON | None) -> Answer:
+        """Answer a batch line's body as a live request (no latency, no limits) or expire it."""
+        try:
+            checked = self._check_chat(body)
+            fault = self._take_fault(checked, batch=True)
+            if fault is not None and fault.kind == "batch_expired":
+                return None
+            return 200, self._reply(checked, fault)
+        except _Reply as reply:
+            return reply.status, reply.body
+
+    def _reply(self, body: JSON, fault: Fault | None) -> JSON:
+        """The chat.completion for `body` under `fault`; a `_Reply` for an error."""
+        if fault is not None and fault.kind in ("429", "500", "503", "400"):
+            raise self._fault_reply(fault)
         self._check_context(body)
         completion = self._completion(body)
         if fault is not None and fault.kind == "no_choices":
@@ -586,19 +665,7 @@ class ScriptedServer:
             completion["usage"]["completion_tokens"] = 10_000_000
         if not self.config.report_usage:
             del completion["usage"]
-        payload = json.dumps(completion).encode()
-        if fault is None or fault.kind in (
-            "hang",
-            "no_choices",
-            "negative_usage",
-            "inflated_usage",
-        ):
-            return 200, payload, {}, fault.kind if fault else "ok"
-        if fault.kind == "drip":
-            return 200, payload, {"X-Drip-Seconds": fault.drip_seconds}, "drip"
-        if fault.kind == "malformed":
-            return 200, b"<html>upstream proxy error: not JSON", {}, "malformed"
-        return 200, payload[: len(payload) // 2], {}, "truncated"
+        return completion
 
     def _admit(self, body: JSON) -> JSON:
         """The rate-limit headers of an admitted request; a 429 for one over the limits."""
@@ -615,8 +682,12 @@ class ScriptedServer:
         error = _error(message, "rate_limit_error", "rate_limit_exceeded")
         raise _Reply(429, error, "rate_limited", headers)
 
-    def _take_fault(self, body: JSON) -> Fault | None:
-        """Consume one use of the first matching fault that has uses left (and is drawn)."""
+    def _take_fault(self, body: JSON, *, batch: bool) -> Fault | None:
+        """Consume one use of the first matching fault that has uses left (and is drawn).
+
+        Only faults that apply to a live request, or to a batch line (`batch`), match.
+        """
+        skipped = _LIVE_ONLY if batch else _BATCH_ONLY
         contents = _joined_contents(body["messages"])
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         digest = hashlib.sha256(text.encode()).hexdigest()
@@ -624,6 +695,8 @@ class ScriptedServer:
             arrival = self._body_arrivals.get(digest, 0)
             self._body_arrivals[digest] = arrival + 1
             for index, fault in enumerate(self.config.faults):
+                if fault.kind in skipped:
+                    continue
                 matches = fault.match is None or re.search(fault.match, contents, re.S)
                 drawn = fault.rate >= 1.0 or _draw(fault.seed, digest, arrival) < fault.rate
                 if matches and drawn and self._fault_uses[index] < fault.times:
