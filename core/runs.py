@@ -126,8 +126,9 @@ class Tally:
         skipped: Items finished by an earlier run.
         done: Items finished now.
         failed: Items that failed now (a rerun retries them).
-        stopped: Items not done because ``--budget`` was reached (a rerun does them).
-        waiting: Items not done because their batch has not ended (``--no-wait``: a rerun, or
+        stopped: Items not done: ``--budget`` was reached, or their batch has not ended (a
+            rerun does them).
+        waiting: Of those, the items whose batch has not ended (``--no-wait``: a rerun, or
             ``moot collect``, collects them).
         seconds: Wall time of the run.
     """
@@ -336,8 +337,7 @@ async def run_items(
             for i in ids
             if i in stopped or i in by_id
         ]
-    tally.waiting = len(waiting)
-    tally.stopped = len(stopped) - len(waiting)
+    tally.stopped, tally.waiting = len(stopped), len(waiting)
     tally.seconds = time.perf_counter() - started
     return RunResult(records, tally)
 

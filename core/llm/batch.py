@@ -170,15 +170,17 @@ class BatchBook:
 
     Args:
         path: The journal file.
-        command: The command line that made the run (``moot collect`` runs it again).
+        command: The command line of this run (``moot collect`` runs the last one again);
+            None: the last one recorded.
     """
 
     def __init__(self, path: Path, command: dict[str, Any] | None = None) -> None:
         self.path = Path(path)
-        self.command = command
         self.submissions: dict[str, Submission] = {}
         self._latest: dict[str, Submission] = {}  # request key → the last batch that holds it
+        self._recorded: dict[str, Any] | None = None  # the last command line in the journal
         self._read()
+        self.command = command or self._recorded
 
     def holding(self, key: str) -> Submission | None:
         """The last recorded batch that holds request `key`, if any (a dropped one is none)."""
@@ -217,7 +219,7 @@ class BatchBook:
                 except ValueError:  # the last line of a kill mid-write: its step never happened
                     continue
                 if "command" in record:
-                    self.command = self.command or record["command"]
+                    self._recorded = record["command"]
                     continue
                 entry = self.submissions.get(record.get("intent", ""))
                 if "keys" in record:
@@ -233,10 +235,10 @@ class BatchBook:
 
     def _write(self, record: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fresh = not self.path.exists() or not self.path.stat().st_size
         with self.path.open("a", encoding="utf-8") as out:
-            if fresh and self.command is not None:
+            if self.command is not None and self.command != self._recorded:
                 out.write(json.dumps({"command": self.command}) + "\n")
+                self._recorded = self.command
             out.write(json.dumps(record) + "\n")
             out.flush()
             os.fsync(out.fileno())

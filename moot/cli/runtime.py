@@ -703,12 +703,12 @@ def finish(
         failed, nothing was read, or `failed`; else 0.
     """
     messages = list(messages)
-    stopped = [t for t in tallies if t.stopped]
+    stopped = [t for t in tallies if t.stopped > t.waiting]  # by --budget
     if stopped:
         from moot.core.runs import format_cost
 
         spent = format_cost(ledger.spent() if ledger is not None else None)
-        left = ", ".join(f"{t.stopped} of {t.planned} {t.unit}" for t in stopped)
+        left = ", ".join(f"{t.stopped - t.waiting} of {t.planned} {t.unit}" for t in stopped)
         messages.append(
             f"moot: budget reached: spent {spent} of {format_cost(args.budget)}; not done: {left}; "
             "what finished is written; rerun with a larger --budget to go on"
