@@ -126,9 +126,12 @@ class Plan:
         """The models whose price is unknown, each once."""
         return list(dict.fromkeys(r.spec.name for r in self.rows if self.row_cost(r) is None))
 
-    def row_cost(self, row: PlanRow) -> float | None:
-        """A row's estimated cost, or None when its model's price is unknown ("unpriced")."""
-        return self.prices.cost(row.spec, row.input_tokens, row.output_tokens)
+    def row_cost(self, row: PlanRow, batch: bool = False) -> float | None:
+        """A row's estimated cost, or None when its model's price is unknown ("unpriced").
+
+        `batch`: its calls sent through the provider's batch API (``--batch``), at batch rates.
+        """
+        return self.prices.cost(row.spec, row.input_tokens, row.output_tokens, batch=batch)
 
     @classmethod
     def of_run(cls, client: PlanningClient, tallies: Sequence[Tally] = ()) -> Plan:
@@ -166,6 +169,9 @@ class Plan:
                 found[name] = max(needs)
         return found
 
-    def cost_usd(self) -> float:
-        """The estimated cost of the priced calls (see `unpriced` for the others)."""
-        return sum(self.row_cost(row) or 0.0 for row in self.rows)
+    def cost_usd(self, batch: bool = False) -> float:
+        """The estimated cost of the priced calls (see `unpriced` for the others).
+
+        `batch`: all of them sent through the providers' batch APIs (``--batch``), at batch rates.
+        """
+        return sum(self.row_cost(row, batch) or 0.0 for row in self.rows)

@@ -29,6 +29,7 @@ class Usage:
         counted_replies: Replies whose tokens moot counted with its tokenizer: their server
             reported no usage, or usage that cannot be true (`moot.core.llm.billing`).
         longer_replies: Replies longer than the ``max_tokens`` asked (a server that ignores it).
+        batch_calls: Calls answered through a provider's batch API, priced at its batch rates.
     """
 
     calls: int = 0
@@ -43,6 +44,7 @@ class Usage:
     endpoints: dict[str, int] = field(default_factory=dict)
     counted_replies: int = 0
     longer_replies: int = 0
+    batch_calls: int = 0
 
     def add(self, other: Usage) -> None:
         """Add another usage's counters to this one (an unpriced cost stays unpriced)."""
@@ -55,10 +57,16 @@ class Usage:
             setattr(self, name, None if mine is None or value is None else mine + value)
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-safe form (``endpoints`` only when several endpoints answered)."""
+        """JSON-safe form.
+
+        ``endpoints`` only when several endpoints answered, ``batch_calls`` only when some call
+        was batched (a ledger without batches is written as earlier versions wrote it).
+        """
         data = asdict(self)
         if not self.endpoints:
             del data["endpoints"]
+        if not self.batch_calls:
+            del data["batch_calls"]
         return data
 
 
@@ -86,12 +94,14 @@ class UsageLedger:
         endpoint: str | None = None,
         counted: int = 0,
         longer: int = 0,
+        batch: bool = False,
     ) -> None:
         """Count one call; cache hits count tokens but cost nothing.
 
         A failed call costs the tokens its replies were paid for (an empty reply is paid for,
         then retried). `endpoint` is the one of several that answered it, if any; `counted` and
-        `longer` are how many of its replies moot counted, and were longer than asked.
+        `longer` are how many of its replies moot counted, and were longer than asked; `batch`:
+        it was answered through the provider's batch API, at its batch rates.
         """
         usage = self.entries.setdefault((role, stage, spec.name), Usage())
         usage.calls += 1
@@ -104,11 +114,12 @@ class UsageLedger:
         usage.latency_s += latency
         usage.counted_replies += counted
         usage.longer_replies += longer
+        usage.batch_calls += int(batch)
         if endpoint is not None:
             usage.endpoints[endpoint] = usage.endpoints.get(endpoint, 0) + 1
         if cached or (failed and not prompt_tokens + completion_tokens):
             return
-        cost = self.prices.cost(spec, prompt_tokens, completion_tokens, cached_prompt_tokens)
+        cost = self.prices.cost(spec, prompt_tokens, completion_tokens, cached_prompt_tokens, batch)
         if cost is None:
             self.unpriced.add(spec.name)
             usage.cost_usd = None

@@ -353,8 +353,12 @@ class ModelClient:
             gate.succeeded()
         return reply
 
-    def _worst_case(self, spec: ModelSpec, prompt_tokens: int, max_tokens: int | None) -> float:
+    def _worst_case(
+        self, spec: ModelSpec, prompt_tokens: int, max_tokens: int | None, batch: bool = False
+    ) -> float:
         """The most one request can cost: what `budget` reserves before sending it (0 free).
+
+        `batch`: the request goes through the provider's batch API, priced at its batch rates.
 
         Raises:
             ConfigError: A budget is set and the request's completion has no known bound (no
@@ -362,7 +366,7 @@ class ModelClient:
         """
         if self.budget is None:
             return 0.0
-        price = self.ledger.prices.price(spec)
+        price = self.ledger.prices.price(spec, batch)
         if price is None:  # `prepare` refuses it first; a spec it never saw lands here
             raise ConfigError(f"--budget needs the price of {spec.name}: give it with --prices")
         most = max_tokens or price.max_output

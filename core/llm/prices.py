@@ -9,7 +9,8 @@ estimates). A price is looked up in this order:
    user's business);
 4. litellm's cost map, read as a file (no network, no litellm import), by `cost_map_entry`.
 
-Anything else is unpriced: None, shown as "unpriced", never as $0.
+Anything else is unpriced: None, shown as "unpriced", never as $0. A call answered through a
+provider's batch API (``--batch``) is priced at the model's batch rates (`Price.batched`).
 """
 
 from __future__ import annotations
@@ -38,11 +39,18 @@ class PriceEntry(ConfigModel):
         input: A prompt token's price.
         output: A completion token's price.
         cached_input: A cached prompt token's price; None: the input price.
+        batch_input: A prompt token's price in a batch; None: half the input price.
+        batch_output: A completion token's price in a batch; None: half the output price.
+        batch_cached_input: A cached prompt token's price in a batch; None: half the cached
+            input price (the batch input price when there is none).
     """
 
     input: float = Field(ge=0, allow_inf_nan=False)
     output: float = Field(ge=0, allow_inf_nan=False)
     cached_input: float | None = Field(None, ge=0, allow_inf_nan=False)
+    batch_input: float | None = Field(None, ge=0, allow_inf_nan=False)
+    batch_output: float | None = Field(None, ge=0, allow_inf_nan=False)
+    batch_cached_input: float | None = Field(None, ge=0, allow_inf_nan=False)
 
 
 PER_MILLION = 1_000_000
@@ -61,12 +69,18 @@ class Price:
             price (the provider gives no discount, or its price is not known).
         max_output: The most completion tokens the model returns, when known (what ``--budget``
             reserves for a call sent without ``max_tokens``).
+        batch_input: Per prompt token in a batch; None: half of `input`.
+        batch_output: Per completion token in a batch; None: half of `output`.
+        batch_cached_input: Per cached prompt token in a batch; None: half of `cached_input`.
     """
 
     input: float
     output: float
     cached_input: float | None = None
     max_output: int | None = None
+    batch_input: float | None = None
+    batch_output: float | None = None
+    batch_cached_input: float | None = None
 
     def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float:
         """USD for one call: cached prompt tokens at the cached rate, the others at full price."""
@@ -76,6 +90,22 @@ class Price:
             (prompt_tokens - cached) * self.input
             + cached * cached_rate
             + completion_tokens * self.output
+        )
+
+    def batched(self) -> Price:
+        """The prices of a call answered through the provider's batch API.
+
+        Each rate not given is half the live one: OpenAI and Anthropic bill batches at 50%, and
+        litellm's ``batch_cost_calculator`` (``_batch_or_half``) and curator fall back to half.
+        """
+        cached = self.batch_cached_input
+        if cached is None and self.cached_input is not None:
+            cached = self.cached_input / 2
+        return Price(
+            self.input / 2 if self.batch_input is None else self.batch_input,
+            self.output / 2 if self.batch_output is None else self.batch_output,
+            cached,
+            self.max_output,
         )
 
 
@@ -96,8 +126,17 @@ class Prices:
 
     own: Mapping[str, Price] = field(default_factory=dict)
 
-    def price(self, spec: ModelSpec) -> Price | None:
-        """`spec`'s price, or None when it is unknown (unpriced)."""
+    def price(self, spec: ModelSpec, batch: bool = False) -> Price | None:
+        """`spec`'s price, or None when it is unknown (unpriced).
+
+        Args:
+            spec: The model.
+            batch: The call is answered through the provider's batch API: its batch rates.
+        """
+        price = self._live(spec)
+        return price.batched() if batch and price is not None else price
+
+    def _live(self, spec: ModelSpec) -> Price | None:
         if spec.transport_class.free:
             return FREE
         own = self.own.get(spec.name)
@@ -109,16 +148,23 @@ class Prices:
         if entry is None:
             return None
         limit = entry.get("max_output_tokens") or entry.get("max_tokens")
-        cached = entry.get("cache_read_input_token_cost")
         return Price(
             float(entry["input_cost_per_token"]),
             float(entry.get("output_cost_per_token") or 0.0),
-            None if cached is None else float(cached),
+            _rate(entry, "cache_read_input_token_cost"),
             limit if isinstance(limit, int) and limit > 0 else None,
+            batch_input=_rate(entry, "input_cost_per_token_batches"),
+            batch_output=_rate(entry, "output_cost_per_token_batches"),
+            batch_cached_input=_rate(entry, "cache_read_input_token_cost_batches"),
         )
 
     def cost(
-        self, spec: ModelSpec, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0
+        self,
+        spec: ModelSpec,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cached_tokens: int = 0,
+        batch: bool = False,
     ) -> float | None:
         """USD for a call to `spec` of these token counts; None when `spec` is unpriced.
 
@@ -129,8 +175,9 @@ class Prices:
             prompt_tokens: Prompt tokens, the cached ones included.
             completion_tokens: Completion tokens.
             cached_tokens: Of the prompt tokens, those the provider read from its prompt cache.
+            batch: The call is answered through the provider's batch API: its batch rates.
         """
-        price = self.price(spec)
+        price = self.price(spec, batch)
         if price is None:
             return None
         return price.cost(prompt_tokens, completion_tokens, cached_tokens)
@@ -141,7 +188,8 @@ def load_prices(source: Path, data: Any = None, *, where: str | None = None) -> 
 
     The format (JSON or YAML): a mapping of model spec strings to their prices in USD per
     million tokens, ``{"openai/my-model": {"input": 0.2, "output": 0.6, "cached_input": 0.1}}``;
-    ``input`` and ``output`` are required, ``cached_input`` optional.
+    ``input`` and ``output`` are required; ``cached_input`` and the batch rates
+    ``batch_input``, ``batch_output``, ``batch_cached_input`` optional.
 
     Args:
         source: The file (read unless `data` is given), named in every error.
@@ -178,13 +226,25 @@ def load_prices(source: Path, data: Any = None, *, where: str | None = None) -> 
             given = PriceEntry.model_validate(entry)
         except ValidationError as exc:
             raise InputError(source, problem(exc, PriceEntry), record) from None
-        cached = given.cached_input
         own[model.strip()] = Price(
             given.input / PER_MILLION,
             given.output / PER_MILLION,
-            None if cached is None else cached / PER_MILLION,
+            _per_token(given.cached_input),
+            batch_input=_per_token(given.batch_input),
+            batch_output=_per_token(given.batch_output),
+            batch_cached_input=_per_token(given.batch_cached_input),
         )
     return Prices(own)
+
+
+def _per_token(per_million: float | None) -> float | None:
+    return None if per_million is None else per_million / PER_MILLION
+
+
+def _rate(entry: Mapping[str, Any], key: str) -> float | None:
+    """A cost map entry's optional rate per token."""
+    value = entry.get(key)
+    return None if value is None else float(value)
 
 
 def cost_map_entry(provider: str, model: str) -> dict[str, Any] | None:

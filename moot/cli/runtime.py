@@ -381,7 +381,8 @@ def output_dests(args: argparse.Namespace) -> list[str]:
 def plan_table(plan: Any, command: str, budget: float | None = None) -> str:
     """`command`'s plan as the summary table's dry-run twin: items, then calls, tokens, cost.
 
-    With a ``--budget``, a last line says whether the estimate fits it.
+    Paid calls get a line of their cost live and in batches (``--batch``, at batch rates). With
+    a ``--budget``, a last line says whether the estimate fits it.
     """
     from moot.core.tables import render_table
 
@@ -409,7 +410,12 @@ def plan_table(plan: Any, command: str, budget: float | None = None) -> str:
         f"estimate: {calls}, about {inputs} input tokens, at most {outputs} output tokens, "
         f"cost {cost}"
     )
-    lines = [total, *(f"key: {model}: {what}" for model, what in plan.keys)]
+    lines = [total]
+    if plan.cost_usd():  # paid calls: what the same calls cost through the batch APIs
+        live, batched = plan.cost_usd(), plan.cost_usd(batch=True)
+        part = f" (priced calls; unpriced: {unpriced})" if plan.unpriced else ""
+        lines.append(f"cost: ${live:.4f} live, ${batched:.4f} in batches (--batch){part}")
+    lines += [f"key: {model}: {what}" for model, what in plan.keys]
     lines += [
         f"limits: {model} needs about {minutes:.1f} min at its --rpm/--tpm"
         for model, minutes in plan.limited_minutes().items()
@@ -765,20 +771,11 @@ def summary_table(tallies: Sequence[Any], ledger: Any = None) -> str:
         parts.append(render_table(rows))
     if ledger is None:
         return "\n\n".join(parts)
+    total = ledger.total()
+    batched = total.batch_calls > 0  # the batch column only when some call was batched
     if ledger.entries:
-        rows = [
-            (
-                "role",
-                "stage",
-                "model",
-                "calls",
-                "cached",
-                "retries",
-                "prompt",
-                "completion",
-                "cost $",
-            )
-        ]
+        head = ("role", "stage", "model", "calls", "cached", "retries", "prompt", "completion")
+        rows = [(*head, *(("batch",) if batched else ()), "cost $")]
         rows += [
             (
                 role,
@@ -789,18 +786,19 @@ def summary_table(tallies: Sequence[Any], ledger: Any = None) -> str:
                 u.retries,
                 u.prompt_tokens,
                 u.completion_tokens,
+                *((u.batch_calls,) if batched else ()),
                 "unpriced" if u.cost_usd is None else f"{u.cost_usd:.4f}",
             )
             for (role, stage, model), u in sorted(ledger.entries.items())
         ]
         parts.append(render_table(rows, left=3))
-    total = ledger.total()
     cost = format_cost(total.cost_usd)
     if ledger.unpriced:  # the priced part, and what has no price
         priced = sum(u.cost_usd or 0.0 for u in ledger.entries.values())
         cost += f" (${priced:.4f} priced; no price for {', '.join(sorted(ledger.unpriced))})"
+    calls = f"{total.cache_hits} cached" + (f", {total.batch_calls} in batches" if batched else "")
     parts.append(
-        f"total: {total.calls} calls ({total.cache_hits} cached), {total.retries} retries, "
+        f"total: {total.calls} calls ({calls}), {total.retries} retries, "
         f"{total.prompt_tokens + total.completion_tokens} tokens, cost {cost}"
     )
     parts += billing_notes(ledger)

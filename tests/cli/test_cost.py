@@ -14,6 +14,9 @@ from typing import Any
 import pytest
 
 import moot
+from moot.cli.runtime import summary_table
+from moot.core.llm.ledger import UsageLedger
+from moot.core.llm.spec import parse_spec
 from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import (
     ARGUMENTS_REPLY,
@@ -225,6 +228,56 @@ def test_inline_prices_in_config_price_cached_input_and_unpriced_is_never_zero(
     assert {row["cost_usd"] for row in ledger["by_role"]} == {None}
     assert "cost unpriced ($0.0000 priced; no price for openai/scripted)" in unpriced
     assert "$0.0000\n" not in unpriced and " 0.0000\n" not in unpriced
+
+
+def test_the_dry_run_prices_the_plan_live_and_in_batches(tmp_path: Path) -> None:
+    """The batch figure: the same token estimates at the price file's batch rates, each rate
+    not given at half the live one; no batch line when no call is priced."""
+    given = {"input": 1000, "output": 2000, "batch_input": 100, "batch_output": 1500}
+    plain = {"input": 1000, "output": 2000}
+    with ScriptedServer() as server:
+        for rates, batch in [(given, (100, 1500)), (plain, (500, 1000))]:
+            file = price_file(tmp_path, {"openai/scripted": rates})
+            plan = stdout(
+                moot.debate(**debate_options(server, tmp_path, prices=file, dry_run=True))
+            )
+            found = re.search(r"about (\d+) input tokens, at most (\d+) output tokens", plan)
+            assert found is not None, plan
+            inputs, outputs = int(found[1]), int(found[2])
+            live = (inputs * 1000 + outputs * 2000) / 1e6
+            batched = (inputs * batch[0] + outputs * batch[1]) / 1e6
+            line = f"cost: ${live:.4f} live, ${batched:.4f} in batches (--batch)"
+            assert line in plan.splitlines(), plan
+            assert f"cost about ${live:.4f}\n" in plan  # the estimate line as before
+        unpriced = stdout(moot.debate(**debate_options(server, tmp_path, dry_run=True)))
+        file = price_file(tmp_path, {"openai/scripted": given})
+        mixed = stdout(
+            moot.debate(
+                **debate_options(server, tmp_path, prices=file, dry_run=True),
+                model_b="openai/other",
+            )
+        )
+        assert chat_requests(server) == 0
+    assert "cost unpriced (openai/scripted)" in unpriced and "in batches" not in unpriced
+    assert "in batches (--batch) (priced calls; unpriced: openai/other)" in mixed
+
+
+def test_the_summary_table_has_a_batch_column_only_when_some_call_was_batched() -> None:
+    spec = parse_spec("openai/gpt-4o-mini")
+    ledger = UsageLedger()
+    ledger.record(spec, "judge", "verdict", prompt_tokens=10, completion_tokens=5)
+    live = summary_table([], ledger)
+    assert "batch" not in live and "total: 1 calls (0 cached), 0 retries" in live
+    ledger.record(spec, "judge", "verdict", prompt_tokens=10, completion_tokens=5, batch=True)
+    ledger.record(spec, "judge", "opening", prompt_tokens=10, completion_tokens=5)
+    table = summary_table([], ledger).splitlines()
+    assert table[0].split() == [
+        *("role", "stage", "model", "calls", "cached", "retries", "prompt", "completion"),
+        *("batch", "cost", "$"),
+    ]
+    assert table[1].split()[3:9] == ["1", "0", "0", "10", "5", "0"]  # opening: none batched
+    assert table[2].split()[3:9] == ["2", "0", "0", "20", "10", "1"]
+    assert "total: 3 calls (0 cached, 1 in batches), 0 retries" in table[-1]
 
 
 def test_a_budget_spent_on_the_first_stage_stops_both_and_the_rerun_does_both(

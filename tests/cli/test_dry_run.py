@@ -155,11 +155,17 @@ def test_the_embedded_model_is_not_started_and_no_key_is_needed(tmp_path):
     result = run_fresh_moot(*args, "--out", tmp_path / "o", env=env)
     assert result.returncode == 0, result.stderr
     assert "local/smollm2: no key" in result.stdout and "demo model" not in result.stderr
+    assert "in batches" not in result.stdout  # free: no cost line
     result = run_moot(*args, "--out", tmp_path / "p", "--model", "openai/gpt-4o-mini")
     assert result.returncode == 0, result.stderr
     assert "OPENAI_API_KEY (not set)" in result.stdout
     _, rows = plan_tables(result.stdout)
     assert all(float(row[4]) > 0 for row in rows.values())  # priced, never $0.00
+    # and in batches, at the cost map's batch rates (7.5e-08 and 3e-07 per token)
+    inputs = sum(row[2] for row in rows.values())
+    outputs = sum(row[3] for row in rows.values())
+    batched = inputs * 7.5e-08 + outputs * 3e-07
+    assert f"${batched:.4f} in batches (--batch)" in result.stdout
     assert not (tmp_path / "o").exists() and not (tmp_path / "p").exists()
 
 

@@ -112,3 +112,18 @@ def test_an_unpriced_model_with_a_budget_is_refused_before_any_call(
     with pytest.raises(ConfigError, match=r"price of openai/scripted.*--prices"):
         ModelClient(budget=1.0).prepare(spec)
     assert chat_requests(server) == 0
+
+
+def test_a_batch_request_reserves_its_worst_case_at_batch_rates(tmp_path: Path) -> None:
+    file = tmp_path / "prices.json"
+    file.write_text(json.dumps({"openai/m": {"input": 1000, "output": 2000, "batch_output": 600}}))
+    client = ModelClient(prices=load_prices(file), budget=10.0)
+    spec = parse_spec("openai/m", api_base="http://127.0.0.1:9/v1")
+    assert client._worst_case(spec, 100, 20) == pytest.approx((100 * 1000 + 20 * 2000) / 1e6)
+    # in a batch: the input at half (no batch_input given), the output at its batch price
+    batched = client._worst_case(spec, 100, 20, batch=True)
+    assert batched == pytest.approx((100 * 500 + 20 * 600) / 1e6)
+    openai = parse_spec("openai/gpt-4o-mini")  # the cost map's batch rates
+    assert client._worst_case(openai, 1000, 100, batch=True) == pytest.approx(
+        1000 * 7.5e-08 + 100 * 3e-07
+    )

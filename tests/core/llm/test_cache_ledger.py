@@ -281,3 +281,28 @@ def test_merged_sums_entries_and_unions_unpriced() -> None:
     # merging never changes its inputs
     assert row(first, "judge", "verdict")["calls"] == 1
     assert UsageLedger.merged([]).to_json()["total"] == Usage().to_json()
+
+
+def test_a_batch_call_is_priced_at_batch_rates_and_counted() -> None:
+    ledger = UsageLedger()
+    ledger.record(OPENAI, "judge", "verdict", prompt_tokens=1000, completion_tokens=100)
+    ledger.record(OPENAI, "judge", "verdict", prompt_tokens=1000, completion_tokens=100, batch=True)
+    live, batched = Prices().price(OPENAI), Prices().price(OPENAI, batch=True)
+    assert live is not None and batched is not None
+    usage = row(ledger, "judge", "verdict")
+    assert (usage["calls"], usage["batch_calls"]) == (2, 1)
+    # gpt-4o-mini in batches: the cost map's 7.5e-08 and 3e-07 per token, half the live rates
+    assert usage["cost_usd"] == pytest.approx(
+        1000 * 1.5e-07 + 100 * 6e-07 + 1000 * 7.5e-08 + 100 * 3e-07
+    )
+    assert ledger.to_json()["total"]["batch_calls"] == 1
+
+    restored = UsageLedger.from_json(json.loads(json.dumps(ledger.to_json())))
+    assert restored.entries == ledger.entries
+    merged = UsageLedger.merged([ledger, restored])
+    assert merged.total().batch_calls == 2
+    # a ledger without batches reads and writes as earlier versions did: no batch_calls key
+    plain = sample_ledger().to_json()
+    assert "batch_calls" not in plain["total"]
+    assert all("batch_calls" not in r for r in plain["by_role"])
+    assert UsageLedger.from_json(plain).total().batch_calls == 0

@@ -119,7 +119,20 @@ def test_cached_tokens_without_a_cached_price_cost_the_input_price() -> None:
         ),
         (
             '{"openai/m": {"input": 1, "output": 1, "cache": 1}}',
-            "openai/m: cache: unknown key (known: input, output, cached_input)",
+            "openai/m: cache: unknown key (known: input, output, cached_input, batch_input, "
+            "batch_output, batch_cached_input)",
+        ),
+        (
+            '{"openai/m": {"input": 1, "output": 1, "batch_output": -1}}',
+            "openai/m: batch_output: must be greater than or equal to 0, got -1",
+        ),
+        (
+            '{"openai/m": {"input": 1, "output": 1, "batch_input": "half"}}',
+            "openai/m: batch_input: must be a valid number, got 'half'",
+        ),
+        (
+            "openai/m: {input: 1, output: 1, batch_cached_input: .inf}",
+            "openai/m: batch_cached_input: must be a finite number, got inf",
         ),
         (
             '{"openai/m": {"input": true, "output": 1}}',
@@ -141,3 +154,63 @@ def test_a_bad_price_file_names_file_model_and_key(
     assert str(caught.value).startswith(f"{file}, ") or str(caught.value).startswith(f"{file}:")
     assert problem in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_batch_rates_come_from_the_cost_map_and_are_half_the_live_ones_without() -> None:
+    spec = parse_spec("openai/gpt-4o-mini")
+    batched = Prices().price(spec, batch=True)
+    assert batched is not None  # the cost map's own batch rates, per token
+    assert (batched.input, batched.output) == (7.5e-08, 3e-07)
+    assert (batched.input, batched.output) == (
+        cost_map()["gpt-4o-mini"]["input_cost_per_token_batches"],
+        cost_map()["gpt-4o-mini"]["output_cost_per_token_batches"],
+    )
+    assert Prices().cost(spec, 1000, 100, batch=True) == pytest.approx(1000 * 7.5e-08 + 100 * 3e-07)
+    # claude-haiku-4-5 has a cached-input batch rate too
+    haiku = Prices().price(parse_spec("anthropic/claude-haiku-4-5"), batch=True)
+    entry = cost_map()["claude-haiku-4-5"]
+    assert haiku is not None
+    assert haiku.cached_input == entry["cache_read_input_token_cost_batches"]
+    # a model without batch keys: half of each live rate (as litellm's batch_cost_calculator)
+    assert not any(k.endswith("_batches") for k in cost_map()["deepseek/deepseek-chat"])
+    live = price_of("deepseek/deepseek-chat")
+    half = Prices().price(parse_spec("deepseek/deepseek-chat"), batch=True)
+    assert live is not None and half is not None and live.cached_input is not None
+    assert (half.input, half.output, half.cached_input) == (
+        live.input / 2,
+        live.output / 2,
+        live.cached_input / 2,
+    )
+    assert half.max_output == live.max_output  # what --budget reserves without max_tokens
+    # local models are free in batches too; an unpriced model stays unpriced
+    assert Prices().price(parse_spec("local/smollm2"), batch=True) == FREE
+    assert Prices().cost(parse_spec("openai/llama3", api_base=CUSTOM), 10, 10, batch=True) is None
+
+
+def test_a_price_file_gives_batch_rates_or_leaves_them_at_half(tmp_path: Path) -> None:
+    file = tmp_path / "prices.yaml"
+    file.write_text(
+        "openai/given: {input: 2, output: 8, cached_input: 1, batch_input: 0.5, batch_output: 6,"
+        " batch_cached_input: 0.25}\n"
+        "openai/half: {input: 2, output: 8, cached_input: 1}\n"
+        "openai/some: {input: 2, output: 8, batch_output: 5}\n"
+    )
+    prices = load_prices(file)
+
+    def batch_rates(model: str) -> tuple[float, float, float | None]:
+        """`model`'s batch rates per million tokens (its cached input's: None if it has none)."""
+        price = prices.price(parse_spec(model, api_base=CUSTOM), batch=True)
+        assert price is not None
+        cached = None if price.cached_input is None else price.cached_input * 1e6
+        return price.input * 1e6, price.output * 1e6, cached
+
+    assert batch_rates("openai/given") == pytest.approx((0.5, 6, 0.25))
+    assert batch_rates("openai/half") == pytest.approx((1, 4, 0.5))
+    # no cached price: a cached prompt token costs the batch input price
+    assert batch_rates("openai/some") == pytest.approx((1, 5, None))
+    # live prices are unchanged by batch rates; cached tokens in a batch at its cached rate
+    spec = parse_spec("openai/given", api_base=CUSTOM)
+    assert prices.cost(spec, 1000, 100) == pytest.approx((1000 * 2 + 100 * 8) / 1e6)
+    assert prices.cost(spec, 1000, 100, cached_tokens=400, batch=True) == pytest.approx(
+        (600 * 0.5 + 400 * 0.25 + 100 * 6) / 1e6
+    )
