@@ -22,6 +22,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from urllib.parse import urlparse
 
@@ -42,9 +43,9 @@ from moot.core.llm.billing import bill
 from moot.core.llm.cache import RequestCache, request_key
 from moot.core.llm.failures import Transient, where
 from moot.core.llm.ledger import UsageLedger
-from moot.core.llm.limits import Gate, RateLimit
+from moot.core.llm.limits import Gate, RateLimit, state_file
 from moot.core.llm.prices import Prices
-from moot.core.llm.spec import ModelSpec, Reply, Role, Transport
+from moot.core.llm.spec import ModelSpec, Reply, Role, Transport, key_variable
 from moot.core.llm.structured import (
     OutputParseError,
     ParseFailure,
@@ -113,6 +114,9 @@ class ModelClient:
         concurrency: Requests the caller keeps in flight at once, when it knows (the run's
             ``--concurrency``): the embedded model's server gets one parallel slot per request
             (`moot.core.llm.embedded.slots_for`; a spec's ``max_concurrency`` comes first).
+        limits: The folder where a paced model's rate limit is shared with the other processes
+            calling it with the same key (`moot.core.llm.limits.state_file`); None: this
+            client's alone.
 
     Example:
         >>> client = ModelClient(cache=RequestCache(path))  # doctest: +SKIP
@@ -133,8 +137,10 @@ class ModelClient:
         prices: Prices | None = None,
         budget: float | None = None,
         concurrency: int | None = None,
+        limits: Path | None = None,
     ) -> None:
         self.cache = cache
+        self.limits = limits
         self.concurrency = concurrency
         self.ledger = ledger if ledger is not None else UsageLedger()
         if prices is not None:
@@ -304,7 +310,12 @@ class ModelClient:
         return reply
 
     def _follow(
-        self, key: tuple[str, str | None], limits: Any, messages: Messages, params: dict
+        self,
+        key: tuple[str, str | None],
+        limits: Any,
+        messages: Messages,
+        params: dict,
+        shared: Path | None,
     ) -> None:
         """Take a reply's rate-limit headers (`RateLimit.follow`).
 
@@ -316,7 +327,7 @@ class ModelClient:
         if rate is not None:
             rate.follow(limits)
             return
-        rate = self._rates[key] = RateLimit()
+        rate = self._rates[key] = RateLimit(shared=shared)
         rate.follow(limits)
         size = count_message_tokens(messages) + (params.get("max_tokens") or 0)
         rate.charge(self._sending.get(key, 0), size)
@@ -477,8 +488,9 @@ class ModelClient:
             self._limits.setdefault(key, asyncio.Semaphore(bound))
         limit = self._limits.get(key) or contextlib.nullcontext()
         paced = spec.rpm is not None or spec.tpm is not None
+        shared = state_file(self.limits, *key, key_variable(spec)) if self.limits else None
         if self.paces and paced and key not in self._rates:
-            self._rates[key] = RateLimit(spec.rpm, spec.tpm)
+            self._rates[key] = RateLimit(spec.rpm, spec.tpm, shared)
         backoff = wait_random_exponential(multiplier=policy.initial_wait, max=policy.max_wait)
 
         def wait(state: Any) -> float:
@@ -521,7 +533,7 @@ class ModelClient:
                     if rate is not None and prompt:
                         rate.settle(prompt, billed.prompt)
                     if reply.limits:  # after `settle`: the provider's count has the last word
-                        self._follow(key, reply.limits, messages, params)
+                        self._follow(key, reply.limits, messages, params, shared)
                     tokens = [
                         tokens[0] + billed.prompt,
                         tokens[1] + billed.completion,

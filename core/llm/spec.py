@@ -470,6 +470,13 @@ def resolve_api_key(spec: ModelSpec) -> str | None:
     return None  # litellm providers read their own variables (`Transport.missing_keys`)
 
 
+def key_variable(spec: ModelSpec) -> str:
+    """The name of the variable `resolve_api_key` reads for `spec` ("": none); never its value."""
+    if spec.api_key_env:
+        return spec.api_key_env
+    return "MOOT_API_KEY" if spec.api_base else spec.transport_class.key_env or ""
+
+
 def key_needs(spec: ModelSpec) -> str:
     """What calling `spec` needs from the environment, and whether it is set (never its value).
 

@@ -508,13 +508,13 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
         for spec in specs:
             args.planning.prepare(spec)
         return args.planning
-    cache = None
-    if not args.no_cache:
-        from moot.core.llm.cache import RequestCache, default_cache_path
+    from moot.core.llm.cache import RequestCache, cache_folder, default_cache_path
 
-        cache = RequestCache(args.cache or default_cache_path())
+    cache = None if args.no_cache else RequestCache(args.cache or default_cache_path())
     client = ModelClient(
         cache=cache,
+        # shared by every process on the machine, whatever its --cache or --no-cache
+        limits=cache_folder() / "limits",
         retry=RetryPolicy(attempts=args.max_retries + 1),
         prices=prices,
         budget=getattr(args, "budget", None),
