@@ -269,7 +269,8 @@ def _told(headers: Mapping[str, str], name: str, now: float) -> Said | None:
     def until(text: str | None) -> float | None:
         return moment(text, now)
 
-    said = read(f"x-ratelimit-%s-{name}", duration) or read(f"anthropic-ratelimit-{name}-%s", until)
+    # Anthropic's first: litellm copies its limit and remaining, not its reset, to OpenAI's names
+    said = read(f"anthropic-ratelimit-{name}-%s", until) or read(f"x-ratelimit-%s-{name}", duration)
     if said is None and name == "tokens":
         sides = [
             read(f"anthropic-ratelimit-{side}-tokens-%s", until) for side in ("input", "output")

@@ -37,3 +37,23 @@ def test_litellm_provider_honours_retry_after_and_never_retries_a_400(monkeypatc
             raise AssertionError("a 400 must fail")
         assert len(server.requests) == 1
         assert client.ledger.to_json()["total"]["failures"] == 1
+
+
+def test_litellm_provider_follows_the_servers_rate_limit_headers():
+    """litellm keeps the headers in its response's hidden params: moot reads them there."""
+
+    async def run(client: ModelClient, role: Role) -> float:
+        await client.complete(role, HELLO, stage="s", max_tokens=8)  # its headers: the limit
+        started = time.monotonic()
+        asks = [[{"role": "user", "content": f"question {n}"}] for n in range(20)]
+        await asyncio.gather(*(client.complete(role, m, stage="s", max_tokens=8) for m in asks))
+        return time.monotonic() - started
+
+    with ScriptedServer(rpm=10, limit_window=0.5) as server:
+        spec = parse_spec("custom_openai/x", api_base=server.url, timeout=60)
+        client = ModelClient(retry=RetryPolicy(attempts=5, initial_wait=0.05, max_wait=0.5))
+        seconds = asyncio.run(run(client, Role("asker", spec)))
+        refused = sum(r.outcome == "rate_limited" for r in server.requests)
+    # 9 left after the first, then 20 a second: the other 11 take about half a second
+    assert seconds > 0.4
+    assert refused <= 2, refused
