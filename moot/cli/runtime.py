@@ -411,14 +411,18 @@ def spec_from(args: argparse.Namespace, text: str, **options: Any) -> Any:
             raise ConfigError(f"--router {args.router} names the endpoints: give no --api-base")
         router = load_router(args.router, text.strip())
         api_base = list(router.api_bases)
+    rpm, tpm = args.rpm, args.tpm
+    if router is not None:  # its deployments' limits are moot's too; the lower of each holds
+        rpm = min(filter(None, (rpm, router.limit("rpm"))), default=None)
+        tpm = min(filter(None, (tpm, router.limit("tpm"))), default=None)
     spec = parse_spec(
         text,
         api_base=api_base,
         api_key_env=args.api_key_env,
         timeout=args.timeout,
         max_concurrency=args.max_concurrency,
-        rpm=args.rpm,
-        tpm=args.tpm,
+        rpm=rpm,
+        tpm=tpm,
         context_window=args.context_window,
         router=router,
         cooldown=args.endpoint_cooldown,
