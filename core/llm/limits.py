@@ -161,37 +161,45 @@ class RateLimit:
 
         The state is read and written in place (``pread``/``pwrite`` of `STATE_BYTES`, padded),
         on a file kept open: a few microseconds, where opening and truncating it each time
-        cost hundreds.
+        cost hundreds. A file that fails (cannot be opened, locked, read or written: a
+        read-only folder, a full disk) leaves the buckets this process's own, with a warning: a
+        rate limit never stops a run.
         """
         fd = self._open()
-        if fd is None:
-            yield
-            return
-        fcntl.flock(fd, fcntl.LOCK_EX)  # microseconds: held across no await
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # microseconds: held across no await
+                text = os.pread(fd, STATE_BYTES, 0)
+            except OSError as exc:
+                fd = self._unshared(exc)
+            else:
+                self._load(text.decode(errors="replace"), time.time())
         try:
-            self._load(os.pread(fd, STATE_BYTES, 0).decode(errors="replace"), time.time())
             yield
-            state = json.dumps({name: asdict(b) for name, b in self.buckets.items()})
-            os.pwrite(fd, state.encode().ljust(STATE_BYTES), 0)
+            if fd is not None:
+                state = json.dumps({name: asdict(b) for name, b in self.buckets.items()})
+                os.pwrite(fd, state.encode().ljust(STATE_BYTES), 0)
+        except OSError as exc:  # the write's: the buckets' own work raises none
+            self._unshared(exc)
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_UN)
 
     def _open(self) -> int | None:
-        """The state file, opened once (None: not shared).
-
-        One that cannot be opened (a read-only folder) leaves the buckets this process's own,
-        with a warning: a rate limit never stops a run.
-        """
+        """The state file, opened once (None: not shared)."""
         if self._fd is None and self.shared is not None:
             try:
                 self.shared.parent.mkdir(parents=True, exist_ok=True)
                 self._fd = os.open(self.shared, os.O_RDWR | os.O_CREAT, 0o600)
             except OSError as exc:
-                log.warning("rate limits not shared with other processes: %s", exc)
-                self.shared = None
-            else:
-                weakref.finalize(self, os.close, self._fd)
+                return self._unshared(exc)
+            weakref.finalize(self, os.close, self._fd)
         return self._fd
+
+    def _unshared(self, exc: OSError) -> None:
+        """From now on this process's buckets alone: its state file failed (`exc`)."""
+        log.warning("rate limits not shared with other processes: %s", exc)
+        self.shared = self._fd = None
 
     def _load(self, text: str, now: float) -> None:
         """Take the buckets in a state file's `text`, within this process's flags.

@@ -10,8 +10,8 @@ the one: a retry count other than 0), deadlines (``--timeout``), caching (moot's
 fallbacks to another model (the ledger would name a model that did not answer), per-deployment
 parallel-request limits (litellm refuses a request over one with a 429 instead of queueing it)
 and anything reaching another service (Redis). A deployment's ``rpm``/``tpm`` are taken, as
-moot's limit for the model (`RouterGroup.limit`), not litellm's. Keys may be litellm's ``os.environ/NAME``
-references; a referenced variable must be set, and no value is ever shown.
+moot's limit for the model (`RouterGroup.limit`), not litellm's. Keys may be litellm's
+``os.environ/NAME`` references; a referenced variable must be set, and no value is ever shown.
 """
 
 from __future__ import annotations
