@@ -27,8 +27,10 @@ import argparse
 import asyncio
 import json
 import resource
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import _common
 
@@ -85,21 +87,26 @@ async def fixed(url: str, count: int, concurrency: int) -> Side:
 
 
 async def moot_side(url: str, count: int, concurrency: int) -> Side:
-    """`ModelClient` following the server's headers, the same requests, C at a time."""
+    """`ModelClient` following the server's headers, the same requests, C at a time.
+
+    Its limit is shared through a state file, as the command line's (`moot.core.llm.limits`).
+    """
     from moot.core import ModelClient, RetryPolicy, Role, parse_spec
 
     side = Side("moot")
-    client = ModelClient(retry=RetryPolicy(attempts=20, initial_wait=0.05, max_wait=1.0))
+    retry = RetryPolicy(attempts=20, initial_wait=0.05, max_wait=1.0)
     role = Role("asker", parse_spec("openai/scripted", api_base=url))
     queue = iter(range(count))
+    with tempfile.TemporaryDirectory() as folder:
+        client = ModelClient(retry=retry, limits=Path(folder))
 
-    async def worker() -> None:
-        for n in queue:
-            await client.complete(role, messages(n), stage="ask", max_tokens=MAX_TOKENS)
+        async def worker() -> None:
+            for n in queue:
+                await client.complete(role, messages(n), stage="ask", max_tokens=MAX_TOKENS)
 
-    start, used = time.perf_counter(), cpu()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    side.seconds, side.cpu = time.perf_counter() - start, cpu() - used
+        start, used = time.perf_counter(), cpu()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        side.seconds, side.cpu = time.perf_counter() - start, cpu() - used
     total = client.ledger.total()
     side.answered, side.refused = total.calls, total.retries
     return side

@@ -24,10 +24,14 @@ from moot.core.errors import InputError, WriteError, machine_failure, os_problem
 BUSY_TIMEOUT_S = 10.0
 
 
+def cache_folder() -> Path:
+    """``$MOOT_CACHE_DIR``, by default ``~/.cache/moot``."""
+    return Path(os.environ.get("MOOT_CACHE_DIR") or Path.home() / ".cache" / "moot")
+
+
 def default_cache_path() -> Path:
     """``$MOOT_CACHE_DIR/requests.sqlite``, by default under ``~/.cache/moot``."""
-    root = os.environ.get("MOOT_CACHE_DIR") or Path.home() / ".cache" / "moot"
-    return Path(root) / "requests.sqlite"
+    return cache_folder() / "requests.sqlite"
 
 
 def request_key(identity: dict[str, Any]) -> str:

@@ -73,7 +73,9 @@ def build_router(spec: ModelSpec, api_key: str | None) -> Any:
     (moot's retry loop is the one) and with its key: the file's, else `api_key`, else the
     placeholder ``EMPTY`` (never a provider's own key, which litellm would otherwise send). No
     ``max_parallel_requests``: litellm refuses a request over it (a 429, which also takes the
-    endpoint out) instead of queueing it; `ModelClient` bounds the model's requests itself.
+    endpoint out) instead of queueing it; `ModelClient` bounds the model's requests itself. No
+    ``rpm``/``tpm`` either, for the same reason: the file's are moot's limit for the model
+    (`RouterGroup.limit`); litellm's spread by them is kept, as weights.
 
     The cooldown is `spec`'s, else the file's, else `COOLDOWN_SECONDS` and `MAX_FAILS`. The
     failures allowed are set on each deployment as well as on the Router: litellm reads a
@@ -88,11 +90,17 @@ def build_router(spec: ModelSpec, api_key: str | None) -> Any:
     max_fails = spec.max_fails or (filed + 1 if filed is not None else MAX_FAILS)
     settings["cooldown_time"] = spec.cooldown or settings.get("cooldown_time") or COOLDOWN_SECONDS
     given = group.deployments if group is not None else [{} for _ in spec.endpoints]
+    # litellm spreads requests by the first of these a deployment gives, as weights
+    spread = next((m for m in ("weight", "rpm", "tpm") if any(d.get(m) for d in given)), None)
     deployments = []
     for index, (url, own) in enumerate(zip(spec.endpoints, given, strict=True)):
         params: dict[str, Any] = {"model": spec.name, "api_key": api_key or "EMPTY", **own}
         params.update(api_base=url, timeout=spec.timeout, max_retries=0)
         params.pop("num_retries", None)  # 0 if given: the Router's is 0
+        for name in ("rpm", "tpm"):  # moot's limit (`RouterGroup.limit`), litellm's would refuse
+            params.pop(name, None)
+        if spread is not None:
+            params["weight"] = own.get(spread) or 0
         info = {"id": str(index), "allowed_fails": max_fails - 1, **FREE}
         deployments.append({"model_name": spec.name, "litellm_params": params, "model_info": info})
     return litellm.Router(

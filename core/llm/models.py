@@ -22,6 +22,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from urllib.parse import urlparse
 
@@ -43,9 +44,9 @@ from moot.core.llm.billing import bill
 from moot.core.llm.cache import RequestCache, request_key
 from moot.core.llm.failures import Transient, where
 from moot.core.llm.ledger import UsageLedger
-from moot.core.llm.limits import Gate, RateLimit
+from moot.core.llm.limits import Gate, RateLimit, state_file
 from moot.core.llm.prices import Prices
-from moot.core.llm.spec import ModelSpec, Reply, Role, Transport
+from moot.core.llm.spec import ModelSpec, Reply, Role, Transport, key_variable
 from moot.core.llm.structured import (
     OutputParseError,
     ParseFailure,
@@ -114,6 +115,9 @@ class ModelClient:
         concurrency: Requests the caller keeps in flight at once, when it knows (the run's
             ``--concurrency``): the embedded model's server gets one parallel slot per request
             (`moot.core.llm.embedded.slots_for`; a spec's ``max_concurrency`` comes first).
+        limits: The folder where a paced model's rate limit is shared with the other processes
+            calling it with the same key (`moot.core.llm.limits.state_file`); None: this
+            client's alone.
         batches: Batch mode (``--batch``): requests that miss the cache go to their provider's
             batch API through this queue, not live (`moot.core.llm.batch`).
 
@@ -136,9 +140,11 @@ class ModelClient:
         prices: Prices | None = None,
         budget: float | None = None,
         concurrency: int | None = None,
+        limits: Path | None = None,
         batches: BatchQueue | None = None,
     ) -> None:
         self.cache = cache
+        self.limits = limits
         self.batches = batches
         self.concurrency = concurrency
         self.ledger = ledger if ledger is not None else UsageLedger()
@@ -300,7 +306,7 @@ class ModelClient:
                 )
                 return reply
 
-        worst = self._worst_case(spec, used, max_tokens)
+        worst = self._worst_case(spec, used, max_tokens, batch=self.batches is not None)
         reply = await self._send(transport, role, stage, messages, params, worst, key)
         if key is not None and self.cache is not None:
             self.cache.put(
@@ -316,7 +322,12 @@ class ModelClient:
         return reply
 
     def _follow(
-        self, key: tuple[str, str | None], limits: Any, messages: Messages, params: dict
+        self,
+        key: tuple[str, str | None],
+        limits: Any,
+        messages: Messages,
+        params: dict,
+        shared: Path | None,
     ) -> None:
         """Take a reply's rate-limit headers (`RateLimit.follow`).
 
@@ -328,7 +339,7 @@ class ModelClient:
         if rate is not None:
             rate.follow(limits)
             return
-        rate = self._rates[key] = RateLimit()
+        rate = self._rates[key] = RateLimit(shared=shared)
         rate.follow(limits)
         size = count_message_tokens(messages) + (params.get("max_tokens") or 0)
         rate.charge(self._sending.get(key, 0), size)
@@ -498,8 +509,9 @@ class ModelClient:
             self._limits.setdefault(model, asyncio.Semaphore(bound))
         limit = self._limits.get(model) or contextlib.nullcontext()
         paced = spec.rpm is not None or spec.tpm is not None
+        shared = state_file(self.limits, *model, key_variable(spec)) if self.limits else None
         if self.paces and paced and model not in self._rates:
-            self._rates[model] = RateLimit(spec.rpm, spec.tpm)
+            self._rates[model] = RateLimit(spec.rpm, spec.tpm, shared)
         backoff = wait_random_exponential(multiplier=policy.initial_wait, max=policy.max_wait)
 
         def wait(state: Any) -> float:
@@ -554,7 +566,7 @@ class ModelClient:
                     if rate is not None and prompt:
                         rate.settle(prompt, billed.prompt)
                     if reply.limits:  # after `settle`: the provider's count has the last word
-                        self._follow(model, reply.limits, messages, params)
+                        self._follow(model, reply.limits, messages, params, shared)
                     tokens = [
                         tokens[0] + billed.prompt,
                         tokens[1] + billed.completion,
@@ -582,7 +594,7 @@ class ModelClient:
             }
             if not isinstance(exc, BudgetReached) or attempts > 1:  # else: nothing was sent
                 self.ledger.record(
-                    spec, role.name, stage, failed=True, retries=attempts - 1, **paid
+                    spec, role.name, stage, failed=True, retries=attempts - 1, batch=batched, **paid
                 )
             if not isinstance(exc, Transient):
                 raise
@@ -606,6 +618,7 @@ class ModelClient:
             counted=counted,
             longer=longer,
             endpoint=reply.endpoint,
+            batch=batched,
         )
         return Completion(
             reply.text,

@@ -8,9 +8,10 @@ its server (``api_base``), which is how moot checks it, shows it and counts its 
 What moot does itself is refused rather than silently overridden: retries (moot's retry loop is
 the one: a retry count other than 0), deadlines (``--timeout``), caching (moot's request cache),
 fallbacks to another model (the ledger would name a model that did not answer), per-deployment
-request limits (litellm refuses a request over one with a 429 instead of queueing it) and
-anything reaching another service (Redis). Keys may be litellm's ``os.environ/NAME``
-references; a referenced variable must be set, and no value is ever shown.
+parallel-request limits (litellm refuses a request over one with a 429 instead of queueing it)
+and anything reaching another service (Redis). A deployment's ``rpm``/``tpm`` are taken, as
+moot's limit for the model (`RouterGroup.limit`), not litellm's. Keys may be litellm's
+``os.environ/NAME`` references; a referenced variable must be set, and no value is ever shown.
 """
 
 from __future__ import annotations

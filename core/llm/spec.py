@@ -56,6 +56,14 @@ class RouterGroup:
         """The keys the file gives (its own or from the environment): scrubbed from messages."""
         return [str(p["api_key"]) for p in self.deployments if p.get("api_key")]
 
+    def limit(self, name: str) -> int | None:
+        """The deployments' ``rpm`` or ``tpm`` (`name`) together: the model's limit for moot.
+
+        None when a deployment gives none (its requests are not limited).
+        """
+        each = [params.get(name) for params in self.deployments]
+        return sum(each) if all(each) else None
+
     def only(self, index: int) -> RouterGroup:
         """This group with its `index`-th deployment alone (`moot models check`, one by one)."""
         return RouterGroup(self.path, self.name, (self.deployments[index],), self.settings)
@@ -472,6 +480,13 @@ def resolve_api_key(spec: ModelSpec) -> str | None:
             raise ConfigError(f"missing API key for {spec.name}: set {variable}")
         return sending(key)
     return None  # litellm providers read their own variables (`Transport.missing_keys`)
+
+
+def key_variable(spec: ModelSpec) -> str:
+    """The name of the variable `resolve_api_key` reads for `spec` ("": none); never its value."""
+    if spec.api_key_env:
+        return spec.api_key_env
+    return "MOOT_API_KEY" if spec.api_base else spec.transport_class.key_env or ""
 
 
 def key_needs(spec: ModelSpec) -> str:

@@ -205,7 +205,9 @@ def execute(args: argparse.Namespace) -> Result:
     args.notes = []
     if getattr(args, "dry_run", False):  # the plan alone: no call, nothing written
         plan, command = plan_for(args), args.command_parser.prog
-        table = plan_table(plan, command, getattr(args, "budget", None))
+        table = plan_table(
+            plan, command, getattr(args, "budget", None), getattr(args, "batch", False)
+        )
         return Result(command, lines=[table], plan=plan, notes=args.notes)
     if getattr(args, "push_to_hub", None):  # before any work: a push that cannot happen
         from moot.core.hub.push import check_push
@@ -378,11 +380,12 @@ def output_dests(args: argparse.Namespace) -> list[str]:
     ]
 
 
-def plan_table(plan: Any, command: str, budget: float | None = None) -> str:
+def plan_table(plan: Any, command: str, budget: float | None = None, batch: bool = False) -> str:
     """`command`'s plan as the summary table's dry-run twin: items, then calls, tokens, cost.
 
     Paid calls get a line of their cost live and in batches (``--batch``, at batch rates). With
-    a ``--budget``, a last line says whether the estimate fits it.
+    a ``--budget``, a last line says whether the estimate fits it: at batch rates for a `batch`
+    run, which no ``--rpm``/``--tpm`` paces either.
     """
     from moot.core.tables import render_table
 
@@ -418,14 +421,15 @@ def plan_table(plan: Any, command: str, budget: float | None = None) -> str:
     lines += [f"key: {model}: {what}" for model, what in plan.keys]
     lines += [
         f"limits: {model} needs about {minutes:.1f} min at its --rpm/--tpm"
-        for model, minutes in plan.limited_minutes().items()
+        for model, minutes in (plan.limited_minutes() if not batch else {}).items()
     ]
     lines += [f"note: {text}" for text in plan.notes]
     if budget is not None and plan.unpriced:
         lines.append(f"budget: --budget needs the price of {unpriced} (a real run exits 2)")
     elif budget is not None:
-        fits = "fits within" if plan.cost_usd() <= budget else "exceeds"
-        lines.append(f"budget: the estimate {fits} --budget ${budget:.4f}")
+        fits = "fits within" if plan.cost_usd(batch=batch) <= budget else "exceeds"
+        priced = " at batch rates" if batch else ""
+        lines.append(f"budget: the estimate{priced} {fits} --budget ${budget:.4f}")
     parts.append("\n".join(lines))
     return "\n\n".join(parts)
 
@@ -456,14 +460,18 @@ def spec_from(args: argparse.Namespace, text: str, **options: Any) -> Any:
             raise ConfigError(f"--router {args.router} names the endpoints: give no --api-base")
         router = load_router(args.router, text.strip())
         api_base = list(router.api_bases)
+    rpm, tpm = args.rpm, args.tpm
+    if router is not None:  # its deployments' limits are moot's too; the lower of each holds
+        rpm = min(filter(None, (rpm, router.limit("rpm"))), default=None)
+        tpm = min(filter(None, (tpm, router.limit("tpm"))), default=None)
     spec = parse_spec(
         text,
         api_base=api_base,
         api_key_env=args.api_key_env,
         timeout=args.timeout,
         max_concurrency=args.max_concurrency,
-        rpm=args.rpm,
-        tpm=args.tpm,
+        rpm=rpm,
+        tpm=tpm,
         context_window=args.context_window,
         router=router,
         cooldown=args.endpoint_cooldown,
@@ -553,13 +561,13 @@ def client_for(args: argparse.Namespace, *specs: Any) -> Any:
         for spec in specs:
             args.planning.prepare(spec)
         return args.planning
-    cache = None
-    if not args.no_cache:
-        from moot.core.llm.cache import RequestCache, default_cache_path
+    from moot.core.llm.cache import RequestCache, cache_folder, default_cache_path
 
-        cache = RequestCache(args.cache or default_cache_path())
+    cache = None if args.no_cache else RequestCache(args.cache or default_cache_path())
     client = ModelClient(
         cache=cache,
+        # shared by every process on the machine, whatever its --cache or --no-cache
+        limits=cache_folder() / "limits",
         retry=RetryPolicy(attempts=args.max_retries + 1),
         prices=prices,
         budget=getattr(args, "budget", None),

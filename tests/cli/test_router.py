@@ -137,3 +137,22 @@ def test_router_with_api_base_is_refused(tmp_path):
     assert result.returncode == 2
     refusal = f"--router {path} names the endpoints: give no --api-base"
     assert result.stderr == f"moot: error: {refusal}\n"
+
+
+def test_the_deployments_rpm_and_tpm_are_moots_limit_for_the_model(tmp_path):
+    """Each deployment's ``rpm``/``tpm`` count, together, as the model's ``--rpm``/``--tpm``
+    (moot waits for them; litellm's Router would refuse a request over one with a 429)."""
+    config = router_config(URL, "http://127.0.0.1:9/v2")
+    for deployment, rpm in zip(config["model_list"], (2, 4), strict=True):
+        deployment["litellm_params"]["rpm"] = rpm
+    path = write(tmp_path / "router.yaml", config)
+    questions = tmp_path / "questions.jsonl"
+    rows = [{"id": f"q{i}", "question": f"Is question {i} fair?"} for i in range(12)]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    args = ["answer", "--questions", questions, "--out", tmp_path / "out", "--model", MODEL]
+    args += ["--router", path, "--dry-run"]
+    for flags, minutes in (([], 2.0), (["--rpm", 3], 4.0), (["--rpm", 12], 2.0)):
+        result = run_moot(*args, *flags, env=moot_env(**KEYS))
+        assert result.returncode == 0, result.stderr
+        # 12 calls at 2 + 4 a minute; a lower --rpm holds instead
+        assert f"limits: {MODEL} needs about {minutes:.1f} min" in result.stdout, flags

@@ -624,3 +624,16 @@ def test_a_run_folder_keyed_by_an_earlier_version_is_taken_over_not_redone(tmp_p
     assert "stage mix: done before" in stdout(result) and "redone" not in stderr(result)
     assert (out / "mix").stat().st_mtime_ns == made
     assert json.loads((out / "manifest.json").read_text())["stages"]["mix"]["key"] == key
+
+
+def test_a_stages_rpm_and_tpm_are_its_models_limit(tmp_path):
+    """A stage's ``rpm:``/``tpm:`` are its command's ``--rpm``/``--tpm``: the plan's time."""
+    data = recipe(tmp_path, "http://127.0.0.1:9/v1")
+    stage = {**data["stages"]["generate-base"], "rpm": 1, "max-tokens": 16}
+    path = write(tmp_path / "loop.yaml", {"stages": {"generate-base": stage}})
+    plan = stdout(moot.run(path, out=tmp_path / "out", dry_run=True))
+    assert "limits: openai/base needs about 2.0 min at its --rpm/--tpm" in plan  # 2 answers
+    stage |= {"rpm": None, "tpm": 1000}
+    path = write(path, {"stages": {"generate-base": stage}})
+    plan = stdout(moot.run(path, out=tmp_path / "out", dry_run=True))
+    assert re.search(r"limits: openai/base needs about 0\.\d min", plan), plan

@@ -22,7 +22,7 @@ from moot.core.llm.spec import (
     resolve_api_key,
 )
 from moot.core.llm.transports import router
-from moot.core.llm.transports.replies import request
+from moot.core.llm.transports.replies import Answered, litellm_rate_limits, request
 
 
 @register_transport
@@ -72,20 +72,23 @@ class LiteLLM(Transport):
         """``litellm.acompletion`` within the deadline, which bounds litellm's own work too."""
         from moot.core.llm.litellm_import import litellm
 
-        sent = asyncio.wait_for(
-            litellm.acompletion(
-                model=self.spec.name,
-                messages=messages,
-                api_base=self.api_base,
-                api_key=self._key,
-                timeout=self.spec.timeout,
-                num_retries=0,
-                drop_params=True,
-                **params,
-            ),
-            self.spec.timeout,
-        )
-        return await request(sent, self.spec, self.api_base, self._key)
+        async def sent() -> Answered:
+            response = await asyncio.wait_for(
+                litellm.acompletion(
+                    model=self.spec.name,
+                    messages=messages,
+                    api_base=self.api_base,
+                    api_key=self._key,
+                    timeout=self.spec.timeout,
+                    num_retries=0,
+                    drop_params=True,
+                    **params,
+                ),
+                self.spec.timeout,
+            )
+            return Answered(response, litellm_rate_limits(response))
+
+        return await request(sent(), self.spec, self.api_base, self._key)
 
 
 @functools.cache

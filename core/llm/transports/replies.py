@@ -45,6 +45,16 @@ def rate_limit_headers(headers: Mapping[str, str]) -> dict[str, str] | None:
     return found or None
 
 
+def litellm_rate_limits(response: Any) -> dict[str, str] | None:
+    """The rate-limit headers litellm kept of a response (`rate_limit_headers`); None: none.
+
+    litellm keeps them in ``_hidden_params["additional_headers"]``: OpenAI's bare, and every
+    header the provider sent as ``llm_provider-<name>`` (Anthropic's ``anthropic-ratelimit-*``).
+    """
+    kept = (getattr(response, "_hidden_params", None) or {}).get("additional_headers") or {}
+    return rate_limit_headers({name.removeprefix("llm_provider-"): v for name, v in kept.items()})
+
+
 def read_reply(response: Any, shown: str, limits: dict[str, str] | None = None) -> Reply:
     """The reply in a response body, read without trusting its shape.
 

@@ -60,3 +60,23 @@ def test_the_router_prices_nothing_for_moot_a_priced_model_keeps_its_price():
     assert Prices().price(several) is None  # a custom server: unpriced unless --prices says
     infos = [d["model_info"] for d in router.model_list]
     assert all(i["input_cost_per_token"] == 0 == i["output_cost_per_token"] for i in infos)
+
+
+def test_the_router_gets_no_rpm_or_tpm_and_spreads_by_them_as_weights():
+    """A deployment's rpm/tpm are moot's limit (`RouterGroup.limit`): litellm's Router would
+    refuse a request over one with a 429 instead of queueing it."""
+    from moot.core.llm.endpoints import build_router
+    from moot.core.llm.spec import RouterGroup
+
+    urls = ("http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1")
+    given = tuple(
+        {"model": "openai/m", "api_base": u, "rpm": r} for u, r in zip(urls, (2, 6), strict=True)
+    )
+    group = RouterGroup("router.yaml", "openai/m", given, {})
+    assert group.limit("rpm") == 8 and group.limit("tpm") is None
+    spec = parse_spec("openai/m", api_base=",".join(urls), router=group)
+    params = [d["litellm_params"] for d in build_router(spec, None).model_list]
+    assert [(p.get("rpm"), p.get("tpm"), p["weight"]) for p in params] == [
+        (None, None, 2),
+        (None, None, 6),
+    ]

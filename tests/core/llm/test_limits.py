@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from datetime import UTC, datetime
 
 import pytest
 
 from moot.core import ModelClient, RetryPolicy, Role, parse_spec
-from moot.core.llm.limits import Bucket, Gate, RateLimit, duration
+from moot.core.llm.limits import RESET_MOST, Bucket, Gate, RateLimit, duration
 from moot.testing import ScriptedServer
 
 
@@ -92,3 +94,85 @@ def test_moot_follows_a_servers_limit_and_barely_meets_a_429():
     # 9 left after the first, then 20 a second: the other 21 take about a second
     assert seconds > 0.8
     assert refused == retries and refused <= 3, refused
+
+
+def test_anthropics_headers_are_read_with_their_rfc3339_resets():
+    now = time.time()
+    at = datetime.fromtimestamp(now + 5, tz=UTC).isoformat().replace("+00:00", "Z")
+    later = datetime.fromtimestamp(now + 3600, tz=UTC).isoformat()
+    rate = RateLimit()
+    rate.follow(
+        {
+            "anthropic-ratelimit-requests-limit": "60",
+            "anthropic-ratelimit-requests-remaining": "10",
+            "anthropic-ratelimit-requests-reset": at,  # 50 missing come back in 5 s
+            # no combined tokens limit: the input and output limits, the most restrictive of each
+            "anthropic-ratelimit-input-tokens-limit": "4000",
+            "anthropic-ratelimit-input-tokens-remaining": "3000",
+            "anthropic-ratelimit-input-tokens-reset": later,  # an hour: read as RESET_MOST
+            "anthropic-ratelimit-output-tokens-limit": "8000",
+            "anthropic-ratelimit-output-tokens-remaining": "-1",  # unknown: this one is not read
+        }
+    )
+    requests, tokens = rate.buckets["requests"], rate.buckets["tokens"]
+    assert (requests.capacity, requests.level) == (60, 10)
+    assert requests.rate == pytest.approx(10, rel=0.05)
+    assert (tokens.capacity, tokens.level, tokens.rate) == (4000, 3000, 1000 / RESET_MOST)
+    combined = {"anthropic-ratelimit-tokens-limit": "2000"} | {
+        "anthropic-ratelimit-tokens-remaining": "500",
+        "anthropic-ratelimit-tokens-reset": "not a time",
+    }
+    rate.follow(combined)  # its most restrictive token limit, when it says it
+    assert (rate.buckets["tokens"].capacity, rate.buckets["tokens"].level) == (2000, 500)
+
+
+def test_two_limits_sharing_a_state_file_draw_from_one_bucket(tmp_path):
+    path = tmp_path / "limits" / "model.json"
+
+    async def run() -> list[float]:
+        first, second = RateLimit(tpm=100, shared=path), RateLimit(tpm=100, shared=path)
+        await first.acquire(70)
+        await second.acquire(20)  # 10 left for both
+        first.settle(30, 20)  # 10 back
+        return [first.buckets["tokens"].level, second.buckets["tokens"].level]
+
+    first, second = asyncio.run(run())
+    assert first == pytest.approx(20, abs=1)  # it read the second's charge before its own
+    assert second == pytest.approx(10, abs=1)
+    assert json.loads(path.read_text())["tokens"]["level"] == pytest.approx(20, abs=1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json",
+        '{"tokens": {"capacity": 100}}',
+        '{"tokens": {"capacity": 100, "rate": 0, "level": 0, "stamp": 0}}',
+        '{"tokens": {"capacity": 100, "rate": 1, "level": -1e12, "stamp": 0}}',
+        '["tokens"]',
+    ],
+)
+def test_a_corrupt_state_file_starts_fresh_from_the_flags(tmp_path, text):
+    path = tmp_path / "model.json"
+    path.write_text(text)
+    rate = RateLimit(tpm=6000, shared=path)
+    started = time.monotonic()
+    asyncio.run(rate.acquire(100))  # a full bucket of 6000: no wait
+    assert time.monotonic() - started < 0.5
+    assert json.loads(path.read_text())["tokens"]["level"] == pytest.approx(5900, abs=5)
+
+
+def test_a_state_file_that_cannot_be_written_leaves_the_limit_to_this_process(tmp_path):
+    (tmp_path / "limits").write_text("a file, not a folder")
+    rate = RateLimit(tpm=6000, shared=tmp_path / "limits" / "model.json")
+    asyncio.run(rate.acquire(100))
+    assert rate.shared is None and rate.buckets["tokens"].level == pytest.approx(5900, abs=5)
+
+
+def test_a_state_file_untouched_for_a_minute_is_forgotten(tmp_path):
+    path = tmp_path / "model.json"
+    old = {"capacity": 100, "rate": 1000 / 60, "level": -50, "stamp": time.time() - 61}
+    path.write_text(json.dumps({"tokens": old}))
+    rate = RateLimit(tpm=6000, shared=path)  # raised since: the old limit of 100 is gone
+    asyncio.run(rate.acquire(100))
+    assert rate.buckets["tokens"].capacity == 6000
