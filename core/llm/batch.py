@@ -179,6 +179,7 @@ class BatchBook:
         self.submissions: dict[str, Submission] = {}
         self._latest: dict[str, Submission] = {}  # request key → the last batch that holds it
         self._recorded: dict[str, Any] | None = None  # the last command line in the journal
+        self._torn = False  # its last line was cut short (a kill mid-write): ended first
         self._read()
         self.command = command or self._recorded
 
@@ -214,6 +215,7 @@ class BatchBook:
             return
         with self.path.open(encoding="utf-8") as lines:
             for line in lines:
+                self._torn = not line.endswith("\n")
                 try:
                     record = json.loads(line)
                 except ValueError:  # the last line of a kill mid-write: its step never happened
@@ -236,6 +238,9 @@ class BatchBook:
     def _write(self, record: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as out:
+            if self._torn:
+                out.write("\n")
+                self._torn = False
             if self.command is not None and self.command != self._recorded:
                 out.write(json.dumps({"command": self.command}) + "\n")
                 self._recorded = self.command

@@ -29,6 +29,8 @@ from tests.cli.test_judge import SCORE, real_debates
 FAST = {"batch": True, "batch_poll": 0.01}
 #: An order-free reply (``{n}`` counts arrivals, which differ between live and batch runs).
 ARGUMENTS = Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY.replace("{n}", "x"))
+#: The scripted models' prices: their batch rates are half (`moot.core.llm.prices`).
+PRICES = {name: {"input": 1.0, "output": 2.0} for name in ("openai/scripted", "openai/judge")}
 #: What differs between two runs whatever they do: their endpoint, their timings, their cards.
 RUN_FACTS = {"manifest.json", "README.md", "summary.json"}
 
@@ -82,9 +84,9 @@ COMMANDS = {
 def test_a_batch_run_writes_what_a_live_run_writes(tmp_path, command):
     run, rules = COMMANDS[command]
     with ScriptedServer(rules=rules) as server:
-        live = run(server, tmp_path, tmp_path / "live")
+        live = run(server, tmp_path, tmp_path / "live", prices=PRICES)
     with ScriptedServer(rules=rules, batch_polls=1) as server:
-        batched = run(server, tmp_path, tmp_path / "batched", **FAST)
+        batched = run(server, tmp_path, tmp_path / "batched", prices=PRICES, **FAST)
         paths = Counter(request.path for request in server.requests)
         lines = server.batch_lines
     assert live.exit_code == batched.exit_code == 0 or command == "eval controllability"
@@ -93,6 +95,8 @@ def test_a_batch_run_writes_what_a_live_run_writes(tmp_path, command):
     assert "/v1/chat/completions" not in paths  # every request went in a batch
     assert len(lines) == len({line.custom_id for line in lines})  # each once
     assert live.ledger.total().calls == batched.ledger.total().calls == len(lines)
+    assert batched.ledger.total().batch_calls == len(lines)
+    assert batched.ledger.spent() == pytest.approx(live.ledger.spent() / 2)  # half the price
 
 
 def test_a_debate_asks_one_batch_per_step_of_every_debate(tmp_path):
@@ -140,7 +144,8 @@ def test_no_wait_submits_and_exits_then_collect_finishes_the_run(tmp_path, capsy
         said = capsys.readouterr().err
         assert "waiting for their batches: 2 of 2 argument lists" in said
         assert "moot collect out" in said
-        assert len(server.batch_lines) == 2 and not (tmp_path / "out" / "debates.jsonl").exists()
+        assert len(server.batch_lines) == 2  # the argument lists: no debate yet
+        assert read_jsonl(tmp_path / "out" / "debates.jsonl") == []
         monkeypatch.chdir(tmp_path.parent)  # collect runs the command where it ran
         assert main(["collect", str(tmp_path / "out")]) == 0
         lines = server.batch_lines
@@ -184,3 +189,17 @@ def test_models_without_a_batch_api_and_batch_options_alone_are_refused(tmp_path
         error = capsys.readouterr().err
         assert said in error and error.count("\n") == 1, error
     assert not (tmp_path / "out").exists()
+
+
+def test_budget_refuses_the_requests_of_a_batch_that_could_cross_it(tmp_path):
+    with ScriptedServer(rules=[ARGUMENTS], batch_polls=1) as server:
+        full = debate(server, tmp_path, tmp_path / "full", prices=PRICES, **FAST)
+        calls, budget = full.ledger.total().calls, full.ledger.spent() / 3
+        with pytest.raises(moot.api.RunStopped) as stopped:
+            debate(server, tmp_path, tmp_path / "out", prices=PRICES, budget=budget, **FAST)
+        submitted = len(server.batch_lines) - calls
+    result = stopped.value.result
+    assert result.exit_code == 3
+    assert 0 < submitted < calls  # the requests that fit were asked, the others never sent
+    assert result.ledger.total().calls - result.ledger.total().failures == submitted
+    assert result.ledger.spent() <= budget
