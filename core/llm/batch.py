@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from moot.core.errors import BatchPending
+from moot.core.errors import BatchPending, ModelCallError
 from moot.core.llm.failures import Transient
 from moot.core.llm.spec import Reply
 
@@ -46,6 +46,9 @@ SETTLE_SECONDS = 0.02
 #: Without a run engine to say items are waiting (a direct `ModelClient` caller), a batch goes
 #: when no request has come for this long.
 QUIET_SECONDS = 1.0
+#: Looks at a batch that may fail in a row (the provider unreachable) before its askers fail:
+#: never submitted again in this run, the batch is collected by the next (its journal holds it).
+MAX_LOOK_FAILURES = 10
 #: Most requests in one batch (OpenAI's limit; its 200 MB file limit is `MAX_BYTES`).
 MAX_REQUESTS = 50_000
 MAX_BYTES = 190_000_000
@@ -292,6 +295,7 @@ class BatchQueue:
         self.live_fallback, self.report = live_fallback, report
         self._queued: dict[str, _Asked] = {}
         self._flusher: asyncio.Task[None] | None = None
+        self._submitting: set[asyncio.Task[None]] = set()  # held: the loop keeps weak references
         self._last_ask = 0.0
         self._outcomes: dict[str, asyncio.Task[dict[str, Reply | Exception]]] = {}
         self._found: dict[str, asyncio.Task[str | None]] = {}
@@ -361,7 +365,9 @@ class BatchQueue:
                     by_api.setdefault(id(asked.api), []).append((key, asked))
                 for group in by_api.values():
                     for part in _parts(group):
-                        asyncio.create_task(self._submit(part))
+                        task = asyncio.create_task(self._submit(part))
+                        self._submitting.add(task)
+                        task.add_done_callback(self._submitting.discard)
 
     async def _submit(self, part: list[tuple[str, _Asked]]) -> None:
         """Submit one batch and hand each asker its reply (or its failure)."""
@@ -417,12 +423,26 @@ class BatchQueue:
     async def _collect(
         self, api: BatchAPI, batch_id: str, keys: list[str]
     ) -> dict[str, Reply | Exception]:
+        failures = 0
         while True:
-            state = await api.state(batch_id)
+            try:
+                state = await api.state(batch_id)
+                if state.ended:
+                    outcomes = await api.results(state, keys)
+            except Transient as exc:  # the provider, not the batch: look again
+                failures += 1
+                if failures >= MAX_LOOK_FAILURES:
+                    raise ModelCallError(
+                        f"batch {batch_id}: {exc} ({failures} looks in a row failed); rerun to "
+                        "collect it: it is not submitted again"
+                    ) from None
+                await asyncio.sleep(self.poll)
+                continue
+            failures = 0
             self._states[batch_id] = state
             self._show()
             if state.ended:
-                return await api.results(state, keys)
+                return outcomes
             if not self.wait:
                 raise BatchPending(f"batch {batch_id} is {state.status}")
             await asyncio.sleep(self.poll)

@@ -20,7 +20,7 @@ from moot.result import Result
 class Collect(Job):
     """`moot collect RUN`: wait for a ``--batch`` run's batches and finish its work."""
 
-    class Settings(opt.OutputSettings):
+    class Settings(opt.CommonSettings):
         """`moot collect`'s settings."""
 
         run: Path = flag(

@@ -295,12 +295,15 @@ def _run(
             heard += result.messages
         code, used = result.exit_code, result.ledger or UsageLedger()
         spent += used.spent() or 0.0
-        status = STATUS.get(code, "failed")
+        waiting = sum(t.waiting for t in result.tallies)  # --no-wait: its batches not ended
+        status = "waiting" if waiting and not code else STATUS.get(code, "failed")
         _record(manifest, item, started, status, code, used=used)
-        if code:
+        if code or waiting:
             write_run_view(args.out, manifest)
             write_report(args.out, recipe, manifest)
             how = "failed"
+            if status == "waiting":
+                how = f"waits for its batches ({waiting} items)"
             if status == "stopped":
                 how = "stopped at its --budget"
                 if args.budget is not None:

@@ -594,9 +594,10 @@ def batch_queue(args: argparse.Namespace) -> Any:
     import os
 
     from moot.core.llm.batch import BatchBook, BatchQueue, book_path
+    from moot.core.redaction import scrub
 
-    argv = getattr(args, "argv", None)
-    command = {"argv": argv, "cwd": os.getcwd()} if argv is not None else None
+    argv = getattr(args, "argv", None)  # as a card records it: no credential of a URL, no key
+    command = {"argv": scrub(argv), "cwd": os.getcwd()} if argv is not None else None
     book = BatchBook(book_path(args.out, getattr(args, "out_folder", False)), command)
 
     def report(line: str) -> None:

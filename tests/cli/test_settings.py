@@ -53,7 +53,7 @@ def test_a_settings_class_gives_its_parser():
     assert actions["tone"].option_strings == ["--tone", "-t"] and actions["tone"].choices
     assert actions["loud"].nargs == 0
     titles = [group.title for group in parser._action_groups]
-    assert titles[2:] == ["input", "run", "output"]
+    assert titles[2:] == ["input", "run", "batch", "output"]
     assert actions["concurrency"].default == 5 and "(default 3)" in actions["concurrency"].help
     assert actions["limit"].help == "only the first N greetings (default: all)"
     assert actions["debug"].default is argparse.SUPPRESS
