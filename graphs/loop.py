@@ -224,7 +224,8 @@ def resolve(value: Any, outputs: dict[str, Path]) -> Any:
 
 
 #: Options that say how a stage runs, not what it makes: changing them (a larger ``budget`` after
-#: a stop, more ``concurrency``, a server that moved, a push added) leaves its key, so a finished
+#: a stop, more ``concurrency``, a server that moved, a push added, ``batch`` or not: a batch's
+#: replies are the live ones) leaves its key, so a finished
 #: stage stays finished and an unfinished one resumes. A local model's ``device`` and
 #: ``batch-size`` leave its float32 replies as they were; ``dtype`` and ``backend`` change them,
 #: so they count.
@@ -233,7 +234,8 @@ HOW_TO_RUN = frozenset(
      "no-cache", "quiet", "verbose", "debug", "device", "batch-size",
      "api-base", "api-base-a", "api-base-b", "api-base-agent", "router", "api-key-env",
      "endpoint-cooldown", "endpoint-max-fails", "search-api-base", "search-key-env",
-     "push-to-hub", "hub-private"}
+     "push-to-hub", "hub-private", "rpm", "tpm",
+     "batch", "no-wait", "batch-fallback", "batch-poll"}
 )  # fmt: skip
 
 

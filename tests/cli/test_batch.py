@@ -5,6 +5,7 @@ In process (`moot.debate(..., batch=True)`), but a run killed while it waits.
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from collections import Counter
@@ -24,6 +25,7 @@ from tests.cli.helpers import (
 from tests.cli.test_eval import CONTROL_RULES, responses_file
 from tests.cli.test_eval_compqa import SCORES, real_answers
 from tests.cli.test_judge import SCORE, real_debates
+from tests.cli.test_run import recipe, write
 
 #: Fast polls: the scripted batches end after a few looks.
 FAST = {"batch": True, "batch_poll": 0.01}
@@ -158,7 +160,7 @@ def test_no_wait_submits_and_exits_then_collect_finishes_the_run(tmp_path, capsy
 def test_a_run_killed_while_waiting_submits_nothing_twice(tmp_path):
     topics = write_topics(tmp_path / "topics.json", ["Should zoos be banned?", "Is tea better?"])
     out = tmp_path / "out"
-    with ScriptedServer(rules=[ARGUMENTS], batch_polls=40) as server:
+    with ScriptedServer(rules=[ARGUMENTS], batch_polls=20) as server:
         args = ["debate", "--topics", topics, "--out", out, "--model", "openai/scripted"]
         args += ["--api-base", server.url, "--arguments-per-stance", 2, "--no-cache"]
         args += ["--batch", "--batch-poll", "0.02", "--quiet"]
@@ -203,3 +205,23 @@ def test_budget_refuses_the_requests_of_a_batch_that_could_cross_it(tmp_path):
     assert 0 < submitted < calls  # the requests that fit were asked, the others never sent
     assert result.ledger.total().calls - result.ledger.total().failures == submitted
     assert result.ledger.spent() <= budget
+
+
+def test_a_recipe_stops_at_a_stage_whose_batches_wait_and_its_rerun_goes_on(tmp_path):
+    with ScriptedServer(batch_polls=2) as server:
+        data = recipe(tmp_path, server.url)
+        first = {**data["stages"]["generate-base"], "batch": True, "no-wait": True}
+        second = {**first, "model": "openai/other"}
+        stages = {"first": {**first, "batch-poll": 0.01}, "second": second}
+        path = write(tmp_path / "loop.yaml", {"stages": stages})
+        result = moot.run(path, out=tmp_path / "out")
+        assert result.exit_code == 0
+        assert "stage first waits for its batches (2 items)" in " ".join(result.messages)
+        assert {line.body["model"] for line in server.batch_lines} == {"base"}  # not the second
+        manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+        assert manifest["stages"]["first"]["status"] == "waiting"
+        stages["first"]["no-wait"] = stages["second"]["no-wait"] = False
+        write(path, {"stages": stages})
+        assert moot.run(path, out=tmp_path / "out").exit_code == 0
+        models = Counter(line.body["model"] for line in server.batch_lines)
+    assert models == {"base": 2, "other": 2}  # the first stage's batch collected, not submitted
