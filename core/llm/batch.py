@@ -328,13 +328,6 @@ class BatchQueue:
                     raise outcome
             return await self._ask(api, key, body, item)
 
-    def summary(self) -> str | None:
-        """What the run's batches did, in one line (None: it submitted none)."""
-        if not self.submitted:
-            return None
-        again = f"; {self.again} failed or unanswered, asked again" if self.again else ""
-        return f"batches: {self.submitted} submitted, {self.requests} requests{again}"
-
     async def _ask(self, api: BatchAPI, key: str, body: dict[str, Any], item: Any) -> Reply:
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         asked = self._queued.get(key)
@@ -373,8 +366,8 @@ class BatchQueue:
         """Submit one batch and hand each asker its reply (or its failure)."""
         api = part[0][1].api
         keys = [key for key, _ in part]
-        entry = self.book.intend(api.provider, _model(part[0][1].body), keys)
         try:
+            entry = self.book.intend(api.provider, _model(part[0][1].body), keys)
             try:
                 batch_id = await api.submit({key: asked.body for key, asked in part}, entry.intent)
             except Exception:
