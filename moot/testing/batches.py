@@ -8,12 +8,20 @@ in file order, so ``request_counts`` grow), then an end: ``completed``; ``expire
 expired; ``failed`` when the file did not validate (``errors.data``, no output); ``cancelled``
 after a cancel (``cancelling`` until the next retrieve), its unanswered lines ``batch_cancelled``.
 The server answers each line through a callback, as a live request with the line's body.
+
+It serves Anthropic's Message Batches too: ``POST /v1/messages/batches`` with the requests inline
+(``[{custom_id, params}]``), ``GET /v1/messages/batches/{id}`` (``in_progress`` for `polls`
+retrieves, a share of its requests answered at each, then ``ended``; its ``request_counts``
+stay 0 but ``processing`` until then, as Anthropic's do), ``GET .../{id}/results`` (JSONL,
+``succeeded``, ``errored`` or ``expired`` per request) and ``POST .../{id}/cancel``
+(``canceling`` until the next retrieve; its unanswered requests ``canceled``).
 """
 
 from __future__ import annotations
 
 import email.parser
 import json
+import re
 import threading
 import time
 import uuid
@@ -28,6 +36,7 @@ Answer = tuple[int, JSON] | None
 
 ENDPOINT = "/v1/chat/completions"  # the one endpoint the scripted server answers
 _ENDED = ("completed", "expired", "failed", "cancelled")
+_CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # Anthropic's rule for a custom_id
 _NOT_RUN = {
     "batch_expired": "This request could not be executed before the completion window expired.",
     "batch_cancelled": "This request was not executed because the batch was cancelled.",
@@ -123,26 +132,73 @@ class _Batch:
         }
 
 
+@dataclass
+class _MessageBatch:
+    """An Anthropic message batch."""
+
+    id: str
+    requests: list[JSON]
+    created_at: str
+    status: str = "in_progress"  # then "canceling", "ended"
+    polls: int = 0
+    results: list[JSON] = field(default_factory=list)  # answered requests, in request order
+    cancelled_at: str | None = None
+    ended_at: str | None = None
+
+    def object(self, origin: str) -> JSON:
+        counts = dict.fromkeys(("succeeded", "errored", "canceled", "expired"), 0)
+        if self.status == "ended":
+            for result in self.results:
+                counts[result["result"]["type"]] += 1
+        ended = self.status == "ended"
+        return {
+            "id": self.id,
+            "type": "message_batch",
+            "processing_status": self.status,
+            "request_counts": {"processing": 0 if ended else len(self.requests), **counts},
+            "created_at": self.created_at,
+            "expires_at": self.created_at,
+            "ended_at": self.ended_at,
+            "cancel_initiated_at": self.cancelled_at,
+            "archived_at": None,
+            "results_url": f"{origin}/v1/messages/batches/{self.id}/results" if ended else None,
+        }
+
+
 class Batches:
     """The files and batches of one scripted server (thread-safe).
 
     Args:
         polls: Retrieves a batch stays ``in_progress`` for before it ends.
         answer: Answers one line's body as a live request would be answered.
+        answer_message: Answers one Anthropic request's params as ``POST /v1/messages`` would.
     """
 
-    def __init__(self, polls: int, answer: Callable[[JSON], Answer]) -> None:
+    def __init__(
+        self,
+        polls: int,
+        answer: Callable[[JSON], Answer],
+        answer_message: Callable[[JSON], Answer] | None = None,
+    ) -> None:
         self._polls = polls
         self._answer = answer
+        self._answer_message = answer_message
         self._files: dict[str, _File] = {}
         self._batches: dict[str, _Batch] = {}  # in creation order
+        self._messages: dict[str, _MessageBatch] = {}
         self._lines: list[BatchLine] = []
         self._lock = threading.Lock()
+        #: The server's ``http://host:port``, for a message batch's ``results_url``.
+        self.origin = ""
 
     @staticmethod
     def serves(method: str, path: str) -> bool:
         """Whether `path` is one of this API's URLs for `method`."""
         parts = path.split("/")[2:]  # "/v1/batches/x" -> ["batches", "x"]
+        if parts[:2] == ["messages", "batches"]:
+            if method == "POST":
+                return len(parts) == 2 or parts[3:] == ["cancel"]
+            return len(parts) == 3 or parts[3:] == ["results"]
         if not parts or parts[0] not in ("files", "batches"):
             return False
         if method == "POST":
@@ -165,6 +221,8 @@ class Batches:
         """
         parts = path.split("/")[2:]
         with self._lock:
+            if parts[:2] == ["messages", "batches"]:
+                return self._route_messages(method, parts[2:], body)
             if parts == ["files"]:
                 reply = self._upload(raw, content_type)
             elif parts == ["batches"] and method == "POST":
@@ -181,6 +239,73 @@ class Batches:
             else:
                 reply = self._advance(self._batch(parts[1])).object()
         return 200, json.dumps(reply).encode(), {}
+
+    def _route_messages(
+        self, method: str, parts: list[str], body: JSON | None
+    ) -> tuple[int, bytes, JSON]:
+        """Anthropic's Message Batches: create, retrieve, results, cancel."""
+        if not parts:
+            return 200, json.dumps(self._create_messages(body)).encode(), {}
+        batch = self._messages.get(parts[0])
+        if batch is None:
+            raise Refusal(404, f"No message batch with id '{parts[0]}'.", param="id")
+        if parts[1:] == ["results"]:
+            if batch.status != "ended":
+                raise Refusal(400, f"Message batch {batch.id} has not ended yet.")
+            content = "".join(json.dumps(result) + "\n" for result in batch.results).encode()
+            return 200, content, {"Content-Type": "application/binary"}
+        if parts[1:] == ["cancel"]:
+            if batch.status == "in_progress":
+                batch.status, batch.cancelled_at = "canceling", _now()
+        else:
+            self._advance_messages(batch)
+        return 200, json.dumps(batch.object(self.origin)).encode(), {}
+
+    def _create_messages(self, body: JSON | None) -> JSON:
+        """A message batch of the body's requests, checked as Anthropic checks them."""
+        requests = (body or {}).get("requests")
+        if not isinstance(requests, list) or not requests:
+            raise Refusal(400, "requests: Field required and must not be empty.", param="requests")
+        seen: set[Any] = set()
+        for request in requests:
+            custom_id = request.get("custom_id") if isinstance(request, dict) else None
+            if not isinstance(custom_id, str) or not _CUSTOM_ID.fullmatch(custom_id):
+                raise Refusal(400, "custom_id must match ^[a-zA-Z0-9_-]{1,64}$")
+            if custom_id in seen:
+                raise Refusal(400, f"Duplicate custom_id: {custom_id}")
+            if not isinstance(request.get("params"), dict):
+                raise Refusal(400, "params: Field required.", param="params")
+            seen.add(custom_id)
+        batch = _MessageBatch(f"msgbatch_{uuid.uuid4().hex}", requests, _now())
+        for request in requests:
+            self._lines.append(BatchLine(batch.id, request["custom_id"], request["params"]))
+        self._messages[batch.id] = batch
+        return batch.object(self.origin)
+
+    def _advance_messages(self, batch: _MessageBatch) -> None:
+        """One retrieve's step: answer a share of the requests, or end."""
+        if batch.status == "ended":
+            return
+        batch.polls += 1
+        last = batch.status == "canceling" or batch.polls > self._polls
+        upto = len(batch.requests) * (batch.polls - 1) // max(self._polls, 1)
+        for request in batch.requests[len(batch.results) : len(batch.requests) if last else upto]:
+            batch.results.append(
+                {"custom_id": request["custom_id"], "result": self._result(batch, request)}
+            )
+        if last:
+            batch.status, batch.ended_at = "ended", _now()
+
+    def _result(self, batch: _MessageBatch, request: JSON) -> JSON:
+        if batch.status == "canceling" or self._answer_message is None:
+            return {"type": "canceled"}
+        answer = self._answer_message(request["params"])
+        if answer is None:
+            return {"type": "expired"}
+        status, body = answer
+        if status < 300:
+            return {"type": "succeeded", "message": body}
+        return {"type": "errored", "error": {**body, "request_id": f"req_{uuid.uuid4().hex}"}}
 
     def _file(self, file_id: str) -> _File:
         if file_id not in self._files:
@@ -312,6 +437,10 @@ class Batches:
                 content = "".join(json.dumps(line) + "\n" for line in lines).encode()
                 stored = self._store(f"{batch.id}_{kind}.jsonl", "batch_output", content)
                 setattr(batch, f"{kind}_file_id", stored.id)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _validate(content: bytes) -> tuple[list[JSON], list[JSON]]:

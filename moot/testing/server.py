@@ -11,6 +11,11 @@ It also serves OpenAI's Files and Batches API for chat completions (``POST /v1/f
 `moot.testing.batches`): each line of a batch is answered as a live request with its body is,
 rules and faults included (no latency, no rate limits), so a batch run's replies are a live run's.
 
+It speaks Anthropic's Messages API as well, for ``anthropic/...`` models with this api_base:
+``POST /v1/messages`` and the Message Batches (``/v1/messages/batches...``), each request
+answered as the chat request with the same contents, in Anthropic's shape
+(`moot.testing.anthropic`).
+
 Run it in its own process with ``python -m moot.testing.server --latency 0.5``;
 it prints ``READY http://127.0.0.1:PORT/v1`` once listening and serves until SIGTERM or SIGINT.
 """
@@ -37,6 +42,7 @@ from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from moot.core.llm.tokens import count_message_tokens, count_tokens
+from moot.testing import anthropic
 from moot.testing.batches import Answer, Batches, BatchLine, Refusal
 from moot.testing.limits import RateLimits
 
@@ -424,7 +430,7 @@ class ScriptedServer:
         limited = self.config.rpm is not None or self.config.tpm is not None
         window = self.config.limit_window
         self._limits = RateLimits(self.config.rpm, self.config.tpm, window) if limited else None
-        self._batches = Batches(self.config.batch_polls, self._batch_line)
+        self._batches = Batches(self.config.batch_polls, self._batch_line, self._message_line)
         self._handling = 0  # requests inside _handle: stop() waits for them to be logged
         self._handled = threading.Condition(self._lock)
         self._connections: set[socket.socket] = set()
@@ -470,6 +476,7 @@ class ScriptedServer:
         httpd = _HTTPServer(("127.0.0.1", self._port), _Handler)
         httpd.owner = self
         self._httpd = httpd
+        self._batches.origin = f"http://127.0.0.1:{httpd.server_address[1]}"
         # A short poll interval keeps stop() fast: shutdown() waits for the next poll.
         self._thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
@@ -541,7 +548,10 @@ class ScriptedServer:
         url = urlsplit(handler.path)
         path = url.path.rstrip("/")
         key = self.config.api_key
-        authorized = key is None or handler.headers.get("Authorization") == f"Bearer {key}"
+        authorized = key is None or key in (
+            handler.headers.get("Authorization", "").removeprefix("Bearer "),
+            handler.headers.get("x-api-key"),  # Anthropic's
+        )
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -576,7 +586,7 @@ class ScriptedServer:
         """
         if (method, path) == ("GET", "/health"):
             return 200, b'{"status": "ok"}', {}, "ok"
-        known = {("GET", "/v1/models"), ("POST", "/v1/chat/completions")}
+        known = {("GET", "/v1/models"), ("POST", "/v1/chat/completions"), ("POST", "/v1/messages")}
         batch = self._batches.serves(method, path)
         if (method, path) not in known and not batch:
             message = f"Unknown request URL: {method} {path}."
@@ -596,6 +606,8 @@ class ScriptedServer:
         if path == "/v1/models":
             model = {"id": self.config.model, "object": "model", "created": 0, "owned_by": "moot"}
             return 200, json.dumps({"object": "list", "data": [model]}).encode(), {}, "ok"
+        if path == "/v1/messages":
+            return self._messages(body)
         return self._chat(body)
 
     @staticmethod
@@ -650,6 +662,31 @@ class ScriptedServer:
             return 200, self._reply(checked, fault)
         except _Reply as reply:
             return reply.status, reply.body
+
+    def _messages(self, params: JSON | None) -> tuple[int, bytes, JSON, str]:
+        """Anthropic's ``POST /v1/messages``: the chat route's answer, in Anthropic's shape."""
+        body = anthropic.chat_body(params)
+        try:
+            status, payload, headers, outcome = self._chat(body)
+        except _Reply as reply:
+            error = anthropic.error(reply.status, reply.body)
+            raise _Reply(reply.status, error, reply.outcome, reply.headers) from None
+        try:
+            completion = json.loads(payload)
+        except ValueError:  # a fault's broken body stays broken
+            return status, payload, headers, outcome
+        message = json.dumps(anthropic.message(completion, params or {})).encode()
+        return status, message, headers, outcome
+
+    def _message_line(self, params: JSON) -> Answer:
+        """A message batch request's answer, as `_messages` would give it, or None (expired)."""
+        answer = self._batch_line(anthropic.chat_body(params))
+        if answer is None:
+            return None
+        status, body = answer
+        if status >= 300:
+            return status, anthropic.error(status, body)
+        return status, anthropic.message(body, params)
 
     def _reply(self, body: JSON, fault: Fault | None) -> JSON:
         """The chat.completion for `body` under `fault`; a `_Reply` for an error."""

@@ -22,6 +22,7 @@ from moot.core.llm.spec import (
     resolve_api_key,
 )
 from moot.core.llm.transports import router
+from moot.core.llm.transports.anthropic_batches import AnthropicBatches
 from moot.core.llm.transports.replies import Answered, litellm_rate_limits, request
 
 
@@ -43,6 +44,7 @@ class LiteLLM(Transport):
             # litellm would otherwise fall back to the provider's own key variable and send it
             # to a custom server
             self._key = "EMPTY"
+        self._batches: AnthropicBatches | None = None
 
     @classmethod
     def check(cls, text: str, provider: str, model: str, api_base: str | None) -> None:
@@ -89,6 +91,14 @@ class LiteLLM(Transport):
             return Answered(response, litellm_rate_limits(response))
 
         return await request(sent(), self.spec, self.api_base, self._key)
+
+    def batches(self) -> AnthropicBatches | None:
+        """Anthropic's Message Batches API for ``anthropic/...`` (``--batch``); None: no other."""
+        if self.spec.provider != "anthropic":
+            return None
+        if self._batches is None:
+            self._batches = AnthropicBatches(self.spec, self.api_base, self._key)
+        return self._batches
 
 
 @functools.cache
