@@ -189,8 +189,9 @@ class ModelClient:
         transport = self._transport(spec)
         if self.batches is not None and (spec.transport_class.free or transport.batches() is None):
             raise ConfigError(
-                f"--batch: {spec.name} has no batch API (OpenAI's, or an OpenAI-compatible "
-                "server's /v1/batches, at one endpoint: docs/cli.md, Batches)"
+                f"--batch: {spec.name} has no batch API (OpenAI's or an OpenAI-compatible "
+                "server's /v1/batches, or Anthropic's Message Batches, at one endpoint: "
+                "docs/cli.md, Batches)"
             )
         if not spec.api_base and not spec.api_key_env:
             missing = spec.transport_class.missing_keys(spec)
