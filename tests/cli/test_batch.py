@@ -225,3 +225,14 @@ def test_a_recipe_stops_at_a_stage_whose_batches_wait_and_its_rerun_goes_on(tmp_
         assert moot.run(path, out=tmp_path / "out").exit_code == 0
         models = Counter(line.body["model"] for line in server.batch_lines)
     assert models == {"base": 2, "other": 2}  # the first stage's batch collected, not submitted
+
+
+def test_a_later_live_run_finds_a_batch_runs_replies_in_the_request_cache(tmp_path):
+    cache = tmp_path / "requests.sqlite"
+    with ScriptedServer(rules=[ARGUMENTS], batch_polls=1) as server:
+        debate(server, tmp_path, tmp_path / "batched", **FAST, no_cache=False, cache=cache)
+        server.clear_log()
+        live = debate(server, tmp_path, tmp_path / "live", no_cache=False, cache=cache)
+        assert server.requests == []  # not one request: every reply is the batch's
+    assert live.ledger.total().cache_hits == live.ledger.total().calls == 44
+    assert outputs(tmp_path / "live") == outputs(tmp_path / "batched")
