@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 import os
 from typing import Any
 
@@ -31,7 +30,7 @@ from moot.core.errors import ModelCallError
 from moot.core.llm.batch import BatchState
 from moot.core.llm.failures import Transient, classify, where
 from moot.core.llm.spec import ModelSpec, Reply
-from moot.core.llm.transports.replies import read_reply
+from moot.core.llm.transports.replies import json_objects, read_reply
 from moot.core.redaction import redact
 
 #: Where litellm sends Anthropic requests without an ``api_base`` (``/v1/messages`` appended).
@@ -130,14 +129,12 @@ class AnthropicBatches:
 
     async def results(self, state: BatchState, keys: list[str]) -> dict[str, Reply | Exception]:
         """Each request's reply or failure, from the batch's results file."""
-        url = state.detail.get("results_url") or f"{self._url}/{state.id}/results"
-        content = (await self._call("GET", url)).text
-        outcomes: dict[str, Reply | Exception] = {}
-        for line in content.splitlines():
-            if line.strip():
-                record = json.loads(line)
-                outcomes[record.get("custom_id")] = self._result(record.get("result"), state.id)
-        return outcomes
+        # always the endpoint's own results: a `results_url` elsewhere would be sent the key
+        content = (await self._call("GET", f"{self._url}/{state.id}/results")).text
+        return {
+            record.get("custom_id"): self._result(record.get("result"), state.id)
+            for record in json_objects(content)
+        }
 
     @property
     def _where(self) -> str:

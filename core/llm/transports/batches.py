@@ -17,7 +17,7 @@ from moot.core.errors import ModelCallError
 from moot.core.llm.batch import BatchState
 from moot.core.llm.failures import Transient, classify, where
 from moot.core.llm.spec import Reply
-from moot.core.llm.transports.replies import read_reply
+from moot.core.llm.transports.replies import json_objects, read_reply
 from moot.core.redaction import redact
 
 ENDPOINT = "/v1/chat/completions"
@@ -108,10 +108,9 @@ class OpenAIBatches:
                 content = await self._sdk().files.content(file_id)
             except Exception as exc:
                 raise self._failure(exc) from None
-            for line in content.text.splitlines():
-                if line.strip():
-                    key, outcome = self._line(json.loads(line), state.id)
-                    outcomes[key] = outcome
+            for line in json_objects(content.text):
+                key, outcome = self._line(line, state.id)
+                outcomes[key] = outcome
         return outcomes
 
     @property

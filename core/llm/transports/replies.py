@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
+import json
+from collections.abc import Awaitable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from moot.core.llm.failures import Transient, classify, where
@@ -93,3 +94,18 @@ def _field(value: Any, name: str) -> Any:
     if isinstance(value, dict):
         return value.get(name)
     return getattr(value, name, None)
+
+
+def json_objects(text: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSONL file a server sent (a batch's results), one per line.
+
+    A line that is not a JSON object is skipped, never trusted: its request then has no answer,
+    and is asked again.
+    """
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            yield record

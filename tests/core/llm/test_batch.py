@@ -10,6 +10,7 @@ import openai
 
 from moot.core.llm.batch import BatchBook, BatchQueue
 from moot.core.llm.spec import parse_spec
+from moot.core.llm.transports.replies import json_objects
 from moot.testing import ScriptedServer
 
 HELLO = [{"role": "user", "content": "Say hello."}]
@@ -73,3 +74,8 @@ def test_a_batch_the_provider_never_made_is_dropped_and_its_requests_submitted(t
     records = [json.loads(line) for line in Path(journal).read_text().splitlines()]
     assert {"intent": lost.intent, "dropped": True} in records
     assert BatchBook(journal).holding("k1").intent != lost.intent
+
+
+def test_a_results_line_that_is_not_a_json_object_is_skipped_not_trusted():
+    text = '{"custom_id": "k1"}\n<html>proxy error\n[1, 2]\n\n{"custom_id": "k2"}'
+    assert [line["custom_id"] for line in json_objects(text)] == ["k1", "k2"]
