@@ -324,7 +324,7 @@ class ModelClient:
 
     def _follow(
         self,
-        key: tuple[str, str | None],
+        model: tuple[str, str | None],
         limits: Any,
         messages: Messages,
         params: dict,
@@ -336,31 +336,31 @@ class ModelClient:
         requests still out (sent before any limit was known, so uncharged) as many of this one:
         the headers were written when this one was admitted, before them.
         """
-        rate = self._rates.get(key)
+        rate = self._rates.get(model)
         if rate is not None:
             rate.follow(limits)
             return
-        rate = self._rates[key] = RateLimit(shared=shared)
+        rate = self._rates[model] = RateLimit(shared=shared)
         rate.follow(limits)
         size = count_message_tokens(messages) + (params.get("max_tokens") or 0)
-        rate.charge(self._sending.get(key, 0), size)
+        rate.charge(self._sending.get(model, 0), size)
 
     async def _sent(
-        self, key: tuple[str, str | None], transport: Transport, messages: Messages, params: dict
+        self, model: tuple[str, str | None], transport: Transport, messages: Messages, params: dict
     ) -> Reply:
         """`transport.send`, through the model's `Gate` once it has had a 429."""
-        gate = self._gates.get(key)
-        self._sending[key] = self._sending.get(key, 0) + 1
+        gate = self._gates.get(model)
+        self._sending[model] = self._sending.get(model, 0) + 1
         try:
             async with gate or contextlib.nullcontext():
                 reply = await transport.send(messages, params)
         except Transient as exc:
             if exc.status == 429:  # fewer at once: as many as were in flight, halved
-                gate = self._gates.setdefault(key, Gate(ceiling=self._sending[key]))
-                gate.throttled(self._sending[key])
+                gate = self._gates.setdefault(model, Gate(ceiling=self._sending[model]))
+                gate.throttled(self._sending[model])
             raise
         finally:
-            self._sending[key] -= 1
+            self._sending[model] -= 1
         if gate is not None:
             gate.succeeded()
         return reply
