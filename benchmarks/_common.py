@@ -132,6 +132,27 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
+#: A client's calls/s against the raw SDK's mean something only where the raw SDK itself runs at
+#: full speed: below this, the machine (shared, loaded), not the client, is the limit.
+FULL_SPEED = 300.0
+
+
+def verdict(raw_rate: float, concurrency: int, latency: float) -> str:
+    """How to read a point's moot/raw ratio: "" (the raw side at full speed), else why not.
+
+    A point whose concurrency over latency is below `FULL_SPEED` is latency-bound: both sides
+    wait on the server, and the ratio says how much moot adds to the wait. A client-bound point
+    whose raw side made fewer than `FULL_SPEED` calls/s is inconclusive.
+    """
+    if concurrency / latency < FULL_SPEED:
+        return "latency-bound"
+    if raw_rate < FULL_SPEED:
+        return (
+            f"inconclusive: raw {raw_rate:.0f} calls/s < {FULL_SPEED:.0f}, the machine is the limit"
+        )
+    return ""
+
+
 def machine_note() -> str:
     """CPU count and load, to read the figures against (the machine is shared)."""
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())

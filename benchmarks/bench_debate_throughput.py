@@ -48,6 +48,10 @@ class Point:
     moot: list[float]
     finalize: list[float]  # seconds from the last debate's end to run_debatune's return
     cached: list[float] = field(default_factory=list)  # moot as users run it: cache on (misses)
+    cpu: dict[str, list[float]] = field(default_factory=dict)  # side: client CPU ms per call
+
+    def cpu_ms(self, side: str) -> float:
+        return sum(self.cpu[side]) / len(self.cpu[side])
 
     @property
     def calls(self) -> int:
@@ -131,13 +135,13 @@ async def measure_latency(
 
     async def moot_run(
         concurrency: int, debates: int, client: Any = None, cache: bool = False
-    ) -> tuple[float, float]:
+    ) -> tuple[float, float, float]:
         stamp = LastDone(enabled=False)  # when the last debate finished: the rest is the tail
         topics = synthetic_topics((debates + 1) // 2)
         with _common.temp_dir("moot-bench-debate-") as out:
             store = RequestCache(Path(out) / "cache" / "requests.sqlite") if cache else None
             client = client or ModelClient(cache=store, retry=RetryPolicy(attempts=1))
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             summary = await run_debatune(
                 topics,
                 Path(out),
@@ -146,11 +150,11 @@ async def measure_latency(
                 concurrency=concurrency,
                 progress=stamp,
             )
-            seconds = time.perf_counter() - start
+            seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         calls = client.ledger.total().calls
         if not summary.ok or calls != debates * CALLS_PER_DEBATE:
             raise RuntimeError(f"debate run failed: {summary.failures[:3]} ({calls} calls)")
-        return calls / seconds, start + seconds - stamp.last
+        return calls / seconds, start + seconds - stamp.last, cpu * 1000 / calls
 
     # the same connection pool as moot's transport (`_OpenAITransport._connect`): a fair ceiling
     limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
@@ -161,16 +165,17 @@ async def measure_latency(
         http_client=httpx.AsyncClient(limits=limits, timeout=600),
     )
 
-    async def raw_run(concurrency: int, calls: int) -> float:
+    async def raw_run(concurrency: int, calls: int) -> tuple[float, float]:
         bodies = itertools.islice(itertools.cycle(payloads), calls)
 
         async def worker() -> None:
             for body in bodies:  # shared iterator: each worker takes the next call
                 await raw_client.chat.completions.create(**body)
 
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return calls / (time.perf_counter() - start)
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        return calls / seconds, cpu * 1000 / calls
 
     # Warm-up: imports (langgraph, datasets), connections, and the request bodies for raw.
     await moot_run(4, 8, Recording(cache=None, retry=RetryPolicy(attempts=1)))
@@ -184,13 +189,16 @@ async def measure_latency(
             order = ("raw", "moot", "cached") if rep % 2 == 0 else ("cached", "moot", "raw")
             for kind in order:
                 if kind == "raw":
-                    point.raw.append(await raw_run(concurrency, point.calls))
+                    rate, cpu = await raw_run(concurrency, point.calls)
+                    point.raw.append(rate)
                 elif kind == "cached":
-                    point.cached.append((await moot_run(concurrency, debates, cache=True))[0])
+                    rate, _, cpu = await moot_run(concurrency, debates, cache=True)
+                    point.cached.append(rate)
                 else:
-                    rate, finalize = await moot_run(concurrency, debates)
+                    rate, finalize, cpu = await moot_run(concurrency, debates)
                     point.moot.append(rate)
                     point.finalize.append(finalize)
+                point.cpu.setdefault(kind, []).append(cpu)
         print(
             f"  latency {latency:g}s C={concurrency:<3d} {point.calls:5d} calls: "
             f"raw {point.raw_rate:7.1f}/s  moot {point.moot_rate:7.1f}/s  "
@@ -255,7 +263,8 @@ def main() -> None:
     print()
     header = (
         f"{'latency':>8} {'C':>3} {'calls':>6} {'raw calls/s':>12} {'moot calls/s':>13} "
-        f"{'moot/raw':>9} {'cached/raw':>11} {'C/latency':>10} {'finalize s':>11}"
+        f"{'moot/raw':>9} {'cached/raw':>11} {'C/latency':>10} {'finalize s':>11} "
+        f"{'CPU ms/call raw':>16} {'moot':>6} {'cached':>7}"
     )
     print(header)
     for p in points:
@@ -263,17 +272,23 @@ def main() -> None:
             f"{p.latency:>7g}s {p.concurrency:>3d} {p.calls:>6d} {p.raw_rate:>12.1f} "
             f"{p.moot_rate:>13.1f} {p.ratio:>9.3f} {p.cached_ratio:>11.3f} "
             f"{p.concurrency / p.latency:>10.0f} "
-            f"{sum(p.finalize) / len(p.finalize):>11.2f}"
+            f"{sum(p.finalize) / len(p.finalize):>11.2f} "
+            f"{p.cpu_ms('raw'):>16.2f} {p.cpu_ms('moot'):>6.2f} {p.cpu_ms('cached'):>7.2f}"
         )
     print("(finalize s: end of the last debate to run_debatune's return; included in moot calls/s)")
     print()
     for latency in reference:
         mine = [p for p in points if p.latency == latency]
-        ratios = ", ".join(f"C={p.concurrency} {p.ratio:.3f}" for p in mine)
         goal = 0.95 if latency >= 0.5 else 0.8
-        print(f"moot/raw, cache off, at latency {latency:g} s: {ratios} (goal >= {goal})")
-        ratios = ", ".join(f"C={p.concurrency} {p.cached_ratio:.3f}" for p in mine)
-        print(f"moot/raw, cache on (default), at latency {latency:g} s: {ratios} (goal >= {goal})")
+        for p in mine:
+            said = _common.verdict(p.raw_rate, p.concurrency, p.latency)
+            print(
+                f"latency {latency:g} s, C={p.concurrency}: moot/raw cache off {p.ratio:.3f}, "
+                f"cache on {p.cached_ratio:.3f} (goal >= {goal}); CPU per call moot/raw "
+                f"{p.cpu_ms('moot') / p.cpu_ms('raw'):.2f}, cached/raw "
+                f"{p.cpu_ms('cached') / p.cpu_ms('raw'):.2f} (goal <= 1.25)"
+                + (f" [{said}]" if said else "")
+            )
     for latency, ref in reference.items():
         top = max((p for p in points if p.latency == latency), key=lambda p: p.concurrency)
         print(
