@@ -50,7 +50,8 @@ def _run_shards(folder: Path) -> list[Path]:
             manifest = _shard_manifest(child / "manifest.json")  # checked in full
             shards[child] = Shard.parse(manifest["shard"]), manifest["identity"]
     if not shards:
-        raise InputError(folder, "holds no `moot debate` output folder, nor is it one")
+        problem = "no manifest.json in it or in its folders: no `moot debate` output folder"
+        raise InputError(folder, problem)
     first, (shard, identity) = next(iter(shards.items()))
     seen: dict[int, Path] = {}
     for child, (other, other_identity) in shards.items():

@@ -198,7 +198,7 @@ def test_merge_of_a_folder_refuses_two_runs_and_one_without_shards(server, tmp_p
     for folder, expected in {
         runs: f"{runs} holds shards of two different runs: {runs / 'a-0'} (0/2) and "
         f"{runs / 'b-0'} (0/1)",
-        tmp_path / "empty": f"{tmp_path / 'empty'}: holds no `moot debate` output folder",
+        tmp_path / "empty": f"{tmp_path / 'empty'}: no manifest.json in it or in its folders",
     }.items():
         code = main(["merge-shards", str(folder), "--out", str(tmp_path / "merged")])
         error = capsys.readouterr().err
