@@ -20,6 +20,55 @@ from moot.graphs.debatune_run import CLAIM, PACKAGES, Shard, read_json_object
 from moot.training.debatune_data import write_sft_dataset
 
 
+def shard_folders(dirs: list[str] | list[Path]) -> list[Path]:
+    """The shard folders `dirs` name: each one that holds a manifest, the shards in each other.
+
+    A folder without a ``manifest.json`` (``runs/``) stands for the `moot debate` shard folders
+    directly in it, found by their manifests (a merged output in it is no shard), in shard order;
+    they must be shards of one run: one configuration, one N, each shard once.
+
+    Raises:
+        InputError: A folder holds no shard folder, or a shard's manifest is malformed.
+        ConfigError: A folder holds shards of two runs, or one shard twice.
+    """
+    found: list[Path] = []
+    for given in map(Path, dirs):
+        if (given / "manifest.json").exists() or not given.is_dir():
+            found.append(given)  # `merge_runs` checks it, as a shard folder
+        else:
+            found.extend(_run_shards(given))
+    return found
+
+
+def _run_shards(folder: Path) -> list[Path]:
+    """The shard folders directly in `folder`, of one run, in shard order (`shard_folders`)."""
+    shards: dict[Path, tuple[Shard, dict[str, Any]]] = {}
+    for child in sorted(p for p in folder.iterdir() if (p / "manifest.json").is_file()):
+        manifest = read_json_object(child / "manifest.json", "move it aside")
+        merged = "merged_from" in manifest or manifest.get("shard") == "partial"
+        if manifest.get("kind") == "debatune" and not merged:
+            manifest = _shard_manifest(child / "manifest.json")  # checked in full
+            shards[child] = Shard.parse(manifest["shard"]), manifest["identity"]
+    if not shards:
+        problem = "no manifest.json in it or in its folders: no `moot debate` output folder"
+        raise InputError(folder, problem)
+    first, (shard, identity) = next(iter(shards.items()))
+    seen: dict[int, Path] = {}
+    for child, (other, other_identity) in shards.items():
+        if other_identity != identity or other.count != shard.count:
+            raise ConfigError(
+                f"{folder} holds shards of two different runs: {first} ({shard}) and "
+                f"{child} ({other}), whose configurations or N differ; merge each run's "
+                "folders by name"
+            )
+        if other.index in seen:
+            raise ConfigError(
+                f"{folder} holds shard {other} twice: {seen[other.index]} and {child}"
+            )
+        seen[other.index] = child
+    return [seen[index] for index in sorted(seen)]
+
+
 def merge_runs(dirs: list[Path], out: Path, *, allow_partial: bool = False) -> dict[str, int]:
     """Join the output folders of sharded runs into one dataset in `out`.
 

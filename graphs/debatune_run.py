@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ from moot.core.llm.ledger import UsageLedger
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.runs import STOPPED, Progress, Tally, call_seed, run_items
+from moot.core.scheduler import scheduler_shard
 from moot.prompts import overridden, template_digest
 from moot.training.debatune_data import INSTRUCTIONS_FILE, write_sft_dataset
 
@@ -107,6 +109,15 @@ class Shard:
 
     index: int = 0
     count: int = 1
+
+    @classmethod
+    def from_option(cls, text: str) -> Shard:
+        """``--shard``'s shard: ``I/N``, or ``auto``: the scheduler's (`moot.core.scheduler`).
+
+        Raises:
+            ConfigError: Not I/N with 0 <= I < N; ``auto`` without a scheduler's shard.
+        """
+        return cls(*scheduler_shard(os.environ)) if text == "auto" else cls.parse(text)
 
     @classmethod
     def parse(cls, text: str) -> Shard:

@@ -50,6 +50,7 @@ CORE_LEVELS = {
     "tables": 0,
     "validation": 0,
     "redaction": 0,
+    "scheduler": 1,  # errors
     "llm": 1,  # errors, redaction
     "data": 2,  # errors, llm (compqa's rubric parses model output)
     "runs": 3,  # errors, data (ResultLog)

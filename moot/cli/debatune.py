@@ -39,7 +39,8 @@ def register(commands: Commands) -> None:
         "merge-shards",
         MergeShards,
         "join the output folders of `moot debate --shard I/N` runs",
-        "Join the output folders of `moot debate --shard I/N` runs into one dataset.",
+        "Join the output folders of `moot debate --shard I/N` runs into one dataset; a DIR "
+        "without a manifest stands for the shard folders in it.",
         aliases=("merge",),
         output=Output("debate", (DEBATUNE_MANIFEST,)),
     )
@@ -89,7 +90,12 @@ class Debate(ModelJob):
         )
         turn_tokens: int = flag(800, parse=opt.positive, help="budget per turn")
         conclusion_tokens: int = flag(2048, parse=opt.positive)
-        shard: str = flag("0/1", metavar="I/N", help="run shard I of N (0-based)")
+        shard: str = flag(
+            "0/1",
+            metavar="I/N",
+            help="run shard I of N (0-based); auto: the scheduler's (SLURM array, Kubernetes "
+            "Indexed Job, torchrun; see docs/scaling.md)",
+        )
 
     settings: Settings
 
@@ -100,7 +106,7 @@ class Debate(ModelJob):
         from moot.graphs.debatune_run import DebateRunConfig, Shard, check_run_folder
 
         given = self.settings
-        shard = Shard.parse(given.shard)
+        shard = Shard.from_option(given.shard)
         topics = load_topics(given.topics)
         config = DebateRunConfig(
             debater_a=runtime.debater_role(given, "a", "debater_a"),
@@ -182,9 +188,9 @@ class MergeShards(Job):
 
     def run(self) -> Result:
         """Join the shards' folders into ``--out``."""
-        from moot.graphs.debatune_merge import merge_runs
+        from moot.graphs.debatune_merge import merge_runs, shard_folders
 
-        dirs, out = self.settings.dirs, self.settings.out
+        dirs, out = shard_folders(self.settings.dirs), self.settings.out
         counts = merge_runs(dirs, out, allow_partial=self.settings.allow_partial)
         line = (
             f"merged {len(dirs)} folder(s) into {out}: {counts['debates']} debates, "
