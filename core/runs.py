@@ -179,14 +179,15 @@ class Progress:
     On a terminal, one tqdm bar per stage. Elsewhere (a SLURM or ``nohup`` log, CI), where a bar
     shows nothing readable until the run ends, one plain line every `every` seconds, e.g.
     ``moot: debates: 1204 of 4000 finished (3 failed); calls 7224, retries 2, tokens 1873112,
-    $1.2345; 4.2/s, elapsed 4m46s, ETA 11m05s``, and one at the end of each stage (``took 15m52s``
-    in place of elapsed and ETA), whenever it ends (done, stopped by the budget, interrupted). The
-    lines are for a log read later, by eye or by ``grep``: no colour, no carriage return, numbers
-    without separators as in the summary, the elapsed time in each (a log has no clock). A line
-    is written only when its counts moved since the last one (calls move while long items are in
-    flight), so a run waiting hours on a batch or a dead server does not fill its log with
-    copies; the end line is always written, so a stage that ends before its first interval prints
-    that alone. The lines come from a timer on the run's event loop: an item costs a counter.
+    $1.2345; 4.2/s, elapsed 4m46s, ETA 11m05s``, and one when a stage ends, done or stopped by
+    the budget (``took 15m52s`` in place of elapsed and ETA; an interrupted or crashed run says so
+    in its own one line instead). The lines are for a log read later, by eye or by ``grep``: no
+    colour, no carriage return, numbers without separators as in the summary, the elapsed time in
+    each (a log has no clock). A line is written only when its counts moved since the last one
+    (calls move while long items are in flight), so a run waiting hours on a batch or a dead
+    server does not fill its log with copies; the end line is always written, so a stage that
+    ends before its first interval prints that alone. The lines come from a timer on the run's
+    event loop: an item costs a counter.
 
     Args:
         enabled: Show anything (the CLI: unless ``--quiet``).
@@ -232,11 +233,16 @@ class Progress:
                 self._bar.set_postfix_str(self._postfix(), refresh=False)
                 self._bar.update(1)
 
-    def close(self) -> None:
-        """End the current stage, if any: close its bar, or write its end line."""
+    def close(self, ended: bool = True) -> None:
+        """End the current stage, if any: close its bar, or write its end line.
+
+        Args:
+            ended: The stage ran to its end; else it was interrupted or crashed, which its own
+                line says: no end line then.
+        """
         if self._bar is not None:
             self._bar.close()
-        elif self._stage is not None:
+        elif self._stage is not None and ended:
             self._write(end=True)
         if self._timer is not None:
             self._timer.cancel()
@@ -400,15 +406,17 @@ async def run_items(
             if progress is not None:
                 progress.advance(bad)
 
+    stage_ended = False
     try:
         async with asyncio.TaskGroup() as group:
             for _ in range(workers):
                 group.create_task(worker())
+        stage_ended = True
     except BaseExceptionGroup as errors:  # the first real error, as the caller would expect
         raise errors.exceptions[0] from None
     finally:
         if progress is not None:
-            progress.close()
+            progress.close(stage_ended)
     ids = [item["id"] for item in items]
     stopped = {item["id"]: item for item in pending if item["id"] not in ended}
     if not read_back:
