@@ -21,7 +21,8 @@ the input), so a rerun recognises it. For each run the engine
   counted ``waiting``;
 - appends each record to the run's JSONL log as soon as it is known (fsynced, off the event loop),
   so a crash loses at most the items in flight;
-- shows one progress bar (done, failed, calls, tokens, cost, ETA);
+- shows its progress (done, failed, calls, tokens, cost, ETA): a bar on a terminal, else a plain
+  line on stderr every ``--progress-every`` seconds (`Progress`);
 - compacts the log at the end, one line per id, this run's items first in input order (a log
   already so, as a rerun that found everything done leaves it, is not rewritten).
 
@@ -173,48 +174,141 @@ class RunOutput:
 
 @dataclass
 class Progress:
-    """One progress bar on stderr for a command: done, failed, calls, retries, tokens, cost, ETA.
+    """What a command shows of its run on stderr: done, failed, calls, retries, tokens, cost, ETA.
+
+    On a terminal, one tqdm bar per stage. Elsewhere (a SLURM or ``nohup`` log, CI), where a bar
+    shows nothing readable until the run ends, one plain line every `every` seconds, e.g.
+    ``moot: debates: 1204 of 4000 finished (3 failed); calls 7224, retries 2, tokens 1873112,
+    $1.2345; 4.2/s, elapsed 4m46s, ETA 11m05s``, and one when a stage ends, done or stopped by
+    the budget (``took 15m52s`` in place of elapsed and ETA; an interrupted or crashed run says so
+    in its own one line instead). The lines are for a log read later, by eye or by ``grep``: no
+    colour, no carriage return, numbers without separators as in the summary, the elapsed time in
+    each (a log has no clock). A line is written only when its counts moved since the last one
+    (calls move while long items are in flight), so a run waiting hours on a batch or a dead
+    server does not fill its log with copies; the end line is always written, so a stage that
+    ends before its first interval prints that alone. The lines come from a timer on the run's
+    event loop: an item costs a counter.
 
     Args:
-        enabled: Draw it (the CLI enables it on a terminal unless ``--quiet``).
+        enabled: Show anything (the CLI: unless ``--quiet``).
         ledger: The model layer's `UsageLedger`, read for calls, tokens and cost.
+        every: Seconds between two plain lines; 0: only each stage's end line.
+        stream: Where it goes (None: ``sys.stderr`` as it is when a stage starts); a bar if it
+            is a terminal (its ``isatty()``), else plain lines.
     """
 
     enabled: bool = True
     ledger: Any = None
+    every: float = 60.0
+    stream: Any = None
     _bar: Any = field(default=None, repr=False)
-    _failed: int = 0
+    _stage: _Stage | None = field(default=None, repr=False)
+    _timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+    _shown: str = field(default="", repr=False)  # the counts of the last plain line
 
     def start(self, total: int, unit: str) -> None:
-        """Begin a bar over `total` items (a command with two stages draws two bars)."""
+        """Begin a stage of `total` items (a command with two stages shows two).
+
+        Called within the run's event loop (`run_items` does): plain lines are timed on it.
+        """
         self.close()
-        if self.enabled and total:
+        if not (self.enabled and total):
+            return
+        stream = self.stream or sys.stderr
+        self._stage = _Stage(unit, total, stream, time.monotonic())
+        if stream.isatty():
             from tqdm import tqdm
 
-            self._bar, self._failed = tqdm(total=total, unit=unit[:-1] or unit, file=sys.stderr), 0
+            self._bar = tqdm(total=total, unit=unit[:-1] or unit, file=stream)
             self._bar.set_postfix_str(self._postfix(), refresh=False)
+        elif self.every:
+            self._timer = asyncio.get_running_loop().call_later(self.every, self._tick)
 
     def advance(self, failed: bool) -> None:
         """One item finished (or failed)."""
-        if self._bar is not None:
-            self._failed += failed
-            self._bar.set_postfix_str(self._postfix(), refresh=False)
-            self._bar.update(1)
+        if (stage := self._stage) is not None:
+            stage.finished += 1
+            stage.failed += failed
+            if self._bar is not None:
+                self._bar.set_postfix_str(self._postfix(), refresh=False)
+                self._bar.update(1)
 
-    def close(self) -> None:
-        """Close the current bar, if any."""
+    def close(self, ended: bool = True) -> None:
+        """End the current stage, if any: close its bar, or write its end line.
+
+        Args:
+            ended: The stage ran to its end; else it was interrupted or crashed, which its own
+                line says: no end line then.
+        """
         if self._bar is not None:
             self._bar.close()
-            self._bar = None
+        elif self._stage is not None and ended:
+            self._write(end=True)
+        if self._timer is not None:
+            self._timer.cancel()
+        self._bar, self._stage, self._timer, self._shown = None, None, None, ""
+
+    def _tick(self) -> None:
+        self._write(end=False)
+        self._timer = asyncio.get_running_loop().call_later(self.every, self._tick)
+
+    def _write(self, end: bool) -> None:
+        stage = self._stage
+        assert stage is not None
+        counts = "; ".join(
+            [
+                f"moot: {stage.unit}: {stage.finished} of {stage.total} finished "
+                f"({stage.failed} failed)",
+                *([", ".join(self._usage())] if self.ledger is not None else []),
+            ]
+        )
+        if counts == self._shown and not end:
+            return
+        self._shown = counts
+        elapsed = time.monotonic() - stage.started
+        rate = stage.finished / elapsed if elapsed > 0 else 0.0
+        pace = f"{rate:.0f}/s" if rate >= 100 else f"{rate:.3g}/s"
+        if end:
+            timing = f"took {_duration(elapsed)}"
+        else:
+            eta = _duration((stage.total - stage.finished) / rate) if rate else "?"
+            timing = f"elapsed {_duration(elapsed)}, ETA {eta}"
+        print(f"{counts}; {pace}, {timing}", file=stage.stream, flush=True)
 
     def _postfix(self) -> str:
-        parts = [f"failed {self._failed}"]
-        if self.ledger is not None:
-            total = self.ledger.total()
-            tokens = total.prompt_tokens + total.completion_tokens
-            parts += [f"calls {total.calls}", f"retries {total.retries}"]
-            parts += [f"tokens {tokens}", format_cost(total.cost_usd)]
-        return ", ".join(parts)
+        failed = self._stage.failed if self._stage is not None else 0
+        return ", ".join([f"failed {failed}", *(self._usage() if self.ledger is not None else [])])
+
+    def _usage(self) -> list[str]:
+        total = self.ledger.total()
+        tokens = total.prompt_tokens + total.completion_tokens
+        return [
+            f"calls {total.calls}",
+            f"retries {total.retries}",
+            f"tokens {tokens}",
+            format_cost(total.cost_usd),
+        ]
+
+
+@dataclass
+class _Stage:
+    """A `Progress` stage: what it counts, how far it is, where it goes, when it began."""
+
+    unit: str
+    total: int
+    stream: Any
+    started: float  # time.monotonic()
+    finished: int = 0
+    failed: int = 0
+
+
+def _duration(seconds: float) -> str:
+    """``4.2s``, ``11m05s``, ``2h03m09s``: a time span as the progress lines show it."""
+    if seconds < 59.95:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
 
 
 async def run_items(
@@ -247,7 +341,7 @@ async def run_items(
         finished: Whether a logged record needs no rerun.
         failed: Whether a record counts as a failure of this run.
         on_error: The record of an item whose task raised `ModelCallError`.
-        progress: The command's progress bar.
+        progress: What shows the command's progress.
         keep_others: Keep the log's records of items this run was not asked for (earlier runs
             on other inputs: asking for them again costs nothing); else drop them.
         read_back: Return the records of all `items`; else only those this run failed, so a
@@ -312,15 +406,17 @@ async def run_items(
             if progress is not None:
                 progress.advance(bad)
 
+    stage_ended = False
     try:
         async with asyncio.TaskGroup() as group:
             for _ in range(workers):
                 group.create_task(worker())
+        stage_ended = True
     except BaseExceptionGroup as errors:  # the first real error, as the caller would expect
         raise errors.exceptions[0] from None
     finally:
         if progress is not None:
-            progress.close()
+            progress.close(stage_ended)
     ids = [item["id"] for item in items]
     stopped = {item["id"]: item for item in pending if item["id"] not in ended}
     if not read_back:

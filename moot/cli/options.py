@@ -45,12 +45,23 @@ def _at_least(text: str, low: int, what: str) -> int:
 
 def seconds(text: str) -> float:
     """An argparse type: a positive, finite number of seconds."""
+    return _seconds(text, zero=False)
+
+
+def seconds_or_zero(text: str) -> float:
+    """An argparse type: a finite number of seconds, 0 or more."""
+    return _seconds(text, zero=True)
+
+
+def _seconds(text: str, zero: bool) -> float:
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not 0 < value < float("inf"):  # also rejects nan
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    high_enough = value >= 0 if zero else value > 0  # nan is neither
+    if not (high_enough and value < float("inf")):
+        what = "a number of seconds, 0 or more" if zero else "a positive number of seconds"
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text}")
     return value
 
 
@@ -337,6 +348,14 @@ def run_settings(concurrency: int, unit: str) -> type[Settings]:
         )
         no_cache: bool = flag(
             False, action="store_true", group="run", help="do not read or write the cache"
+        )
+        progress_every: float = flag(
+            60.0,
+            parse=seconds_or_zero,
+            metavar="S",
+            group="run",
+            help="off a terminal: a progress line on stderr every S seconds (default 60; 0: one "
+            "at the end of each stage)",
         )
         batch: bool = flag(
             False,

@@ -677,11 +677,17 @@ def constrained(args: argparse.Namespace, role: Any) -> bool:
 
 
 def progress_for(args: argparse.Namespace, client: Any = None) -> Any:
-    """The command's progress bar (on a terminal, unless ``--quiet``), with `client`'s usage."""
+    """The command's progress (unless ``--quiet``), with `client`'s usage.
+
+    A bar on a terminal, else a line every ``--progress-every`` seconds (`eval pd`, without run
+    options, keeps the default); from Python only the bar, as a function returns what it says.
+    """
     from moot.core.runs import Progress
 
     ledger = client.ledger if client is not None else None
-    return Progress(enabled=not args.quiet and sys.stderr.isatty(), ledger=ledger)
+    every = getattr(args, "progress_every", Progress.every)
+    shown = getattr(args, "echo", True) or sys.stderr.isatty()
+    return Progress(enabled=not args.quiet and shown, ledger=ledger, every=every)
 
 
 def limited(items: Sequence[Any], args: argparse.Namespace) -> list[Any]:

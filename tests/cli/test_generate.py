@@ -110,6 +110,29 @@ def test_an_unwritable_out_is_refused_before_any_model_call(tmp_path, scripted_s
     assert path.read_bytes() == before
 
 
+def test_off_a_terminal_progress_is_a_line_every_interval_and_one_at_the_end(tmp_path, capsys):
+    args = ["generate", "--dataset", dataset(tmp_path), "--model", "openai/m", "--no-cache"]
+    args += ["--max-retries", 0, "--concurrency", 1, "--progress-every", 0.05]
+    with ScriptedServer(latency=0.05) as server:
+        server.add_fault(Fault(kind="500", times=1, match="N2 research"))
+        args += ["--api-base", server.url]
+        code = main([*map(str, args), "--out", str(tmp_path / "r.json")])
+        err = capsys.readouterr().err  # not a terminal
+        quiet = main([*map(str, args), "--out", str(tmp_path / "q.json"), "--quiet"])
+        quiet_err = capsys.readouterr().err
+    assert code == 1 and "\r" not in err and "\x1b" not in err
+    *running, end = [line for line in err.splitlines() if line.startswith("moot: instructions:")]
+    counts = [int(line.split()[2]) for line in running]
+    assert len(running) >= 2 and counts == sorted(counts) and counts[-1] < 6, err
+    assert all(", ETA " in line and "; calls " in line for line in running)
+    assert re.fullmatch(
+        r"moot: instructions: 6 of 6 finished \(1 failed\); calls 6, retries 0, tokens \d+, "
+        r"unpriced; [\d.]+/s, took [\d.]+s",
+        end,
+    ), err
+    assert quiet == 0 and "moot: instructions:" not in quiet_err
+
+
 def test_an_argument_listed_twice_is_refused(tmp_path):
     topic = {**TOPIC, "Negative": {"arguments": ["N1 species", "N1 species"]}}
     path = tmp_path / "dup.jsonl"

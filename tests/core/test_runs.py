@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import re
 
 import pytest
 
 from moot.core.data.records import ResultLog
 from moot.core.errors import BudgetReached, ConfigError, ModelCallError
-from moot.core.runs import STOPPED, run_claimed, run_items
+from moot.core.runs import STOPPED, Progress, run_claimed, run_items
 
 
 def items(*ids: str) -> list[dict]:
@@ -151,3 +153,62 @@ def test_without_read_back_a_run_returns_its_failures_alone_each_logged_first(tm
     assert (result.tally.done, result.tally.failed) == (1, 1)
     assert sorted(seen) == [("a", True), ("b", True)]
     assert [r["id"] for r in lines(log)] == ["a", "b"]
+
+
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def slow_task(seconds: float):
+    async def task(item):
+        await asyncio.sleep(seconds)
+        return {**item, "status": "error" if item["id"] == "b" else "ok"}
+
+    return task
+
+
+def test_progress_is_a_bar_on_a_terminal_and_plain_timed_lines_elsewhere(tmp_path):
+    shown = {}
+    for name, stream in (("terminal", Terminal()), ("log", io.StringIO())):
+        progress = Progress(stream=stream, every=0.03)
+        log = ResultLog(tmp_path / f"{name}.jsonl")
+        run(items("a", "b", "c", "d"), slow_task(0.02), log, unit="things", progress=progress)
+        shown[name] = stream.getvalue()
+    assert "4/4" in shown["terminal"] and "failed 1" in shown["terminal"]
+    assert "moot:" not in shown["terminal"]
+    plain = shown["log"]
+    assert "\r" not in plain and "\x1b" not in plain and "4/4" not in plain
+    *running, end = plain.splitlines()
+    assert running and all(
+        re.fullmatch(r"moot: things: [0-3] of 4 finished \([01] failed\); [\d.]+/s, "
+                     r"elapsed [\d.]+s, ETA ([\d.]+s|\?)", line)
+        for line in running
+    ), plain  # fmt: skip
+    assert re.fullmatch(r"moot: things: 4 of 4 finished \(1 failed\); [\d.]+/s, took [\d.]+s", end)
+
+
+def test_progress_lines_only_when_counts_move_and_each_stage_ends_with_one(tmp_path):
+    stream = io.StringIO()
+    waiting = Progress(stream=stream, every=0.01)  # ~20 intervals in which nothing moves
+    run(items("a"), slow_task(0.2), ResultLog(tmp_path / "slow.jsonl"), unit="things",
+        progress=waiting)  # fmt: skip
+    assert [line.split(";")[0] for line in stream.getvalue().splitlines()] == [
+        "moot: things: 0 of 1 finished (0 failed)",
+        "moot: things: 1 of 1 finished (0 failed)",
+    ]
+    stream = io.StringIO()
+    ends_only = Progress(stream=stream, every=0)
+    for stage in ("one", "two"):
+        log = ResultLog(tmp_path / f"{stage}.jsonl")
+        run(items("a", "b"), slow_task(0.01), log, unit=stage, progress=ends_only)
+    assert [line.split(";")[0] for line in stream.getvalue().splitlines()] == [
+        "moot: one: 2 of 2 finished (1 failed)",
+        "moot: two: 2 of 2 finished (1 failed)",
+    ]
+    stream = io.StringIO()
+    quiet = Progress(enabled=False, stream=stream, every=0.01)
+    run(items("a"), slow_task(0.05), ResultLog(tmp_path / "quiet.jsonl"), unit="x", progress=quiet)
+    assert stream.getvalue() == ""
