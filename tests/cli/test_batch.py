@@ -211,8 +211,8 @@ def test_a_recipe_stops_at_a_stage_whose_batches_wait_and_its_rerun_goes_on(tmp_
     with ScriptedServer(batch_polls=2) as server:
         data = recipe(tmp_path, server.url)
         first = {**data["stages"]["generate-base"], "batch": True, "no-wait": True}
-        second = {**first, "model": "openai/other"}
-        stages = {"first": {**first, "batch-poll": 0.01}, "second": second}
+        first["batch-poll"] = 0.01
+        stages = {"first": first, "second": {**first, "model": "openai/other"}}
         path = write(tmp_path / "loop.yaml", {"stages": stages})
         result = moot.run(path, out=tmp_path / "out")
         assert result.exit_code == 0
