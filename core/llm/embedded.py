@@ -12,6 +12,7 @@ import importlib.util
 import os
 import secrets
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,8 @@ GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: 4 slots decode 4 requests at 1.4x the tokens per CPU second of 1 or 2 slots, 8 slots no more
 #: than 4 (and each slot holds its own KV cache, ~180 MiB at `SLOT_CONTEXT`).
 MAX_SLOTS = 4
+#: Most llama.cpp threads (`threads_for`).
+MAX_THREADS = 4
 #: Tokens of each slot (SmolLM2's training context); the model's context window as moot sees it.
 SLOT_CONTEXT = 8192
 
@@ -120,17 +123,52 @@ def start_embedded(model: str = "smollm2", slots: int = MAX_SLOTS) -> EmbeddedEn
 
 
 def embedded_threads() -> int:
-    """llama.cpp threads: ``$MOOT_EMBEDDED_THREADS``, else all cores but one (at most 4).
+    """llama.cpp threads: ``$MOOT_EMBEDDED_THREADS``, else as many as cores are idle at start.
 
-    Leaving a core free matters on small machines: measured on 2 cores, 2 threads give 121
-    tokens/s idle but 32 with one competing process, while 1 thread gives 80 and 76.
+    Every thread llama.cpp runs must find a core: measured on 2 cores, the README demo takes
+    47 s with 2 threads on an idle machine and 78 s with 1, but with one competing process 138 s
+    with 2 (its threads wait on each other) and 82 s with 1 (`threads_for`, docs/architecture.md).
     """
     value = os.environ.get("MOOT_EMBEDDED_THREADS", "")
     if value:
         if not value.isdigit() or int(value) < 1:
             raise ConfigError(f"MOOT_EMBEDDED_THREADS must be a positive integer, got {value!r}")
         return int(value)
-    return max(1, min(4, (os.cpu_count() or 2) - 1))
+    cpus = os.cpu_count() or 2
+    return threads_for(idle_cores(cpus), cpus)
+
+
+def threads_for(idle: float, cpus: int) -> int:
+    """The threads for `idle` idle cores of `cpus`: one per core at least 70% idle.
+
+    A core that is partly busy is not taken: a thread that waits on it stalls the others.
+    At least 1, at most 4 (the model is small: more threads than that split it too finely).
+    """
+    return max(1, min(MAX_THREADS, cpus, int(idle + 0.3)))
+
+
+def idle_cores(cpus: int, sample: float = 0.2) -> float:
+    """How many cores are idle now: ``/proc/stat`` over `sample` seconds, else the load average.
+
+    The kernel's counts over a fifth of a second say what the machine does as the server
+    starts; the one-minute load average, where there is no ``/proc`` (macOS), says it more
+    slowly.
+    """
+    try:
+        first = _cpu_times()
+        time.sleep(sample)
+        second = _cpu_times()
+    except (OSError, ValueError, IndexError):
+        return max(0.0, cpus - os.getloadavg()[0])
+    total = sum(second) - sum(first)
+    idle = (second[3] + second[4]) - (first[3] + first[4])  # idle + iowait
+    return cpus * idle / total if total > 0 else float(cpus)
+
+
+def _cpu_times() -> list[int]:
+    """The machine's CPU times (``/proc/stat``'s ``cpu`` line): user, nice, system, idle ..."""
+    with open("/proc/stat", encoding="ascii") as stat:
+        return [int(field) for field in stat.readline().split()[1:]]
 
 
 def cache_identity(model: str = "smollm2") -> str:
