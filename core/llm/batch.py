@@ -302,8 +302,8 @@ class BatchQueue:
         self._used: set[tuple[str, str]] = set()  # (key, batch) whose failure was taken
         self._states: dict[str, BatchState] = {}
         self._shown = ""
-        #: What the run's batches did: submitted batches and requests, requests asked again.
-        self.submitted = self.requests = self.again = 0
+        #: Batches this queue submitted.
+        self.submitted = 0
 
     async def answer(self, api: BatchAPI, key: str, body: dict[str, Any]) -> Reply:
         """The reply to request `body` (its cache key `key`), from a recorded batch or a new one.
@@ -320,13 +320,20 @@ class BatchQueue:
                 batch_id = entry.batch or await self._find(api, entry)
                 if batch_id is not None:
                     outcomes = await self._outcome(api, entry.intent, batch_id, entry.keys)
-                    outcome = outcomes.get(key) or Transient(f"batch {batch_id}: no answer")
+                    outcome = self._take(key, entry.intent, batch_id, outcomes)
                     if isinstance(outcome, Reply):
                         return outcome
-                    self._used.add((key, entry.intent))  # its next attempt: a new batch
-                    self.again += 1
                     raise outcome
             return await self._ask(api, key, body, item)
+
+    def _take(
+        self, key: str, intent: str, batch_id: str, outcomes: dict[str, Reply | Exception]
+    ) -> Reply | Exception:
+        """Request `key`'s reply in a batch's `outcomes`, or its failure: asked in a new batch."""
+        outcome = outcomes.get(key) or Transient(f"batch {batch_id}: no answer")
+        if not isinstance(outcome, Reply):
+            self._used.add((key, intent))  # its next attempt: a new batch
+        return outcome
 
     async def _ask(self, api: BatchAPI, key: str, body: dict[str, Any], item: Any) -> Reply:
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
@@ -367,7 +374,7 @@ class BatchQueue:
         api = part[0][1].api
         keys = [key for key, _ in part]
         try:
-            entry = self.book.intend(api.provider, _model(part[0][1].body), keys)
+            entry = self.book.intend(api.provider, str(part[0][1].body.get("model", "")), keys)
             try:
                 batch_id = await api.submit({key: asked.body for key, asked in part}, entry.intent)
             except Exception:
@@ -378,7 +385,6 @@ class BatchQueue:
                     raise
             self.book.made(entry, batch_id)
             self.submitted += 1
-            self.requests += len(keys)
             outcomes = await self._outcome(api, entry.intent, batch_id, keys)
         except Exception as exc:  # every asker of the batch gets its failure
             for _, asked in part:
@@ -392,10 +398,7 @@ class BatchQueue:
                     future.cancel()
             raise
         for key, asked in part:
-            outcome = outcomes.get(key) or Transient(f"batch {batch_id}: no answer")
-            if not isinstance(outcome, Reply):
-                self._used.add((key, entry.intent))
-                self.again += 1
+            outcome = self._take(key, entry.intent, batch_id, outcomes)
             for future in asked.futures:
                 if future.done():
                     continue
@@ -490,10 +493,6 @@ def _parts(group: list[tuple[str, _Asked]]) -> Iterator[list[tuple[str, _Asked]]
         size += line
     if part:
         yield part
-
-
-def _model(body: dict[str, Any]) -> str:
-    return str(body.get("model", ""))
 
 
 async def _quietly(lookup: Any) -> Any:

@@ -500,8 +500,8 @@ class ModelClient:
         spec, policy = role.spec, self.retry
         # batch mode: each attempt is asked in a batch (a failed one in the next), or live once
         # a batch failed it with --batch-fallback live
-        batches = self.batches.answer if self.batches is not None else None
-        api = transport.batches() if batches is not None and key is not None else None
+        queue = self.batches
+        api = transport.batches() if queue is not None and key is not None else None
         model = (transport.identity, spec.api_base)
         if spec.max_concurrency is not None:  # else the run's own concurrency is the bound
             # several endpoints: N each on average, held here for all of them together, because
@@ -550,11 +550,11 @@ class ModelClient:
                     held += self._reserve(worst)
                     rate, prompt = self._rates.get(model), 0
                     batched = api is not None
-                    if api is not None and batches is not None and key is not None:
+                    if api is not None and queue is not None and key is not None:
                         try:
-                            reply = await batches(api, key, api.body(messages, params))
+                            reply = await queue.answer(api, key, api.body(messages, params))
                         except Transient:
-                            if self.batches is not None and self.batches.live_fallback:
+                            if queue.live_fallback:
                                 api = None
                             raise
                     else:
