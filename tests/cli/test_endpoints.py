@@ -258,11 +258,12 @@ def test_an_endpoint_that_never_answers_is_taken_out_and_no_retry_goes_back_to_i
         arrived, answered = silent.arrivals, healthy.url
     assert result.returncode == 0, result.stderr
     # two failures take it out; one more may be on its way while the second is missed (2 items
-    # in flight)
-    assert 1 <= arrived <= 3
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary["ledger"]["total"]["retries"] == arrived  # one retry each, never to it again
-    assert summary["ledger"]["total"]["endpoints"] == {answered: 12}
+    # in flight). Each missed deadline is one retry, never to it again. A request can miss its
+    # deadline before it reaches the server (litellm's first call in a loaded process), so the
+    # server may have seen fewer of them than were sent to it.
+    total = json.loads((tmp_path / "out" / "summary.json").read_text())["ledger"]["total"]
+    assert 1 <= total["retries"] <= 3 and arrived <= total["retries"], (total, arrived)
+    assert total["endpoints"] == {answered: 12}
 
 
 def test_every_form_of_an_endpoint_list_refuses_what_one_endpoint_refuses(tmp_path):
