@@ -61,9 +61,9 @@ class OpenAI(Transport):
     def _connect(self) -> Callable[[dict[str, Any]], Awaitable[Any]]:
         """A fresh async client's request: ``POST /chat/completions`` with a body, its JSON back.
 
-        The OpenAI SDK's own client, with an HTTP client of our own per transport (pooled
-        connections die with the event loop that opened them) whose transport is the deadline,
-        and no retries of its own (`ModelClient` retries). With no ``api_base`` the SDK reads
+        The OpenAI SDK's own client, over aiohttp within the request's deadline
+        (`transports.http`: pooled connections die with the event loop that opened them), and
+        no retries of its own (`ModelClient` retries). With no ``api_base`` the SDK reads
         ``OPENAI_BASE_URL`` and ``OPENAI_ORG_ID`` as usual. The request goes through the
         client's ``post`` (its documented way to send a body as it is), not
         ``chat.completions.create``: the body is plain JSON already, and ``create``'s walk of
@@ -75,16 +75,14 @@ class OpenAI(Transport):
         import httpx
         import openai
 
-        limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+        from moot.core.llm.transports.http import http_client
+
         client = openai.AsyncOpenAI(
             base_url=self.api_base,
             api_key=self.key or "EMPTY",  # a server without keys still wants the header
             max_retries=0,
             timeout=self.spec.timeout,
-            http_client=httpx.AsyncClient(
-                timeout=self.spec.timeout,
-                transport=_deadline_transport(self.spec.timeout, limits),
-            ),
+            http_client=http_client(self.spec.timeout),
         )
 
         async def post(body: dict[str, Any]) -> Any:
@@ -112,25 +110,3 @@ class OpenAI(Transport):
         if self._batches is None:
             self._batches = OpenAIBatches(self)
         return self._batches
-
-
-def _deadline_transport(deadline: float, limits: Any) -> Any:
-    """An httpx transport that gives each request `deadline` seconds, connect to last byte.
-
-    httpx's timeouts bound each connect, write and read, so a server that drips its body a byte
-    at a time would hold a call for ever. Bounding it here, not around the SDK call, leaves out
-    the client's own work (the first call in a process spends about a second building types).
-    """
-    import httpx
-
-    class Deadline(httpx.AsyncHTTPTransport):
-        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-            try:
-                async with asyncio.timeout(deadline):
-                    response = await super().handle_async_request(request)
-                    await response.aread()  # the body too, within the deadline
-            except TimeoutError:  # the SDK's APITimeoutError: a timeout like any other
-                raise httpx.ReadTimeout(f"no reply within {deadline:g}s", request=request) from None
-            return response
-
-    return Deadline(limits=limits)

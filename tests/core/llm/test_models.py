@@ -688,3 +688,40 @@ def test_a_key_in_a_cached_reply_of_an_earlier_version_is_redacted_on_the_way_ou
         db.execute("UPDATE responses SET value = json_set(value, '$.text', ?)", (f"k={SECRET}",))
     again = complete(ModelClient(cache=RequestCache(path), retry=FAST), role)
     assert again.cached and first.text != again.text == "k=[redacted]"
+
+
+# --- the HTTP under the SDK (core/llm/transports/http.py) ---------------------
+
+
+def test_each_event_loop_closes_its_connections_as_it_ends(
+    server: ScriptedServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # aiohttp warns of a session left open ("Unclosed client session") when it is collected
+    import gc
+
+    client, role = ModelClient(retry=FAST), make_role(server)
+    with caplog.at_level("ERROR", logger="asyncio"):
+        for seed in (1, 2):
+            complete(client, role, seed=seed)
+        gc.collect()
+    assert len(chat_requests(server)) == 2
+    assert not [r.getMessage() for r in caplog.records], caplog.text
+
+
+def test_the_environments_proxy_carries_the_requests_unless_no_proxy_names_the_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the scripted server as the proxy: an endpoint nothing listens on is reached through it
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    role = Role("debater_a", parse_spec("openai/scripted", api_base=nowhere, timeout=5), 0.0)
+    with ScriptedServer() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url.removesuffix("/v1"))
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        assert complete(ModelClient(retry=FAST), role).text
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        with pytest.raises(ModelCallError, match="cannot connect to"):
+            complete(ModelClient(retry=RetryPolicy(attempts=1)), role)
+        assert len(chat_requests(proxy)) == 1
