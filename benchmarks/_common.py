@@ -142,7 +142,9 @@ def verdict(raw_rate: float, concurrency: int, latency: float) -> str:
 
     A point whose concurrency over latency is below `FULL_SPEED` is latency-bound: both sides
     wait on the server, and the ratio says how much moot adds to the wait. A client-bound point
-    whose raw side made fewer than `FULL_SPEED` calls/s is inconclusive.
+    whose raw side made fewer than `FULL_SPEED` calls/s is inconclusive. Where a benchmark runs
+    the raw SDK over two HTTP clients, `raw_rate` is the faster's: at C = 256 httpx's own pool,
+    not the machine, slows the other (encode/httpcore#1035).
     """
     if concurrency / latency < FULL_SPEED:
         return "latency-bound"

@@ -14,8 +14,8 @@ concurrency C in 32 and 256, 2,400 calls a side (``--calls``), in one process:
 * cached: the same with a fresh request cache (every call a miss and a write), as users run it.
 
 Each point runs twice (raw, raw/aiohttp, moot, cached; then the reverse order) and averages. CPU
-per call is this process's (the server's is its own). A point whose raw side makes fewer than
-300 calls/s is inconclusive: the machine, not the client, is the limit.
+per call is this process's (the server's is its own). A point whose faster raw client makes
+fewer than 300 calls/s is inconclusive: the machine, not the client, is the limit.
 
 Run: ``python benchmarks/bench_generate_throughput.py`` (``--quick``: 400 calls, C=32 only).
 """
@@ -192,7 +192,9 @@ def main() -> None:
     print()
     for p in points:
         raw_rate, raw_cpu = p.mean(p.rate, "raw"), p.mean(p.cpu, "raw")
-        said = _common.verdict(raw_rate, p.concurrency, LATENCY)
+        # the faster raw client says what the machine allowed (httpx's pool slows raw at C=256)
+        fastest = max(raw_rate, p.mean(p.rate, "raw/aiohttp"))
+        said = _common.verdict(fastest, p.concurrency, LATENCY)
         print(
             f"latency {LATENCY:g} s, C={p.concurrency}: moot/raw cache off "
             f"{p.mean(p.rate, 'moot') / raw_rate:.3f}, cache on "
