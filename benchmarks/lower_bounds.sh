@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The lower bounds of pyproject.toml's dependencies, tested: a fresh venv with every dependency
+# at its floor (`>=X` installed as `==X`; the packages they pull in at their newest), then the
+# tests that need neither a moot process nor the embedded model: the fast tier and the tiny
+# torch models (P.D., SFT with trl/peft, local HF generation, embeddings). Prints the versions
+# it installed, then pytest's closing line; exits non-zero if the install or a test fails.
+#
+#   benchmarks/lower_bounds.sh            # venv in $TMPDIR, deleted afterwards
+#   KEEP=1 benchmarks/lower_bounds.sh     # keep it (its path is printed)
+#
+# On the machine moot is developed on, pip's global constraints cap torch at the builds on its
+# disk: a floor below those would download a CUDA build of GBs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv="${TMPDIR:-/tmp}/moot-lower-bounds"
+rm -rf "$venv"
+python3 -m venv "$venv"
+[ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$venv"' EXIT
+"$venv/bin/python" -m pip install -q --upgrade pip
+# every direct dependency with a floor, pinned to it
+"$venv/bin/python" - >"$venv/floors.txt" <<'PY'
+import re, tomllib
+for dep in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]:
+    name = re.match(r"[A-Za-z0-9_.-]+", dep)[0]
+    floor = re.search(r">=\s*([^,;\s]+)", dep)
+    if floor:
+        print(f"{name}=={floor[1]}")
+PY
+"$venv/bin/python" -m pip install -q -e ".[dev]" -c "$venv/floors.txt"
+echo "lower bounds installed:"
+"$venv/bin/python" -m pip freeze --exclude-editable | grep -i -x -E \
+  "$(sed 's/==.*//; s/[-_.]/[-_.]/g' "$venv/floors.txt" | paste -sd'|')==.*" | paste -sd' '
+OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+  -n "${WORKERS:-2}" --dist worksteal -m "not slow and not embedded and not subprocess"
