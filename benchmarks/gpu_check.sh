@@ -4,7 +4,8 @@
 #      unless --base says otherwise): steps/s and tokens/s of the trainer, then `moot train merge`;
 #   2. generation with that model through vLLM (`moot generate --backend vllm`) and
 #   3. batched through transformers (`--backend transformers --batch-size N`): wall time and
-#      tokens/s, the marginal rate too (a one-topic run in the same way measures the load);
+#      tokens/s, the marginal rate too (a one-topic run in the same way measures the load;
+#      a first one-topic run warms the caches);
 #   4. DebateQA P.D. scoring on vLLM (`moot eval pd --backend vllm`) and on transformers: answers/s,
 #      and how far the two backends' P.D. lie apart.
 # Needs a CUDA GPU and vLLM in the venv (`pip install -e '.[vllm]'`); without either it exits 1
@@ -91,7 +92,7 @@ wall=$(figure "$(now) - $start")
 import json, sys
 m = json.load(open(sys.argv[1]))
 runtime = next(e["train_runtime"] for e in m["log_history"] if "train_runtime" in e)
-print(f"sft (LoRA, {m['base']}, {m['device']}): {m['steps']} steps in {runtime:.1f} s: "
+print(f"sft (LoRA, {m['config']['model']['base']}, {m['device']}): {m['steps']} steps in {runtime:.1f} s: "
       f"{m['steps'] / runtime:.2f} steps/s, {m['tokens_seen'] / runtime:.0f} tokens/s "
       f"({float(sys.argv[2]):.1f} s wall with loading)")
 PY
@@ -107,20 +108,26 @@ print(sum(len(t(r['raw_output'], add_special_tokens=False)['input_ids']) for r i
     "$model" "$1"
 }
 generate() {  # label, flags...
-  local label=$1 stem walls=() counts=()
+  local label=$1 run stem walls=() counts=()
   shift
-  for stem in topics-one topics; do
+  # the first run warms the caches (vLLM's compiled graphs, the page cache); not counted
+  for run in warm one all; do
+    if [ "$run" = all ]; then stem=topics; else stem=topics-one; fi
     local start
     start=$(now)
     "$bin/moot" generate --dataset "$out/$stem.jsonl" --model "$model" --no-cache --quiet \
-      --out "$out/$label-$stem.json" --max-tokens "$max_tokens" --concurrency "$batch_size" \
+      --out "$out/$label-$run.json" --max-tokens "$max_tokens" --concurrency "$batch_size" \
       --batch-size "$batch_size" "$@"
     walls+=("$(figure "$(now) - $start")")
-    counts+=("$(tokens "$out/$label-$stem.json")")
+    counts+=("$(tokens "$out/$label-$run.json")")
   done
-  figure "f'generate ($label): {${counts[1]}} tokens in {${walls[1]}:.1f} s wall: \
-{${counts[1]} / ${walls[1]}:.0f} tokens/s; without the load (one topic: {${walls[0]}:.1f} s): \
-{(${counts[1]} - ${counts[0]}) / max(${walls[1]} - ${walls[0]}, 1e-9):.0f} tokens/s'"
+  "$bin/python" - "$label" "${counts[@]:1}" "${walls[@]:1}" <<'PY'
+import sys
+label, (one, full), (one_wall, wall) = sys.argv[1], map(int, sys.argv[2:4]), map(float, sys.argv[4:])
+rest = f"{(full - one) / (wall - one_wall):.0f} tokens/s" if wall > one_wall else "n/a (a noisy load)"
+print(f"generate ({label}): {full} tokens in {wall:.1f} s wall: {full / wall:.0f} tokens/s; "
+      f"without the load (one topic: {one_wall:.1f} s): {rest}")
+PY
 }
 # 2., 3.
 generate vllm --backend vllm
