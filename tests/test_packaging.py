@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 # vllm 0.33.0 (the newest release, 2026-11-02): the Requires-Dist lines of its manylinux x86_64
-# wheel's METADATA that name a package moot depends on too, read 2026-11-29. (The package
+# wheel's METADATA that bound a package moot depends on too, read 2026-11-29. (The package
 # index's JSON summary, `info.requires_dist`, lists older pins: torch==2.13.0,
 # transformers<5.20.0; pip installs what the wheel declares.)
 VLLM = "0.33.0"
@@ -30,9 +30,6 @@ VLLM_PINS = {
     "openai": ">=2.25.0",
     "pydantic": ">=2.12.0",
     "tiktoken": ">=0.6.0",
-    "tqdm": "",
-    "pyyaml": "",
-    "numpy": "",
 }
 
 
