@@ -9,7 +9,8 @@
 #   4. DebateQA P.D. scoring on vLLM (`moot eval pd --backend vllm`) and on transformers: answers/s,
 #      and how far the two backends' P.D. lie apart.
 # Needs a CUDA GPU and vLLM in the venv (`pip install -e '.[vllm]'`); without either it exits 1
-# with one line before doing anything. Every output goes to --out (deleted first).
+# with one line before doing anything. Every output goes to --out, which an earlier check's
+# folder may be (it is replaced), no other existing one.
 #
 #   benchmarks/gpu_check.sh [--out DIR] [--base SPEC] [--steps N] [--requests N]
 #                           [--max-tokens N] [--batch-size N]
@@ -34,6 +35,10 @@ done
 for n in "$steps" "$requests" "$max_tokens" "$batch_size"; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "gpu_check: not a positive integer: $n" >&2; exit 2; }
 done
+if [ -e "$out" ] && [ ! -e "$out/.gpu-check" ]; then
+  echo "gpu_check: $out exists and is not an earlier check's folder: choose another --out" >&2
+  exit 2
+fi
 
 bin="${VENV:-.venv}/bin"
 [ -x "$bin/moot" ] || { echo "gpu_check: no moot in $bin (make setup, or VENV=...)" >&2; exit 1; }
@@ -46,7 +51,7 @@ if importlib.util.find_spec("vllm") is None:
     sys.exit("gpu_check: vllm is not installed here: pip install -e '.[vllm]'")
 PY
 
-rm -rf "$out" && mkdir -p "$out"
+rm -rf "$out" && mkdir -p "$out" && touch "$out/.gpu-check"
 now() { date +%s.%N; }
 figure() { "$bin/python" -c "import sys; print(eval(sys.argv[1]))" "$1"; }
 "$bin/python" -c "import torch, vllm, transformers; print('gpu_check:', torch.cuda.get_device_name(), \
