@@ -33,11 +33,12 @@ VLLM_PINS = {
 }
 
 
-def requirements(*extras: str) -> dict[str, Requirement]:
-    """moot's dependencies and those of `extras`, by canonical name."""
+def requirements(*extras: str) -> list[Requirement]:
+    """moot's dependencies and those of `extras`."""
     extra = PROJECT["optional-dependencies"]
-    lines = PROJECT["dependencies"] + [line for name in extras for line in extra[name]]
-    return {canonicalize_name(req.name): req for req in map(Requirement, lines)}
+    return [Requirement(line) for line in PROJECT["dependencies"]] + [
+        Requirement(line) for name in extras for line in extra[name]
+    ]
 
 
 def overlap(first: SpecifierSet, second: SpecifierSet) -> bool:
@@ -48,8 +49,8 @@ def overlap(first: SpecifierSet, second: SpecifierSet) -> bool:
 
 
 def test_ranges_admit_vllm_pins() -> None:
-    moot = requirements()
-    assert Version(VLLM) in requirements("vllm")["vllm"].specifier
+    moot = {canonicalize_name(req.name): req for req in requirements("vllm")}
+    assert Version(VLLM) in moot["vllm"].specifier
     refused = [
         f"{name}: moot {moot[name].specifier or 'any'}, vllm {VLLM} {pin}"
         for name, pin in VLLM_PINS.items()
@@ -75,8 +76,9 @@ def test_constraints_lie_inside_the_ranges() -> None:
             name, version = line.split("==")
             pins[canonicalize_name(name)] = Version(version)
     wrong = [
-        f"{name}: {pins.get(name, 'unpinned')} (pyproject: {req.specifier})"
-        for name, req in requirements("dev", "tracking", "deepspeed").items()
-        if name not in pins or not req.specifier.contains(pins[name], prereleases=True)
+        f"{req.name}: {pins.get(name, 'unpinned')} (pyproject: {req.specifier})"
+        for req in requirements("dev", "tracking", "deepspeed")
+        if (name := canonicalize_name(req.name)) not in pins
+        or not req.specifier.contains(pins[name], prereleases=True)
     ]
     assert not wrong, wrong
