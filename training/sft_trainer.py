@@ -16,7 +16,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -450,7 +450,8 @@ def _sft_args(config: SFTRunConfig, out: Path, has_eval: bool, progress: bool) -
         precision = "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
     if precision != "fp32" and not cuda:
         raise ConfigError(f"training.precision {precision} needs a GPU here; use fp32 or auto")
-    given = training.trainer_arguments()  # trl's fields by name: moot's defaults, the config's
+    # trl's fields by name: moot's defaults, the config's
+    given = _known_names(training.trainer_arguments(), SFTConfig)
     if "optim" in given:
         _optimizer(given["optim"])
     defaults = {
@@ -480,6 +481,18 @@ def _sft_args(config: SFTRunConfig, out: Path, has_eval: bool, progress: bool) -
         return SFTConfig(**{**defaults, **given, **derived})
     except (TypeError, ValueError) as exc:  # trl's own check of a value passed through
         raise ConfigError(f"training: {str(exc).strip().splitlines()[0]}") from None
+
+
+def _known_names(arguments: dict[str, Any], config_class: type) -> dict[str, Any]:
+    """`arguments` under the names `config_class` has.
+
+    transformers before 5.23 (vLLM 0.33 allows < 5.21) knows activation checkpointing only by its
+    old name, gradient checkpointing.
+    """
+    if "activation_checkpointing" in {field.name for field in fields(config_class)}:
+        return arguments
+    old = "gradient_checkpointing"
+    return {key.replace("activation_checkpointing", old): v for key, v in arguments.items()}
 
 
 def _optimizer(name: str) -> str:

@@ -174,8 +174,10 @@ def test_the_trainer_options_reach_the_trainer_and_an_unknown_optimizer_is_named
         "training.neftune_noise_alpha=5.0",  # trl's fields moot does not name: passed through
         "training.per_device_eval_batch_size=2",
         "training.dataloader_drop_last=true",
+        "training.activation_checkpointing=true",  # transformers < 5.23: gradient_checkpointing
     ]
     args = build_trainer(tiny(tmp_path, *options), progress=False).trainer.args
+    assert args.gradient_checkpointing is True  # both names on transformers >= 5.23
     assert (args.num_train_epochs, args.warmup_steps, args.lr_scheduler_type) == (2, 0.03, "cosine")
     assert (args.neftune_noise_alpha, args.dataloader_drop_last) == (5.0, True)
     assert (args.per_device_train_batch_size, args.per_device_eval_batch_size) == (4, 2)
@@ -193,6 +195,29 @@ def test_the_trainer_options_reach_the_trainer_and_an_unknown_optimizer_is_named
         ConfigError, match="^training: cosin is not a valid SchedulerType, please select one of"
     ):
         build_trainer(tiny(tmp_path, "training.lr_scheduler_type=cosin"), progress=False)
+
+
+def test_activation_checkpointing_goes_by_its_old_name_where_transformers_has_only_that():
+    import dataclasses
+
+    from moot.training.sft_trainer import _known_names
+
+    @dataclasses.dataclass
+    class Before523:  # transformers' TrainingArguments before 5.23 (vLLM 0.33 allows < 5.21)
+        gradient_checkpointing: bool = False
+        gradient_checkpointing_kwargs: dict | None = None
+
+    @dataclasses.dataclass
+    class Since523(Before523):
+        activation_checkpointing: bool = False
+
+    given = {"activation_checkpointing": True, "activation_checkpointing_kwargs": {}, "seed": 0}
+    assert _known_names(given, Since523) == given
+    assert _known_names(given, Before523) == {
+        "gradient_checkpointing": True,
+        "gradient_checkpointing_kwargs": {},
+        "seed": 0,
+    }
 
 
 def test_the_fields_read_from_trls_source_are_sft_configs_own():
