@@ -12,15 +12,18 @@ first request went to, so the server's prefix cache keeps the session's transcri
 A session is one work item of the run engine (`moot.core.runs.run_items` sets `SESSION` to the
 item's id around its task), so one debate stays on one endpoint.
 
-What moot layers on the Router, and why: litellm pins a session before its first request is
-sent and keeps the pin whatever happens to that request, so a debate whose first request went to
-an endpoint that then failed would wander from endpoint to endpoint for the pin's whole life (an
+Requests to OpenAI-compatible servers are sent by moot itself
+(`moot.core.llm.transports.router.Router`): the Router only picks the endpoint (`choose`, which
+pins the session there) and is told of a failure (`failed`). Through the Router's own call
+(`complete`, for any other provider), litellm pins a session before its first request is sent
+and keeps the pin whatever happens to that request, so a debate whose first request went to an
+endpoint that then failed would wander from endpoint to endpoint for the pin's whole life (an
 hour), its prefix cache lost on each. `repin` moves the pin to the endpoint that answered, and
-`elsewhere` to another endpoint when a request failed, so the retry does not go back to it. A
-passed deadline is a failure of the endpoint that did not answer in time (`complete`): litellm
-counts only what its own call raised. ``least-busy`` routing
-was tried and left: it counts requests in flight only once they are sent, so the first requests
-of a burst of debates all saw every endpoint idle and were all pinned to the first one.
+(either way) `elsewhere` to another endpoint when a request failed, so the retry does not go
+back to it. A passed deadline is a failure of the endpoint that did not answer in time
+(`complete`): litellm counts only what its own call raised. ``least-busy`` routing was tried
+and left: it counts requests in flight only once they are sent, so the first requests of a
+burst of debates all saw every endpoint idle and were all pinned to the first one.
 """
 
 from __future__ import annotations
