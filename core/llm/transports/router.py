@@ -99,12 +99,12 @@ class Router(Transport):
 def direct(spec: ModelSpec, api_key: str | None) -> tuple[Transport, ...] | None:
     """One OpenAI transport per deployment of `spec`, when moot can send every request itself.
 
-    That is when each deployment is an OpenAI-compatible server with nothing but a key of its own
-    (its ``organization`` or ``api_version`` only litellm sends), and the Router spreads by
-    weight alone: its other strategies learn from litellm's own calls. None otherwise.
+    That is when each deployment's provider is served by the OpenAI transport (``openai/...``,
+    ``hosted_vllm/...``: its class found through the registry, as `openai` imports this module),
+    with nothing but a key of its own (its ``organization`` or ``api_version`` only litellm sends),
+    and the Router spreads by weight alone: its other strategies learn from litellm's own calls.
+    None otherwise.
     """
-    from moot.core.llm.transports.openai import OpenAI  # which imports this module
-
     group = spec.router
     if group is not None and group.settings.get("routing_strategy") not in (None, "simple-shuffle"):
         return None
@@ -112,8 +112,10 @@ def direct(spec: ModelSpec, api_key: str | None) -> tuple[Transport, ...] | None
     sends = []
     for url, own in zip(spec.endpoints, given, strict=True):
         provider, _, model = str(own.get("model", spec.name)).partition("/")
-        if provider not in OpenAI.prefixes or {"organization", "api_version"} & own.keys():
-            return None
         deployment = replace(spec, provider=provider, model=model)  # the name its server knows
-        sends.append(OpenAI(deployment, url, own.get("api_key") or api_key, spec.name))
+        openai = deployment.transport_class
+        if not openai.openai_api or {"organization", "api_version"} & own.keys():
+            return None
+        key = own.get("api_key") or api_key
+        sends.append(openai(deployment, url, key, spec.name))  # type: ignore[call-arg]
     return tuple(sends)
