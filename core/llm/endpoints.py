@@ -237,7 +237,7 @@ def _pins(router: Any) -> Any:
 
 
 def repin(router: Any, spec: ModelSpec, deployment: str) -> None:
-    """Pin the current session to `deployment`, the endpoint that just answered it."""
+    """Pin the current session to `deployment`: the one picked for it, or the one that answered."""
     from litellm.caching.affinity_cache import set_local_affinity_pin
 
     session = SESSION.get()

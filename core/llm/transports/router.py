@@ -7,7 +7,7 @@ When every deployment is an OpenAI-compatible server (``openai/...``, ``hosted_v
 the Router spreads by weight (``simple-shuffle``), the Router is only asked which endpoint to
 use (`endpoints.choose`), and moot's own OpenAI transport for that endpoint sends the request:
 litellm's own call (its handler, logging and cost callbacks, response metadata) cost 3.5-3.9 ms
-of client CPU per call, against 1.0 ms so (`benchmarks/bench_endpoints.py`). Its failures are
+of client CPU per call, against 1.0 ms this way (`benchmarks/bench_endpoints.py`). Its failures are
 counted through the Router's own failure count and cooldown (`endpoints.failed`). Any other
 Router (another provider, a deployment's ``organization`` or ``api_version``, a routing
 strategy that learns from litellm's own calls) sends through ``router.acompletion``.
