@@ -12,15 +12,18 @@ first request went to, so the server's prefix cache keeps the session's transcri
 A session is one work item of the run engine (`moot.core.runs.run_items` sets `SESSION` to the
 item's id around its task), so one debate stays on one endpoint.
 
-What moot layers on the Router, and why: litellm pins a session before its first request is
-sent and keeps the pin whatever happens to that request, so a debate whose first request went to
-an endpoint that then failed would wander from endpoint to endpoint for the pin's whole life (an
+Requests to OpenAI-compatible servers are sent by moot itself
+(`moot.core.llm.transports.router.Router`): the Router only picks the endpoint (`choose`, which
+pins the session there) and is told of a failure (`failed`). Through the Router's own call
+(`complete`, for any other provider), litellm pins a session before its first request is sent
+and keeps the pin whatever happens to that request, so a debate whose first request went to an
+endpoint that then failed would wander from endpoint to endpoint for the pin's whole life (an
 hour), its prefix cache lost on each. `repin` moves the pin to the endpoint that answered, and
-`elsewhere` to another endpoint when a request failed, so the retry does not go back to it. A
-passed deadline is a failure of the endpoint that did not answer in time (`complete`): litellm
-counts only what its own call raised. ``least-busy`` routing
-was tried and left: it counts requests in flight only once they are sent, so the first requests
-of a burst of debates all saw every endpoint idle and were all pinned to the first one.
+(either way) `elsewhere` to another endpoint when a request failed, so the retry does not go
+back to it. A passed deadline is a failure of the endpoint that did not answer in time
+(`complete`): litellm counts only what its own call raised. ``least-busy`` routing was tried
+and left: it counts requests in flight only once they are sent, so the first requests of a
+burst of debates all saw every endpoint idle and were all pinned to the first one.
 """
 
 from __future__ import annotations
@@ -28,10 +31,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import math
 import random
 from collections.abc import Iterator
 from typing import Any
 
+from moot.core.llm.failures import Transient
 from moot.core.llm.spec import ModelSpec
 from moot.core.redaction import public_url
 
@@ -120,6 +125,25 @@ def session_metadata() -> dict[str, Any]:
     return {"session_id": session} if session is not None else {}
 
 
+async def choose(router: Any, spec: ModelSpec, messages: Any) -> str:
+    """The deployment (its id) the current session's next request goes to, pinned there.
+
+    The Router's own pick (its weights, its cooldowns, the session's pin), for a request moot
+    then sends itself (`moot.core.llm.transports.router.Router`). The session is pinned here,
+    as the request leaves, not after it is answered: litellm pins inside its own call, which
+    this path skips, and a session's requests sent meanwhile must follow the first.
+
+    Raises:
+        RouterRateLimitError: Every endpoint is out (`all_out`).
+    """
+    picked = await router.async_get_available_deployment(
+        model=spec.name, messages=messages, request_kwargs={"metadata": session_metadata()}
+    )
+    deployment = str(picked["model_info"]["id"])
+    repin(router, spec, deployment)
+    return deployment
+
+
 async def complete(router: Any, spec: ModelSpec, messages: Any, params: dict[str, Any]) -> Any:
     """One request through `router` within `spec`'s deadline; a failure moves the session away.
 
@@ -147,20 +171,41 @@ async def complete(router: Any, spec: ModelSpec, messages: Any, params: dict[str
         if isinstance(exc, TimeoutError):
             failed = (metadata.get("model_info") or {}).get("id")
             if failed is not None:
-                _timed_out(router, spec, metadata)
+                _count(router, spec, str(failed), 408)
                 exc.failed_deployment_id = str(failed)  # type: ignore[attr-defined]
         elsewhere(router, spec, None if failed is None else str(failed))
         raise
 
 
-def _timed_out(router: Any, spec: ModelSpec, metadata: dict[str, Any]) -> None:
-    """Count a passed deadline as the chosen deployment's failure, as litellm counts its own."""
+def failed(router: Any, spec: ModelSpec, deployment: str, exc: Exception) -> None:
+    """Count `exc`, raised by a request sent to `deployment` itself, as litellm counts its own.
+
+    What the server caused counts (`Transient`: no reply in time, no connection, a malformed
+    reply, 408/409/429/5xx; a `ModelCallError` with its HTTP status), by litellm's own rule on
+    its status (``_is_cooldown_required``: 401, 402, 404, 408, 429 and 5xx), one without a
+    status as a 500, as litellm counts a refused connection. Then the session moves
+    (`elsewhere`).
+    """
+    status = getattr(exc, "status", None)
+    if isinstance(exc, Transient) or status is not None:
+        _count(router, spec, deployment, status or 500, getattr(exc, "retry_after", None))
+    elsewhere(router, spec, deployment)
+
+
+def _count(
+    router: Any, spec: ModelSpec, deployment: str, status: int, retry_after: float | None = None
+) -> None:
+    """A failure of `deployment` with HTTP `status`, through the Router's own failure count.
+
+    A server's ``Retry-After`` (`retry_after`) is how long the endpoint stays out once taken
+    out, as litellm reads it from a failure's headers.
+    """
     from moot.core.llm.litellm_import import litellm
 
-    failure = litellm.Timeout(
-        message=f"no reply within {spec.timeout:g}s", model=spec.name, llm_provider=spec.provider
-    )
-    params = {"model_info": metadata["model_info"], "metadata": metadata}
+    failure = litellm.APIError(status, f"HTTP {status}", spec.provider, spec.name)
+    if retry_after is not None:
+        failure.headers = {"retry-after": str(math.ceil(retry_after))}  # type: ignore[attr-defined]
+    params = {"model_info": {"id": deployment}, "metadata": {"model_group": spec.name}}
     router.deployment_callback_on_failure(
         {"exception": failure, "litellm_params": params}, None, None, None
     )
@@ -174,14 +219,31 @@ def _pin_key(spec: ModelSpec, session: str) -> str:
     return DeploymentAffinityCheck.get_session_affinity_cache_key(spec.name, session, None)
 
 
+def _pins(router: Any) -> Any:
+    """The cache the Routers' ``session_affinity`` check reads its pins from.
+
+    litellm keeps one such check per process (in ``litellm.callbacks``): the first Router's,
+    with that Router's cache. A later Router's own cache (another model's, or one built for a
+    later event loop) is never read for pins.
+    """
+    from litellm.router_utils.pre_call_checks.deployment_affinity_check import (
+        DeploymentAffinityCheck,
+    )
+
+    from moot.core.llm.litellm_import import litellm
+
+    checks = (c for c in litellm.callbacks if isinstance(c, DeploymentAffinityCheck))
+    return next(checks, router).cache
+
+
 def repin(router: Any, spec: ModelSpec, deployment: str) -> None:
-    """Pin the current session to `deployment`, the endpoint that just answered it."""
+    """Pin the current session to `deployment`: the one picked for it, or the one that answered."""
     from litellm.caching.affinity_cache import set_local_affinity_pin
 
     session = SESSION.get()
     if session is not None:
         value = {"model_id": deployment}
-        set_local_affinity_pin(router.cache, _pin_key(spec, session), value, PIN_SECONDS)
+        set_local_affinity_pin(_pins(router), _pin_key(spec, session), value, PIN_SECONDS)
 
 
 def elsewhere(router: Any, spec: ModelSpec, failed: str | None) -> None:
@@ -200,7 +262,7 @@ def elsewhere(router: Any, spec: ModelSpec, failed: str | None) -> None:
     if failed is not None and others:
         repin(router, spec, random.choice(others))
     else:
-        router.cache.in_memory_cache.delete_cache(_pin_key(spec, session))
+        _pins(router).in_memory_cache.delete_cache(_pin_key(spec, session))
 
 
 def endpoint_of(spec: ModelSpec, deployment: object) -> str | None:

@@ -87,6 +87,9 @@ def test_the_questions_spread_over_the_deployments_each_with_its_key(run):
         # the deployment's own key (the server refuses any other) and its own model name
         assert all(r.authorized and r.outcome == "ok" for r in requests)
         assert {r.body["model"] for r in requests} == {"scripted"}
+        # sent by moot's own OpenAI transport, the Router asked only where: its body (model
+        # first, `OpenAI.body`), not litellm's (messages first)
+        assert {tuple(r.body)[:2] for r in requests} == {("model", "messages")}
 
 
 def test_the_ledger_counts_the_calls_of_each_deployment(run):
@@ -156,3 +159,35 @@ def test_the_deployments_rpm_and_tpm_are_moots_limit_for_the_model(tmp_path):
         assert result.returncode == 0, result.stderr
         # 12 calls at 2 + 4 a minute; a lower --rpm holds instead
         assert f"limits: {MODEL} needs about {minutes:.1f} min" in result.stdout, flags
+
+
+def test_deployments_of_another_provider_are_sent_by_litellms_router(tmp_path):
+    """A provider moot's OpenAI transport does not speak (Anthropic's ``/v1/messages``): the
+    Router sends the requests itself, spread over both deployments, each with its key."""
+    questions = tmp_path / "questions.jsonl"
+    rows = [{"id": f"q{i}", "question": f"Is question {i} fair?"} for i in range(8)]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    reply = [Rule(".", "Fine.")]
+    with (
+        ScriptedServer(rules=reply, api_key=KEYS["ROUTER_KEY_A"]) as a,
+        ScriptedServer(rules=reply, api_key=KEYS["ROUTER_KEY_B"]) as b,
+    ):
+        origins = [s.url.removesuffix("/v1") for s in (a, b)]  # litellm appends /v1/messages
+        config = router_config(*origins)
+        for deployment in config["model_list"]:
+            deployment["model_name"] = deployment["litellm_params"]["model"] = "anthropic/claude-x"
+        router = write(tmp_path / "router.yaml", config)
+        result = run_moot(
+            "answer", "--questions", questions, "--out", tmp_path / "out", "--model",
+            "anthropic/claude-x", "--router", router, "--concurrency", 4, "--no-cache",
+            env=moot_env(**KEYS),
+        )  # fmt: skip
+        served = {url: list(s.requests) for url, s in zip(origins, (a, b), strict=True)}
+    assert result.returncode == 0, result.stderr
+    assert {r["answer"] for r in read_jsonl(tmp_path / "out" / "answers.jsonl")} == {"Fine."}
+    for requests in served.values():
+        assert requests and {(r.path, r.authorized, r.outcome) for r in requests} == {
+            ("/v1/messages", True, "ok")
+        }
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["ledger"]["total"]["endpoints"] == {u: len(r) for u, r in served.items()}

@@ -80,3 +80,37 @@ def test_the_router_gets_no_rpm_or_tpm_and_spreads_by_them_as_weights():
         (None, None, 2),
         (None, None, 6),
     ]
+
+
+def test_every_router_of_a_process_keeps_a_session_on_one_endpoint_and_moves_it_off_a_failure():
+    """The Router picks (`choose`), moot pins the session at once; a failure (`failed`) counts
+    against the endpoint and moves the session. litellm reads every Router's pins from one cache
+    (its one session check per process, the first Router's), so a second Router (another model,
+    or a later event loop) must pin there too."""
+    import asyncio
+
+    from moot.core.llm.endpoints import build_router, choose, failed
+    from moot.core.llm.failures import Transient
+
+    urls = ",".join(f"http://127.0.0.1:{port}/v1" for port in (1, 2, 3))
+    specs = [parse_spec(name, api_base=urls) for name in ("openai/m", "openai/other")]
+    messages = [{"role": "user", "content": "Hi."}]
+
+    async def picks(router, spec, session: str) -> set[str]:
+        with sticky(session):
+            return {await choose(router, spec, messages) for _ in range(8)}
+
+    async def main() -> None:
+        for spec in specs:
+            router = build_router(spec, None)
+            (first,) = await picks(router, spec, "item-1")
+            with sticky("item-1"):
+                failed(router, spec, first, Transient("HTTP 500", status=500))
+            (moved,) = await picks(router, spec, "item-1")
+            assert moved != first
+            with sticky("item-2"):
+                failed(router, spec, first, Transient("no reply in time"))  # the second: out
+            fresh = set().union(*[await picks(router, spec, f"new-{i}") for i in range(12)])
+            assert first not in fresh and len(fresh) == 2
+
+    asyncio.run(main())
