@@ -28,6 +28,7 @@ __getattr__, __all__ = lazy_exports(
             "Rule",
             "ScriptedServer",
             "ServerConfig",
+            "refused_url",
         )
     },
 )

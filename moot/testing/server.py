@@ -35,6 +35,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -808,6 +809,18 @@ class ScriptedServer:
             schema = response_format.get("json_schema", {}).get("schema", {})
             return json.dumps(_example(schema, rng, schema)), "stop"
         return _sentence(rng, _max_tokens(body))
+
+
+@contextlib.contextmanager
+def refused_url() -> Iterator[str]:
+    """The base URL of a local port that refuses every connection while the context lasts.
+
+    The port is bound and never listened on, so no other process can take it meanwhile (a port
+    bound, released and then connected to can be another test's server by then).
+    """
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
 
 
 def main(argv: list[str] | None = None) -> int:

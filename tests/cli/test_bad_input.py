@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 
 import pytest
 
 from moot.cli import main
+from moot.testing import refused_url
 from tests.cli.helpers import moot_env, run_moot, write_topics
-
-
-def closed_port_url() -> str:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return f"http://127.0.0.1:{port}/v1"
 
 
 def assert_clean_failure(result: subprocess.CompletedProcess, *needles: str) -> None:
@@ -90,18 +82,9 @@ def test_bad_model_specs(spec, needle, tmp_path):
 @pytest.mark.subprocess
 def test_unreachable_endpoint(tmp_path):
     topics = write_topics(tmp_path / "t.json", ["zoos"])
-    url = closed_port_url()
-    result = run_moot(
-        "debate",
-        "--topics",
-        topics,
-        "--out",
-        tmp_path / "out",
-        "--model",
-        "openai/x",
-        "--api-base",
-        url,
-    )
+    with refused_url() as url:
+        args = ("--topics", topics, "--out", tmp_path / "out", "--model", "openai/x")
+        result = run_moot("debate", *args, "--api-base", url)
     assert_clean_failure(result, f"cannot reach {url}")
     assert not (tmp_path / "out").exists()
 
@@ -185,8 +168,8 @@ def test_models_check_round_trip_and_unreachable(scripted_server):
     ok = run_moot("models", "check", "openai/scripted", "--api-base", scripted_server.url)
     assert ok.returncode == 0, ok.stderr
     assert "openai/scripted: ok in" in ok.stdout and "completion tokens" in ok.stdout
-    url = closed_port_url()
-    bad = run_moot("models", "check", "openai/scripted", "--api-base", url)
+    with refused_url() as url:
+        bad = run_moot("models", "check", "openai/scripted", "--api-base", url)
     assert_clean_failure(bad, f"cannot reach {url}")
 
 

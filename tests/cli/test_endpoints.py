@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 import moot
-from moot.testing import Fault, Rule, ScriptedServer
+from moot.testing import Fault, Rule, ScriptedServer, refused_url
 from tests.cli.helpers import read_jsonl, run_moot, stdout, write_topics
 
 pytestmark = pytest.mark.subprocess
@@ -35,13 +34,6 @@ def rules(server: str) -> list[Rule]:
 SECRET = "s3cretPW"
 
 
-def closed_port() -> int:
-    """A port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def with_password(url: str) -> str:
     """`url` with a user and password (a proxy's basic auth), which no output may show."""
     return url.replace("http://", f"http://moot:{SECRET}@")
@@ -51,8 +43,8 @@ def with_password(url: str) -> str:
 def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("endpoints")
     topics = write_topics(tmp / "topics.json", TOPICS)
-    refused = f"http://127.0.0.1:{closed_port()}/v1"  # with credentials: never shown
     with (
+        refused_url() as refused,  # given with credentials: never shown
         ScriptedServer(rules=rules("a"), latency=0.02) as a,
         ScriptedServer(rules=rules("b"), latency=0.02) as b,
         ScriptedServer(rules=rules("c"), faults=[Fault("500", times=10**6)]) as failing,
@@ -169,16 +161,14 @@ def test_bad_endpoints_are_one_line_exit_2(endpoints, problem):
 
 
 def test_every_endpoint_refusing_is_one_line_exit_2_without_credentials(tmp_path):
-    first, second = closed_port(), closed_port()
-    urls = f"http://u:{SECRET}@127.0.0.1:{first}/v1,http://127.0.0.1:{second}/v1"
     topics = write_topics(tmp_path / "topics.json", TOPICS)
     out = tmp_path / "out"
-    args = ("--topics", topics, "--out", out, "--model", "openai/scripted", "--api-base", urls)
-    result = run_moot("debate", *args)
+    with refused_url() as first, refused_url() as second:
+        urls = f"{first.replace('http://', f'http://u:{SECRET}@')},{second}"
+        args = ("--topics", topics, "--out", out, "--model", "openai/scripted", "--api-base", urls)
+        result = run_moot("debate", *args)
     assert result.returncode == 2 and not out.exists()
-    assert result.stderr.strip() == (
-        f"moot: error: cannot reach http://127.0.0.1:{first}/v1: connection refused"
-    )
+    assert result.stderr.strip() == f"moot: error: cannot reach {first}: connection refused"
 
 
 def test_every_endpoint_failing_fails_the_items_cleanly(tmp_path):

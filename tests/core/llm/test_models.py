@@ -23,7 +23,7 @@ from moot.core.llm.models import Completion, ModelClient, RetryPolicy, check_rea
 from moot.core.llm.spec import ModelSpec, Role, parse_spec, resolve_api_key
 from moot.core.llm.structured import ParseFailure
 from moot.core.llm.tokens import count_message_tokens
-from moot.testing import Fault, Rule, ScriptedServer
+from moot.testing import Fault, Rule, ScriptedServer, refused_url
 
 HELLO = [
     {"role": "system", "content": "You are a careful debater."},
@@ -711,12 +711,9 @@ def test_each_event_loop_closes_its_connections_as_it_ends(
 def test_the_environments_proxy_carries_the_requests_unless_no_proxy_names_the_host(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # the scripted server as the proxy: an endpoint nothing listens on is reached through it
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        nowhere = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
-    role = Role("debater_a", parse_spec("openai/scripted", api_base=nowhere, timeout=5), 0.0)
-    with ScriptedServer() as proxy:
+    # the scripted server as the proxy: an endpoint that refuses connections is reached through it
+    with refused_url() as nowhere, ScriptedServer() as proxy:
+        role = Role("debater_a", parse_spec("openai/scripted", api_base=nowhere, timeout=5), 0.0)
         monkeypatch.setenv("HTTP_PROXY", proxy.url.removesuffix("/v1"))
         monkeypatch.delenv("NO_PROXY", raising=False)
         monkeypatch.delenv("no_proxy", raising=False)
