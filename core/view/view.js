@@ -5,8 +5,8 @@
   const DATA = JSON.parse(document.getElementById("moot-data").textContent);
   const RUNS = DATA.runs;
   // a large page holds each item's list fields only; the rest is in files of CHUNKS.size items
-  // beside it, each loaded once, when one of its items is opened (a <script>: a file:// page
-  // may not fetch)
+  // beside it, each loaded once, when one of its items is opened (a <script>: a page opened
+  // from disk may not fetch)
   const CHUNKS = DATA.chunks;
   const PAGE = 50;
   const SVGNS = "http://www.w3.org/2000/svg";
