@@ -434,6 +434,21 @@ def test_a_large_run_lists_its_items_and_reads_an_opened_one_from_a_file_beside_
     assert "[redacted]" in detail.inner_text() and page.evaluate("window.pwned") is None
     assert page.locator("main img").count() == 0 and page.errors == []
 
+    other = tmp_path / "other"  # side by side: the same debates, less the last 500
+    shutil.copytree(run, other, ignore=shutil.ignore_patterns("view.*"))
+    lines = (other / "debates.jsonl").read_text().splitlines(keepends=True)
+    (other / "debates.jsonl").write_text("".join(lines[:1000]))
+    assert run_moot("view", run, other, "--out", tmp_path / "pair.html").returncode == 0
+    page = open_page(browser, tmp_path / "pair.html")
+    page.click("[data-tab='Side by side']")
+    expect(page.locator("[data-role=count]")).to_have_text("1500 of 1500 aligned items")
+    page.fill("[data-role=search]", "motion 1234")
+    expect(page.locator("[data-role=count]")).to_have_text("1 of 1500 aligned items")
+    page.locator("tr.item-row").first.click()
+    columns = page.locator("[data-role=detail] > .detail")
+    expect(columns.nth(0).locator(".turn")).to_contain_text("<script>window.pwned")
+    assert "not in this run" in columns.nth(1).inner_text() and page.errors == []
+
     write(3)
     assert run_moot("view", run).returncode == 0
     assert not (run / "view.data").exists() and "long turn" in page_path.read_text()
