@@ -89,28 +89,19 @@ def split_items(
         The page's data (``chunks``: the files' folder, name prefix and items per file) and each
         file's name and text.
     """
-    runs, texts, digest = [], [], hashlib.blake2b(digest_size=6)
+    runs, files, digest = [], [], hashlib.blake2b(digest_size=6)
+    aligned = len(payload["runs"]) > 1  # the key aligns items side by side
     for r, run in enumerate(payload["runs"]):
         items = run["items"]
         for c in range(0, len(items), CHUNK):
-            rest = [
-                {k: v for k, v in item.items() if k not in LISTED} for item in items[c : c + CHUNK]
-            ]
-            texts.append(f"mootChunk({r},{c // CHUNK},{embedded_json(rest, secrets)});\n".encode())
-            digest.update(texts[-1])
-        aligned = len(payload["runs"]) > 1  # the key aligns items side by side
+            rest = [{k: v for k, v in i.items() if k not in LISTED} for i in items[c : c + CHUNK]]
+            text = f"mootChunk({r},{c // CHUNK},{embedded_json(rest, secrets)});\n".encode()
+            digest.update(text)
+            files.append((f"{r}-{c // CHUNK}.js", text))
         runs.append({**run, "items": [_listed(item, aligned) for item in items]})
     prefix = digest.hexdigest()
-    names = [
-        f"{prefix}-{r}-{c}.js"
-        for r, run in enumerate(runs)
-        for c in range(math.ceil(len(run["items"]) / CHUNK))
-    ]
-    return {
-        **payload,
-        "runs": runs,
-        "chunks": {"folder": folder, "prefix": prefix, "size": CHUNK},
-    }, dict(zip(names, texts, strict=True))
+    chunks = {"folder": folder, "prefix": prefix, "size": CHUNK}
+    return {**payload, "runs": runs, "chunks": chunks}, {f"{prefix}-{n}": t for n, t in files}
 
 
 def _listed(item: dict[str, Any], aligned: bool) -> dict[str, Any]:
