@@ -320,7 +320,7 @@
         el("div", { cls: "cards" }, el("div", { cls: "card" }, el("div", { cls: "muted" }, "items"), el("strong", {}, run.items.length)),
           el("div", { cls: "card" }, el("div", { cls: "muted" }, "failed"), el("strong", { "data-role": "failed-count" }, failed)),
           Object.keys(counts).length ? el("div", { cls: "card" }, el("div", { cls: "muted" }, "by status"), barChart(Object.entries(counts))) : null,
-          histogram(run.items.map((i) => i.score).filter((s) => s !== null)))]);
+          histogram(run.items.map((i) => i.score).filter((s) => s != null)))]);
       if (run.ledger) add(out, [el("h3", {}, "Ledger"), ledgerTable(run.ledger)]);
       if (run.summary) out.append(el("details", { open: RUNS.length === 1 ? "" : null }, el("summary", {}, "manifest / summary"), value(run.summary, 1)));
     }

@@ -433,6 +433,8 @@ def test_a_large_run_lists_its_items_and_reads_an_opened_one_from_a_file_beside_
     expect(detail.locator(".turn")).to_contain_text("<script>window.pwned = 1</script><img src=x")
     assert "[redacted]" in detail.inner_text() and page.evaluate("window.pwned") is None
     assert page.locator("main img").count() == 0 and page.errors == []
+    page.click("[data-tab=Summary]")  # no score is listed: no histogram of scores
+    assert "scores (" not in page.locator("main").inner_text()
 
     other = tmp_path / "other"  # side by side: the same debates, less the last 500
     shutil.copytree(run, other, ignore=shutil.ignore_patterns("view.*"))
