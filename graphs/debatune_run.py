@@ -233,6 +233,7 @@ async def run_debatune(
             logged=debates.logged,
         )
         await debates.forget()
+    del plan  # a job per debate: not held while the dataset is written (peak RSS at 100,000)
     summary.tallies.append(result.tally)
     summary.planned = result.tally.planned
     summary.already_done = result.tally.skipped

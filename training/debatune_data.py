@@ -61,6 +61,9 @@ def sft_records(debates: Iterable[dict[str, Any]], seed: int = 0) -> list[dict[s
     return [sft_record(d, seed) for d in debates if d.get("status") == "ok"]
 
 
+#: Records per batch of ``dataset/``'s Arrow file: what writing it holds at once.
+BATCH = 100
+
 #: Which ``dataset.jsonl`` the ``dataset/`` copy was last made from (its SHA-256), in ``.moot/``.
 DATASET_MARK = "dataset.json"
 
@@ -70,42 +73,66 @@ def write_sft_dataset(
 ) -> int:
     """Write ``dataset.jsonl`` and a `datasets` copy (``dataset/``) of the successful debates.
 
-    Both are replaced atomically. With `reuse`, a folder whose two files already hold exactly
-    these records is left alone: a rerun that found every debate done neither imports
-    `datasets` nor rewrites them. The proof is a mark in ``.moot/`` (`DATASET_MARK`) written
-    after ``dataset/``: the SHA-256 of the ``dataset.jsonl`` it was made from, which must match
-    both the file on disk and the records now.
+    Both are replaced atomically, and streamed: a record is written as it is made, nothing is
+    held per debate (a run of 100,000 debates would otherwise hold them all, several times, at
+    its end). With `reuse`, a folder whose two files already hold exactly these records is left
+    alone: a rerun that found every debate done neither imports `datasets` nor rewrites them.
+    The proof is a mark in ``.moot/`` (`DATASET_MARK`) written after ``dataset/``: the SHA-256
+    of the ``dataset.jsonl`` it was made from, which must match both the file on disk and the
+    records now.
 
     Returns:
         The number of records.
     """
-    records = sft_records(debates, seed)
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
-    digest = hashlib.sha256(text).hexdigest()
     out_dir = Path(out_dir)
-    mark = out_dir / ".moot" / DATASET_MARK
-    if reuse and _made_from(mark, out_dir / "dataset.jsonl") == digest:
-        return len(records)
-    atomic_write(out_dir / "dataset.jsonl", lambda f: f.write(text), binary=True)
-    _save_dataset(records, out_dir / "dataset")
+    jsonl, mark = out_dir / "dataset.jsonl", out_dir / ".moot" / DATASET_MARK
+    made = _made_from(mark, jsonl) if reuse else None
+    digest, count = hashlib.sha256(), 0
+
+    def write(f: Any) -> None:
+        nonlocal count
+        for debate in debates:
+            if debate.get("status") == "ok":
+                line = (json.dumps(sft_record(debate, seed), ensure_ascii=False) + "\n").encode()
+                digest.update(line)
+                f.write(line)
+                count += 1
+        if digest.hexdigest() == made:
+            raise _Unchanged  # atomic_write drops its temporary file: nothing is rewritten
+
+    try:
+        atomic_write(jsonl, write, binary=True)
+    except _Unchanged:
+        return count
+    _save_dataset(jsonl, count, out_dir / "dataset")
     if reuse:
-        write_json(mark, {"dataset.jsonl": digest})
-    return len(records)
+        write_json(mark, {"dataset.jsonl": digest.hexdigest()})
+    return count
+
+
+class _Unchanged(Exception):
+    """``dataset.jsonl`` would be written as it is."""
 
 
 def _made_from(mark: Path, jsonl: Path) -> str | None:
     """The digest `mark` holds if ``dataset.jsonl`` and ``dataset/`` are still what it says."""
     try:
         made = json.loads(mark.read_text(encoding="utf-8"))["dataset.jsonl"]
-        now = hashlib.sha256(jsonl.read_bytes()).hexdigest()
+        with jsonl.open("rb") as f:
+            now = hashlib.file_digest(f, "sha256").hexdigest()
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return made if made == now and (jsonl.parent / "dataset" / "state.json").is_file() else None
 
 
-def _save_dataset(records: list[dict[str, Any]], target: Path) -> None:
-    """The records as a `datasets` folder (``save_to_disk``), replaced atomically."""
+def _save_dataset(jsonl: Path, records: int, target: Path) -> None:
+    """``dataset.jsonl`` as a `datasets` folder (``save_to_disk``'s), replaced atomically.
+
+    Written a batch of records at a time (`datasets`' `ArrowWriter`), never all held: the
+    folder's state and info are those ``save_to_disk`` writes for these features.
+    """
     import datasets
+    from datasets.arrow_writer import ArrowWriter
 
     datasets.disable_progress_bars()
     features = datasets.Features(
@@ -122,6 +149,22 @@ def _save_dataset(records: list[dict[str, Any]], target: Path) -> None:
             "completion": datasets.Value("string"),
         }
     )
-    columns = {name: [record[name] for record in records] for name in features}
-    table = datasets.Dataset.from_dict(columns, features=features)  # also right when empty
-    atomic_replace_dir(lambda tmp: table.save_to_disk(str(tmp)), target)
+
+    def build(tmp: Path) -> None:
+        empty = datasets.Dataset.from_dict({name: [] for name in features}, features=features)
+        empty.save_to_disk(str(tmp))  # its state.json and dataset_info.json, and no shard
+        if not records:
+            return
+        shard = "data-00000-of-00001.arrow"
+        with ArrowWriter(
+            features=features, path=str(tmp / shard), writer_batch_size=BATCH
+        ) as writer:
+            with jsonl.open(encoding="utf-8") as f:
+                for line in f:
+                    writer.write(json.loads(line))
+            writer.finalize()
+        state = json.loads((tmp / "state.json").read_text(encoding="utf-8"))
+        state["_data_files"] = [{"filename": shard}]
+        (tmp / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True))
+
+    atomic_replace_dir(build, target)

@@ -1,4 +1,4 @@
-"""The `moot view` page: one self-contained HTML file, its data embedded once as JSON.
+"""The `moot view` page: one HTML file, its data embedded once as JSON.
 
 The page's HTML, CSS and JavaScript are package data beside this module (``view.html``,
 ``view.css``, ``view.js``); this module fills them in. Model text is data: the JSON is embedded in
@@ -6,10 +6,16 @@ a ``<script type="application/json">`` element with ``<``, ``>`` and ``&`` escap
 in it can close the element or open a comment, and the script draws every string with DOM text
 nodes, never as markup. Every known secret (`moot.core.redaction.known_secrets`: the keys this
 process sent, the environment's keys and tokens) is taken out before anything is written.
+
+Past `INLINE_ITEMS` items the page holds only what its list, filters and summary read of each
+item (`LISTED`); the rest (the record, a judged debate) is in script files of `CHUNK` items in a
+folder beside it (``view.html`` → ``view.data/``), each loaded when one of its items is opened.
+A page of 100,000 debates is then ~20 MB, not ~150 MB, and opens in seconds.
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import math
@@ -49,6 +55,67 @@ def _finite(value: Any) -> Any:
     if isinstance(value, list):
         return [_finite(v) for v in value]
     return value
+
+
+#: A page holds its items whole up to this many (over all its runs), else their `LISTED` fields.
+INLINE_ITEMS = 1000
+#: Items per data file of a larger page: one file is read when one of its items is opened.
+CHUNK = 250
+#: What the page reads of every item at once: the list, the filters, the summary's counts.
+LISTED = ("id", "status", "failed", "error", "title", "model", "score", "label", "key")
+
+
+def data_folder(page: Path) -> Path:
+    """Where a large page's data files go: beside it, ``view.html`` → ``view.data``."""
+    return page.with_name(page.stem + ".data")
+
+
+def split_items(
+    payload: dict[str, Any], folder: str, secrets: Sequence[str] = ()
+) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """The page's data with each item's `LISTED` fields only, and the data files of the rest.
+
+    Each file is a script, ``mootChunk(RUN, CHUNK, [...])``: the items' other fields as
+    `embedded_json`, for the page to load with a ``<script>`` element (a ``file://`` page may not
+    ``fetch``). Its name starts with a digest of every file, so a page and its files always
+    match: a page being rewritten never reads the next page's files.
+
+    Args:
+        payload: The page's data (`moot.core.view.payload.view_payload`).
+        folder: The files' folder, by its name beside the page.
+        secrets: Strings that must not reach the files (`embedded_json`).
+
+    Returns:
+        The page's data (``chunks``: the files' folder, name prefix and items per file) and each
+        file's name and text.
+    """
+    runs, files, digest = [], [], hashlib.blake2b(digest_size=6)
+    aligned = len(payload["runs"]) > 1  # the key aligns items side by side
+    for r, run in enumerate(payload["runs"]):
+        items = run["items"]
+        for c in range(0, len(items), CHUNK):
+            rest = [{k: v for k, v in i.items() if k not in LISTED} for i in items[c : c + CHUNK]]
+            text = f"mootChunk({r},{c // CHUNK},{embedded_json(rest, secrets)});\n".encode()
+            digest.update(text)
+            files.append((f"{r}-{c // CHUNK}.js", text))
+        runs.append({**run, "items": [_listed(item, aligned) for item in items]})
+    prefix = digest.hexdigest()
+    chunks = {"folder": folder, "prefix": prefix, "size": CHUNK}
+    return {**payload, "runs": runs, "chunks": chunks}, {f"{prefix}-{n}": t for n, t in files}
+
+
+def _listed(item: dict[str, Any], aligned: bool) -> dict[str, Any]:
+    """An item's `LISTED` fields, less those null or false (the page reads a missing one so).
+
+    Its alignment key becomes a digest, or goes when there is nothing to align it with: a large
+    page's list costs ~150 bytes an item.
+    """
+    found = {k: item[k] for k in LISTED if item[k] is not None and item[k] is not False}
+    if aligned:
+        found["key"] = hashlib.blake2b(item["key"].encode(), digest_size=8).hexdigest()
+    else:
+        del found["key"]
+    return found
 
 
 def render_view(payload: dict[str, Any], title: str, secrets: Sequence[str] = ()) -> str:
@@ -97,6 +164,27 @@ def write_view(folders: Sequence[Path], out: Path, debates: Path | None = None) 
 
     payload = view_payload(list(folders), debates)
     title = "moot view: " + ", ".join(run["name"] for run in payload["runs"])
-    page = render_view(payload, title, known_secrets())
+    secrets, folder = known_secrets(), data_folder(out)
+    data, files = payload, {}
+    if sum(len(run["items"]) for run in payload["runs"]) > INLINE_ITEMS:
+        data, files = split_items(payload, folder.name, secrets)
+    for name, text in files.items():  # the new files first: the page being replaced reads others
+        atomic_write(folder / name, lambda f, text=text: f.write(text), binary=True)
+    page = render_view(data, title, secrets)
     atomic_write(out, lambda f: f.write(page))
+    _remove_stale(folder, set(files))
     return payload
+
+
+def _remove_stale(folder: Path, keep: set[str]) -> None:
+    """The data files of earlier pages (a data folder that ends up empty goes too)."""
+    if not folder.is_dir():
+        return
+    for path in folder.iterdir():
+        if path.name not in keep and _DATA_FILE.fullmatch(path.name):
+            path.unlink()
+    if not any(folder.iterdir()):
+        folder.rmdir()
+
+
+_DATA_FILE = re.compile(r"[0-9a-f]{12}-\d+-\d+\.js")

@@ -223,7 +223,7 @@ def _custom_judge(r: Record, summary: Record) -> Record:
 
 
 def _key(*parts: Any) -> str:
-    return "\x1f".join("" if p is None else str(p) for p in parts)
+    return "\x1f".join(["" if p is None else str(p) for p in parts])
 
 
 def _none(r: Record, summary: Record) -> Record:

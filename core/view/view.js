@@ -4,6 +4,10 @@
 (function () {
   const DATA = JSON.parse(document.getElementById("moot-data").textContent);
   const RUNS = DATA.runs;
+  // a large page holds each item's list fields only; the rest is in files of CHUNKS.size items
+  // beside it, each loaded once, when one of its items is opened (a <script>: a page opened
+  // from disk may not fetch)
+  const CHUNKS = DATA.chunks;
   const PAGE = 50;
   const SVGNS = "http://www.w3.org/2000/svg";
 
@@ -212,6 +216,28 @@
     return el("table", {}, el("tr", {}, el("th", {}, "debater"), el("th", { cls: "num" }, "score"), el("th", {}, "comment")),
       Object.entries(debaters).map(([n, d]) => el("tr", {}, el("td", { cls: "nowrap" }, n), el("td", { cls: "num" }, d.parse_failure ? "unread" : fmt(d.score)), el("td", { cls: "text" }, d.comment || ""))));
   }
+  const chunks = new Map(), arrived = new Map();
+  window.mootChunk = (r, c, rest) => { const done = arrived.get(r + "-" + c); if (done) done(rest); };
+  function whole(run, item) {
+    if (!CHUNKS) return Promise.resolve(item);
+    const i = run.items.indexOf(item), name = RUNS.indexOf(run) + "-" + Math.floor(i / CHUNKS.size);
+    if (!chunks.has(name)) chunks.set(name, new Promise((resolve, reject) => {
+      const src = `${encodeURIComponent(CHUNKS.folder)}/${CHUNKS.prefix}-${name}.js`;
+      const script = el("script", { src });
+      arrived.set(name, resolve);
+      script.onerror = () => { chunks.delete(name); reject(new Error(`cannot read ${src}: keep the folder ${CHUNKS.folder} beside this page`)); };
+      document.head.append(script);
+    }));
+    return chunks.get(name).then((rest) => ({ ...item, ...rest[i % CHUNKS.size] }));
+  }
+  // what a click asked for, once its items' files are read; a later click wins
+  let asked = 0;
+  function showWhole(detail, pairs, draw) {
+    const ticket = ++asked;
+    Promise.all(pairs.map(([run, item]) => (item ? whole(run, item) : null))).then(
+      (items) => { if (ticket === asked) detail.replaceChildren(...draw(items)); },
+      (err) => { if (ticket === asked) detail.replaceChildren(el("div", { cls: "error", "data-role": "error" }, err.message)); });
+  }
   function drawItem(run, item) {
     const draw = DRAW[run.kind];
     return el("div", { cls: "item-detail" }, el("div", {}, badge(item.status), " ", el("strong", {}, item.title)),
@@ -220,13 +246,13 @@
 
   // ---------- filters ----------
   function haystack(item) {
-    if (item._hay === undefined) item._hay = (item.title + "\n" + item.id + "\n" + (item.error || "") + "\n" + (item.label || "") + "\n" + JSON.stringify(item.record)).toLowerCase();
+    if (item._hay === undefined) item._hay = (item.title + "\n" + item.id + "\n" + (item.error || "") + "\n" + (item.label || "") + "\n" + (CHUNKS ? "" : JSON.stringify(item.record))).toLowerCase();
     return item._hay;
   }
   function makeFilters(items, onChange, withStatus) {
     const state = { q: "", status: "", topic: "", model: "", min: "", max: "" };
     const uniq = (f) => [...new Set(items.map(f).filter((x) => x !== null && x !== undefined))].sort();
-    const search = el("input", { type: "search", placeholder: "search text, topic, id, error…", "data-role": "search" });
+    const search = el("input", { type: "search", placeholder: CHUNKS ? "search topic, id, error, label…" : "search text, topic, id, error…", "data-role": "search" });
     let timer = null;
     search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => { state.q = search.value.trim().toLowerCase(); onChange(); }, 150); });
     const select = (name, values) => {
@@ -239,7 +265,7 @@
       n.addEventListener("input", () => { state[name] = n.value; onChange(); });
       return n;
     };
-    const hasScores = items.some((i) => i.score !== null);
+    const hasScores = items.some((i) => i.score != null);
     const topics = uniq((i) => i.title);  // a list of a few hundred at most: past that, search
     const bar = el("div", { cls: "filters" }, search, withStatus ? select("status", uniq((i) => i.status)) : null,
       topics.length > 1 && topics.length <= 300 ? select("topic", topics) : null, select("model", uniq((i) => i.model)),
@@ -248,8 +274,8 @@
       if (state.status && item.status !== state.status) return false;
       if (state.model && item.model !== state.model) return false;
       if (state.topic && item.title !== state.topic) return false;
-      if (state.min !== "" && !(item.score !== null && item.score >= Number(state.min))) return false;
-      if (state.max !== "" && !(item.score !== null && item.score <= Number(state.max))) return false;
+      if (state.min !== "" && !(item.score != null && item.score >= Number(state.min))) return false;
+      if (state.max !== "" && !(item.score != null && item.score <= Number(state.max))) return false;
       return !state.q || haystack(item).includes(state.q);
     }
     return { bar, keep };
@@ -266,13 +292,13 @@
     const main = el("div", { "data-view": "items" });
     const list = el("div", {}), detail = el("div", { cls: "detail", "data-role": "detail" }, el("p", { cls: "muted" }, "Choose an item."));
     let page = 0, shown = run.items, selected = null;
-    const scored = run.items.some((i) => i.score !== null);
+    const scored = run.items.some((i) => i.score != null);
     const filters = makeFilters(run.items, () => { page = 0; refresh(); }, true);
     function refresh() {
       shown = run.items.filter(filters.keep);
       page = Math.min(page, Math.max(0, Math.ceil(shown.length / PAGE) - 1));
       const rows = shown.slice(page * PAGE, page * PAGE + PAGE).map((item) => {
-        const row = el("tr", { cls: "item-row" + (item === selected ? " selected" : ""), "data-status": item.status, on: { click: () => { selected = item; detail.replaceChildren(drawItem(run, item)); for (const r of list.querySelectorAll("tr.selected")) r.classList.remove("selected"); row.classList.add("selected"); } } },
+        const row = el("tr", { cls: "item-row" + (item === selected ? " selected" : ""), "data-status": item.status, on: { click: () => { selected = item; showWhole(detail, [[run, item]], ([full]) => [drawItem(run, full)]); for (const r of list.querySelectorAll("tr.selected")) r.classList.remove("selected"); row.classList.add("selected"); } } },
           el("td", {}, badge(item.status)), el("td", {}, item.title, item.error ? el("div", { cls: item.failed ? "error" : "warn" }, item.error) : null),
           el("td", {}, item.label || ""), scored ? el("td", { cls: "num" }, fmt(item.score)) : null);
         return row;
@@ -294,7 +320,7 @@
         el("div", { cls: "cards" }, el("div", { cls: "card" }, el("div", { cls: "muted" }, "items"), el("strong", {}, run.items.length)),
           el("div", { cls: "card" }, el("div", { cls: "muted" }, "failed"), el("strong", { "data-role": "failed-count" }, failed)),
           Object.keys(counts).length ? el("div", { cls: "card" }, el("div", { cls: "muted" }, "by status"), barChart(Object.entries(counts))) : null,
-          histogram(run.items.map((i) => i.score).filter((s) => s !== null)))]);
+          histogram(run.items.map((i) => i.score).filter((s) => s != null)))]);
       if (run.ledger) add(out, [el("h3", {}, "Ledger"), ledgerTable(run.ledger)]);
       if (run.summary) out.append(el("details", { open: RUNS.length === 1 ? "" : null }, el("summary", {}, "manifest / summary"), value(run.summary, 1)));
     }
@@ -356,8 +382,8 @@
     function refresh() {
       const shown = aligned.filter(filters.keep);
       const rowsNow = shown.slice(page * PAGE, page * PAGE + PAGE).map((row) => el("tr", { cls: "item-row", on: { click: () => {
-        detail.replaceChildren(...row.items.map((item, r) => el("div", { cls: "detail" }, el("h3", {}, RUNS[r].name), item ? drawItem(RUNS[r], item) : el("p", { cls: "muted" }, "not in this run"))));
-      } } }, el("td", {}, row.title), row.items.map((item) => el("td", {}, item ? [badge(item.status), " ", item.label || "", item.score !== null ? ` ${fmt(item.score)}` : ""] : el("span", { cls: "muted" }, "—")))));
+        showWhole(detail, row.items.map((item, r) => [RUNS[r], item]), (items) => items.map((item, r) => el("div", { cls: "detail" }, el("h3", {}, RUNS[r].name), item ? drawItem(RUNS[r], item) : el("p", { cls: "muted" }, "not in this run"))));
+      } } }, el("td", {}, row.title), row.items.map((item) => el("td", {}, item ? [badge(item.status), " ", item.label || "", item.score != null ? ` ${fmt(item.score)}` : ""] : el("span", { cls: "muted" }, "—")))));
       list.replaceChildren(el("div", { cls: "count", "data-role": "count" }, `${shown.length} of ${aligned.length} aligned items`), pager(shown.length, page, (p) => { page = p; refresh(); }),
         el("table", {}, el("tr", {}, el("th", {}, "item"), RUNS.map((run) => el("th", {}, run.name))), rowsNow));
     }

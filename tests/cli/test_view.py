@@ -393,3 +393,64 @@ def test_the_page_embeds_nothing_from_outside_its_folders_and_never_waits_on_a_f
         assert result.returncode == 2, result.stderr
         assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
         assert not (tmp_path / "page.html").exists()
+
+
+def test_a_large_run_lists_its_items_and_reads_an_opened_one_from_a_file_beside_the_page(
+    tmp_path, browser
+):
+    """Issue 33, part 2: past 1,000 items the page holds what its list reads (~200 bytes an item,
+    not the 2 KB records) and an opened item's record comes from ``view.data/`` beside it, hostile
+    text still text, secrets still out; a smaller page written over it takes those files away."""
+    from playwright.sync_api import expect
+
+    run = tmp_path / "large"
+    (run / ".moot").mkdir(parents=True)
+    (run / ".moot" / "owner.json").write_text('{"command": "moot debate"}')
+
+    def write(debates: int) -> None:
+        turn = {"speaker": "A", "side": "Affirmative", "round": 0, "text": "long turn " * 200}
+        records = [
+            {"id": f"d{i:04d}", "topic": f"Motion {i}", "stance": "Affirmative", "status": "ok",
+             "transcript": [{**turn, "text": HOSTILE}] if i == 1234 else [turn], "rounds": 1}
+            for i in range(debates)
+        ]  # fmt: skip
+        lines = "".join(json.dumps(record) + "\n" for record in records)
+        (run / "debates.jsonl").write_text(lines, encoding="utf-8")
+
+    write(1500)
+    result = run_moot("view", run, env=moot_env(OPENAI_API_KEY=SECRET))
+    assert result.returncode == 0, result.stderr
+    page_path, files = run / "view.html", list((run / "view.data").iterdir())
+    assert page_path.stat().st_size < 200_000 and len(files) == 6  # 250 items a file
+    assert not any(SECRET in path.read_text() for path in [page_path, *files])
+    page = open_page(browser, page_path)
+    count = page.locator("[data-role=count]")
+    assert count.inner_text() == "1500 of 1500 items"
+    page.fill("[data-role=search]", "motion 1234")
+    expect(count).to_have_text("1 of 1500 items")
+    page.locator("tr.item-row").first.click()
+    detail = page.locator("[data-role=detail]")
+    expect(detail.locator(".turn")).to_contain_text("<script>window.pwned = 1</script><img src=x")
+    assert "[redacted]" in detail.inner_text() and page.evaluate("window.pwned") is None
+    assert page.locator("main img").count() == 0 and page.errors == []
+    page.click("[data-tab=Summary]")  # no score is listed: no histogram of scores
+    assert "scores (" not in page.locator("main").inner_text()
+
+    other = tmp_path / "other"  # side by side: the same debates, less the last 500
+    shutil.copytree(run, other, ignore=shutil.ignore_patterns("view.*"))
+    lines = (other / "debates.jsonl").read_text().splitlines(keepends=True)
+    (other / "debates.jsonl").write_text("".join(lines[:1000]))
+    assert run_moot("view", run, other, "--out", tmp_path / "pair.html").returncode == 0
+    page = open_page(browser, tmp_path / "pair.html")
+    page.click("[data-tab='Side by side']")
+    expect(page.locator("[data-role=count]")).to_have_text("1500 of 1500 aligned items")
+    page.fill("[data-role=search]", "motion 1234")
+    expect(page.locator("[data-role=count]")).to_have_text("1 of 1500 aligned items")
+    page.locator("tr.item-row").first.click()
+    columns = page.locator("[data-role=detail] > .detail")
+    expect(columns.nth(0).locator(".turn")).to_contain_text("<script>window.pwned")
+    assert "not in this run" in columns.nth(1).inner_text() and page.errors == []
+
+    write(3)
+    assert run_moot("view", run).returncode == 0
+    assert not (run / "view.data").exists() and "long turn" in page_path.read_text()

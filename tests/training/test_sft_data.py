@@ -69,6 +69,32 @@ def test_json_list_and_debate_folder(tmp_path: Path) -> None:
     assert load_sft_dataset(out)["messages"] == from_folder["messages"]
 
 
+def test_the_dataset_is_written_a_record_at_a_time_and_a_rerun_leaves_it_alone(tmp_path):
+    """Issue 33: a run of 100,000 debates held every SFT record at its end (several copies:
+    the list, the JSONL text, the columns); now the memory it takes does not grow with them."""
+    import tracemalloc
+
+    def debates(n: int):  # 2 KB conclusions: 2,000 debates are ~8 MB of SFT records
+        return ({**debate(i), "conclusion": f"{i} " + "long " * 400} for i in range(n))
+
+    out = tmp_path / "run"
+    tracemalloc.start()
+    try:
+        assert write_sft_dataset(debates(2000), out, reuse=True) == 2000
+        first = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        mark = (out / ".moot" / "dataset.json").stat().st_mtime_ns
+        assert write_sft_dataset(debates(2000), out, reuse=True) == 2000
+        again = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert first < 3_000_000 and again < 1_000_000, (first, again)
+    assert (out / ".moot" / "dataset.json").stat().st_mtime_ns == mark  # nothing rewritten
+    rows = load_sft_dataset(out / "dataset")
+    assert len(rows) == 2000 and rows[1999]["messages"][1]["content"].startswith("1999 long")
+    assert [json.loads(line)["id"] for line in (out / "dataset.jsonl").open()] == rows["id"]
+
+
 def test_dataset_dict_split_is_chosen_and_checked(tmp_path: Path) -> None:
     features = datasets.Features(
         {
