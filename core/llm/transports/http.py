@@ -55,13 +55,14 @@ class AiohttpDeadline(httpx.AsyncBaseTransport):
         """Send `request`; its whole response, body read, or httpx's error."""
         if self._session is None or self._session.closed:
             self._session = _open_session()
+        url = request.url
+        if url.userinfo:  # in the request's headers already (httpx's basic auth): aiohttp
+            url = url.copy_with(username=None, password=None)  # refuses both at once
         try:
             async with asyncio.timeout(self.deadline):
                 async with self._session.request(
                     request.method,
-                    # credentials in the URL are in the request's headers already (httpx's
-                    # basic auth); aiohttp refuses both at once
-                    str(request.url.copy_with(username=None, password=None)),
+                    str(url),
                     headers=request.headers.multi_items(),
                     data=request.content or None,
                     allow_redirects=False,
