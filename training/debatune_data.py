@@ -156,15 +156,19 @@ def _save_dataset(jsonl: Path, records: int, target: Path) -> None:
         if not records:
             return
         shard = "data-00000-of-00001.arrow"
+        digest = hashlib.sha256()
         with ArrowWriter(
             features=features, path=str(tmp / shard), writer_batch_size=BATCH
         ) as writer:
             with jsonl.open(encoding="utf-8") as f:
                 for line in f:
+                    digest.update(line.encode("utf-8"))
                     writer.write(json.loads(line))
             writer.finalize()
         state = json.loads((tmp / "state.json").read_text(encoding="utf-8"))
-        state["_data_files"] = [{"filename": shard}]
+        # the records' own fingerprint, not the empty table's (the same for every dataset):
+        # `datasets` names the cache files of a loaded dataset's transforms by it
+        state["_data_files"], state["_fingerprint"] = [{"filename": shard}], digest.hexdigest()[:16]
         (tmp / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True))
 
     atomic_replace_dir(build, target)

@@ -93,6 +93,12 @@ def test_the_dataset_is_written_a_record_at_a_time_and_a_rerun_leaves_it_alone(t
     rows = load_sft_dataset(out / "dataset")
     assert len(rows) == 2000 and rows[1999]["messages"][1]["content"].startswith("1999 long")
     assert [json.loads(line)["id"] for line in (out / "dataset.jsonl").open()] == rows["id"]
+    # the records' own fingerprint (`datasets` names a loaded dataset's transform caches by it)
+    assert write_sft_dataset(debates(3), tmp_path / "other", reuse=True) == 3
+    prints = [
+        datasets.load_from_disk(str(p / "dataset"))._fingerprint for p in (out, tmp_path / "other")
+    ]
+    assert len({*prints, datasets.Dataset.from_dict({})._fingerprint}) == 3, prints
 
 
 def test_dataset_dict_split_is_chosen_and_checked(tmp_path: Path) -> None:
