@@ -24,7 +24,7 @@ demo: setup
 # Three workers on 2 cores: chosen when most tests waited on subprocesses (10.8 min against 14
 # with two). The suite is CPU-bound: 357 s of CPU in all (issue 30, `perf stat -e task-clock`,
 # the forked moot runs included; 448-503 s before most commands' tests ran in process), so about
-# 3 min of wall time on 2 idle cores.
+# 3 min of wall time on 2 idle cores then; 267 s from a fresh clone on 2 idle cores on 2026-11-29.
 # tests/conftest.py deals the tests marked slow or embedded to the heads of worksteal's per-worker
 # shares, so that no worker is left alone on a minute-long test at the end.
 # pytest exits 5 when it collects no tests; say so instead of failing on it.
