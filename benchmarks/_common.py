@@ -6,6 +6,7 @@ the script's own folder), so ``import _common`` works when run as ``python bench
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import selectors
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -171,3 +172,50 @@ class Stopwatch:
 
     def __exit__(self, *exc: object) -> None:
         self.seconds = time.perf_counter() - self.start
+
+
+def raw_clients(url: str) -> dict[str, Any]:
+    """The raw SDK sides of a throughput benchmark, by name, for the server at `url`.
+
+    ``raw``: ``openai.AsyncOpenAI`` (max_retries=0) as users write it, over httpx with moot's
+    connection limits (1,000 connections, 100 kept alive; the SDK's own defaults too).
+    ``raw/aiohttp``: the same SDK over moot's HTTP client (`transports.http.http_client`), so
+    the part of moot's figures that is its HTTP client, not its engine, shows.
+    """
+    import httpx
+    import openai
+
+    from moot.core.llm.transports.http import http_client
+
+    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+    over = {
+        "raw": httpx.AsyncClient(limits=limits, timeout=600),
+        "raw/aiohttp": http_client(600),
+    }
+    return {
+        side: openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0, http_client=client)
+        for side, client in over.items()
+    }
+
+
+async def raw_calls(
+    client: Any, bodies: Iterable[dict[str, Any]], concurrency: int
+) -> tuple[float, float]:
+    """`bodies` sent by `concurrency` workers with ``chat.completions.create``, back to back.
+
+    Returns:
+        Calls per second, and this process's CPU ms per call.
+    """
+    shared = iter(bodies)  # each worker takes the next call
+    calls = 0
+
+    async def worker() -> None:
+        nonlocal calls
+        for body in shared:
+            await client.chat.completions.create(**body)
+            calls += 1
+
+    start, cpu = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return calls / seconds, cpu * 1000 / calls

@@ -106,13 +106,10 @@ def debates_for(concurrency: int, latency: float) -> int:
 async def measure_latency(
     url: str, latency: float, levels: list[int], reps: int, sizes: dict[int, int]
 ) -> tuple[list[Point], list[dict[str, Any]]]:
-    import httpx
-    import openai
 
     from moot.core.llm.cache import RequestCache
     from moot.core.llm.models import ModelClient, RetryPolicy
     from moot.core.llm.spec import Role, parse_spec
-    from moot.core.llm.transports.http import http_client
     from moot.core.runs import Progress
     from moot.graphs.debatune_run import DebateRunConfig, run_debatune
 
@@ -165,32 +162,11 @@ async def measure_latency(
             raise RuntimeError(f"debate run failed: {summary.failures[:3]} ({calls} calls)")
         return calls / seconds, start + seconds - stamp.last, cpu * 1000 / calls
 
-    # the same connection pool as moot's transport (`_OpenAITransport._connect`): a fair ceiling
-    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-    raw_clients = {
-        "raw": openai.AsyncOpenAI(
-            base_url=url,
-            api_key="bench",
-            max_retries=0,
-            http_client=httpx.AsyncClient(limits=limits, timeout=600),
-        ),
-        "raw/aiohttp": openai.AsyncOpenAI(
-            base_url=url, api_key="bench", max_retries=0, http_client=http_client(600)
-        ),
-    }
+    raw_clients = _common.raw_clients(url)
 
     async def raw_run(concurrency: int, calls: int, side: str = "raw") -> tuple[float, float]:
         bodies = itertools.islice(itertools.cycle(payloads), calls)
-        raw_client = raw_clients[side]
-
-        async def worker() -> None:
-            for body in bodies:  # shared iterator: each worker takes the next call
-                await raw_client.chat.completions.create(**body)
-
-        start, cpu = time.perf_counter(), time.process_time()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-        return calls / seconds, cpu * 1000 / calls
+        return await _common.raw_calls(raw_clients[side], bodies, concurrency)
 
     # Warm-up: imports (langgraph, datasets), connections, and the request bodies for raw.
     await moot_run(4, 8, Recording(cache=None, retry=RetryPolicy(attempts=1)))

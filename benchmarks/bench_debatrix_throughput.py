@@ -75,13 +75,11 @@ async def measure(
     url: str, debates: list[Any], latency: float, reps: int, profile: Path | None
 ) -> Point:
     """One latency's point: a recording warm-up, then `reps` rounds of raw, moot and cached."""
-    import openai
 
     from moot.agents.debatrix_judges import FRAMEWORKS
     from moot.core.llm.cache import RequestCache
     from moot.core.llm.models import ModelClient, RetryPolicy
     from moot.core.llm.spec import Role, parse_spec
-    from moot.core.llm.transports.http import http_client
     from moot.graphs.debatrix_run import JudgeSettings, judge_debates
 
     spec = parse_spec(f"openai/{MODEL}", api_base=url, max_concurrency=CONCURRENCY)
@@ -119,25 +117,10 @@ async def measure(
     def fresh() -> Any:
         return ModelClient(cache=None, retry=RetryPolicy(attempts=1))
 
-    raw_clients = {
-        "raw": openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0),
-        "raw/aiohttp": openai.AsyncOpenAI(
-            base_url=url, api_key="bench", max_retries=0, http_client=http_client(600)
-        ),
-    }
+    raw_clients = _common.raw_clients(url)
 
     async def raw_run(side: str) -> tuple[float, float]:
-        bodies = iter(payloads)
-        raw_client = raw_clients[side]
-
-        async def worker() -> None:
-            for body in bodies:  # shared iterator: each worker takes the next request
-                await raw_client.chat.completions.create(**body)
-
-        start, cpu = time.perf_counter(), time.process_time()
-        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-        return len(payloads) / seconds, 1000 * cpu / len(payloads)
+        return await _common.raw_calls(raw_clients[side], payloads, CONCURRENCY)
 
     # warm-up: imports (langgraph, tiktoken), connections, and the request bodies for raw
     await moot_run(Recording(cache=None, retry=RetryPolicy(attempts=1)))

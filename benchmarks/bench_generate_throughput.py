@@ -61,13 +61,10 @@ def instructions(count: int, offset: int) -> list[dict[str, str]]:
 
 
 async def measure(url: str, levels: list[int], calls: int, reps: int) -> list[Point]:
-    import httpx
-    import openai
 
     from moot.core.llm.cache import RequestCache
     from moot.core.llm.models import ModelClient, RetryPolicy
     from moot.core.llm.spec import Role, parse_spec
-    from moot.core.llm.transports.http import http_client
     from moot.core.runs import Progress
     from moot.graphs.debatune_generate import answer_instructions
 
@@ -106,31 +103,11 @@ async def measure(url: str, levels: list[int], calls: int, reps: int) -> list[Po
             "seed": 0,
         }
 
-    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-    clients = {
-        "raw": openai.AsyncOpenAI(
-            base_url=url,
-            api_key="bench",
-            max_retries=0,
-            http_client=httpx.AsyncClient(limits=limits, timeout=600),
-        ),
-        "raw/aiohttp": openai.AsyncOpenAI(
-            base_url=url, api_key="bench", max_retries=0, http_client=http_client(600)
-        ),
-    }
+    clients = _common.raw_clients(url)
 
     async def raw_run(side: str, concurrency: int, count: int) -> tuple[float, float]:
-        bodies = iter([body(item) for item in instructions(count, next(served) * count)])
-        client = clients[side]
-
-        async def worker() -> None:
-            for sent in bodies:  # shared iterator: each worker takes the next call
-                await client.chat.completions.create(**sent)
-
-        start, cpu = time.perf_counter(), time.process_time()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-        return count / seconds, cpu * 1000 / count
+        bodies = [body(item) for item in instructions(count, next(served) * count)]
+        return await _common.raw_calls(clients[side], bodies, concurrency)
 
     # warm-up: imports, the SDK's types, connections
     await moot_run(8, 40, cache=True)
