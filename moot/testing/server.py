@@ -56,6 +56,7 @@ __all__ = [
     "ScriptedServer",
     "ServerConfig",
     "main",
+    "refused_url",
 ]
 
 FaultKind = Literal[
