@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import selectors
 import statistics
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -174,34 +175,46 @@ class Stopwatch:
         self.seconds = time.perf_counter() - self.start
 
 
-def raw_clients(url: str) -> dict[str, Any]:
-    """The raw SDK sides of a throughput benchmark, by name, for the server at `url`.
+def raw_sides(url: str) -> dict[str, Callable[[dict[str, Any]], Awaitable[Any]]]:
+    """The raw sides of a throughput benchmark, by name: each sends one request body.
 
     ``raw``: ``openai.AsyncOpenAI`` (max_retries=0) as users write it, over httpx with moot's
-    connection limits (1,000 connections, 100 kept alive; the SDK's own defaults too).
-    ``raw/aiohttp``: the same SDK over moot's HTTP client (`transports.http.http_client`), so
-    the part of moot's figures that is its HTTP client, not its engine, shows.
+    connection limits (1,000 connections, 100 kept alive; the SDK's own defaults too), with
+    ``chat.completions.create``. ``raw/aiohttp``: the body POSTed with moot's own HTTP client
+    (`transports.http`), its JSON reply decoded and nothing more: the floor of any client on
+    this machine, so the part of moot's figures that is its engine, not its HTTP, shows.
     """
     import httpx
     import openai
 
-    from moot.core.llm.transports.http import http_client
+    from moot.core.llm.transports.http import HttpClient
 
     limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-    over = {
-        "raw": httpx.AsyncClient(limits=limits, timeout=600),
-        "raw/aiohttp": http_client(600),
-    }
-    return {
-        side: openai.AsyncOpenAI(base_url=url, api_key="bench", max_retries=0, http_client=client)
-        for side, client in over.items()
-    }
+    sdk = openai.AsyncOpenAI(
+        base_url=url,
+        api_key="bench",
+        max_retries=0,
+        http_client=httpx.AsyncClient(limits=limits, timeout=600),
+    )
+    http, endpoint = HttpClient(600), url.rstrip("/") + "/chat/completions"
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer bench"}
+
+    async def over_sdk(body: dict[str, Any]) -> Any:
+        return await sdk.chat.completions.create(**body)
+
+    async def over_aiohttp(body: dict[str, Any]) -> Any:
+        response = await http.post(endpoint, headers, json.dumps(body).encode())
+        return json.loads(response.content)
+
+    return {"raw": over_sdk, "raw/aiohttp": over_aiohttp}
 
 
 async def raw_calls(
-    client: Any, bodies: Iterable[dict[str, Any]], concurrency: int
+    send: Callable[[dict[str, Any]], Awaitable[Any]],
+    bodies: Iterable[dict[str, Any]],
+    concurrency: int,
 ) -> tuple[float, float]:
-    """`bodies` sent by `concurrency` workers with ``chat.completions.create``, back to back.
+    """`bodies` sent by `concurrency` workers with `send` (a side of `raw_sides`), back to back.
 
     Returns:
         Calls per second, and this process's CPU ms per call.
@@ -212,7 +225,7 @@ async def raw_calls(
     async def worker() -> None:
         nonlocal calls
         for body in shared:
-            await client.chat.completions.create(**body)
+            await send(body)
             calls += 1
 
     start, cpu = time.perf_counter(), time.process_time()

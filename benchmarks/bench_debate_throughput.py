@@ -6,9 +6,9 @@ concurrency C in 1, 8, 32, 64:
 * ceiling: the raw ``openai.AsyncOpenAI`` SDK (max_retries=0, moot's connection-pool limits)
   alone, C asyncio workers sending the same request bodies moot sends (recorded from a warm-up
   debate run) with ``chat.completions.create``, back to back, for as many calls as the moot
-  point makes (moot sends its bodies with the client's ``post``, skipping ``create``'s transform);
-* raw/aiohttp: the same SDK over moot's own HTTP client (`transports.http.http_client`,
-  aiohttp), so the part of moot's figure that is its HTTP client, not its engine, shows;
+  point makes (moot POSTs its bodies with its own HTTP client);
+* raw/aiohttp: the same bodies POSTed with moot's own HTTP client (`transports.http`, aiohttp),
+  their JSON replies decoded and nothing more: the floor of any client on this machine;
 * moot: ``run_debatune`` on synthetic topics that carry their arguments (no argument-generation
   calls), 1 argument per stance, 2 rounds, so 5 calls per debate, ``concurrency=C``, spec
   ``max_concurrency=C``, ``ModelClient(cache=None)``, a fresh temporary output folder per point.
@@ -162,15 +162,15 @@ async def measure_latency(
             raise RuntimeError(f"debate run failed: {summary.failures[:3]} ({calls} calls)")
         return calls / seconds, start + seconds - stamp.last, cpu * 1000 / calls
 
-    raw_clients = _common.raw_clients(url)
+    raw_sides = _common.raw_sides(url)
 
     async def raw_run(concurrency: int, calls: int, side: str = "raw") -> tuple[float, float]:
         bodies = itertools.islice(itertools.cycle(payloads), calls)
-        return await _common.raw_calls(raw_clients[side], bodies, concurrency)
+        return await _common.raw_calls(raw_sides[side], bodies, concurrency)
 
     # Warm-up: imports (langgraph, datasets), connections, and the request bodies for raw.
     await moot_run(4, 8, Recording(cache=None, retry=RetryPolicy(attempts=1)))
-    for side in raw_clients:
+    for side in raw_sides:
         await raw_run(8, 40, side)
 
     points = []
@@ -201,8 +201,6 @@ async def measure_latency(
             flush=True,
         )
         points.append(point)
-    for raw_client in raw_clients.values():
-        await raw_client.close()
     return points, payloads
 
 
@@ -283,7 +281,7 @@ def main() -> None:
                 f"latency {latency:g} s, C={p.concurrency}: moot/raw cache off {p.ratio:.3f}, "
                 f"cache on {p.cached_ratio:.3f} (goal >= {goal}); CPU per call moot/raw "
                 f"{p.cpu_ms('moot') / p.cpu_ms('raw'):.2f}, cached/raw "
-                f"{p.cpu_ms('cached') / p.cpu_ms('raw'):.2f} (goal <= 1.25); moot/(raw over "
+                f"{p.cpu_ms('cached') / p.cpu_ms('raw'):.2f} (goal <= 1.25); moot/(raw "
                 f"aiohttp) {p.cpu_ms('moot') / p.cpu_ms('raw/aiohttp'):.2f}"
                 + (f" [{said}]" if said else "")
             )

@@ -11,8 +11,8 @@ At concurrency C = 32 (``concurrency=C`` debates, spec ``max_concurrency=C``):
 * raw: the raw ``openai.AsyncOpenAI`` SDK (max_retries=0) alone, C asyncio workers sending the
   request bodies moot sent in a warm-up run of the same debates (recorded), in the same order,
   back to back;
-* raw/aiohttp: the same SDK over moot's own HTTP client (`transports.http.http_client`,
-  aiohttp), so the part of moot's figure that is its HTTP client, not its engine, shows;
+* raw/aiohttp: the same bodies POSTed with moot's own HTTP client (`transports.http`, aiohttp),
+  their JSON replies decoded and nothing more: the floor of any client on this machine;
 * moot: ``judge_debates`` with ``ModelClient(cache=None)`` (every super-step checkpointed), a
   fresh temporary output folder per run, timed end to end (claim, checkpoints, judgments log,
   reports, summary);
@@ -117,10 +117,10 @@ async def measure(
     def fresh() -> Any:
         return ModelClient(cache=None, retry=RetryPolicy(attempts=1))
 
-    raw_clients = _common.raw_clients(url)
+    raw_sides = _common.raw_sides(url)
 
     async def raw_run(side: str) -> tuple[float, float]:
-        return await _common.raw_calls(raw_clients[side], payloads, CONCURRENCY)
+        return await _common.raw_calls(raw_sides[side], payloads, CONCURRENCY)
 
     # warm-up: imports (langgraph, tiktoken), connections, and the request bodies for raw
     await moot_run(Recording(cache=None, retry=RetryPolicy(attempts=1)))
@@ -141,8 +141,6 @@ async def measure(
         await moot_run(fresh())
         profiler.disable()
         profiler.dump_stats(profile)
-    for raw_client in raw_clients.values():
-        await raw_client.close()
     return point
 
 

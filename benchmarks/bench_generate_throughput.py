@@ -6,8 +6,8 @@ concurrency C in 32 and 256, 2,400 calls a side (``--calls``), in one process:
 * raw: ``openai.AsyncOpenAI(max_retries=0)`` with its default HTTP client (httpx, with moot's
   connection limits), C asyncio workers sending the request bodies moot sends with
   ``chat.completions.create``, back to back;
-* raw/aiohttp: the same SDK over moot's own HTTP client (`transports.http.http_client`:
-  aiohttp), so the part of moot's figure that is its HTTP client, not its engine, shows;
+* raw/aiohttp: the same bodies POSTed with moot's own HTTP client (`transports.http`, aiohttp),
+  their JSON replies decoded and nothing more: the floor of any client on this machine;
 * moot: ``answer_instructions`` (what ``moot generate`` runs: the run engine, its progress log,
   the output file) with ``ModelClient(cache=None)``, ``concurrency=C``, spec
   ``max_concurrency=C``, a fresh output folder per run;
@@ -103,15 +103,15 @@ async def measure(url: str, levels: list[int], calls: int, reps: int) -> list[Po
             "seed": 0,
         }
 
-    clients = _common.raw_clients(url)
+    raw_sides = _common.raw_sides(url)
 
     async def raw_run(side: str, concurrency: int, count: int) -> tuple[float, float]:
         bodies = [body(item) for item in instructions(count, next(served) * count)]
-        return await _common.raw_calls(clients[side], bodies, concurrency)
+        return await _common.raw_calls(raw_sides[side], bodies, concurrency)
 
     # warm-up: imports, the SDK's types, connections
     await moot_run(8, 40, cache=True)
-    for side in clients:
+    for side in raw_sides:
         await raw_run(side, 8, 40)
 
     points = []

@@ -40,6 +40,7 @@ def classify(exc: Exception, spec: ModelSpec, api_base: str | None, key: str | N
         api_base: Its endpoint, if any.
         key: The API key sent, scrubbed from any message.
     """
+    import aiohttp
     import openai
 
     shown = where(spec, api_base)
@@ -54,7 +55,8 @@ def classify(exc: Exception, spec: ModelSpec, api_base: str | None, key: str | N
         return exc
     if isinstance(exc, openai.APITimeoutError | TimeoutError):  # TimeoutError: our deadline
         return Transient(f"request to {shown} timed out after {spec.timeout:g}s")
-    if isinstance(exc, openai.APIConnectionError):
+    # aiohttp's: moot's own HTTP client (`transports.http`) refused, cut off or sent garbage
+    if isinstance(exc, openai.APIConnectionError | aiohttp.ClientError):
         return Transient(f"cannot connect to {shown}")
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code

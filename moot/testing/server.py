@@ -76,6 +76,7 @@ FaultKind = Literal[
 _LIVE_ONLY = frozenset({"hang", "drip", "malformed", "truncated"})  # faults of the transport
 _BATCH_ONLY = frozenset({"batch_expired"})
 JSON = dict[str, Any]
+_CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})  # never logged
 
 _WORDS = (
     "argument claim evidence premise rebuttal point debate motion judge round position "
@@ -222,6 +223,8 @@ class LoggedRequest:
         authorized: Whether the request carried the configured API key (always True
             when none is configured; ``/health`` is served either way).
         time: Arrival time (``time.time()``).
+        headers: The request's headers, names lower-cased, but for those that carry credentials
+            (``authorization``, ``x-api-key``, ``api-key``), which are left out.
     """
 
     path: str
@@ -230,6 +233,7 @@ class LoggedRequest:
     outcome: str
     authorized: bool
     time: float
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 def _error(message: str, kind: str, code: str | None = None, param: str | None = None) -> JSON:
@@ -568,7 +572,12 @@ class ScriptedServer:
         except Exception as exc:  # e.g. a bad regex in a rule: answer instead of dropping
             status, headers, outcome = 500, {}, "internal_error"
             payload = json.dumps(_error(f"scripted server error: {exc!r}", "server_error")).encode()
-        entry = LoggedRequest(path, body, status, outcome, authorized, arrived)
+        received = {
+            name.lower(): value
+            for name, value in handler.headers.items()
+            if name.lower() not in _CREDENTIAL_HEADERS
+        }
+        entry = LoggedRequest(path, body, status, outcome, authorized, arrived, received)
         with self._lock:
             self._log.append((sequence, entry))
         drip = float(headers.pop("X-Drip-Seconds", 0.0))

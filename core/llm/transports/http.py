@@ -1,49 +1,51 @@
-"""The HTTP under the OpenAI SDK: aiohttp, each request within its deadline.
+"""moot's HTTP client: JSON bodies POSTed over aiohttp, each request within its deadline.
 
-The SDK sends through an ``httpx.AsyncClient``; its default transport (httpcore over anyio)
-cost about three times the CPU per request of aiohttp's (C-accelerated parsing, a connection
-pool that does not walk every connection per request: encode/httpcore#1035), and that was the
-largest part of moot's own CPU per call (issue 33; `benchmarks/bench_debate_throughput.py`). So
-the client keeps httpx's interface, for the SDK's headers, authentication and errors, and
-`AiohttpDeadline` carries its requests over aiohttp.
+The OpenAI transport sends its requests here, not through the OpenAI SDK's client. Over the
+SDK, each call paid for httpx's request and response models (URL parsing, header normalisation,
+an encoding guess per header read) and the SDK's request options: about 0.4 ms of CPU per call
+on top of the HTTP itself, a fifth of moot's whole CPU per debate call (issue 33,
+`benchmarks/bench_debate_throughput.py`). aiohttp parses in C, and its pool does not walk every
+connection per request as httpcore's does (encode/httpcore#1035).
 
-A request gets `deadline` seconds, connect to last byte: httpx's timeouts bound each connect,
+A request gets `deadline` seconds, connect to last byte: per-phase timeouts bound each connect,
 write and read, so a server that drips its body a byte at a time would hold a call for ever.
-Bounding it here, not around the SDK call, leaves out the client's own work (the first call in a
-process spends about a second building types).
 """
 
 from __future__ import annotations
 
 import asyncio
+import urllib.parse
 import urllib.request
+from collections.abc import Mapping
+from typing import NamedTuple
 
 import aiohttp
-import httpx
 
-#: Connections kept per client, as httpx's pool was given: the model's own bound on requests in
-#: flight (`ModelClient`) is the one that counts.
+#: Connections kept per client: the model's own bound on requests in flight (`ModelClient`) is
+#: the one that counts.
 CONNECTIONS = 1000
 
 
-def http_client(deadline: float) -> httpx.AsyncClient:
-    """An ``httpx.AsyncClient`` for the SDK whose requests go over aiohttp within `deadline`.
+class Response(NamedTuple):
+    """A whole HTTP response: its status, headers (case-insensitive) and body."""
 
-    Proxies and CA files come from the environment, as httpx reads them (``HTTPS_PROXY``,
-    ``ALL_PROXY``, ``NO_PROXY``; ``SSL_CERT_FILE``, ``SSL_CERT_DIR``).
-    """
-    return httpx.AsyncClient(timeout=deadline, transport=AiohttpDeadline(deadline), trust_env=False)
+    status: int
+    headers: Mapping[str, str]
+    content: bytes
 
 
-class AiohttpDeadline(httpx.AsyncBaseTransport):
-    """An httpx transport over one aiohttp session, each request within `deadline` seconds.
+class HttpClient:
+    """POSTs over one aiohttp session, each request within `deadline` seconds.
 
     The session is opened by the first request, in its event loop, and closed when that loop's
-    `asyncio.run` ends (`_close_with_loop`): its connections cannot outlive the loop anyway.
-    aiohttp's failures are raised as httpx's, which the SDK maps to its own errors as for its
-    default transport: a passed deadline a ``ReadTimeout`` (``APITimeoutError``), a refused or
-    unresolvable endpoint a ``ConnectError`` and a dropped connection a ``RemoteProtocolError``
-    (both ``APIConnectionError``).
+    `asyncio.run` ends (`_close_with_loop`): its connections cannot outlive the loop anyway, so a
+    client serves one event loop. Proxies come from the environment (``HTTP_PROXY``,
+    ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``), CA files too (``SSL_CERT_FILE``,
+    ``SSL_CERT_DIR``).
+
+    Raises (from `post`): ``TimeoutError`` when the deadline passed, and aiohttp's
+    ``ClientError`` for a refused or unresolvable endpoint, a dropped connection or a malformed
+    response: `moot.core.llm.failures.classify` reads both as the server's fault.
     """
 
     def __init__(self, deadline: float):
@@ -51,59 +53,45 @@ class AiohttpDeadline(httpx.AsyncBaseTransport):
         self._session: aiohttp.ClientSession | None = None
         self._proxies: dict[tuple[str, str], str | None] = {}  # by scheme and host
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        """Send `request`; its whole response, body read, or httpx's error."""
-        if self._session is None or self._session.closed:
+    async def post(self, url: str, headers: Mapping[str, str], body: bytes) -> Response:
+        """POST `body` to `url`; the whole response, whatever its status."""
+        if self._session is None:
             self._session = _open_session()
-        url = request.url
-        if url.userinfo:  # in the request's headers already (httpx's basic auth): aiohttp
-            url = url.copy_with(username=None, password=None)  # refuses both at once
         try:
             async with asyncio.timeout(self.deadline):
-                async with self._session.request(
-                    request.method,
-                    str(url),
-                    headers=request.headers.multi_items(),
-                    data=request.content or None,
+                async with self._session.post(
+                    url,
+                    headers=headers,
+                    data=body,
                     allow_redirects=False,
-                    auto_decompress=False,  # httpx decodes, by the response's headers
-                    proxy=self._proxy(request.url),
+                    proxy=self._proxy(url),
                 ) as response:
-                    content = await response.read()
-        except TimeoutError:  # the SDK's APITimeoutError: a timeout like any other
-            message = f"no reply within {self.deadline:g}s"
-            raise httpx.ReadTimeout(message, request=request) from None
-        except aiohttp.ClientConnectorError as exc:
-            raise httpx.ConnectError(str(exc), request=request) from exc
-        except aiohttp.ClientError as exc:  # the connection dropped, a malformed response...
-            raise httpx.RemoteProtocolError(str(exc), request=request) from exc
-        return httpx.Response(
-            response.status, headers=response.raw_headers, content=content, request=request
-        )
+                    return Response(response.status, response.headers, await response.read())
+        except TimeoutError:
+            raise TimeoutError(f"no reply within {self.deadline:g}s") from None
 
-    def _proxy(self, url: httpx.URL) -> str | None:
+    def _proxy(self, url: str) -> str | None:
         """The environment's proxy for `url`, if any, read once per scheme and host.
 
         Not aiohttp's ``trust_env``: it reads the proxy variables and ``~/.netrc`` again for
         every request, each in a thread of its own, and a ``.netrc`` entry for the host would
         clash with the key's ``Authorization`` header.
         """
-        key = (url.scheme, url.host)
+        parts = urllib.parse.urlsplit(url)
+        key = (parts.scheme, parts.hostname or "")
         if key not in self._proxies:
-            bypass = urllib.request.proxy_bypass_environment(url.host)
+            bypass = urllib.request.proxy_bypass_environment(key[1])
             proxies = urllib.request.getproxies_environment()
-            found = proxies.get(url.scheme) or proxies.get("all")
+            found = proxies.get(parts.scheme) or proxies.get("all")
             self._proxies[key] = None if bypass else found
         return self._proxies[key]
-
-    async def aclose(self) -> None:
-        """Close the session and its connections."""
-        if self._session is not None:
-            await self._session.close()
 
 
 def _open_session() -> aiohttp.ClientSession:
     """An aiohttp session in the running loop, closed as that loop ends."""
+    import httpx
+
+    # CA files as the OpenAI SDK's client reads them: SSL_CERT_FILE, SSL_CERT_DIR, else certifi's
     connector = aiohttp.TCPConnector(limit=CONNECTIONS, ssl=httpx.create_ssl_context())
     session = aiohttp.ClientSession(connector=connector)
     _close_with_loop(session)

@@ -1,23 +1,35 @@
-"""OpenAI-compatible servers (``openai/...``, ``hosted_vllm/...``) through the OpenAI SDK.
+"""OpenAI-compatible servers (``openai/...``, ``hosted_vllm/...``): the chat API over HTTP.
 
-One ``AsyncOpenAI`` client per endpoint, with an HTTP transport of ours that is the request's
-deadline (no LangChain chat model: ``ChatOpenAI.ainvoke`` adds about 2 ms of callback machinery
-per call, and building one also builds a sync client moot never uses), and no retries of its own.
-The embedded model's server is reached the same way (`moot.core.llm.transports.embedded`).
+One HTTP client per endpoint and event loop (`transports.http`), requests as the OpenAI SDK sends
+them and errors as it raises them, and no retries of its own (`ModelClient` retries). Neither the
+SDK's client nor a LangChain chat model carries the calls: ``ChatOpenAI.ainvoke`` adds about 2 ms
+of callback machinery per call, ``chat.completions.create`` about 1.5 ms walking the body against
+the SDK's types and parsing the reply into pydantic models (issue 19), and the SDK's ``post``
+about 0.4 ms of httpx models (issue 33). The embedded model's server is reached the same way
+(`moot.core.llm.transports.embedded`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import os
+import urllib.parse
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from moot.core.errors import ConfigError
 from moot.core.llm.spec import ModelSpec, Reply, Transport, register_transport, resolve_api_key
 from moot.core.llm.transports import router
 from moot.core.llm.transports.batches import OpenAIBatches
 from moot.core.llm.transports.replies import Answered, rate_limit_headers, request
+
+if TYPE_CHECKING:
+    from moot.core.llm.transports.http import Response
+
+#: Where the SDK sends requests when neither ``api_base`` nor ``OPENAI_BASE_URL`` is set.
+OPENAI_API = "https://api.openai.com/v1"
 
 
 @register_transport
@@ -41,7 +53,7 @@ class OpenAI(Transport):
         self._batches: OpenAIBatches | None = None
         # made for the first request: a run with nothing left to send (a rerun of a finished
         # run) never imports the SDK, about half a second
-        self._post: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
+        self._post: Callable[[dict[str, Any]], Awaitable[Answered]] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop `_post` is bound to
 
     @classmethod
@@ -58,39 +70,54 @@ class OpenAI(Transport):
             return router.Router(spec, key)
         return cls(spec, spec.api_base, key, spec.name)
 
-    def _connect(self) -> Callable[[dict[str, Any]], Awaitable[Any]]:
-        """A fresh async client's request: ``POST /chat/completions`` with a body, its JSON back.
+    def _connect(self) -> Callable[[dict[str, Any]], Awaitable[Answered]]:
+        """A fresh HTTP client's request: ``POST /chat/completions`` with a body, its JSON back.
 
-        The OpenAI SDK's own client, over aiohttp within the request's deadline
-        (`transports.http`: pooled connections die with the event loop that opened them), and
-        no retries of its own (`ModelClient` retries). With no ``api_base`` the SDK reads
-        ``OPENAI_BASE_URL`` and ``OPENAI_ORG_ID`` as usual. The request goes through the
-        client's ``post`` (its documented way to send a body as it is), not
-        ``chat.completions.create``: the body is plain JSON already, and ``create``'s walk of
-        it against the SDK's parameter types, and its parse of the reply into pydantic models,
-        cost about 1.5 ms of CPU per call, as much as the rest of moot's per-call work. The
-        client's headers, authentication, errors (``APIStatusError``, ...) and timeouts are
-        the same.
+        Sent as the OpenAI SDK sends it, over moot's own HTTP client (`transports.http`:
+        aiohttp, each request within ``spec.timeout``; its connections die with the event loop
+        that opened them): the endpoint is ``api_base``, else ``OPENAI_BASE_URL``, else
+        OpenAI's; the key goes as ``Authorization: Bearer`` (credentials in the URL instead as
+        basic auth, as the SDK's httpx did), with ``OPENAI_ORG_ID`` and ``OPENAI_PROJECT_ID``
+        as the SDK's headers. An error status is raised as the SDK's ``APIStatusError``, built
+        as the SDK builds it, so `classify` reads every OpenAI-compatible failure one way.
         """
-        import httpx
-        import openai
+        from moot.core.llm.transports.http import HttpClient
 
-        from moot.core.llm.transports.http import http_client
+        url, headers = self._address()
+        http = HttpClient(self.spec.timeout)
 
-        client = openai.AsyncOpenAI(
-            base_url=self.api_base,
-            api_key=self.key or "EMPTY",  # a server without keys still wants the header
-            max_retries=0,
-            timeout=self.spec.timeout,
-            http_client=http_client(self.spec.timeout),
-        )
-
-        async def post(body: dict[str, Any]) -> Any:
-            response = await client.post("/chat/completions", body=body, cast_to=httpx.Response)
+        async def post(body: dict[str, Any]) -> Answered:
+            sent = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+            response = await http.post(url, headers, sent)
+            if not 200 <= response.status < 300:
+                raise _status_error(url, response)
             # not JSON: `classify` calls it malformed
             return Answered(json.loads(response.content), rate_limit_headers(response.headers))
 
         return post
+
+    def _address(self) -> tuple[str, dict[str, str]]:
+        """The chat completions URL and the headers of every request to it."""
+        base = self.api_base or os.environ.get("OPENAI_BASE_URL") or OPENAI_API
+        parts = urllib.parse.urlsplit(base.rstrip("/") + "/chat/completions")
+        headers = {
+            "Accept": "application/json",
+            "Content-Type": "application/json",
+            "User-Agent": "moot",
+            "Authorization": f"Bearer {self.key or 'EMPTY'}",  # a server without keys wants one
+        }
+        if parts.username or parts.password:  # sent as basic auth, not in the URL
+            credentials = f"{parts.username or ''}:{parts.password or ''}"
+            token = base64.b64encode(urllib.parse.unquote(credentials).encode()).decode()
+            headers["Authorization"] = f"Basic {token}"
+            parts = parts._replace(netloc=parts.netloc.rpartition("@")[2])
+        for variable, header in (
+            ("OPENAI_ORG_ID", "OpenAI-Organization"),
+            ("OPENAI_PROJECT_ID", "OpenAI-Project"),
+        ):
+            if os.environ.get(variable):
+                headers[header] = os.environ[variable]
+        return urllib.parse.urlunsplit(parts), headers
 
     async def send(self, messages: list[dict[str, str]], params: dict[str, Any]) -> Reply:
         """POST the request to the server; its reply read by `replies.read_reply`."""
@@ -110,3 +137,24 @@ class OpenAI(Transport):
         if self._batches is None:
             self._batches = OpenAIBatches(self)
         return self._batches
+
+
+def _status_error(url: str, response: Response) -> Exception:
+    """An error response as the SDK raises it: ``APIStatusError``, with the error's body."""
+    import httpx
+    import openai
+
+    text = response.content.decode(errors="replace").strip()
+    try:
+        body: Any = json.loads(text)
+        message = f"Error code: {response.status} - {body}"
+    except ValueError:
+        body, message = text, text or f"Error code: {response.status}"
+    error = body.get("error", body) if isinstance(body, dict) else body
+    raw = httpx.Response(
+        response.status,
+        headers=list(response.headers.items()),
+        content=response.content,
+        request=httpx.Request("POST", url),
+    )
+    return openai.APIStatusError(message, response=raw, body=error)

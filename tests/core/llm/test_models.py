@@ -86,11 +86,11 @@ def test_plain_call_returns_text_usage_and_sends_parameters(server: ScriptedServ
     assert row["completion_tokens"] == reply.completion_tokens
 
 
-def test_an_openai_compatible_server_is_reached_through_the_openai_sdk_alone(
+def test_an_openai_compatible_server_is_reached_through_moots_http_client_alone(
     server: ScriptedServer,
 ) -> None:
-    # one way to reach it: openai.AsyncOpenAI, no LangChain chat model built around it (in a
-    # fresh interpreter: `moot.core.chat_model`'s own test imports langchain_openai)
+    # one way to reach it: `transports.http`, neither the OpenAI SDK's client nor a LangChain
+    # chat model (in a fresh interpreter: `moot.core.chat_model`'s own test imports both)
     script = (
         "import asyncio, sys\n"
         "from moot.core.llm.models import ModelClient\n"
@@ -103,7 +103,36 @@ def test_an_openai_compatible_server_is_reached_through_the_openai_sdk_alone(
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False", "True"]
+    assert done.stdout.split() == ["False", "False"]
+
+
+def test_requests_carry_the_sdks_headers_and_the_organisation_from_the_environment(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-42")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-7")
+    complete(ModelClient(retry=FAST), make_role(server))
+    monkeypatch.delenv("OPENAI_ORG_ID")
+    monkeypatch.delenv("OPENAI_PROJECT_ID")
+    complete(ModelClient(retry=FAST), make_role(server), seed=2)
+    first, second = (r.headers for r in chat_requests(server))
+    assert first["openai-organization"] == "org-42" and first["openai-project"] == "proj-7"
+    assert "openai-organization" not in second and "openai-project" not in second
+    assert first["content-type"] == "application/json"
+    assert first["user-agent"] == "moot"
+    assert "authorization" not in first  # the scripted server never logs credentials
+
+
+def test_an_error_status_gives_the_servers_own_message_once(server: ScriptedServer) -> None:
+    server.add_fault(Fault("400", match="bad request"))
+    bad_request = [{"role": "user", "content": "bad request"}]
+    with pytest.raises(ModelCallError) as bad:
+        complete(ModelClient(retry=FAST), make_role(server), bad_request)
+    assert bad.value.status == 400 and str(bad.value).startswith("openai/scripted: HTTP 400 from")
+    nowhere = parse_spec("openai/scripted", api_base=server.url.removesuffix("/v1") + "/nowhere")
+    with pytest.raises(ModelCallError, match="HTTP 404"):  # not retried
+        complete(ModelClient(retry=FAST), Role("judge", nowhere))
+    assert [r.status for r in server.requests] == [400, 404]
 
 
 def test_unset_options_are_not_sent(server: ScriptedServer) -> None:
