@@ -356,7 +356,7 @@ def build_judge_graph(checkpointer: Any = None) -> Any:
     """The compiled Debatrix state machine (one thread per judged debate and repeat).
 
     Args:
-        checkpointer: A LangGraph checkpointer (e.g. ``AsyncSqliteSaver``) for resume.
+        checkpointer: A LangGraph checkpointer (`open_checkpoints`'s) for resume.
     """
     return _builder().compile(checkpointer=checkpointer)
 

@@ -232,7 +232,7 @@ async def run_debatune(
             read_back=False,  # the failures alone: nothing held per finished debate
             logged=debates.logged,
         )
-        await debates.forget()
+        debates.forget()
     del plan  # a job per debate: not held while the dataset is written (peak RSS at 100,000)
     summary.tallies.append(result.tally)
     summary.planned = result.tally.planned
@@ -370,7 +370,7 @@ class _Debates:
 
     A rerun that finds every debate done so loads neither (about a second of imports). A
     finished debate's checkpoints are deleted once its record is logged, in batches of
-    `FORGET_BATCH` (`moot.graphs.checkpoints.forget_threads`): a failed one keeps its turns for
+    `FORGET_BATCH` (`LoopSqliteSaver.forget_threads`): a failed one keeps its turns for
     the rerun.
 
     Args:
@@ -422,15 +422,13 @@ class _Debates:
         if record["status"] == "ok":
             self._finished.append(record["id"])
             if len(self._finished) >= FORGET_BATCH:
-                await self.forget()
+                self.forget()
 
-    async def forget(self) -> None:
+    def forget(self) -> None:
         """Delete the checkpoints of the finished debates logged so far."""
-        from moot.graphs.checkpoints import forget_threads
-
         finished, self._finished = self._finished, []
         if finished and self._saver is not None:
-            await forget_threads(self._saver, finished)
+            self._saver.forget_threads(finished)
 
 
 async def _debate(

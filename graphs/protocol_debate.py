@@ -85,7 +85,7 @@ def build_protocol_graph(checkpointer: Any = None) -> Any:
     """Compile the state machine; invoke it with ``context=ProtocolContext(...)``.
 
     Args:
-        checkpointer: A LangGraph checkpointer (``AsyncSqliteSaver``) for resume.
+        checkpointer: A LangGraph checkpointer (`open_checkpoints`'s) for resume.
     """
     graph = StateGraph(ProtocolState, context_schema=ProtocolContext)
     # "speak", not "round": a checkpoint of DEBATunE's own graph (before it was a protocol) names
