@@ -197,7 +197,7 @@ def main() -> int:
             f"moot/raw at latency {p.latency:g} s, C={CONCURRENCY}: cache off "
             f"{p.ratio('moot'):.3f}, cache on {p.ratio('cached'):.3f} (goal >= 0.8 at 0.05 s); "
             f"CPU per call moot/raw {p.cpu_ms('moot') / p.cpu_ms('raw'):.2f}, cached/raw "
-            f"{p.cpu_ms('cached') / p.cpu_ms('raw'):.2f} (goal <= 1.25); moot/(raw over "
+            f"{p.cpu_ms('cached') / p.cpu_ms('raw'):.2f} (goal <= 1.25); moot/(raw "
             f"aiohttp) {p.cpu_ms('moot') / p.cpu_ms('raw/aiohttp'):.2f}"
             + (f" [{said}]" if said else "")
         )

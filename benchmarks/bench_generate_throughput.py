@@ -178,7 +178,7 @@ def main() -> None:
             f"{p.mean(p.rate, 'cached') / raw_rate:.3f} (goal >= 0.8); CPU per call moot/raw "
             f"{p.mean(p.cpu, 'moot') / raw_cpu:.2f}, cached/raw "
             f"{p.mean(p.cpu, 'cached') / raw_cpu:.2f}"
-            f" (goal <= 1.25); moot/(raw over aiohttp) "
+            f" (goal <= 1.25); moot/(raw aiohttp) "
             f"{p.mean(p.cpu, 'moot') / p.mean(p.cpu, 'raw/aiohttp'):.2f}"
             + (f" [{said}]" if said else "")
         )
