@@ -218,6 +218,9 @@ async def run_debatune(
     plan = await _debate_jobs(
         shard.select(topics), config, client, out_dir, summary, concurrency, limit, progress
     )
+    # the plan holds what the debates need: the topics (33 MB for 50,000) are let go for the
+    # run, freed if the caller let them go too (the CLI does: peak RSS at 100,000 debates)
+    del topics
     debate_log = ResultLog(out_dir / "debates.jsonl")
     async with contextlib.AsyncExitStack() as stack:
         debates = _Debates(stack, out_dir, config, client, shard)

@@ -130,6 +130,7 @@ class Debate(ModelJob):
         from moot.graphs.debatune_run import run_debatune
 
         given, (topics, config, shard) = self.settings, self.inputs
+        del self.inputs  # `run_debatune` lets the topics go once its plan is made: not held here
         role_a, role_b = config.debater_a, config.debater_b
         # warnings only once every check passed: refused input gets its one error line alone
         if given.rounds and role_a.spec == role_b.spec and role_a.temperature == role_b.temperature:
