@@ -143,7 +143,7 @@ def judge_values(kind: str, record: Record, summary: Record) -> dict[str, Any]:
         if final.get("winner") is not None:
             found["winner"] = final["winner"]
         if record.get("format") != "bp":
-            debate = _sides(record)
+            debate = sides(record)
             for name, verdict in (record.get("dimensions") or {}).items():
                 debaters = (verdict or {}).get("debaters") or {}
                 label = score_label(debate, debaters, TIE_MARGINS.get(name, 0.0))
@@ -188,7 +188,7 @@ def _debate_fields(record: Record, summary: Record) -> list[LabelField]:
     ]
 
 
-def _sides(record: Record) -> Debate:
+def sides(record: Record) -> Debate:
     """The judged debate's sides, as `score_label` reads them."""
     pro, con = tuple(record.get("pro") or ()), tuple(record.get("con") or ())
     return Debate(id=str(record.get("debate")), motion="", pro=pro, con=con, speeches=())
