@@ -277,6 +277,7 @@ def _chart(report: dict[str, Any], path: Path) -> None:
             ax.bar([x + 0.2 for x in xs], shown, 0.4, color=NEUTRAL, label="humans alone")
             ax.axhline(0, color="black", linewidth=0.6)
             ax.set_xticks(list(xs), names, rotation=30, ha="right", fontsize=7)
+            ax.set_xlim(-0.6, len(names) - 0.4)
             ax.set_ylim(-1, 1.05)
             ax.set_ylabel("Krippendorff's α")
             ax.set_title(f"{group['model']}", fontsize=9)

@@ -170,6 +170,19 @@ def test_agreement_of_judges_and_labellers_equals_the_formulas(tmp_path):
     assert png_size(out / "chart.png")[0] > 400
     assert "Cohen's κ" in "\n".join(result.lines) and again.exit_code == 0
 
+    # the labels as PanelBench's gold: d1 C1 twice (con, 1), d2 a tie, d3 P3 (pro, 0); the
+    # judge's named winners 1, 0, 1 and equal scores (a tie) against them
+    moot.eval.panelbench(predictions=[runs["judge"]], gold=tmp_path / "debates.jsonl",
+                         labels=runs["judge"], out=tmp_path / "bench")  # fmt: skip
+    summary = json.loads((tmp_path / "bench" / "summary.json").read_text())
+    (bench,) = summary["frameworks"]
+    direct, score = bench["debateart"]["direct"], bench["debateart"]["score"]
+    assert direct["final"]["rmse"] == pytest.approx(100 * math.sqrt((0 + 0.25 + 1) / 3))
+    assert score["final"]["rmse"] == pytest.approx(100 * math.sqrt((0.25 + 0 + 0.25) / 3))
+    assert score["argument"]["rmse"] == pytest.approx(100 * math.sqrt((0.25 + 0 + 0.25) / 3))
+    assert bench["debateart"]["columns"] == ["final", "argument"]  # nobody labelled source
+    assert summary["labels"] == str(runs["judge"])
+
     # bad input: one line naming the file and the problem, nothing written
     refused = {
         "none: folder not found": ((runs["judge"],), {"labels": tmp_path / "none"}),
