@@ -229,7 +229,9 @@ def report_markdown(report: dict[str, Any]) -> str:
         lines += ["", judge_table(group)]
         humans = [(f["field"], f["humans"]) for f in group["fields"] if f["humans"]]
         if humans:
-            rows: list[tuple[object, ...]] = [("field", "labellers", "items", "α", "pairs")]
+            rows: list[tuple[object, ...]] = [
+                ("field", "labellers", "items", "Krippendorff's α", "pairs")
+            ]
             for name, h in humans:
                 pairs = "; ".join(
                     f"{pair}: {p['items']} items, agree {show(p['agreement'])}"
@@ -237,7 +239,8 @@ def report_markdown(report: dict[str, Any]) -> str:
                     for pair, p in h["pairs"].items()
                 )
                 rows.append((name, ", ".join(h["labellers"]), h["items"], show(h["alpha"]), pairs))
-            lines += ["", "### Humans against each other", "", render_table(rows, markdown=True)]
+            table = render_table(rows, left=2, markdown=True)
+            lines += ["", "### Humans against each other", "", table]
         for field in group["fields"]:
             confusion = field["judge"].get("confusion")
             if confusion and any(map(any, confusion["matrix"])):
