@@ -66,8 +66,9 @@ def field_agreement(
 
     Returns:
         ``{"field", "title", "level", "items", "judge_missing", "judge", "humans"}``: ``judge``
-        (`judge_figures`) over the items the judge gave a value on, ``humans``
-        (`human_figures`) over those two labellers or more labelled, or None.
+        over the items the judge gave a value on (each figure ``{"value", "ci95"}``, Pearson's
+        and Spearman's with ``p`` and ``n``; the confusion matrix; each labeller's figures),
+        ``humans`` (`human_figures`) over those two labellers or more labelled, or None.
     """
     judged = [r for r in rated if r.judge is not None]
     by_labeller = sorted({name for r in judged for name in r.humans})
