@@ -123,7 +123,7 @@ def test_agreement_of_judges_and_labellers_equals_the_formulas(tmp_path):
     label(runs["detector"], "bob", pairs, "label", dict(zip(DOCUMENTS, bob, strict=True)))
 
     out = tmp_path / "report"
-    result = moot.report.agreement(*runs.values(), out=out, resamples=200, seed=3)
+    result = moot.report.agreement(*runs.values(), out=out, resamples=100, seed=3)
     report = json.loads((out / "report.json").read_text())
     groups = {Path(g["run"]).name: {f["field"]: f for f in g["fields"]} for g in report["groups"]}
 
@@ -162,7 +162,7 @@ def test_agreement_of_judges_and_labellers_equals_the_formulas(tmp_path):
     assert groups["judge"]["winner"]["humans"]["pairs"]["ann vs bob"]["agreement"] == 1.0
 
     # the same labels and seed give the same report; Markdown and a chart beside it
-    again = moot.report.agreement(*runs.values(), out=tmp_path / "again", resamples=200, seed=3)
+    again = moot.report.agreement(*runs.values(), out=tmp_path / "again", resamples=100, seed=3)
     assert (tmp_path / "again" / "report.json").read_bytes() == (out / "report.json").read_bytes()
     markdown = (out / "report.md").read_text()
     assert "| label | nominal | 4 | 8 | 0 | 0.625 [" in markdown
@@ -198,3 +198,9 @@ def test_agreement_of_judges_and_labellers_equals_the_formulas(tmp_path):
             moot.report.agreement(*given, out=tmp_path / "bad", **options)
         assert problem in refused_in_one_line(caught.value)
     assert not (tmp_path / "bad").exists()
+    two = tmp_path / "two.jsonl"  # the gold file lacks a debate the labels name
+    two.write_text("".join((tmp_path / "debates.jsonl").read_text().splitlines(True)[:2]))
+    with pytest.raises(MootError) as caught:
+        moot.eval.panelbench(predictions=[runs["judge"]], gold=two, labels=runs["judge"],
+                             out=tmp_path / "bad")  # fmt: skip
+    assert "labels a debate" in refused_in_one_line(caught.value) and "'d3'" in str(caught.value)
