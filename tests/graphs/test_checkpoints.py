@@ -81,6 +81,35 @@ def test_a_failed_call_returns_the_state_so_far_and_a_rerun_resumes_after_it(tmp
     assert len(asked) == 1 and "watching a debate" in asked[0]  # only the conclusion again
 
 
+def test_checkpoints_an_earlier_version_wrote_through_aiosqlite_resume(tmp_path):
+    # moot up to 20bc520 saved with LangGraph's AsyncSqliteSaver: the same tables, so a run
+    # interrupted then resumes under `LoopSqliteSaver` without paying for its finished turns
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async def earlier_version(ctx: ProtocolContext) -> tuple:
+        (tmp_path / ".moot").mkdir()
+        path = str(tmp_path / ".moot" / "checkpoints.sqlite")
+        async with AsyncSqliteSaver.from_conn_string(path) as saver:
+            return await run_thread(
+                build_protocol_graph(saver),
+                ID,
+                start(ctx.protocol, ID, INPUTS),
+                context=ctx,
+                steps=recursion_limit(ctx.protocol),
+                durability="async",
+                done=lambda state: bool(conclusion(state)),
+            )
+
+    with ScriptedServer() as server:
+        server.add_fault(Fault("500", times=1, match="watching a debate"))
+        ctx = context(server.url)
+        state, error = asyncio.run(earlier_version(ctx))
+        assert error is not None and len(state["turns"]) == 2
+        server.clear_log()
+        state, error = asyncio.run(debate(tmp_path, ctx))
+        assert error is None and conclusion(state) and len(server.requests) == 1
+
+
 def test_a_failure_in_b_s_turn_keeps_the_finished_rounds_and_the_rerun_asks_that_round_again(
     tmp_path,
 ):
