@@ -37,6 +37,9 @@ from moot.core.redaction import scrub
 MARKS = ".moot"
 OWNER = f"{MARKS}/owner.json"
 LOCK = f"{MARKS}/lock"
+#: A run's progress, rewritten once a second by the run engine while a stage runs
+#: (`moot.core.runs.Progress`), for `moot view --serve` to show.
+PROGRESS = f"{MARKS}/progress.json"
 MANIFEST = "manifest.json"
 
 #: The claim of `moot.core.runs.run_claimed`'s folders (``.moot/eval.json``).
