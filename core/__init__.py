@@ -79,6 +79,15 @@ __getattr__, __all__ = lazy_exports(
         "moot.core.metrics.perspective_diversity": ("PerspectiveDiversityScorer",),
         "moot.core.view.page": ("render_view", "write_view"),
         "moot.core.view.payload": ("view_payload",),
+        "moot.core.labels": (
+            "LabelField",
+            "append_label",
+            "check_label",
+            "judge_values",
+            "label_fields",
+            "read_labels",
+            "run_fields",
+        ),
         "moot.core.data.questions": (
             "Answer",
             "Question",

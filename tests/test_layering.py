@@ -58,7 +58,8 @@ CORE_LEVELS = {
     "retrieval": 3,  # errors, llm, data (corpus, records)
     "metrics": 4,  # errors, llm, data
     "plan": 4,  # llm (prices), data (logs), runs (the `finished` rules)
-    "view": 3,  # errors, redaction, data (folders, records)
+    "labels": 3,  # errors, data (records, debates, the CompQA rubric)
+    "view": 4,  # errors, redaction, data (folders, records), labels
     "hub": 3,  # errors, redaction, data (records), tables
 }
 

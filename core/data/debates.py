@@ -49,7 +49,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -63,6 +63,8 @@ Format = Literal["1v1", "bp"]
 BP_TEAMS = ("OG", "OO", "CG", "CO")  # speaking order of the first four speeches
 _BP_NAME = re.compile(r"(?:.*\()?(OG|OO|CG|CO)\)?")  # "OG" or "Opening_Government_(OG)"
 LABELS = {"pro": 0.0, "tie": 0.5, "con": 1.0}
+# The paper calls source and language a tie within 3 points; elsewhere only equal scores tie.
+TIE_MARGINS = {"source": 3.0, "language": 3.0}
 
 
 @dataclass(frozen=True)
@@ -449,3 +451,20 @@ def _csv_rows(path: Path, key: str, numeric: bool = False) -> Iterable[dict[str,
             problem = f"expected a numeric {key} and a{' numeric' if numeric else ''} label"
             raise InputError(path, problem, f"line {number}")
     return rows
+
+
+def score_label(debate: Debate, debaters: Mapping[str, Any], margin: float) -> float | None:
+    """The label implied by the debaters' scores, or None when a score could not be read.
+
+    Each side's score is the mean of its debaters'; a difference within `margin` is a tie.
+    """
+    means = []
+    for side in (debate.pro, debate.con):
+        scores = [(debaters.get(name) or {}).get("score") for name in side]
+        if not all(isinstance(score, int | float) for score in scores):
+            return None  # a parse failure, or a debater left unscored
+        means.append(sum(scores) / len(scores))
+    difference = means[0] - means[1]
+    if abs(difference) <= margin:
+        return LABELS["tie"]
+    return LABELS["pro" if difference > 0 else "con"]

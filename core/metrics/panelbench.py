@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from moot.core.charts import NEUTRAL, chart, save_png
-from moot.core.data.debates import BP_TEAMS, LABELS, Debate, load_debates
+from moot.core.data.debates import (
+    BP_TEAMS,
+    LABELS,
+    TIE_MARGINS,
+    Debate,
+    load_debates,
+    score_label,
+)
 from moot.core.data.records import ResultLog, atomic_write, write_json
 from moot.core.errors import InputError
 from moot.core.llm.tokens import count_tokens
@@ -33,8 +40,6 @@ from moot.core.tables import render_table
 
 MODES = ("score", "direct")
 MODE_TITLES = {"score": "Score comparison", "direct": "Direct prediction"}
-# The paper calls source and language a tie within 3 points; elsewhere only equal scores tie.
-TIE_MARGINS = {"source": 3.0, "language": 3.0}
 STATUSES = ("complete", "incomplete", "error")
 BASELINES = ("tie", "con", "pro")  # constant predictions, in the paper's order
 # Figure 5's buckets (Sec. 6.1: "34 have no fewer than 8 speeches, and 51 contain at least 4,000
@@ -52,23 +57,6 @@ class Missing(StrEnum):
 
 
 UNFINISHED = {"incomplete": Missing.INCOMPLETE, "error": Missing.ERROR}  # by judgment status
-
-
-def score_label(debate: Debate, debaters: Mapping[str, Any], margin: float) -> float | None:
-    """The label implied by the debaters' scores, or None when a score could not be read.
-
-    Each side's score is the mean of its debaters'; a difference within `margin` is a tie.
-    """
-    means = []
-    for side in (debate.pro, debate.con):
-        scores = [(debaters.get(name) or {}).get("score") for name in side]
-        if not all(isinstance(score, int | float) for score in scores):
-            return None  # a parse failure, or a debater left unscored
-        means.append(sum(scores) / len(scores))
-    difference = means[0] - means[1]
-    if abs(difference) <= margin:
-        return LABELS["tie"]
-    return LABELS["pro" if difference > 0 else "con"]
 
 
 def winner_label(debate: Debate, winner: str | None) -> float | None:
