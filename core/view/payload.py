@@ -19,6 +19,7 @@ from typing import Any
 from moot.core.data.folders import EVAL_CLAIM, PROGRESS, RunFolder, output_of, owners
 from moot.core.data.records import ResultLog, read_json_file, read_records
 from moot.core.errors import InputError
+from moot.core.labels import LABELS_FOLDER, judge_values, label_fields, read_labels
 
 Record = dict[str, Any]
 
@@ -329,6 +330,7 @@ def read_run(
     if kind.name == "debate":
         items += _failed_argument_lists(folder)
     progress = inside(folder, PROGRESS)
+    labels = inside(folder, LABELS_FOLDER)
     return {
         "name": name or str(folder),
         "command": command,
@@ -336,6 +338,8 @@ def read_run(
         "summary": summary,
         "ledger": (summary or {}).get("ledger"),
         "progress": read_json_file(progress) if progress.is_file() else None,
+        "labelled": bool(label_fields(kind.name, {}, summary or {})),  # a kind people label
+        "labels": read_labels(labels) if labels.is_dir() else [],
         "items": items,
     }
 
@@ -354,6 +358,10 @@ def items_of(
 ) -> list[Record]:
     """The page's items of `records` logged in `folder` (a BERDS question with its detections)."""
     items = [_item(r, summary or {}, kind) for r in records]
+    for item in items:  # what a person can label on it, and what the judge said
+        fields = label_fields(kind.name, item["record"], summary or {})
+        item["fields"] = [field.to_json() for field in fields] or None
+        item["judged"] = judge_values(kind.name, item["record"], summary or {}) if fields else None
     if kind.name == "berds":
         _join_detections(folder, items)
     return items
@@ -498,6 +506,8 @@ def _failed_argument_lists(folder: Path) -> list[Record]:
             "label": "arguments",
             "key": _key("arguments", r.get("topic"), r.get("stance")),
             "record": r,
+            "fields": None,
+            "judged": None,
         }
         for r in lists
         if r.get("status") == "failed"

@@ -9,7 +9,10 @@ read. Under it:
 - ``live?cursor=...``: what is new since its cursors (`moot.core.view.live.LiveRuns.update`);
 - ``view.data/<name>``: a large page's data files (`moot.core.view.page.split_items`);
 - ``files/<run>/<path>``: a file of the run numbered `run` (its folder's files only: no ``..``, no
-  symlink out, `moot.core.view.payload.inside`), as plain text, never run by the browser.
+  symlink out, `moot.core.view.payload.inside`), as plain text, never run by the browser;
+- ``labels`` (POST): a label, checked against the run's items and their fields
+  (`moot.core.labels.check_label`) and appended to ``RUN/labels/<labeller>.jsonl``: the only
+  thing the server writes.
 
 Every text the server sends has the environment's secrets taken out, as the static page does.
 """
@@ -17,8 +20,10 @@ Every text the server sends has the environment's secrets taken out, as the stat
 from __future__ import annotations
 
 import hmac
+import json
 import secrets
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,9 +32,10 @@ from typing import Any, TextIO
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from moot.core.errors import InputError
+from moot.core.labels import append_label, check_label, check_labeller, run_fields
 from moot.core.view.live import LiveRuns, parse_cursors
 from moot.core.view.page import INLINE_ITEMS, embedded_json, render_view, split_items
-from moot.core.view.payload import inside
+from moot.core.view.payload import inside, read_run
 
 #: Milliseconds between two looks of the page at what is new.
 EVERY_MS = 1000
@@ -39,6 +45,8 @@ HEADERS = {
     "Referrer-Policy": "no-referrer",
     "X-Content-Type-Options": "nosniff",
 }
+#: The largest request body: a label with its note.
+BODY_LIMIT = 64 * 1024
 #: A run's file is shown as text: a page in a run folder never runs in the server's origin.
 RAW = "default-src 'none'; sandbox"
 
@@ -59,6 +67,7 @@ class ViewServer(ThreadingHTTPServer):
         self.live, self.secrets = live, list(secrets_)
         self.token = secrets.token_urlsafe(24)
         self.data_files: dict[str, bytes] = {}
+        self.lock = threading.Lock()
 
     @property
     def url(self) -> str:
@@ -73,6 +82,26 @@ class ViewServer(ThreadingHTTPServer):
             payload, files = split_items(payload, "view.data", self.secrets)
             self.data_files = files
         return render_view(payload, title, self.secrets)
+
+    def label(self, body: Any) -> dict[str, Any]:
+        """Append the label `body` (``{run, labeller, item, field, value, note?}``) to its run.
+
+        Returns:
+            The line written (`moot.core.labels.append_label`).
+
+        Raises:
+            ValueError: A run, labeller, item, field or value that is not one (one line).
+        """
+        if not isinstance(body, dict):
+            raise ValueError("a label is a JSON object")
+        folders = [path for path, _ in self.live.shown()]
+        number, labeller = body.pop("run", None), body.pop("labeller", None)
+        if not isinstance(number, int) or not 0 <= number < len(folders):
+            raise ValueError(f"no run {json.dumps(number)} (0 to {len(folders) - 1})")
+        labeller = check_labeller(labeller)
+        with self.lock:  # one run read and one line appended at a time
+            checked = check_label(body, run_fields(read_run(folders[number])))
+            return append_label(folders[number], labeller, checked)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -100,6 +129,23 @@ class _Handler(BaseHTTPRequestHandler):
             self._file(rest)
         else:
             self._refuse(HTTPStatus.NOT_FOUND, "not found")
+
+    def do_POST(self) -> None:  # noqa: N802
+        """A label (``labels``): checked, then appended to ``RUN/labels/<labeller>.jsonl``."""
+        path = self._route()
+        if path is None:
+            return
+        if path != "labels":
+            return self._refuse(HTTPStatus.NOT_FOUND, "not found: only labels are written")
+        size = int(self.headers.get("Content-Length") or 0)
+        if size > BODY_LIMIT:
+            self.close_connection = True
+            return self._refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "a label is a few lines")
+        try:
+            line = self.server.label(json.loads(self.rfile.read(size).decode("utf-8")))
+        except ValueError as exc:  # JSON, UTF-8, the record: `check_label`'s one line
+            return self._refuse(HTTPStatus.BAD_REQUEST, f"label refused: {exc}")
+        self._send(embedded_json(line, self.server.secrets), "application/json")
 
     def _route(self) -> str | None:
         """The path under the token, or None once a request without it is refused (403)."""
