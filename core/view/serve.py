@@ -116,10 +116,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self._route()
         if path is None:
             return
-        routes: dict[str, Callable[[str], None]] = {
-            "": lambda _: self._send(self.server.page(), "text/html"),
-            "live": self._live,
-        }
+        routes: dict[str, Callable[[str], None]] = {"": self._page, "live": self._live}
         head, _, rest = path.partition("/")
         if head in routes and not rest:
             routes[head](urlsplit(self.path).query)
@@ -161,6 +158,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return None
         return rest
+
+    def _page(self, query: str) -> None:
+        try:
+            page = self.server.page()
+        except InputError as exc:  # a folder gone, a labels file that is not one: said in one line
+            return self._refuse(HTTPStatus.INTERNAL_SERVER_ERROR, str(exc))
+        self._send(page, "text/html")
 
     def _live(self, query: str) -> None:
         try:
