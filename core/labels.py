@@ -20,6 +20,7 @@ import json
 import math
 import os
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -41,6 +42,7 @@ LABELS_FOLDER = "labels"
 NOTE_LIMIT = 4000
 #: The keys of a label record (`item`, `field` and `value` required).
 KEYS = ("item", "field", "value", "note", "time", "labeller")
+_APPENDING = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,7 @@ def judge_values(kind: str, record: Record, summary: Record) -> dict[str, Any]:
         if final.get("winner") is not None:
             found["winner"] = final["winner"]
         if record.get("format") != "bp":
-            debate = _sides(record)
+            debate = sides(record)
             for name, verdict in (record.get("dimensions") or {}).items():
                 debaters = (verdict or {}).get("debaters") or {}
                 label = score_label(debate, debaters, TIE_MARGINS.get(name, 0.0))
@@ -188,7 +190,7 @@ def _debate_fields(record: Record, summary: Record) -> list[LabelField]:
     ]
 
 
-def _sides(record: Record) -> Debate:
+def sides(record: Record) -> Debate:
     """The judged debate's sides, as `score_label` reads them."""
     pro, con = tuple(record.get("pro") or ()), tuple(record.get("con") or ())
     return Debate(id=str(record.get("debate")), motion="", pro=pro, con=con, speeches=())
@@ -281,8 +283,9 @@ def append_label(run_dir: Path, labeller: str, record: Record) -> Record:
     path = Path(run_dir) / LABELS_FOLDER / f"{check_labeller(labeller)}.jsonl"
     now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     line = {**record, "time": now, "labeller": labeller}
-    _cut_torn_tail(path)
-    ResultLog(path).append(line)
+    with _APPENDING:  # one append at a time: none may take another's line for a torn one
+        _cut_torn_tail(path)
+        ResultLog(path).append(line)
     return line
 
 
@@ -333,10 +336,13 @@ def read_labels(
             labeller = check_labeller(path.stem)
         except ValueError as exc:
             raise InputError(path, str(exc)) from None
+        if not path.is_file():  # a FIFO would make the read wait for ever
+            raise InputError(path, "not a regular file")
         latest: dict[tuple[str, str], Record] = {}
         for where, record in _lines(path):
             try:
-                label = check_label(record, fields_by_item or _any_item(record))
+                known = _any_item(record) if fields_by_item is None else fields_by_item
+                label = check_label(record, known)
                 if label.get("labeller", labeller) != labeller or "time" not in label:
                     raise ValueError(f"not a label of {labeller} (its time and labeller)")
             except ValueError as exc:

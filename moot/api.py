@@ -313,6 +313,7 @@ POSITIONAL = {
     "models check": "spec",
     "templates export": "folder",
     "collect": "run",
+    "report agreement": "runs",
 }
 
 
@@ -361,7 +362,7 @@ eval = _group(  # noqa: A001 - `moot eval quality` is `moot.eval.quality`
     "eval compqa",
     "eval judge",
 )
-report = _group("report debateqa", "report compqa")
+report = _group("report debateqa", "report compqa", "report agreement")
 data = _group("data distill-compqa", "data mix")
 train = _group("train sft", "train merge")
 models = _group("models check")

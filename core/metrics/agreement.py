@@ -1,11 +1,11 @@
-"""Agreement between raters: Pearson, Spearman (``scipy.stats``) and Krippendorff's alpha.
+"""Agreement between raters: Pearson, Spearman (``scipy.stats``), Krippendorff's alpha, kappa.
 
 The coefficients come from maintained libraries: ``scipy.stats.pearsonr``/``spearmanr`` (with
 their two-sided p-values) and the ``krippendorff`` package, which follows Krippendorff (2011),
 "Computing Krippendorff's Alpha-Reliability". What stays here is the part the libraries answer
 with a warning and a NaN (or an exception): a coefficient that is undefined (fewer than two
 pairs, a constant rating column, no pairable values) is None, reported as "undefined", never a
-made-up number.
+made-up number. Cohen's kappa, one line of arithmetic, is computed here.
 """
 
 from __future__ import annotations
@@ -80,6 +80,27 @@ def krippendorff_alpha(
     if len(values) < 2 or np.ptp(values) == 0:
         return None
     return float(krippendorff.alpha(reliability_data=pairable, level_of_measurement=metric))
+
+
+def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> float | None:
+    """Cohen's kappa of two raters' paired labels: (p_o - p_e) / (1 - p_e) (Cohen, 1960).
+
+    p_o is the share of pairs that agree, p_e the agreement expected from each rater's own
+    shares of each label. None when undefined: no pair, or both raters give one same label to
+    every item (p_e = 1).
+
+    Example:
+        >>> cohen_kappa(["y", "y", "n", "n"], ["y", "n", "n", "n"])
+        0.5
+    """
+    if len(a) != len(b):
+        raise ValueError(f"unpaired values: {len(a)} and {len(b)}")
+    if not a:
+        return None
+    n = len(a)
+    observed = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    expected = sum(list(a).count(v) * list(b).count(v) for v in set(a) | set(b)) / n**2
+    return None if expected == 1 else (observed - expected) / (1 - expected)
 
 
 def _correlation(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -30,11 +31,13 @@ from moot.core.data.debates import (
     LABELS,
     TIE_MARGINS,
     Debate,
+    Debates,
     load_debates,
     score_label,
 )
-from moot.core.data.records import ResultLog, atomic_write, write_json
+from moot.core.data.records import ResultLog, atomic_write, read_json_file, write_json
 from moot.core.errors import InputError
+from moot.core.labels import LABELS_FOLDER, label_fields, read_labels, sides
 from moot.core.llm.tokens import count_tokens
 from moot.core.tables import render_table
 
@@ -255,6 +258,7 @@ def evaluate_panelbench(
     gold_path: Path,
     *,
     margins: Mapping[str, float] = TIE_MARGINS,
+    labels: Path | None = None,
 ) -> dict[str, Any]:
     """Evaluate each `moot judge` output folder against PanelBench gold.
 
@@ -262,6 +266,8 @@ def evaluate_panelbench(
         prediction_dirs: `moot judge` output folders, one per framework.
         gold_path: Anything `load_debates` accepts, with gold labels.
         margins: Score-comparison tie margin per column (final or dimension); unlisted ones 0.
+        labels: A labelled `moot judge` run: its people's labels (`labelled_gold`) are the gold
+            in place of the file's, whose debates are then read for what they are.
 
     Returns:
         ``{"evaluation", "gold", "debates": {"1v1", "bp"}, "tie_margins": {column: margin},
@@ -272,12 +278,20 @@ def evaluate_panelbench(
         "direct": {column: cell}, "buckets": {mode: {bucket: cell}}}`` (buckets: the final
         column by `BUCKETS`), a cell is `rmse_summary` plus ``no_gold`` (judged items without
         that gold label), and
-        ``bp`` is `bp_summary` plus ``no_gold``; each is None when the gold has no such debates.
+        ``bp`` is `bp_summary` plus ``no_gold``; each is None when the gold has no such debates;
+        ``labels``: the labelled run, or None.
 
     Raises:
-        InputError: Unreadable gold or predictions, or a prediction for a debate not in the gold.
+        InputError: Unreadable gold or predictions, a prediction for a debate not in the gold,
+            or labels `labelled_gold` refuses or for a debate not in the gold file.
     """
     debates = load_debates(gold_path)
+    if labels is not None:
+        gold = labelled_gold(labels)
+        unknown = sorted(set(gold) - {debate.id for debate in debates})
+        if unknown:
+            raise InputError(labels, f"labels a debate {gold_path} does not hold: {unknown[0]!r}")
+        debates = Debates(replace(d, gold=gold.get(d.id, {})) for d in debates)
     by_id = {debate.id: debate for debate in debates}
     duels = [d for d in debates if d.format == "1v1"]
     dimensions = list(dict.fromkeys(n for d in duels for n in d.gold.get("dimensions") or {}))
@@ -293,12 +307,58 @@ def evaluate_panelbench(
     return {
         "evaluation": "panelbench",
         "gold": str(gold_path),
+        "labels": None if labels is None else str(labels),
         "debates": {"1v1": len(duels), "bp": len(debates) - len(duels)},
         "tie_margins": {c: margins.get(c, 0.0) for c in ["final", *dimensions]},
         "baselines": constant_baselines(finals) if finals else None,
         "gold_statistics": gold_statistics(duels),
         "frameworks": frameworks,
     }
+
+
+def labelled_gold(run: Path) -> dict[str, dict[str, Any]]:
+    """The gold of the debates people labelled in a `moot judge` run (``RUN/labels``).
+
+    Per debate, the final label (``winner``) and each dimension's (``score:<dimension>``): the
+    mean of its labels on PanelBench's scale (a 1v1 winner by their side), below 0.5 the pro
+    side, above it the con side, else a tie, as DebateArt's votes decide a winner; its
+    ``vote_count`` the labellers. A BP debate's ``winners``: the teams named most.
+
+    Raises:
+        InputError: No judgments, no labels folder, or a label that is none of the run's.
+    """
+    path = Path(run) / "judgments.jsonl"
+    if not path.is_file():
+        raise InputError(path, "file not found (expected a labelled `moot judge` run)")
+    records = ResultLog(path).load()
+    summary_path = Path(run) / "summary.json"
+    summary = read_json_file(summary_path) if summary_path.is_file() else {}
+    fields = {i: label_fields("judge", r, summary or {}) for i, r in records.items()}
+    votes: dict[str, dict[str, list[Any]]] = {}
+    labellers: dict[str, set[str]] = {}
+    for label in read_labels(Path(run) / LABELS_FOLDER, fields):
+        record, value = records[label["item"]], label["value"]
+        column = "final" if label["field"] == "winner" else label["field"].removeprefix("score:")
+        if column == "final" and record.get("format") != "bp":
+            value = sides(record).label(value)
+        votes.setdefault(record["debate"], {}).setdefault(column, []).append(value)
+        labellers.setdefault(record["debate"], set()).add(label["labeller"])
+    gold: dict[str, dict[str, Any]] = {}
+    for debate, columns in votes.items():
+        entry: dict[str, Any] = {"vote_count": len(labellers[debate])}
+        for column, values in columns.items():
+            if isinstance(values[0], str):  # BP teams
+                counts = Counter(values)
+                entry["winners"] = [t for t in BP_TEAMS if counts[t] == max(counts.values())]
+                continue
+            mean = sum(values) / len(values)
+            side = "pro" if mean < LABELS["tie"] else "con" if mean > LABELS["tie"] else "tie"
+            if column == "final":
+                entry["final"] = LABELS[side]
+            else:
+                entry.setdefault("dimensions", {})[column] = LABELS[side]
+        gold[debate] = entry
+    return gold
 
 
 def _evaluate_folder(
@@ -460,6 +520,8 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         "",
         f"Gold: {summary['gold']} ({counts['1v1']} 1v1 debates, {counts['bp']} BP debates).",
     ]
+    if summary.get("labels"):  # an earlier version's summary has none
+        lines[-1] += f" Labels: the people's labels of {summary['labels']}."
     frameworks = summary["frameworks"]
     if counts["1v1"]:
         columns = list(dict.fromkeys(c for f in frameworks for c in f["debateart"]["columns"]))

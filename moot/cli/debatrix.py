@@ -198,6 +198,13 @@ class Panelbench(Job):
             metavar="POINTS",
             help="source and language scores within this are a tie (default 3, the paper's)",
         )
+        labels: Path | None = flag(
+            None,
+            parse=opt.input_folder,
+            metavar="RUN",
+            help="a labelled `moot judge` RUN: its people's labels (RUN/labels) are the gold, "
+            "in place of --gold's, whose debates are still read",
+        )
 
     settings: Settings
 
@@ -214,7 +221,9 @@ class Panelbench(Job):
         if not given.tie_margin >= 0:  # also rejects nan
             raise ConfigError(f"--tie-margin must be 0 or more, got {given.tie_margin:g}")
         margins = {name: given.tie_margin for name in TIE_MARGINS}
-        summary = evaluate_panelbench(given.predictions, given.gold, margins=margins)
+        summary = evaluate_panelbench(
+            given.predictions, given.gold, margins=margins, labels=given.labels
+        )
         out = given.out
         write_panelbench_report(summary, out)
         outputs = {"summary": out / "summary.json", "chart": out / "chart.png"}

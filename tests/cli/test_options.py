@@ -75,6 +75,7 @@ def test_every_command_takes_a_config_file_and_names_an_unknown_key(path, tmp_pa
         ("templates", "export"): ["d"],
         ("protocol",): ["p"],
         ("collect",): ["d"],
+        ("report", "agreement"): ["d"],
     }
     assert main([*path, *positional.get(path, []), "--config", str(config)]) == 2
     assert "c.yaml: unknown option 'no_such_option'" in capsys.readouterr().err

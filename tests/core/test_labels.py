@@ -66,6 +66,13 @@ def test_each_kinds_fields_and_what_its_judge_said():
     assert names(fields) == ["winner", "score:argument", "score:source", "score:language"]
     assert fields[0].values == ("Alice", "Bob", "tie")
     assert fields[1].values == (0.0, 0.5, 1.0) and fields[1].scale == (0.0, 1.0)
+    assert fields[0].to_json() == {
+        "name": "winner",
+        "values": ["Alice", "Bob", "tie"],
+        "scale": None,
+        "ordinal": False,
+        "title": "winner",
+    }
     assert judge_values("judge", JUDGMENT, {}) == {
         "winner": "Bob",
         "score:argument": 1.0,
