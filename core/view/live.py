@@ -29,6 +29,7 @@ from moot.core.view.payload import (
     read_run,
     read_summary,
     run_folders,
+    with_labels,
 )
 
 Record = dict[str, Any]
@@ -123,7 +124,7 @@ class LiveRuns:
             found, cursor["ino"], cursor["offset"] = follow(path, 0, 0)
             return list((found or {}).values())
 
-        run = read_run(folder, name, records)
+        run = with_labels(folder, read_run(folder, name, records))
         self._join(run, run["items"])
         return {**run, "cursor": cursor}
 

@@ -19,7 +19,7 @@ from typing import Any
 from moot.core.data.folders import EVAL_CLAIM, PROGRESS, RunFolder, output_of, owners
 from moot.core.data.records import ResultLog, read_json_file, read_records
 from moot.core.errors import InputError
-from moot.core.labels import LABELS_FOLDER, judge_values, label_fields, read_labels
+from moot.core.labels import LABELS_FOLDER, judge_values, label_fields, read_labels, run_fields
 
 Record = dict[str, Any]
 
@@ -330,7 +330,6 @@ def read_run(
     if kind.name == "debate":
         items += _failed_argument_lists(folder)
     progress = inside(folder, PROGRESS)
-    labels = inside(folder, LABELS_FOLDER)
     return {
         "name": name or str(folder),
         "command": command,
@@ -339,9 +338,18 @@ def read_run(
         "ledger": (summary or {}).get("ledger"),
         "progress": read_json_file(progress) if progress.is_file() else None,
         "labelled": bool(label_fields(kind.name, {}, summary or {})),  # a kind people label
-        "labels": read_labels(labels) if labels.is_dir() else [],
         "items": items,
     }
+
+
+def with_labels(folder: Path, run: Record) -> Record:
+    """`run` (`read_run` of `folder`) with every labeller's labels of its items (``labels``).
+
+    Raises:
+        InputError: A labels file with a line that is no label of the run's items.
+    """
+    labels = inside(folder, LABELS_FOLDER)
+    return {**run, "labels": read_labels(labels, run_fields(run)) if labels.is_dir() else []}
 
 
 def read_summary(folder: Path, kind: Kind) -> Record | None:
@@ -391,12 +399,12 @@ def run_folders(folder: Path) -> list[tuple[Path, str | None]]:
 
 
 def read_runs(folder: Path) -> list[Record]:
-    """A folder's runs: the folder itself (`read_run`), or each stage of a `moot run` folder.
+    """A folder's runs, each with its labels: the folder itself, or a `moot run`'s stages.
 
     Raises:
         InputError: As `read_run` and `run_folders`.
     """
-    return [read_run(path, name) for path, name in run_folders(folder)]
+    return [with_labels(path, read_run(path, name)) for path, name in run_folders(folder)]
 
 
 def inside(folder: Path, name: str) -> Path:
