@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from moot.core.errors import InputError
+from moot.core.errors import ConfigError, InputError
 from moot.core.labels import append_label, check_label, check_labeller, run_fields
 from moot.core.view.live import LiveRuns, parse_cursors
 from moot.core.view.page import INLINE_ITEMS, embedded_json, render_view, split_items
@@ -68,6 +68,13 @@ class ViewServer(ThreadingHTTPServer):
         self.token = secrets.token_urlsafe(24)
         self.data_files: dict[str, bytes] = {}
         self.lock = threading.Lock()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line on stderr for a request that failed (not socketserver's traceback)."""
+        from moot.core.redaction import redact
+
+        error = sys.exc_info()[1]
+        print(f"moot view: a request failed: {redact(str(error))}", file=sys.stderr, flush=True)
 
     @property
     def url(self) -> str:
@@ -134,7 +141,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if path != "labels":
             return self._refuse(HTTPStatus.NOT_FOUND, "not found: only labels are written")
-        size = int(self.headers.get("Content-Length") or 0)
+        size = self.headers.get("Content-Length") or "0"
+        if not size.isdigit():
+            self.close_connection = True
+            return self._refuse(HTTPStatus.LENGTH_REQUIRED, "a label needs its Content-Length")
+        size = int(size)
         if size > BODY_LIMIT:
             self.close_connection = True
             return self._refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "a label is a few lines")
@@ -232,11 +243,15 @@ def serve(
 
     Raises:
         InputError: A folder `moot view` cannot show, or a bad debates file.
-        OSError: The port is taken.
+        ConfigError: The port is taken (or not one moot may bind).
     """
     from moot.core.redaction import known_secrets
 
-    server = ViewServer(LiveRuns(folders, debates), port, known_secrets())
+    live = LiveRuns(folders, debates)
+    try:
+        server = ViewServer(live, port, known_secrets())
+    except OSError as exc:
+        raise ConfigError(f"port {port} on 127.0.0.1: {exc.strerror}") from None
     print(f"moot view: {server.url} (Ctrl-C stops it)", file=out or sys.stdout, flush=True)
     try:
         server.serve_forever()

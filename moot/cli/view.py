@@ -85,10 +85,7 @@ class View(Job):
             raise ConfigError(f"--port {given.port}: a port is at most 65535")
         if Path(given.out) != _page(self.args):
             raise ConfigError("--out writes a page; --serve serves it: choose one")
-        try:
-            serve(given.runs, given.debates, given.port)
-        except OSError as exc:  # the port is taken
-            raise ConfigError(f"--port {given.port}: {exc.strerror}") from None
+        serve(given.runs, given.debates, given.port)
         return self.finish(lines=["moot view: stopped"])
 
 

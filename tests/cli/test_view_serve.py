@@ -32,10 +32,11 @@ HOSTILE = '<img src=x onerror="window.pwned = 1"></script>'
 SCORE = Rule(r'"score": <an integer from 1 to 10>', json.dumps({"comment": HOSTILE, "score": 6}))
 
 
-def wait_for(test, seconds: float = 20.0) -> None:
+def wait_for(test, seconds: float = 20.0, shown=None) -> None:
+    """Wait until `test()` holds; else fail, with the text of the element `shown`."""
     end = time.monotonic() + seconds
     while not test():
-        assert time.monotonic() < end, "waited too long"
+        assert time.monotonic() < end, shown.inner_text() if shown else "waited too long"
         time.sleep(0.05)
 
 
@@ -60,7 +61,7 @@ def test_a_running_judge_grows_on_the_served_page_and_is_labelled(tmp_path, brow
     debates, run = tmp_path / "debates.jsonl", tmp_path / "run"
     debates.write_text("\n".join(lines[:4]) + "\n", encoding="utf-8")
     env = moot_env(MOOT_CACHE_DIR=str(tmp_path / "cache"))
-    with ScriptedServer(rules=[SCORE], latency=0.04) as server:  # ~0.6 s a debate
+    with ScriptedServer(rules=[SCORE], latency=0.03) as server:  # ~0.45 s a debate
         judge = popen_moot(
             "judge", "--debates", debates, "--out", run, "--judge", "openai/scripted",
             "--api-base", server.url, "--framework", "dimensional", "--dimensions", "argument",
@@ -91,7 +92,7 @@ def test_a_running_judge_grows_on_the_served_page_and_is_labelled(tmp_path, brow
         assert shown or at > seen[-1][0] - 2.0, (at, written, seen)
     assert len({n for _, _, n in seen}) >= 2 and seen[-1][2] == 4  # it grew while watched
     progress = page.locator("[data-role=progress]")
-    wait_for(lambda: "judgments: 4 of 4 (0 failed)" in progress.inner_text(), 3)
+    wait_for(lambda: "judgments: 4 of 4 (0 failed)" in progress.inner_text(), 5, progress)
     assert "calls 56" in progress.inner_text() and "ended" in progress.inner_text()
 
     # the server's refusals: no token, a path out of the runs, malformed labels
@@ -178,6 +179,9 @@ def test_a_running_judge_grows_on_the_served_page_and_is_labelled(tmp_path, brow
     assert all(x["labeller"] == "ann" and x["time"].endswith("Z") for x in written)
     assert len(read_labels(run / "labels")) == 3
 
+    taken = run_moot("view", run, "--serve", "--port", urlsplit(url).port, env=env)
+    assert taken.returncode == 2 and taken.stdout == ""
+    assert taken.stderr.startswith(f"moot: error: port {urlsplit(url).port} on 127.0.0.1: ")
     view.send_signal(signal.SIGINT)  # Ctrl-C
     assert view.wait(10) == 0, view.stderr.read()
     assert token not in view.stderr.read() + view.stdout.read()  # printed once, in its first line
