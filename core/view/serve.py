@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from moot.core.errors import ConfigError, InputError
+from moot.core.errors import ConfigError, InputError, WriteError
 from moot.core.labels import append_label, check_label, check_labeller, run_fields
 from moot.core.view.live import LiveRuns, parse_cursors
 from moot.core.view.page import INLINE_ITEMS, embedded_json, render_view, split_items
@@ -57,14 +57,14 @@ class ViewServer(ThreadingHTTPServer):
     Args:
         live: The runs it shows.
         port: Its port on 127.0.0.1 (0: a free one).
-        secrets_: Strings no answer may hold (`moot.core.redaction.known_secrets`).
+        hidden: Strings no answer may hold (`moot.core.redaction.known_secrets`).
     """
 
     daemon_threads = True
 
-    def __init__(self, live: LiveRuns, port: int = 0, secrets_: Sequence[str] = ()) -> None:
+    def __init__(self, live: LiveRuns, port: int = 0, hidden: Sequence[str] = ()) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
-        self.live, self.secrets = live, list(secrets_)
+        self.live, self.secrets = live, list(hidden)
         self.token = secrets.token_urlsafe(24)
         self.data_files: dict[str, bytes] = {}
         self.lock = threading.Lock()
@@ -153,6 +153,8 @@ class _Handler(BaseHTTPRequestHandler):
             line = self.server.label(json.loads(self.rfile.read(size).decode("utf-8")))
         except ValueError as exc:  # JSON, UTF-8, the record: `check_label`'s one line
             return self._refuse(HTTPStatus.BAD_REQUEST, f"label refused: {exc}")
+        except (InputError, WriteError) as exc:  # the run unreadable, or a full disk: not kept
+            return self._refuse(HTTPStatus.INTERNAL_SERVER_ERROR, f"label not kept: {exc}")
         self._send(embedded_json(line, self.server.secrets), "application/json")
 
     def _route(self) -> str | None:
