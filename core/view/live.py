@@ -20,6 +20,7 @@ from typing import Any
 
 from moot.core.data.folders import PROGRESS
 from moot.core.view.payload import (
+    Kind,
     inside,
     items_of,
     join_debates,
@@ -116,20 +117,19 @@ class LiveRuns:
 
     def _read(self, folder: Path, name: str) -> Record:
         """The run whole, and its cursor: where its log was read to."""
-        kind = kind_of(folder)
-        also = _digest(folder, (kind.summary, *kind.also, *([kind.log] if _whole(kind) else [])))
-        cursor = {"name": name, "ino": 0, "offset": 0, "also": also}
+        cursor = {"name": name, "ino": 0, "offset": 0, "also": _others(folder, kind_of(folder))}
 
         def records(path: Path) -> list[Record]:
             found, cursor["ino"], cursor["offset"] = follow(path, 0, 0)
             return list((found or {}).values())
 
         run = with_labels(folder, read_run(folder, name, records))
-        self._join(run, run["items"])
+        self._join(run["kind"], run["items"])
         return {**run, "cursor": cursor}
 
-    def _join(self, run: Record, items: list[Record]) -> None:
-        if self.debates is not None and run["kind"] == "judge":
+    def _join(self, kind: str, items: list[Record]) -> None:
+        """A judgment's debate (``--debates``) with each of `items`."""
+        if self.debates is not None and kind == "judge":
             join_debates(items, self.debates)
 
     def update(self, cursors: list[Record]) -> Record:
@@ -148,17 +148,18 @@ class LiveRuns:
 
     def _since(self, folder: Path, name: str, cursor: Record) -> Record:
         kind = kind_of(folder)
-        also = _digest(folder, (kind.summary, *kind.also, *([kind.log] if _whole(kind) else [])))
         found: dict[str, Record] | None = {}
         ino, offset = cursor["ino"], cursor["offset"]
-        if also != cursor["also"]:
+        if _others(folder, kind) != cursor["also"]:
             found = None
         elif kind.log and not _whole(kind):
             found, ino, offset = follow(inside(folder, kind.log), ino, offset)
         if found is None:
             return {**self._read(folder, name), "reset": True}
-        items = items_of(folder, kind, list(found.values()), read_summary(folder, kind))
-        self._join({"kind": kind.name}, items)
+        items = []
+        if found:
+            items = items_of(folder, kind, list(found.values()), read_summary(folder, kind))
+            self._join(kind.name, items)
         progress = inside(folder, PROGRESS)
         return {
             "items": items,
@@ -167,9 +168,14 @@ class LiveRuns:
         }
 
 
-def _whole(kind: Any) -> bool:
+def _whole(kind: Kind) -> bool:
     """A kind whose log is a folder of files written whole (CompQA's ``judged/``)."""
     return kind.name == "compqa"
+
+
+def _others(folder: Path, kind: Kind) -> str:
+    """The digest of the files other than the log that a run's items come from (`_digest`)."""
+    return _digest(folder, (kind.summary, *kind.also, *([kind.log] if _whole(kind) else [])))
 
 
 def parse_cursors(text: str) -> list[Record]:
