@@ -182,6 +182,10 @@ def test_a_running_judge_grows_on_the_served_page_and_is_labelled(tmp_path, brow
     taken = run_moot("view", run, "--serve", "--port", urlsplit(url).port, env=env)
     assert taken.returncode == 2 and taken.stdout == ""
     assert taken.stderr.startswith(f"moot: error: port {urlsplit(url).port} on 127.0.0.1: ")
+    both = run_moot("view", run, "--serve", "--out", tmp_path / "page.html", env=env)
+    assert (both.returncode, both.stderr) == (
+        2, "moot: error: --out writes a page; --serve serves it: choose one\n",
+    )  # fmt: skip
     view.send_signal(signal.SIGINT)  # Ctrl-C
     assert view.wait(10) == 0, view.stderr.read()
     assert token not in view.stderr.read() + view.stdout.read()  # printed once, in its first line
