@@ -190,9 +190,14 @@ def test_a_running_judge_grows_on_the_served_page_and_is_labelled(tmp_path, brow
     assert view.wait(10) == 0, view.stderr.read()
     assert token not in view.stderr.read() + view.stdout.read()  # printed once, in its first line
 
-    # the same run in a page from disk: labels kept in the browser, exported as the same JSONL
+    # the same run in a page from disk: labels kept in the browser, exported as the same JSONL;
+    # its progress as a killed run leaves it (running, not updated since)
+    killed = json.loads((run / ".moot" / "progress.json").read_text())
+    killed |= {"state": "running", "updated": "2026-01-01T00:00:00.000+00:00"}
+    (run / ".moot" / "progress.json").write_text(json.dumps(killed))
     assert run_moot("view", run, "--debates", debates, env=env).returncode == 0
     still = open_page(browser, run / "view.html")
+    assert "not updated for" in still.locator("[data-role=state]").inner_text()
     still.fill("[data-role=labeller]", "bo")
     still.locator("[data-role=labeller]").dispatch_event("change")
     still.locator("tr.item-row").nth(2).click()
