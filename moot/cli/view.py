@@ -94,6 +94,7 @@ def register(commands: Commands) -> None:
     view = commands.add(
         "view",
         View,
-        "one static HTML page of run folders: items, failures, filters, summary, side by side",
+        "one static HTML page of run folders: items, failures, filters, summary, side by side; "
+        "or served live (--serve), following running runs, with labelling",
     )
     view.set_defaults(writes_in_inputs=PAGE)  # a run's page goes into its folder
