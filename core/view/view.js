@@ -407,7 +407,8 @@
     const main = el("div", { "data-view": "items" });
     const list = el("div", {}), detail = el("div", { cls: "detail", "data-role": "detail" }, el("p", { cls: "muted" }, "Choose an item."));
     let page = 0, shown = run.items, selected = null;
-    const scored = run.items.some((i) => i.score != null), labelled = run.labelled;
+    let scored = false;
+    const labelled = run.labelled;
     const filters = makeFilters(run.items, () => { page = 0; refresh(); }, true);
     const sample = labelled ? sampler(() => { page = 0; refresh(); }) : null;
     function open(item) {
@@ -424,6 +425,7 @@
     }
     function refresh() {
       if (selected && !run.items.includes(selected)) selected = run.items.find((i) => i.id === selected.id) || null;  // it arrived again
+      scored = run.items.some((i) => i.score != null);  // a running run's first score adds the column
       shown = run.items.filter(filters.keep);
       if (sample) shown = sample.sample(shown);
       page = Math.min(page, Math.max(0, Math.ceil(shown.length / PAGE) - 1));
