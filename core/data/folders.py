@@ -235,9 +235,10 @@ class RunFolder:
                 with contextlib.suppress(OSError):
                     (folder / LOCK).unlink()  # before the release, so no run locks a dead file
                 lock.close()
-            if marked and not holds_files(folder):
-                with contextlib.suppress(OSError):
-                    (folder / OWNER).unlink()
+            if marked and not holds_files(folder):  # its progress, of a run that left nothing
+                for mark in (OWNER, PROGRESS):
+                    with contextlib.suppress(OSError):
+                        (folder / mark).unlink()
             for path in reversed(made):
                 with contextlib.suppress(OSError):  # not empty: the run made something
                     path.rmdir()
