@@ -143,7 +143,7 @@ def test_a_running_judge_grows_on_the_served_page_and_is_labelled(tmp_path, brow
     assert 'no item "nope"' in said["no such item"][1]
     assert "someone" in said["a value the field does not take"][1]
     assert all(len(text.strip().splitlines()) == 1 for _, text in said.values())
-    assert not (run / "labels").exists() and not (tmp_path / "x.jsonl").exists()
+    assert not (run / "labels").exists() and not (run / "x.jsonl").exists()  # nothing written
 
     # three labels: two by keyboard, one by mouse with a note; then the page reloaded
     page.fill("[data-role=labeller]", "ann")
@@ -160,9 +160,8 @@ def test_a_running_judge_grows_on_the_served_page_and_is_labelled(tmp_path, brow
     second = page.locator("[data-role=detail] strong").first.inner_text()
     page.keyboard.press("n")
     wait_for(lambda: page.locator("[data-role=detail] strong").first.inner_text() != second)
-    assert page.locator("tr.item-row.selected").get_attribute("data-id") == rows.nth(
-        1
-    ).get_attribute("data-id")
+    selected = page.locator("tr.item-row.selected").get_attribute("data-id")
+    assert selected == rows.nth(1).get_attribute("data-id")
     page.fill("[data-role=note]", "close call")
     panel.locator("tr[data-field=winner] button").first.click()
     wait_for(lambda: len(labels_in(run)) == 3)
