@@ -273,7 +273,11 @@
     let active = Math.max(0, fields.findIndex((f) => !mine.has(labelKey(r, item.id, f.name))));
     const keyOf = (f, i) => (f.values.every((v) => Number.isInteger(v) && v >= 0 && v <= 9) ? String(f.values[i]) : String(i + 1));
     function save(field, v) {
-      if (!labeller) { said.replaceChildren(el("div", { cls: "warn" }, "Your name first (labeller, at the top)")); document.querySelector("[data-role=labeller]").focus(); return; }
+      if (!/^[A-Za-z0-9._-]{1,64}$/.test(labeller) || /^\.+$/.test(labeller)) {  // it names the labels file
+        said.replaceChildren(el("div", { cls: "warn" }, "Your name first, at the top: 1-64 of A-Z a-z 0-9 . _ -"));
+        document.querySelector("[data-role=labeller]").focus();
+        return;
+      }
       const record = { item: item.id, field: field.name, value: v };
       if (note.value.trim()) record.note = note.value.trim();
       const done = (line) => { mine.set(labelKey(r, line.item, line.field), line); note.value = ""; active = Math.min(fields.length - 1, fields.indexOf(field) + 1); said.replaceChildren(); draw(); redraw(); };

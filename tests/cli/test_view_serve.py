@@ -204,6 +204,11 @@ def test_a_running_judge_grows_on_the_served_page_and_is_labelled(tmp_path, brow
     assert run_moot("view", run, "--debates", debates, env=env).returncode == 0
     still = open_page(browser, run / "view.html")
     assert "not updated for" in still.locator("[data-role=state]").inner_text()
+    still.fill("[data-role=labeller]", "b/o")  # a name that cannot name a file: asked again
+    still.locator("[data-role=labeller]").dispatch_event("change")
+    still.locator("tr.item-row").nth(2).click()
+    still.keyboard.press("1")
+    assert "Your name first" in still.locator("[data-role=label-message]").inner_text()
     still.fill("[data-role=labeller]", "bo")
     still.locator("[data-role=labeller]").dispatch_event("change")
     still.locator("tr.item-row").nth(2).click()
