@@ -22,7 +22,8 @@ the input), so a rerun recognises it. For each run the engine
 - appends each record to the run's JSONL log as soon as it is known (fsynced, off the event loop),
   so a crash loses at most the items in flight;
 - shows its progress (done, failed, calls, tokens, cost, ETA): a bar on a terminal, else a plain
-  line on stderr every ``--progress-every`` seconds (`Progress`);
+  line on stderr every ``--progress-every`` seconds (`Progress`), and in a run folder's
+  ``.moot/progress.json`` once a second, for `moot view --serve` (`PROGRESS`);
 - compacts the log at the end, one line per id, this run's items first in input order (a log
   already so, as a rerun that found everything done leaves it, is not rewritten).
 
@@ -36,17 +37,21 @@ turns them into the exit code (0 all done, 1 some failed, 3 stopped by ``--budge
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import json
+import os
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.folders import EVAL_CLAIM, RunFolder
-from moot.core.data.records import ResultLog
-from moot.core.errors import BatchPending, BudgetReached, ModelCallError
+from moot.core.data.folders import EVAL_CLAIM, PROGRESS, RunFolder
+from moot.core.data.records import ResultLog, atomic_write
+from moot.core.errors import BatchPending, BudgetReached, ModelCallError, WriteError
 from moot.core.llm.batch import Flight
 from moot.core.llm.endpoints import sticky
 
@@ -205,17 +210,32 @@ class Progress:
     _stage: _Stage | None = field(default=None, repr=False)
     _timer: asyncio.TimerHandle | None = field(default=None, repr=False)
     _shown: str = field(default="", repr=False)  # the counts of the last plain line
+    _file: Path | None = field(default=None, repr=False)  # the run's PROGRESS
+    _saver: asyncio.TimerHandle | None = field(default=None, repr=False)
 
-    def start(self, total: int, unit: str) -> None:
+    def start(self, total: int, unit: str, file: Path | None = None, skipped: int = 0) -> None:
         """Begin a stage of `total` items (a command with two stages shows two).
 
         Called within the run's event loop (`run_items` does): plain lines are timed on it.
+
+        Args:
+            total: The items this run does in the stage.
+            unit: What an item is, plural.
+            file: Where the stage's counts are also written once a second, whatever `enabled`
+                says (`PROGRESS`, for `moot view --serve`); None: nowhere.
+            skipped: The stage's items done by an earlier run (the file says so).
         """
         self.close()
-        if not (self.enabled and total):
+        shown = bool(self.enabled and total)
+        if not (shown or file):
             return
         stream = self.stream or sys.stderr
-        self._stage = _Stage(unit, total, stream, time.monotonic())
+        self._stage = _Stage(unit, total, stream, time.monotonic(), shown, skipped, time.time())
+        if file is not None:
+            self._file = file
+            self._save()
+        if not shown:
+            return
         if stream.isatty():
             from tqdm import tqdm
 
@@ -242,11 +262,49 @@ class Progress:
         """
         if self._bar is not None:
             self._bar.close()
-        elif self._stage is not None and ended:
+        elif self._stage is not None and self._stage.shown and ended:
             self._write(end=True)
         if self._timer is not None:
             self._timer.cancel()
+        if self._saver is not None:
+            self._saver.cancel()
+        if self._file is not None and self._stage is not None:
+            self._save("ended" if ended else "stopped")
         self._bar, self._stage, self._timer, self._shown = None, None, None, ""
+        self._file, self._saver = None, None
+
+    def _save(self, state: str = "running") -> None:
+        """Write the stage's counts to its `PROGRESS`; while running, again in a second.
+
+        A file that cannot be written is left as it was: it only shows the run, which goes on
+        (its records are what count, and their writes fail loudly).
+        """
+        stage, file = self._stage, self._file
+        assert stage is not None and file is not None
+        found: dict[str, Any] = {
+            "stage": stage.unit,
+            "state": state,
+            "planned": stage.skipped + stage.total,
+            "skipped": stage.skipped,
+            "done": stage.finished - stage.failed,
+            "failed": stage.failed,
+            "started": _iso(stage.wall),
+            "updated": _iso(time.time()),
+            "pid": os.getpid(),
+        }
+        if self.ledger is not None:
+            total = self.ledger.total()
+            found |= {
+                "calls": total.calls,
+                "tokens": total.prompt_tokens + total.completion_tokens,
+                "cost_usd": total.cost_usd,
+            }
+        text = json.dumps(found)
+        with contextlib.suppress(WriteError):
+            atomic_write(file, lambda f: f.write(text))
+        if state == "running":
+            loop = asyncio.get_running_loop()
+            self._saver = loop.call_later(SAVE_EVERY, self._save)
 
     def _tick(self) -> None:
         self._write(end=False)
@@ -298,8 +356,19 @@ class _Stage:
     total: int
     stream: Any
     started: float  # time.monotonic()
+    shown: bool = True  # on `stream`; else only in the progress file
+    skipped: int = 0
+    wall: float = 0.0  # time.time() at the start, for the progress file
     finished: int = 0
     failed: int = 0
+
+
+#: Seconds between two writes of a run's progress file.
+SAVE_EVERY = 1.0
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")
 
 
 def _duration(seconds: float) -> str:
@@ -362,7 +431,10 @@ async def run_items(
     del done_before
     tally = Tally(unit, planned=len(items), skipped=len(items) - len(pending))
     if progress is not None:
-        progress.start(len(pending), unit)
+        # a run folder (its .moot/ made by its claim or owner mark) gets the progress file
+        state = log.path.parent / PROGRESS
+        file = state if state.parent.is_dir() else None
+        progress.start(len(pending), unit, file, tally.skipped)
     queue = iter(pending)
     budget_reached = False
     ended: set[str] = set()  # items this run finished or failed

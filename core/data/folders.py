@@ -37,6 +37,9 @@ from moot.core.redaction import scrub
 MARKS = ".moot"
 OWNER = f"{MARKS}/owner.json"
 LOCK = f"{MARKS}/lock"
+#: A run's progress, rewritten once a second by the run engine while a stage runs
+#: (`moot.core.runs.Progress`), for `moot view --serve` to show.
+PROGRESS = f"{MARKS}/progress.json"
 MANIFEST = "manifest.json"
 
 #: The claim of `moot.core.runs.run_claimed`'s folders (``.moot/eval.json``).
@@ -232,9 +235,10 @@ class RunFolder:
                 with contextlib.suppress(OSError):
                     (folder / LOCK).unlink()  # before the release, so no run locks a dead file
                 lock.close()
-            if marked and not holds_files(folder):
-                with contextlib.suppress(OSError):
-                    (folder / OWNER).unlink()
+            if marked and not holds_files(folder):  # its progress, of a run that left nothing
+                for mark in (OWNER, PROGRESS):
+                    with contextlib.suppress(OSError):
+                        (folder / mark).unlink()
             for path in reversed(made):
                 with contextlib.suppress(OSError):  # not empty: the run made something
                     path.rmdir()

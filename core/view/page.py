@@ -62,7 +62,7 @@ INLINE_ITEMS = 1000
 #: Items per data file of a larger page: one file is read when one of its items is opened.
 CHUNK = 250
 #: What the page reads of every item at once: the list, the filters, the summary's counts.
-LISTED = ("id", "status", "failed", "error", "title", "model", "score", "label", "key")
+LISTED = ("id", "status", "failed", "error", "title", "model", "score", "label", "key", "judged")
 
 
 def data_folder(page: Path) -> Path:

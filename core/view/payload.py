@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.folders import EVAL_CLAIM, RunFolder, output_of, owners
+from moot.core.data.folders import EVAL_CLAIM, PROGRESS, RunFolder, output_of, owners
 from moot.core.data.records import ResultLog, read_json_file, read_records
 from moot.core.errors import InputError
+from moot.core.labels import LABELS_FOLDER, judge_values, label_fields, read_labels, run_fields
 
 Record = dict[str, Any]
 
@@ -35,12 +36,15 @@ class Kind:
         log: The file with one record per item, or None for a summary-only folder.
         summary: The file with the run's settings, counts and ledger.
         item: The list fields of one record (`title`, `model`, `score`, `label`, `key`).
+        also: The other files its items are read from (`moot view --serve` reads the whole
+            run again when one of them, or the summary, changes; the log it follows).
     """
 
     name: str
     log: str | None
     summary: str
     item: Callable[[Record, Record], Record]
+    also: tuple[str, ...] = ()
 
 
 def _debate(r: Record, summary: Record) -> Record:
@@ -233,13 +237,13 @@ def _none(r: Record, summary: Record) -> Record:
 #: How `moot view` reads each kind of folder, by the name a command registers for its output
 #: (`moot.core.data.folders.Output.view`).
 KINDS: dict[str, Kind] = {
-    "debate": Kind("debate", "debates.jsonl", "manifest.json", _debate),
+    "debate": Kind("debate", "debates.jsonl", "manifest.json", _debate, ("arguments.jsonl",)),
     "judge": Kind("judge", "judgments.jsonl", "summary.json", _judgment),
     "controllability": Kind("controllability", "judgments.jsonl", "summary.json", _debatune_eval),
     "quality": Kind("quality", "judgments.jsonl", "summary.json", _debatune_eval),
     "da": Kind("da", "judgments.jsonl", "summary.json", _da),
     "detector": Kind("detector", "judgments.jsonl", "summary.json", _detector),
-    "berds": Kind("berds", "scores.jsonl", "summary.json", _berds),
+    "berds": Kind("berds", "scores.jsonl", "summary.json", _berds, ("judgments.jsonl",)),
     "pd": Kind("pd", "scores.jsonl", "summary.json", _pd),
     "answer": Kind("answer", "answers.jsonl", "summary.json", _question),
     "curate": Kind("curate", "curation.jsonl", "summary.json", _curated),
@@ -288,12 +292,24 @@ def command_of(folder: Path) -> str:
     return found[0]
 
 
-def read_run(folder: Path, name: str | None = None) -> Record:
-    """One run folder as the page's run: its command, summary, ledger and items.
+def kind_of(folder: Path) -> Kind:
+    """How `moot view` reads `folder` (`command_of` says whether it can)."""
+    return KINDS[str(_view(command_of(folder)))]
+
+
+def read_run(
+    folder: Path,
+    name: str | None = None,
+    records: Callable[[Path], list[Record]] | None = None,
+) -> Record:
+    """One run folder as the page's run: its command, summary, ledger, progress and items.
 
     Args:
         folder: The run folder.
         name: What the page calls it (default: the folder as given).
+        records: Reads the records of the folder's log (by its path) instead of `ResultLog`
+            (`moot view --serve`, which follows the log from where this read ends); a run
+            whose folder holds nothing yet is then shown empty, not refused.
 
     Raises:
         InputError: `command_of` refuses it, or a file it needs cannot be read.
@@ -301,37 +317,73 @@ def read_run(folder: Path, name: str | None = None) -> Record:
     folder = Path(folder)
     command = command_of(folder)
     kind = KINDS[str(_view(command))]
-    summary_path = inside(folder, kind.summary)
-    summary = read_json_file(summary_path) if summary_path.is_file() else None
-    if summary is not None and not isinstance(summary, dict):
-        raise InputError(summary_path, "expected a JSON object")
-    if kind.log is not None and summary is None and not inside(folder, kind.log).exists():
+    summary = read_summary(folder, kind)
+    empty = kind.log is not None and summary is None and not inside(folder, kind.log).exists()
+    if empty and records is None:
         raise InputError(folder, f"holds neither {kind.log} nor {kind.summary}: nothing to show")
-    records = _records(folder, kind) if kind.log else []
-    items = [_item(r, summary or {}, kind) for r in records]
+    logged = []
+    if kind.log and records is not None and kind.name != "compqa":  # compqa's log: a folder
+        logged = records(inside(folder, kind.log))
+    elif kind.log:
+        logged = _records(folder, kind)
+    items = items_of(folder, kind, logged, summary)
     if kind.name == "debate":
         items += _failed_argument_lists(folder)
-    if kind.name == "berds":
-        _join_detections(folder, items)
+    progress = inside(folder, PROGRESS)
     return {
         "name": name or str(folder),
         "command": command,
         "kind": kind.name,
         "summary": summary,
         "ledger": (summary or {}).get("ledger"),
+        "progress": read_json_file(progress) if progress.is_file() else None,
+        "labelled": bool(label_fields(kind.name, {}, summary or {})),  # a kind people label
         "items": items,
     }
 
 
-def read_runs(folder: Path) -> list[Record]:
-    """A folder's runs: the folder itself (`read_run`), or each stage of a `moot run` folder.
+def with_labels(folder: Path, run: Record) -> Record:
+    """`run` (`read_run` of `folder`) with every labeller's labels of its items (``labels``).
+
+    Raises:
+        InputError: A labels file with a line that is no label of the run's items.
+    """
+    labels = inside(folder, LABELS_FOLDER)
+    return {**run, "labels": read_labels(labels, run_fields(run)) if labels.is_dir() else []}
+
+
+def read_summary(folder: Path, kind: Kind) -> Record | None:
+    """The folder's summary file (`Kind.summary`), or None while there is none."""
+    path = inside(folder, kind.summary)
+    summary = read_json_file(path) if path.is_file() else None
+    if summary is not None and not isinstance(summary, dict):
+        raise InputError(path, "expected a JSON object")
+    return summary
+
+
+def items_of(
+    folder: Path, kind: Kind, records: list[Record], summary: Record | None
+) -> list[Record]:
+    """The page's items of `records` logged in `folder` (a BERDS question with its detections)."""
+    items = [_item(r, summary or {}, kind) for r in records]
+    for item in items:  # what a person can label on it, and what the judge said
+        fields = label_fields(kind.name, item["record"], summary or {})
+        item["fields"] = [field.to_json() for field in fields] or None
+        item["judged"] = judge_values(kind.name, item["record"], summary or {}) if fields else None
+    if kind.name == "berds":
+        _join_detections(folder, items)
+    return items
+
+
+def run_folders(folder: Path) -> list[tuple[Path, str | None]]:
+    """The run folders `folder` shows, each with its name on the page (None: as given).
 
     A `moot run` folder shows every stage whose folder `moot view` can show (``OUT/<stage>``, in
     the recipe's order, named ``OUT: <stage>``); its SFT and `moot generate` outputs are not
     run folders and are left out.
 
     Raises:
-        InputError: As `read_run`; a `moot run` folder none of whose stages can be shown yet.
+        InputError: A `moot run` folder none of whose stages can be shown yet.
     """
     folder = Path(folder)
     if folder.is_dir() and _view_of(folder) == STAGES:
@@ -342,8 +394,17 @@ def read_runs(folder: Path) -> list[Record]:
         shown = [s for s in stages if s.is_dir() and _view_of(s) in KINDS]
         if not shown:
             raise InputError(folder, "no stage of this `moot run` has a run folder to show yet")
-        return [read_run(stage, f"{folder}: {stage.name}") for stage in shown]
-    return [read_run(folder)]
+        return [(stage, f"{folder}: {stage.name}") for stage in shown]
+    return [(folder, None)]
+
+
+def read_runs(folder: Path) -> list[Record]:
+    """A folder's runs, each with its labels: the folder itself, or a `moot run`'s stages.
+
+    Raises:
+        InputError: As `read_run` and `run_folders`.
+    """
+    return [with_labels(path, read_run(path, name)) for path, name in run_folders(folder)]
 
 
 def inside(folder: Path, name: str) -> Path:
@@ -453,6 +514,8 @@ def _failed_argument_lists(folder: Path) -> list[Record]:
             "label": "arguments",
             "key": _key("arguments", r.get("topic"), r.get("stance")),
             "record": r,
+            "fields": None,
+            "judged": None,
         }
         for r in lists
         if r.get("status") == "failed"
@@ -472,15 +535,30 @@ def view_payload(folders: list[Path], debates: Path | None = None) -> Record:
     """
     runs = [run for folder in folders for run in read_runs(folder)]
     if debates is not None:
-        from moot.core.data.debates import load_debates
-
-        by_id = {d.id: d for d in load_debates(debates)}
+        by_id = judged_debates(debates)
         for run in runs:
-            for item in run["items"] if run["kind"] == "judge" else []:
-                debate = by_id.get(item["record"].get("debate"))
-                if debate is not None:
-                    item.update(_judged_debate(debate))
+            if run["kind"] == "judge":
+                join_debates(run["items"], by_id)
     return {"format": 1, "runs": runs}
+
+
+def judged_debates(debates: Path) -> dict[str, Any]:
+    """The debates a `moot judge` run judged (its ``--debates`` file), by id.
+
+    Raises:
+        InputError: A bad debates file.
+    """
+    from moot.core.data.debates import load_debates
+
+    return {d.id: d for d in load_debates(debates)}
+
+
+def join_debates(items: list[Record], by_id: dict[str, Any]) -> None:
+    """Each judgment item with its debate (`judged_debates`): motion, speeches, gold winner."""
+    for item in items:
+        debate = by_id.get(item["record"].get("debate"))
+        if debate is not None:
+            item.update(_judged_debate(debate))
 
 
 def _judged_debate(debate: Any) -> Record:

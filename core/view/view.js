@@ -9,6 +9,7 @@
   // from disk may not fetch)
   const CHUNKS = DATA.chunks;
   const PAGE = 50;
+  const views = new Map();  // an items tab's element → its refresh and n / p
   const SVGNS = "http://www.w3.org/2000/svg";
 
   function el(tag, attrs, ...children) {
@@ -219,7 +220,7 @@
   const chunks = new Map(), arrived = new Map();
   window.mootChunk = (r, c, rest) => { const done = arrived.get(r + "-" + c); if (done) done(rest); };
   function whole(run, item) {
-    if (!CHUNKS) return Promise.resolve(item);
+    if (!CHUNKS || item.record !== undefined) return Promise.resolve(item);  // whole: arrived live
     const i = run.items.indexOf(item), name = RUNS.indexOf(run) + "-" + Math.floor(i / CHUNKS.size);
     if (!chunks.has(name)) chunks.set(name, new Promise((resolve, reject) => {
       const src = `${encodeURIComponent(CHUNKS.folder)}/${CHUNKS.prefix}-${name}.js`;
@@ -241,7 +242,125 @@
   function drawItem(run, item) {
     const draw = DRAW[run.kind];
     return el("div", { cls: "item-detail" }, el("div", {}, badge(item.status), " ", el("strong", {}, item.title)),
-      failure(item), draw ? draw(item.record, item, run) : value(item.record), rawRecord(item.record));
+      failure(item), labelPanel(run, item), draw ? draw(item.record, item, run) : value(item.record), rawRecord(item.record));
+  }
+
+  // ---------- labels: the labeller's own verdicts, next to the judge's ----------
+  // Served (moot view --serve): each label is POSTed, the server appends it to
+  // RUN/labels/<labeller>.jsonl. A page from disk keeps them in the browser (localStorage) and
+  // exports the same JSONL. Either way the latest line per (item, field) is the label.
+  const store = (() => { try { return window.localStorage; } catch (e) { return null; } })();
+  let labeller = (store && store.getItem("moot-labeller")) || "";
+  const mine = new Map();  // run index, item id, field → the labeller's latest line
+  const labelKey = (r, item, field) => `${r}\u0001${item}\u0001${field}`;
+  const keptKey = (run) => "moot-labels:" + run.name;
+  const kept = (run) => { try { return JSON.parse((store && store.getItem(keptKey(run))) || "[]"); } catch (e) { return []; } };
+  function loadLabels() {
+    mine.clear();
+    RUNS.forEach((run, r) => {
+      for (const line of [...(run.labels || []), ...(DATA.live ? [] : kept(run))]) if (line.labeller === labeller) mine.set(labelKey(r, line.item, line.field), line);
+    });
+  }
+  loadLabels();
+  const labelledBy = (r, id) => [...mine.keys()].some((k) => k.startsWith(labelKey(r, id, "")));
+  let panelNow = null;  // the label panel on screen: digits and f act on it
+  function labelPanel(run, item) {
+    const fields = item.fields || [], r = RUNS.indexOf(run);
+    if (!fields.length) return null;
+    const box = el("div", { cls: "labels", "data-role": "labels" });
+    const note = el("input", { type: "text", placeholder: "note (optional): kept with the next label", "data-role": "note", size: 50 });
+    const said = el("div", { "data-role": "label-message" });
+    let active = Math.max(0, fields.findIndex((f) => !mine.has(labelKey(r, item.id, f.name))));
+    const keyOf = (f, i) => (f.values.every((v) => Number.isInteger(v) && v >= 0 && v <= 9) ? String(f.values[i]) : String(i + 1));
+    function save(field, v) {
+      if (!/^[A-Za-z0-9._-]{1,64}$/.test(labeller) || /^\.+$/.test(labeller)) {  // it names the labels file
+        said.replaceChildren(el("div", { cls: "warn" }, "Your name first, at the top: 1-64 of A-Z a-z 0-9 . _ -"));
+        document.querySelector("[data-role=labeller]").focus();
+        return;
+      }
+      const record = { item: item.id, field: field.name, value: v };
+      if (note.value.trim()) record.note = note.value.trim();
+      const done = (line) => { mine.set(labelKey(r, line.item, line.field), line); note.value = ""; active = Math.min(fields.length - 1, fields.indexOf(field) + 1); said.replaceChildren(); draw(); redraw(); };
+      const refused = (err) => said.replaceChildren(el("div", { cls: "error", "data-role": "error" }, "not kept: " + err.message));
+      if (!DATA.live) {
+        const line = { ...record, time: new Date().toISOString(), labeller };
+        try { store.setItem(keptKey(run), JSON.stringify([...kept(run), line])); } catch (e) { return refused(e); }
+        return done(line);
+      }
+      fetch("labels", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ run: r, labeller, ...record }) })
+        .then((res) => res.text().then((text) => { if (!res.ok) throw new Error(text.trim()); return JSON.parse(text); }))
+        .then(done, refused);
+    }
+    function control(field, i) {
+      const line = mine.get(labelKey(r, item.id, field.name));
+      if (field.values) {
+        return field.values.map((v, j) => el("button", { cls: line && line.value === v ? "active" : null, "data-value": JSON.stringify(v), title: "key " + keyOf(field, j), on: { click: () => { active = i; save(field, v); } } },
+          `${keyOf(field, j)}: ${fmt(v)}`));
+      }
+      const n = el("input", { type: "number", step: "any", min: field.scale[0], max: field.scale[1], value: line ? line.value : null, "data-role": "value" });
+      return [n, el("button", { on: { click: () => save(field, Number(n.value)) } }, "keep"), ` ${field.scale[0]}–${field.scale[1]}`];
+    }
+    function draw() {
+      const judged = item.judged || {};
+      box.replaceChildren(el("h3", {}, `Your labels${labeller ? " (" + labeller + ")" : ""}`),
+        el("table", {}, el("tr", {}, el("th", {}, "verdict"), el("th", {}, "judge"), el("th", {}, "yours")),
+          fields.map((f, i) => el("tr", { cls: i === active ? "active-field" : null, "data-field": f.name, on: { click: () => { if (active !== i) { active = i; draw(); } } } },
+            el("td", {}, f.title), el("td", { "data-role": "judge" }, fmt(judged[f.name])), el("td", {}, control(f, i))))),
+        el("div", {}, note), said,
+        el("div", { cls: "muted" }, "keys: a value's key labels the marked verdict · f / F next / previous verdict · n / p next / previous item"));
+    }
+    draw();
+    panelNow = { box, key(k) {
+      const f = fields[active];
+      if (k === "f" || k === "F") { active = (active + (k === "f" ? 1 : fields.length - 1)) % fields.length; draw(); return true; }
+      if (f && f.values) { const j = f.values.findIndex((_, j2) => keyOf(f, j2) === k); if (j >= 0) { save(f, f.values[j]); return true; } }
+      return false;
+    } };
+    return box;
+  }
+  function labellerBar() {
+    const input = el("input", { type: "text", placeholder: "your name", value: labeller, "data-role": "labeller", size: 14, pattern: "[A-Za-z0-9._\\-]{1,64}" });
+    input.addEventListener("change", () => {
+      if (input.value.trim() === labeller) return;
+      labeller = input.value.trim();
+      if (store) store.setItem("moot-labeller", labeller);
+      loadLabels();
+      redraw();
+    });
+    return el("label", { cls: "labeller" }, "labeller ", input);
+  }
+  // a page from disk: the run's labels as the JSONL file the server would have written
+  function exportButton(run) {
+    if (DATA.live || !run.labelled) return null;
+    return el("button", { "data-role": "export", on: { click: () => {
+      const lines = kept(run).filter((line) => line.labeller === labeller);
+      const blob = new Blob(lines.map((line) => JSON.stringify(line) + "\n"), { type: "application/x-ndjson" });
+      const a = el("a", { href: URL.createObjectURL(blob), download: `${labeller || "labels"}.jsonl` });
+      document.body.append(a); a.click(); a.remove();
+    } } }, "download my labels (JSONL)");
+  }
+  // a fair sample to label: at random, or as many of each judge's verdict as can be (seeded)
+  function sampler(onChange) {
+    const state = { how: "", seed: 1, size: 20 };
+    const how = el("select", { "data-role": "sample" }, el("option", { value: "" }, "every item"), el("option", { value: "random" }, "a random sample"),
+      el("option", { value: "stratified" }, "a sample stratified by the judge's verdict"));
+    const seed = el("input", { type: "number", value: 1, "data-role": "seed", title: "seed" }), size = el("input", { type: "number", value: 20, min: 1, "data-role": "size", title: "items" });
+    for (const [input, name] of [[how, "how"], [seed, "seed"], [size, "size"]]) input.addEventListener("change", () => { state[name] = name === "how" ? input.value : Number(input.value) || 1; onChange(); });
+    function sample(items) {
+      if (!state.how) return items;
+      let t = state.seed >>> 0;  // mulberry32
+      const rand = () => { t = (t + 0x6d2b79f5) >>> 0; let x = Math.imul(t ^ (t >>> 15), 1 | t); x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x; return ((x ^ (x >>> 14)) >>> 0) / 4294967296; };
+      const shuffled = items.filter((i) => i.judged).slice();
+      for (let i = shuffled.length - 1; i > 0; i--) { const j = Math.floor(rand() * (i + 1)); [shuffled[i], shuffled[j]] = [shuffled[j], shuffled[i]]; }
+      if (state.how === "random") return shuffled.slice(0, state.size);
+      const first = shuffled.find((i) => Object.keys(i.judged).length), field = first ? Object.keys(first.judged)[0] : null;
+      const strata = new Map();
+      for (const item of shuffled) { const k = JSON.stringify(item.judged[field] ?? null); if (!strata.has(k)) strata.set(k, []); strata.get(k).push(item); }
+      const lists = [...strata.keys()].sort().map((k) => strata.get(k)), out = [];
+      for (let i = 0; out.length < state.size && lists.some((l) => i < l.length); i++) for (const l of lists) if (i < l.length && out.length < state.size) out.push(l[i]);
+      return out;
+    }
+    return { bar: el("span", { cls: "sampler" }, how, el("span", { cls: "muted" }, " seed"), seed, el("span", { cls: "muted" }, " items"), size), sample };
   }
 
   // ---------- filters ----------
@@ -292,22 +411,41 @@
     const main = el("div", { "data-view": "items" });
     const list = el("div", {}), detail = el("div", { cls: "detail", "data-role": "detail" }, el("p", { cls: "muted" }, "Choose an item."));
     let page = 0, shown = run.items, selected = null;
-    const scored = run.items.some((i) => i.score != null);
+    let scored = false;
+    const labelled = run.labelled;
     const filters = makeFilters(run.items, () => { page = 0; refresh(); }, true);
+    const sample = labelled ? sampler(() => { page = 0; refresh(); }) : null;
+    function open(item) {
+      selected = item;
+      showWhole(detail, [[run, item]], ([full]) => [drawItem(run, full)]);
+      for (const r of list.querySelectorAll("tr.item-row")) r.classList.toggle("selected", r.dataset.id === item.id);
+    }
+    function step(by) {  // n / p: the next or previous item of the list as filtered and sampled
+      const at = shown.indexOf(selected), next = shown[at < 0 ? 0 : at + by];
+      if (!next) return;
+      const p = Math.floor(shown.indexOf(next) / PAGE);
+      if (p !== page) { page = p; refresh(); }
+      open(next);
+    }
     function refresh() {
+      if (selected && !run.items.includes(selected)) selected = run.items.find((i) => i.id === selected.id) || null;  // it arrived again
+      scored = run.items.some((i) => i.score != null);  // a running run's first score adds the column
       shown = run.items.filter(filters.keep);
+      if (sample) shown = sample.sample(shown);
       page = Math.min(page, Math.max(0, Math.ceil(shown.length / PAGE) - 1));
       const rows = shown.slice(page * PAGE, page * PAGE + PAGE).map((item) => {
-        const row = el("tr", { cls: "item-row" + (item === selected ? " selected" : ""), "data-status": item.status, on: { click: () => { selected = item; showWhole(detail, [[run, item]], ([full]) => [drawItem(run, full)]); for (const r of list.querySelectorAll("tr.selected")) r.classList.remove("selected"); row.classList.add("selected"); } } },
+        const row = el("tr", { cls: "item-row" + (item === selected ? " selected" : ""), "data-status": item.status, "data-id": item.id, on: { click: () => open(item) } },
           el("td", {}, badge(item.status)), el("td", {}, item.title, item.error ? el("div", { cls: item.failed ? "error" : "warn" }, item.error) : null),
-          el("td", {}, item.label || ""), scored ? el("td", { cls: "num" }, fmt(item.score)) : null);
+          el("td", {}, item.label || ""), scored ? el("td", { cls: "num" }, fmt(item.score)) : null,
+          labelled ? el("td", { "data-role": "labelled" }, labelledBy(RUNS.indexOf(run), item.id) ? "✓" : "") : null);
         return row;
       });
       list.replaceChildren(el("div", { cls: "count", "data-role": "count" }, `${shown.length} of ${run.items.length} items`), pager(shown.length, page, (p) => { page = p; refresh(); }),
-        el("table", {}, el("tr", {}, el("th", {}, "status"), el("th", {}, "item"), el("th", {}, "label"), scored ? el("th", { cls: "num" }, "score") : null), rows));
+        el("table", {}, el("tr", {}, el("th", {}, "status"), el("th", {}, "item"), el("th", {}, "label"), scored ? el("th", { cls: "num" }, "score") : null, labelled ? el("th", {}, "yours") : null), rows));
     }
     refresh();
-    return add(main, [filters.bar, el("div", { cls: "split" }, list, detail)]);
+    views.set(main, { refresh, step });
+    return add(main, [el("div", { cls: "filters" }, filters.bar, sample ? sample.bar : null, exportButton(run)), el("div", { cls: "split" }, list, detail)]);
   }
 
   function summaryView() {
@@ -396,12 +534,79 @@
   RUNS.forEach((run) => { if (run.kind !== "summary") tabs.push([RUNS.length > 1 ? `Items: ${run.name}` : "Items", () => itemsView(run)]); });
   if (RUNS.length > 1) tabs.push(["Side by side", sideBySideView]);
   const nav = document.getElementById("tabs"), mainEl = document.getElementById("main"), built = new Map();
+  let current = 0;
   function show(i) {
     if (!built.has(i)) built.set(i, tabs[i][1]());
+    current = i;
     mainEl.replaceChildren(built.get(i));
     nav.querySelectorAll("button").forEach((b, j) => b.classList.toggle("active", i === j));
   }
+  // new data (live, or another labeller's name): item lists refreshed in place, the rest redrawn
+  function redraw() {
+    for (const [i, view] of built) {
+      const items = views.get(view);
+      if (items) items.refresh();
+      else built.delete(i);
+    }
+    if (!built.has(current)) show(current);
+  }
   tabs.forEach(([name], i) => nav.append(el("button", { "data-tab": name, on: { click: () => show(i) } }, name)));
+  const progressBar = el("div", { cls: "progress", "data-role": "progress" });
+  nav.after(progressBar);
+  if (RUNS.some((run) => run.labelled)) nav.append(labellerBar());
+  drawProgress();
   show(tabs.length > 1 && RUNS.length === 1 ? 1 : 0);
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey || ["INPUT", "SELECT", "TEXTAREA"].includes(event.target.tagName)) return;
+    const view = views.get(built.get(current));
+    if (view && (event.key === "n" || event.key === "p")) view.step(event.key === "n" ? 1 : -1);
+    else if (!(panelNow && panelNow.box.isConnected && panelNow.key(event.key))) return;
+    event.preventDefault();
+  });
+
+  // ---------- a running run: its progress, and (served) what is new every second ----------
+  function drawProgress() {
+    progressBar.replaceChildren(...RUNS.filter((run) => run.progress).map((run) => {
+      const p = run.progress, began = Date.parse(p.started), at = Date.parse(p.updated);
+      const ran = p.done + p.failed, left = p.planned - p.skipped - ran, rate = ran / Math.max(0.001, (at - began) / 1000);
+      const quiet = (Date.now() - at) / 1000;
+      const state = p.state !== "running" ? p.state : quiet > 5 ? `not updated for ${duration(quiet)}: stopped?` : left > 0 && rate > 0 ? `ETA ${duration(left / rate)}` : "running";
+      return el("div", { "data-run": run.name }, `${RUNS.length > 1 ? run.name + " — " : ""}${p.stage}: ${p.skipped + ran} of ${p.planned} (${p.failed} failed)`,
+        p.calls === undefined ? "" : ` · calls ${p.calls} · tokens ${p.tokens} · ${p.cost_usd === null ? "unpriced" : "$" + p.cost_usd.toFixed(4)}`, " · ", el("strong", { "data-role": "state" }, state));
+    }));
+  }
+  function duration(s) {
+    return s < 60 ? s.toFixed(0) + "s" : s < 3600 ? `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, "0")}s` : `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+  }
+  function merge(run, update) {
+    if (update.reset) {
+      Object.assign(run, { summary: update.summary, ledger: update.ledger, items: update.items, byId: null });
+    } else {
+      if (!run.byId) run.byId = new Map(run.items.map((item, i) => [item.id, i]));
+      for (const item of update.items) {
+        const at = run.byId.get(item.id);
+        if (at === undefined) { run.byId.set(item.id, run.items.length); run.items.push(item); } else run.items[at] = item;
+      }
+    }
+    run.progress = update.progress;
+    run.cursor = update.cursor;
+    return update.reset || update.items.length > 0;
+  }
+  if (DATA.live) {
+    const said = el("span", { cls: "warn", "data-role": "live-error", hidden: "" });
+    nav.append(said);
+    const look = () => fetch("live?cursor=" + encodeURIComponent(JSON.stringify(RUNS.map((run) => run.cursor))), { cache: "no-store" })
+      .then((res) => res.text().then((text) => { if (!res.ok) throw new Error(text.trim()); return JSON.parse(text); }))
+      .then((update) => {
+        if (update.reload) return location.reload();  // other runs (a `moot run`'s next stage)
+        if (update.error) throw new Error(update.error);
+        const moved = update.runs.map((u, r) => merge(RUNS[r], u)).some(Boolean);
+        said.hidden = true;
+        drawProgress();
+        if (moved) redraw();
+      }).catch((err) => { said.hidden = false; said.textContent = "not following the runs: " + err.message; })
+      .finally(() => setTimeout(look, DATA.live.every));
+    setTimeout(look, DATA.live.every);
+  }
   document.body.setAttribute("data-ready", "1");
 })();

@@ -16,16 +16,16 @@ PAGE = "view.html"
 
 
 def _page(args: argparse.Namespace) -> Path:
-    """The default ``--out``: ``RUN/view.html`` for one RUN."""
+    """The default ``--out``: ``RUN/view.html`` for one RUN (``--serve`` writes none)."""
     from moot.core.errors import ConfigError
 
-    if len(args.runs) > 1:
+    if len(args.runs) > 1 and not args.serve:
         raise ConfigError("--out FILE is needed for more than one RUN")
     return Path(args.runs[0]) / PAGE
 
 
 class View(Job):
-    """`moot view RUN... [--out FILE]`: read every folder, then write the page atomically."""
+    """`moot view RUN... [--out FILE | --serve]`: read every folder, write or serve the page."""
 
     class Settings(opt.CommonSettings):
         """`moot view`'s settings."""
@@ -46,6 +46,15 @@ class View(Job):
         out: Path = opt.out_flag(
             "the HTML file", metavar="FILE", default="RUN/view.html for one RUN", resolve=_page
         )
+        serve: bool = flag(
+            False,
+            action="store_true",
+            help="serve the page on 127.0.0.1 instead, following running runs, with labelling; "
+            "its address (a random token in it) is printed once; Ctrl-C stops it",
+        )
+        port: int = flag(
+            0, parse=opt.non_negative, metavar="N", help="--serve's port (default: a free one)"
+        )
 
     settings: Settings
 
@@ -54,7 +63,10 @@ class View(Job):
         from moot.core.errors import ConfigError
         from moot.core.view.page import write_view
 
-        out = Path(self.settings.out)
+        given = self.settings
+        if given.serve:
+            return self.serve()
+        out = Path(given.out)
         if out.is_dir():
             raise ConfigError(f"--out {out} is a folder, expected a file")
         payload = write_view(self.settings.runs, out, self.settings.debates)
@@ -63,12 +75,26 @@ class View(Job):
         line = f"{out}: {len(payload['runs'])} run(s), {items} items, {failed} failed"
         return self.finish(lines=[line], outputs={"page": out})
 
+    def serve(self) -> Result:
+        """Serve the page until Ctrl-C (`moot.core.view.serve.serve`)."""
+        from moot.core.errors import ConfigError
+        from moot.core.view.serve import serve
+
+        given = self.settings
+        if given.port > 65535:
+            raise ConfigError(f"--port {given.port}: a port is at most 65535")
+        if Path(given.out) != _page(self.args):
+            raise ConfigError("--out writes a page; --serve serves it: choose one")
+        serve(given.runs, given.debates, given.port)
+        return self.finish(lines=["moot view: stopped"])
+
 
 def register(commands: Commands) -> None:
     """Add `moot view`."""
     view = commands.add(
         "view",
         View,
-        "one static HTML page of run folders: items, failures, filters, summary, side by side",
+        "one static HTML page of run folders: items, failures, filters, summary, side by side; "
+        "or served live (--serve), following running runs, with labelling",
     )
     view.set_defaults(writes_in_inputs=PAGE)  # a run's page goes into its folder

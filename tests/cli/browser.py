@@ -55,13 +55,14 @@ def chromium() -> Iterator[Any]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def open_page(context: Any, path: Path) -> Any:
-    """`path` opened from disk (file://), once its script has drawn it; errors are collected."""
+def open_page(context: Any, path: Path | str) -> Any:
+    """`path` opened from disk (file://), or a URL, once its script has drawn it; errors are
+    collected."""
     page = context.new_page()
     page.errors = []
     page.on("pageerror", lambda exc: page.errors.append(str(exc)))
     page.on("requestfailed", lambda req: page.errors.append(f"request: {req.url}"))
-    page.goto(path.resolve().as_uri())
+    page.goto(path if isinstance(path, str) else path.resolve().as_uri())
     page.wait_for_selector("body[data-ready='1']", timeout=20_000)
     return page
 

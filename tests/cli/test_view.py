@@ -311,6 +311,40 @@ def test_scores_filter_by_range(runs, browser):
     assert "80 20" in page.locator("[data-role=detail]").inner_text()  # the judge's reply
 
 
+def test_items_are_sampled_at_random_or_by_the_verdict_and_labelled_in_the_browser(runs, browser):
+    page = items_of(runs, browser, "control")  # supports of 100, 50 and 80 %
+
+    def sampled(how: str, seed: int, size: int) -> list[str]:
+        page.select_option("[data-role=sample]", how)
+        for role, value in (("seed", seed), ("size", size)):
+            page.fill(f"[data-role={role}]", str(value))
+            page.locator(f"[data-role={role}]").dispatch_event("change")
+        return [row.get_attribute("data-id") for row in page.locator("tr.item-row").all()]
+
+    ids = sampled("", 1, 3)
+    assert sampled("random", 1, 2) == sampled("random", 1, 2) and len(sampled("random", 1, 2)) == 2
+    assert {tuple(sampled("random", seed, 3)) for seed in range(1, 6)} != {tuple(ids)}
+    # one judged item of each verdict before a second of any: three verdicts, three items
+    assert sorted(sampled("stratified", 3, 3)) == sorted(ids)
+    assert sampled("", 1, 3) == ids
+    page.fill("[data-role=labeller]", "cy")
+    page.locator("[data-role=labeller]").dispatch_event("change")
+    page.locator("tr.item-row").first.click()
+    panel = page.locator("[data-role=labels]")
+    assert panel.locator("tr[data-field=support] [data-role=judge]").inner_text() in (
+        "100", "50", "80",
+    )  # fmt: skip
+    panel.locator("tr[data-field=support] [data-role=value]").fill("70")
+    panel.locator("tr[data-field=support] button").click()
+    page.reload()
+    page.wait_for_selector("body[data-ready='1']")
+    page.click(f"[data-tab='Items: {runs['control']}']")
+    page.select_option("[data-role=sample]", "")
+    page.locator(f"tr.item-row[data-id='{ids[0]}']").click()
+    assert panel.locator("tr[data-field=support] [data-role=value]").input_value() == "70"
+    assert page.locator("[data-role=labelled]", has_text="✓").count() == 1
+
+
 def test_pairwise_verdicts_show_both_orders_with_the_judges_replies(runs, browser):
     page = items_of(runs, browser, "quality")
     assert page.locator("tr.item-row").count() == 3

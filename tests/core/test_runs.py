@@ -212,3 +212,35 @@ def test_progress_lines_only_when_counts_move_and_each_stage_ends_with_one(tmp_p
     quiet = Progress(enabled=False, stream=stream, every=0.01)
     run(items("a"), slow_task(0.05), ResultLog(tmp_path / "quiet.jsonl"), unit="x", progress=quiet)
     assert stream.getvalue() == ""
+
+
+def test_a_run_folder_gets_its_progress_file_from_the_first_item_to_the_end(tmp_path):
+    (tmp_path / ".moot").mkdir()
+    progress, seen = tmp_path / ".moot" / "progress.json", []
+
+    async def task(item):
+        seen.append(json.loads(progress.read_text()))
+        return {**item, "status": "error" if item["id"] == "b" else "ok"}
+
+    log = ResultLog(tmp_path / "log.jsonl")
+    run(items("a"), task, log, unit="things", progress=Progress(enabled=False))
+    run(items("a", "b", "c"), task, log, unit="things", progress=Progress(enabled=False))
+    counts = ("stage", "state", "planned", "skipped", "done", "failed")
+    assert [tuple(s[k] for k in counts) for s in seen] == [
+        ("things", "running", 1, 0, 0, 0),
+        ("things", "running", 3, 1, 0, 0),
+        ("things", "running", 3, 1, 0, 0),  # rewritten once a second, not per item
+    ]
+    end = json.loads(progress.read_text())
+    assert tuple(end[k] for k in counts) == ("things", "ended", 3, 1, 1, 1)
+    assert end["started"] <= end["updated"] and end["updated"].endswith("+00:00")
+
+    async def crash(item):
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        run(items("d"), crash, log, unit="things", progress=Progress(enabled=False))
+    assert json.loads(progress.read_text())["state"] == "stopped"
+    elsewhere = ResultLog(tmp_path / "out" / "log.jsonl")  # no .moot/: not a run folder
+    run(items("a"), task, elsewhere, unit="things", progress=Progress(enabled=False))
+    assert not (tmp_path / "out" / ".moot").exists()
