@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import re
 import signal
 import subprocess
@@ -19,10 +20,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
+import moot
 from moot.core.labels import read_labels
 from moot.testing import Rule, ScriptedServer
 from tests.cli.browser import open_page
 from tests.cli.helpers import moot_env, popen_moot, run_moot
+from tests.cli.test_report_agreement import alpha_nominal, kappa
 from tests.conftest import shared_data
 
 pytestmark = pytest.mark.subprocess
@@ -184,6 +187,27 @@ def test_a_running_judge_grows_on_the_served_page_and_is_labelled(tmp_path, brow
     ]
     assert all(x["labeller"] == "ann" and x["time"].endswith("Z") for x in written)
     assert len(read_labels(run / "labels")) == 3
+
+    # a second labeller, POSTed as the page does; the agreement report on both against the formulas
+    for item_id, side in ((ids[0], "con"), (ids[1], "pro")):
+        sent = {"run": 0, "labeller": "bob", "item": item_id, "field": "winner",
+                "value": item_side(log, item_id, side)}  # fmt: skip
+        assert request(url, f"/{token}/labels", "POST", json.dumps(sent).encode())[0] == 200
+    sent = {"run": 0, "labeller": "bob", "item": ids[0], "field": "score:argument", "value": 1}
+    assert request(url, f"/{token}/labels", "POST", json.dumps(sent).encode())[0] == 200
+    moot.report.agreement(run, out=tmp_path / "agreement", resamples=0)
+    report = json.loads((tmp_path / "agreement" / "report.json").read_text(encoding="utf-8"))
+    (group,) = report["groups"]
+    fields = {f["field"]: f for f in group["fields"]}
+    ann_winners, bob_winners = ["con", "pro"], ["con", "pro"]  # by side, as the report compares
+    humans = fields["winner"]["humans"]
+    assert humans["pairs"]["ann vs bob"]["agreement"] == 1.0
+    assert humans["pairs"]["ann vs bob"]["kappa"] == pytest.approx(kappa(ann_winners, bob_winners))
+    units = [list(unit) for unit in zip(ann_winners, bob_winners, strict=True)]
+    assert humans["alpha"] == pytest.approx(alpha_nominal(units))
+    argument = fields["score:argument"]["judge"]  # the judge's 0.5 against ann's and bob's 1
+    assert argument["pairs"] == 2 and argument["accuracy"]["value"] == 0.0
+    assert argument["rmse"]["value"] == pytest.approx(100 * math.sqrt((0.25 + 0.25) / 2))
 
     taken = run_moot("view", run, "--serve", "--port", urlsplit(url).port, env=env)
     assert taken.returncode == 2 and taken.stdout == ""
