@@ -123,6 +123,15 @@ def test_requests_carry_the_sdks_headers_and_the_organisation_from_the_environme
     assert "authorization" not in first  # the scripted server never logs credentials
 
 
+def test_without_an_api_base_openai_base_url_is_the_endpoint_as_for_the_sdk(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    reply = complete(ModelClient(retry=FAST), Role("judge", parse_spec("openai/scripted")))
+    assert reply.text and len(chat_requests(server)) == 1
+
+
 def test_an_error_status_gives_the_servers_own_message_once(server: ScriptedServer) -> None:
     server.add_fault(Fault("400", match="bad request"))
     bad_request = [{"role": "user", "content": "bad request"}]
