@@ -314,6 +314,7 @@ POSITIONAL = {
     "templates export": "folder",
     "collect": "run",
     "report agreement": "runs",
+    "data preferences": "runs",
 }
 
 
@@ -363,7 +364,7 @@ eval = _group(  # noqa: A001 - `moot eval quality` is `moot.eval.quality`
     "eval judge",
 )
 report = _group("report debateqa", "report compqa", "report agreement")
-data = _group("data distill-compqa", "data mix")
+data = _group("data distill-compqa", "data mix", "data preferences")
 train = _group("train sft", "train merge")
 models = _group("models check")
 templates = _group("templates export")

@@ -159,22 +159,29 @@ def _copies(rows: list[dict[str, Any]], weight: float, seed: int) -> list[int]:
     return [whole + (i in chosen) for i in range(len(rows))]
 
 
-def _write(
-    tmp: Path,
-    splits: dict[str, list[dict[str, Any]]],
-    summary: MixSummary,
-    options: dict[str, Any],
-) -> None:
+def write_splits(tmp: Path, splits: dict[str, list[dict[str, Any]]], features: Any) -> None:
+    """Each split as ``<name>.jsonl`` and all of them as ``dataset/`` (a DatasetDict).
+
+    The table holds the rows' `features` columns; the JSONL files hold the rows whole.
+    """
     import datasets
 
     datasets.disable_progress_bars()
-    features = sft_features()
     tables = {}
     for name, rows in splits.items():
         write_jsonl(tmp / f"{name}.jsonl", rows)
         columns = {column: [row[column] for row in rows] for column in features}
         tables[name] = datasets.Dataset.from_dict(columns, features=features)
     datasets.DatasetDict(tables).save_to_disk(str(tmp / "dataset"))
+
+
+def _write(
+    tmp: Path,
+    splits: dict[str, list[dict[str, Any]]],
+    summary: MixSummary,
+    options: dict[str, Any],
+) -> None:
+    write_splits(tmp, splits, sft_features())
     manifest = {
         "kind": KIND,
         "inputs": summary.sources,

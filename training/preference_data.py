@@ -57,12 +57,12 @@ class Pair:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def to_json(self) -> Record:
-        """The record as trl reads it, with moot's fields beside it."""
+        """The record as trl reads it (each answer an assistant turn), moot's fields beside it."""
         return {
             "id": self.id,
             "prompt": self.prompt,
-            "chosen": self.chosen,
-            "rejected": self.rejected,
+            "chosen": [{"role": "assistant", "content": self.chosen}],
+            "rejected": [{"role": "assistant", "content": self.rejected}],
             "source": self.source,
             "meta": self.meta,
         }
@@ -72,6 +72,7 @@ class Pair:
 class Built:
     """The pairs of one source, and the judgments dropped, counted by why."""
 
+    source: str
     pairs: list[Pair] = field(default_factory=list)
     dropped: Counter[str] = field(default_factory=Counter)
 
@@ -99,7 +100,7 @@ def quality_pairs(
         baseline: The baseline's (its ``--baseline``), aligned with `responses` by key.
     """
     texts = {mine.key: (mine, theirs) for mine, theirs in zip(responses, baseline, strict=True)}
-    built = Built()
+    built = Built("quality")
     for record in judgments:
         key = (record.get("topic"), record.get("side"), record.get("argument"))
         outcome, inconsistent = record.get("outcome"), record.get("inconsistent")
@@ -144,7 +145,7 @@ def controllability_pairs(runs: Sequence[tuple[Iterable[Record], Sequence[Respon
     Args:
         runs: Per run, its ``judgments.jsonl`` records and the responses it judged.
     """
-    built = Built()
+    built = Built("controllability")
     by_key: dict[Hashable, list[tuple[Response, bool, int]]] = {}
     for number, (judgments, responses) in enumerate(runs):
         texts = {response.key: response for response in responses}
@@ -193,7 +194,7 @@ def scored_pairs(answers: Iterable[Scored], min_margin: float) -> Built:
     Every two answers to one prompt are compared; the higher score is chosen. Pairs closer than
     the margin (equal scores always), and answers without a score, are dropped and counted.
     """
-    built = Built()
+    built = Built("scores")
     by_prompt: dict[str, list[Scored]] = {}
     for answer in answers:
         if answer.score is None:

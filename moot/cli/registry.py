@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 GROUPS = {
     "eval": "judge and score outputs (DEBATunE, PanelBench, DebateQA, BERDS, CompQA, your own)",
     "report": "aggregate judged outputs into reports",
-    "data": "build SFT datasets: CompQA distillation, mixing",
+    "data": "build training datasets: CompQA distillation, mixing, preference pairs",
     "train": "SFT, full or LoRA (trl + peft), on one process or many",
     "models": "model utilities",
     "templates": "the built-in prompt templates, to override with --prompts DIR",

@@ -1,4 +1,4 @@
-"""Training commands: `moot train sft`, `moot train merge`, `moot data mix`."""
+"""Training commands: `moot train sft` and `merge`, `moot data mix` and `preferences`."""
 
 from __future__ import annotations
 
@@ -46,6 +46,18 @@ def register(commands: Commands) -> None:
         "deduplicated on messages and split by a seeded hash of each row's id.",
         group="data",
         output=Output(marks=(Mark("manifest.json", "kind", "mix"),)),
+    )
+    commands.add(
+        "preferences",
+        Preferences,
+        "preference pairs from judged runs, for DPO: {prompt, chosen, rejected}",
+        "Build trl's preference records from moot eval quality (pairs whose two orders agree), "
+        "moot eval controllability (a response judged 100% on its side over one that is not, "
+        "across runs) and moot eval compqa folders (answers to one question at least "
+        "--min-margin points apart); deduplicated, split train/eval by a seeded hash of each "
+        "pair's id, with a card counting the pairs per source and the judgments dropped and why.",
+        group="data",
+        output=Output(marks=(Mark("manifest.json", "kind", "preferences"),)),
     )
 
 
@@ -231,6 +243,57 @@ class Mix(Job):
         )
         line = (
             f"wrote {given.out}: {summary.train} train and {summary.eval} eval rows; "
+            f"{summary.duplicates} duplicate(s) dropped"
+        )
+        outputs = {"train": given.out / "train.jsonl", "manifest": given.out / "manifest.json"}
+        done = self.finish(lines=[summary.table(), line], outputs=outputs)
+        return self.push(given.out, "dataset", done)
+
+
+class Preferences(Job):
+    """`moot data preferences`: judged runs into preference pairs (trl's format)."""
+
+    class Settings(opt.CommonSettings, opt.hub_settings("dataset")):
+        """`moot data preferences`' settings."""
+
+        runs: list[Path] = flag(
+            positional=True,
+            nargs="+",
+            parse=opt.input_folder,
+            metavar="RUN",
+            help="folders of moot eval quality, controllability or compqa",
+        )
+        out: Path = opt.out_flag()
+        min_margin: float = flag(
+            2.0,
+            parse=float,
+            metavar="M",
+            help="the least score difference of a CompQA pair, in points of 0-19 (default 2)",
+        )
+        eval_fraction: float = flag(
+            0.05,
+            parse=float,
+            metavar="F",
+            help="share of pairs in the eval split, in [0, 1) (default 0.05; 0 = no eval split)",
+        )
+        seed: int = flag(0, parse=int, help="seeds the split")
+
+    settings: Settings
+
+    def run(self) -> Result:
+        """Build, write the splits, manifest and card, push with ``--push-to-hub``."""
+        from moot.training.preferences import build_preferences
+
+        given = self.settings
+        summary = build_preferences(
+            given.runs,
+            given.out,
+            min_margin=given.min_margin,
+            eval_fraction=given.eval_fraction,
+            seed=given.seed,
+        )
+        line = (
+            f"wrote {given.out}: {summary.train} train and {summary.eval} eval pairs; "
             f"{summary.duplicates} duplicate(s) dropped"
         )
         outputs = {"train": given.out / "train.jsonl", "manifest": given.out / "manifest.json"}

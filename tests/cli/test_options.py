@@ -76,6 +76,7 @@ def test_every_command_takes_a_config_file_and_names_an_unknown_key(path, tmp_pa
         ("protocol",): ["p"],
         ("collect",): ["d"],
         ("report", "agreement"): ["d"],
+        ("data", "preferences"): ["d"],
     }
     assert main([*path, *positional.get(path, []), "--config", str(config)]) == 2
     assert "c.yaml: unknown option 'no_such_option'" in capsys.readouterr().err
