@@ -3,7 +3,8 @@
 A record's ``prompt`` is a string or chat messages (``[{role, content}]``, ending with a user
 turn); ``chosen`` and ``rejected`` are strings or the assistant's turns. When any of the three is
 messages, the strings become turns (the prompt a user turn, an answer an assistant turn), so
-the tokenizer's chat template frames every pair alike. Other fields (a judge's reasons, the
+the tokenizer's chat template frames every pair alike (and so for every record, when one
+record is messages). Other fields (a judge's reasons, the
 source, scores) are metadata: kept in the file, not trained on. Read without torch or
 `datasets` for a file, so a bad record is refused at once, naming the file and the record.
 """
@@ -38,7 +39,9 @@ def read_preference_rows(source: str | Path, *, split: str = "train") -> list[di
     rows = [_pair(found, where, item) for where, item in records]
     if not rows:
         raise InputError(found, "no records")
-    return rows
+    if any(chat for _, chat in rows):  # one record in messages: every record in messages
+        return [pair for pair, _ in rows]
+    return [{name: turns[0]["content"] for name, turns in pair.items()} for pair, _ in rows]
 
 
 def load_preference_dataset(source: str | Path, *, split: str = "train") -> datasets.Dataset:
@@ -50,14 +53,17 @@ def load_preference_dataset(source: str | Path, *, split: str = "train") -> data
     return datasets.Dataset.from_list(rows)
 
 
-def _pair(path: object, where: str, item: Any) -> dict[str, Any]:
+def _pair(path: object, where: str, item: Any) -> tuple[dict[str, list], bool]:
+    """The record's three fields as checked turns, and whether any was given as turns."""
     if not isinstance(item, dict):
         raise InputError(path, f"expected a record object, got {json_type(item)}", where)
     missing = [name for name in FIELDS if item.get(name) is None]
     if missing:
         raise InputError(
-            path, f"no {', '.join(map(repr, missing))} (a preference record is {{prompt, "
-            "chosen, rejected}})", where,
+            path,
+            f"no {', '.join(map(repr, missing))} (a preference record is {{prompt, "
+            "chosen, rejected}})",
+            where,
         )
     chat = any(isinstance(item[name], list) for name in FIELDS)
     pair = {
@@ -69,9 +75,7 @@ def _pair(path: object, where: str, item: Any) -> dict[str, Any]:
         raise InputError(path, "'prompt' must end with a user turn", where)
     if pair["chosen"] == pair["rejected"]:
         raise InputError(path, "'chosen' and 'rejected' are the same", where)
-    if chat:
-        return pair
-    return {name: turns[0]["content"] for name, turns in pair.items()}
+    return pair, chat
 
 
 def _turns(path: object, where: str, value: Any, name: str, roles: tuple[str, ...]) -> list:
@@ -79,9 +83,8 @@ def _turns(path: object, where: str, value: Any, name: str, roles: tuple[str, ..
     if isinstance(value, str):
         value = [{"role": "user" if name == "prompt" else "assistant", "content": value}]
     if not isinstance(value, list) or not value:
-        raise InputError(
-            path, f"{name!r} must be text or a non-empty list of turns, got {json_type(value)}", where
-        )
+        problem = f"{name!r} must be text or a non-empty list of turns, got {json_type(value)}"
+        raise InputError(path, problem, where)
     turns = []
     for i, turn in enumerate(value):
         role = turn.get("role") if isinstance(turn, dict) else None

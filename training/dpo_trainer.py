@@ -1,4 +1,4 @@
-"""DPO with trl's ``DPOTrainer``, full or LoRA, on SFT's run machinery (`moot.training.sft_trainer`).
+"""DPO with trl's ``DPOTrainer``, full or LoRA, on SFT's run machinery (`sft_trainer`).
 
 The run folder is an SFT run's (``checkpoints/``, ``adapter/`` or ``model/``, ``manifest.json``
 with ``trainer: dpo``, ``.moot/train.json``), resumed and finished alike. With LoRA the reference

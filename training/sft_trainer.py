@@ -386,6 +386,7 @@ def _claim(out: Path, config: SFTRunConfig, data: dict[str, str | None]) -> str:
 
 
 def is_main() -> bool:
+    """Whether this is the main process (rank 0), or the only one."""
     return int(os.environ.get("RANK", "0")) == 0
 
 
@@ -608,6 +609,7 @@ def load_tokenizer(base: str, family: ChatFamily | None, *, markers: bool = True
 
 
 def load_model(base: str, config: SFTRunConfig) -> Any:
+    """`base` as a causal LM, with `config`'s dtype, attention and (QLoRA) quantization."""
     import torch
     from transformers import AutoModelForCausalLM
 
