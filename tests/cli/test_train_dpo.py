@@ -8,11 +8,13 @@ folder, manifest and card, its rerun, and `moot train merge` on its adapter.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from huggingface_hub import ModelCard
 
 from tests.cli.helpers import moot_env, run_moot
+from tests.conftest import built_once
 from tests.tiny import tiny_llama
 
 pytestmark = [pytest.mark.torch, pytest.mark.subprocess]
@@ -74,11 +76,14 @@ def margin(model, tokenizer, examples: list[dict[str, str]]) -> float:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """The tiny base, an SFT-style LoRA adapter on it, and one `moot train dpo` from it."""
+    return built_once(tmp_path_factory, "dpo", train_dpo)
+
+
+def train_dpo(tmp: Path) -> dict:
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    tmp = tmp_path_factory.mktemp("dpo")
     base = tiny_llama(tmp / "base", WORDS)
     torch.manual_seed(1)
     lora = LoraConfig(r=4, target_modules="all-linear", init_lora_weights=False)
@@ -90,7 +95,7 @@ def run(tmp_path_factory):
     out = tmp / "run"
     config.write_text(CONFIG.format(base=tmp / "sft-adapter", train=train, out=out))
     trained = run_moot("train", "dpo", "--config", config, env=ENV)
-    return {"tmp": tmp, "base": base, "sft": sft, "config": config, "out": out, "done": trained}
+    return {"base": base, "sft": tmp / "sft-adapter", "config": config, "out": out, "done": trained}
 
 
 def test_dpo_raises_the_chosen_over_rejected_margin_on_held_out_pairs(run):
@@ -100,7 +105,8 @@ def test_dpo_raises_the_chosen_over_rejected_margin_on_held_out_pairs(run):
     assert run["done"].returncode == 0, run["done"].stderr
     tokenizer = AutoTokenizer.from_pretrained(run["base"])
     held_out = pairs(HELD_OUT_TOPICS)
-    before = margin(run["sft"].merge_and_unload(), tokenizer, held_out)  # where DPO started
+    sft = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(run["base"]), run["sft"])
+    before = margin(sft.merge_and_unload(), tokenizer, held_out)  # where DPO started
     start = AutoModelForCausalLM.from_pretrained(run["out"] / "base")  # the SFT adapter merged
     policy = PeftModel.from_pretrained(start, run["out"] / "adapter")
     after = margin(policy, tokenizer, held_out)
@@ -111,7 +117,7 @@ def test_dpo_raises_the_chosen_over_rejected_margin_on_held_out_pairs(run):
     assert after > before + 1.0  # a preference learnt, on topics the training never saw
 
 
-def test_moot_train_dpo_writes_its_adapter_card_and_manifest_and_merges(run):
+def test_moot_train_dpo_writes_its_adapter_card_and_manifest_and_merges(run, tmp_path):
     done, out = run["done"], run["out"]
     assert done.returncode == 0, done.stderr
     assert f"adapter  {out / 'adapter'}" in done.stdout
@@ -139,7 +145,7 @@ def test_moot_train_dpo_writes_its_adapter_card_and_manifest_and_merges(run):
     again = run_moot("train", "dpo", "--config", run["config"], env=ENV)
     assert again.returncode == 0, again.stderr
     assert "already trained" in again.stdout
-    merged = run["tmp"] / "merged"
+    merged = tmp_path / "merged"
     merging = run_moot("train", "merge", "--adapter", out / "adapter", "--out", merged, env=ENV)
     assert merging.returncode == 0, merging.stderr
     assert (merged / "model.safetensors").is_file()
@@ -157,10 +163,10 @@ def test_moot_train_dpo_writes_its_adapter_card_and_manifest_and_merges(run):
         ),
     ],
 )
-def test_a_bad_preference_record_is_refused_in_one_line_with_exit_2(run, record, problem):
-    data = run["tmp"] / f"bad-{len(problem)}.jsonl"
+def test_a_bad_preference_record_is_refused_in_one_line_with_exit_2(run, tmp_path, record, problem):
+    data = tmp_path / "bad.jsonl"
     data.write_text(json.dumps(pairs(["zoos"])[0]) + "\n" + json.dumps(record) + "\n")
-    out = run["tmp"] / f"refused-{len(problem)}"
+    out = tmp_path / "refused"
     overrides = [f"data.train={data}", f"training.output_dir={out}"]
     done = run_moot("train", "dpo", "--config", run["config"], *overrides, env=ENV)
     assert done.returncode == 2
