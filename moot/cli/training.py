@@ -38,7 +38,7 @@ def register(commands: Commands) -> None:
         "reference is the adapter-off model. Resumes from the last checkpoint; a finished run "
         "is not redone.",
         group="train",
-        output=Output(marks=(claim_mark("train"),)),
+        output=Output(),  # no earlier version made its folders: its owner mark says whose
     )
     commands.add(
         "merge",
