@@ -59,12 +59,9 @@ def _pair(path: object, where: str, item: Any) -> tuple[dict[str, list], bool]:
         raise InputError(path, f"expected a record object, got {json_type(item)}", where)
     missing = [name for name in FIELDS if item.get(name) is None]
     if missing:
-        raise InputError(
-            path,
-            f"no {', '.join(map(repr, missing))} (a preference record is {{prompt, "
-            "chosen, rejected}})",
-            where,
-        )
+        named = ", ".join(map(repr, missing))
+        problem = f"no {named} (a preference record is {{prompt, chosen, rejected}})"
+        raise InputError(path, problem, where)
     chat = any(isinstance(item[name], list) for name in FIELDS)
     pair = {
         "prompt": _turns(path, where, item["prompt"], "prompt", ("system", "user", "assistant")),
