@@ -365,6 +365,6 @@ eval = _group(  # noqa: A001 - `moot eval quality` is `moot.eval.quality`
 )
 report = _group("report debateqa", "report compqa", "report agreement")
 data = _group("data distill-compqa", "data mix", "data preferences")
-train = _group("train sft", "train merge")
+train = _group("train sft", "train dpo", "train merge")
 models = _group("models check")
 templates = _group("templates export")

@@ -1,4 +1,4 @@
-"""Training: SFT data builders, SFT (full or LoRA, trl + peft), adapter merging and launches.
+"""Training: SFT data builders, SFT and DPO (full or LoRA, trl + peft), merging and launches.
 
 Public names are imported from their modules on first use (`moot.core.lazy`).
 """
@@ -21,6 +21,9 @@ __getattr__, __all__ = lazy_exports(
             "sft_records",
             "write_sft_dataset",
         ),
+        "moot.training.dpo_config": ("DPORunConfig", "load_dpo_config"),
+        "moot.training.dpo_data": ("load_preference_dataset", "read_preference_rows"),
+        "moot.training.dpo_trainer": ("build_dpo_trainer", "check_dpo_inputs", "train_dpo"),
         "moot.training.merge": ("merge_adapter",),
         "moot.training.sft_batches": ("PackedRows", "has_varlen_kernel", "packed_rows_trainer"),
         "moot.training.mixing": ("mix_datasets",),

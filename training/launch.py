@@ -226,8 +226,9 @@ def launch_command(
     main_process_ip: str | None = None,
     main_process_port: int | None = None,
     cpu: bool | None = None,
+    trainer: str = "sft",
 ) -> list[str]:
-    """The full command line that runs ``moot train sft`` on every process.
+    """The full command line that runs ``moot train sft`` (or `trainer`) on every process.
 
     Args:
         launch: One of `LAUNCHES`.
@@ -241,6 +242,7 @@ def launch_command(
         main_process_ip: Address of the rank-0 machine.
         main_process_port: Port on the rank-0 machine (see `accelerate_argv`).
         cpu: Whether the machine trains on CPU; ``None`` asks torch.
+        trainer: The ``moot train`` command each process runs: ``sft`` or ``dpo``.
 
     Returns:
         The argv: `accelerate_argv` followed by ``-m moot train sft --config FILE [overrides]``.
@@ -257,7 +259,7 @@ def launch_command(
     argv = accelerate_argv(
         launch, num_processes, num_machines, machine_rank, main_process_ip, main_process_port, cpu
     )
-    return [*argv, "-m", "moot", "train", "sft", "--config", str(config_path), *overrides]
+    return [*argv, "-m", "moot", "train", trainer, "--config", str(config_path), *overrides]
 
 
 def launch_env(launch: str, cpu: bool) -> dict[str, str]:
@@ -287,6 +289,7 @@ def run_launch(
     main_process_ip: str | None = None,
     main_process_port: int | None = None,
     cpu: bool | None = None,
+    trainer: str = "sft",
 ) -> int:
     """Print the launch command line to stderr, run it and wait for it.
 
@@ -300,6 +303,7 @@ def run_launch(
         main_process_ip: Address of the rank-0 machine.
         main_process_port: Port on the rank-0 machine.
         cpu: Whether the machine trains on CPU; ``None`` asks torch.
+        trainer: As `launch_command`'s.
 
     Returns:
         The exit code of ``accelerate launch`` (non-zero if any worker failed).
@@ -324,6 +328,7 @@ def run_launch(
         main_process_ip,
         main_process_port,
         cpu,
+        trainer,
     )
     env = launch_env(launch, cpu)
     print(shlex.join([f"{k}={v}" for k, v in env.items()] + argv), file=sys.stderr, flush=True)

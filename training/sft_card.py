@@ -1,4 +1,4 @@
-"""The card of a `moot train sft` run's weights: ``adapter/README.md`` or ``model/README.md``.
+"""The card of a `moot train sft` or `dpo` run's weights: ``adapter/README.md`` or ``model/``.
 
 Built from the run's ``manifest.json`` alone, so a rerun of a finished run (no training) writes
 it too. It replaces the template card peft saves beside an adapter.
@@ -56,7 +56,7 @@ def write_sft_card(output_dir: str | Path) -> Path:
 
 
 def sft_card(manifest: dict[str, Any], weights: Path) -> Card:
-    """The card of the weights a `moot train sft` run wrote (`moot.core.hub.cards`)."""
+    """The card of the weights a `moot train sft` or `dpo` run wrote (`moot.core.hub.cards`)."""
     config, lora = manifest["config"], manifest["method"] == "lora"
     base = config["model"]["base"]
     base_id = EMBEDDED_BASE if base == "local/smollm2" else hub_id(base)
@@ -65,6 +65,7 @@ def sft_card(manifest: dict[str, Any], weights: Path) -> Card:
     params = manifest["trainable_parameters"]
     train = trl_names(config["training"])  # a manifest of an earlier moot: its names
     what = "A LoRA adapter" if lora else "A fully fine-tuned model"
+    dpo = manifest.get("trainer") == "dpo"  # `moot train dpo`'s run; an earlier moot's is SFT
     losses = ", ".join(f"{k} {v:.4f}" for k, v in manifest["losses"].items())
     settings = [
         ("method", manifest["method"]),
@@ -83,29 +84,41 @@ def sft_card(manifest: dict[str, Any], weights: Path) -> Card:
                 "{r} / {alpha} / {target_modules}".format(**config["lora"]),
             )
         )
-    table = render_table([("setting", "value"), *settings], left=2, markdown=True)
-    return Card(
-        kind="model",
-        title=f"moot SFT {'adapter' if lora else 'model'} on {shown}",
-        summary=(
+    train_data = manifest["data"]["train"]
+    on = ", ".join(f"`{s}`" for s in sources)
+    if dpo:
+        loss = config["dpo"]
+        settings.append(("DPO loss, beta", f"{' + '.join(loss['loss_type'])}, {loss['beta']:g}"))
+        reference = "its adapter off" if lora else "a frozen copy"
+        summary = (
+            f"{what} trained by `moot train dpo` with trl's DPOTrainer (the reference model: the "
+            f"starting model, {reference}) on the preference pairs {on}; starting model: "
+            f"`{base_id or shown}`. Direct Preference Optimization: Rafailov et al., NeurIPS 2023."
+        )
+        data_size = ("train preference pairs", train_data["samples"])
+    else:
+        summary = (
             f"{what} trained by `moot train sft` with trl's SFTTrainer, assistant-only loss, on "
-            + ", ".join(f"`{s}`" for s in sources)
-            + f"; base model: `{base_id or shown}`. Supervised fine-tuning on debate "
+            f"{on}; base model: `{base_id or shown}`. Supervised fine-tuning on debate "
             "statements follows DEBATunE (Li et al., ACL 2024, Section 3.2); on distilled "
             "comparative answers, CompQA (Nikishina et al., 2025, Section 4 and Appendix B)."
-        ),
-        schema="Output folder of `moot train sft`",
+        )
+        data_size = ("train samples / tokens", f"{train_data['samples']} / {train_data['tokens']}")
+    table = render_table([("setting", "value"), *settings], left=2, markdown=True)
+    trainer = "dpo" if dpo else "sft"
+    return Card(
+        kind="model",
+        title=f"moot {trainer.upper()} {'adapter' if lora else 'model'} on {shown}",
+        summary=summary,
+        schema=f"Output folder of `moot train {trainer}`",
         sizes=[
             ("trainable parameters", params["trainable"]),
             ("parameters", params["total"]),
-            (
-                "train samples / tokens",
-                f"{manifest['data']['train']['samples']} / {manifest['data']['train']['tokens']}",
-            ),
+            data_size,
             ("bytes", folder_bytes(weights)),
         ],
         models=[base_id or shown],
-        tags=["sft", "trl", "moot-sft", *(["lora", "peft"] if lora else [])],
+        tags=[trainer, "trl", f"moot-{trainer}", *(["lora", "peft"] if lora else [])],
         base_model=base_id,
         datasets=[d for d in map(hub_id, sources) if d],
         library_name="peft" if lora else "transformers",

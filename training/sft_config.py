@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails
@@ -355,6 +355,11 @@ class SFTRunConfig(ConfigModel):
                 )
         return self
 
+    @classmethod
+    def sections(cls) -> list[str]:
+        """The names of the config file's sections, each a mapping."""
+        return [name for name in cls.model_fields if name != "preset"]
+
     def to_dict(self) -> dict[str, Any]:
         """The configuration as plain data (what the manifest records)."""
         return self.model_dump()
@@ -417,12 +422,8 @@ class SFTRunConfig(ConfigModel):
         return wanted // per_step
 
 
-#: The sections of a config file, each a mapping.
-SECTIONS = ("model", "data", "lora", "training")
-
-
 def load_sft_config(path: Path | str | None, overrides: Sequence[str] = ()) -> SFTRunConfig:
-    """Read a run's configuration: preset, then the YAML file at `path`, then `overrides`.
+    """Read an SFT run's configuration: preset, then the YAML file at `path`, then `overrides`.
 
     Args:
         path: A YAML file with the sections ``model``, ``data``, ``lora``, ``training`` (and
@@ -432,6 +433,19 @@ def load_sft_config(path: Path | str | None, overrides: Sequence[str] = ()) -> S
     Raises:
         ConfigError: An unreadable file, an unknown preset, section or key, a value of the wrong
             type, or a missing required value: one line naming the file and the key.
+    """
+    return load_run_config(SFTRunConfig, path, overrides)
+
+
+Run = TypeVar("Run", bound=SFTRunConfig)
+
+
+def load_run_config(
+    schema: type[Run], path: Path | str | None, overrides: Sequence[str] = ()
+) -> Run:
+    """Read a training run's configuration of `schema` (SFT's, or one built on it, DPO's).
+
+    As `load_sft_config`; every section `schema` has is a mapping, its defaults when left out.
     """
     where = str(path) if path else "config"
     tree = _read_yaml(Path(path)) if path else {}
@@ -443,12 +457,12 @@ def load_sft_config(path: Path | str | None, overrides: Sequence[str] = ()) -> S
     preset = tree.get("preset")
     if preset is not None:
         tree = _merge(_preset(preset, where), tree)
-    for name in SECTIONS:  # a section left out is all defaults (or its required keys missing)
+    for name in schema.sections():  # a section left out is all defaults (or its required keys)
         tree.setdefault(name, {})
     try:
-        return SFTRunConfig.model_validate(tree)
+        return schema.model_validate(tree)
     except ValidationError as exc:
-        raise ConfigError(f"{where}: {problem(exc, SFTRunConfig)}") from None
+        raise ConfigError(f"{where}: {problem(exc, schema)}") from None
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -88,18 +88,31 @@ def read_sft_rows(source: str | Path, *, split: str = "train") -> list[dict[str,
             is not in the Hugging Face cache).
     """
     label = str(source)
+    found, rows = dataset_rows(source, split)
+    records = [_sft_row(found, item, where, label) for where, item in rows]
+    if not records:
+        raise InputError(found, "no records")
+    return records
+
+
+def dataset_rows(source: str | Path, split: str) -> tuple[Path | str, Iterator[tuple[str, Any]]]:
+    """The file, folder or hub name `source` resolves to, and its split's raw records.
+
+    Each record comes with where it is (``line 3``, ``row 2``). `source` is what
+    `read_sft_rows` reads; the records are not yet checked.
+
+    Raises:
+        InputError: A missing file or split, or an unreadable one.
+        ConfigError: A hub dataset that cannot be loaded.
+    """
+    label = str(source)
     path = _resolve(label)
     if path is None:
-        rows = _hub_rows(label, split)
-    elif path.is_dir():
-        rows = _disk_rows(path, split)
-    else:
-        _check_split(path, split, ["train"])
-        rows = read_records(path)
-    records = [_sft_row(path or label, item, where, label) for where, item in rows]
-    if not records:
-        raise InputError(path or label, "no records")
-    return records
+        return label, _hub_rows(label, split)
+    if path.is_dir():
+        return path, _disk_rows(path, split)
+    _check_split(path, split, ["train"])
+    return path, read_records(path)
 
 
 def normalise_messages(messages: Any, path: object, where: str) -> list[dict[str, str]]:

@@ -83,12 +83,33 @@ def train_sft(
             the chat template does not fit the tokenizer, or QLoRA cannot run here.
         InputError: Unusable training data (missing columns, empty, every sample too long).
     """
-    if not _is_main():
+    return train_run(config, check_inputs, build_trainer, log=log, progress=progress)
+
+
+def train_run(
+    config: SFTRunConfig,
+    check: Callable[[Any], dict[str, str | None]],
+    build: Callable[..., PreparedRun],
+    *,
+    log: Callable[[str], None] = lambda line: None,
+    progress: bool = True,
+) -> SFTResult:
+    """Train (or resume, or find finished) the run `config` describes, SFT's or DPO's.
+
+    Args:
+        config: The run's configuration.
+        check: Checks the inputs before torch loads (`check_inputs`); their content hashes.
+        build: Builds the trainer (`build_trainer`), called as ``build(config, log=,
+            progress=)``.
+        log: As `train_sft`'s.
+        progress: As `train_sft`'s.
+    """
+    if not is_main():
         log = _silent
     out = Path(config.training.output_dir)
     method = config.training.method
     weights = out / _weights_folder(method)
-    identity = _claim(out, config, check_inputs(config))  # bad input or folder: before torch
+    identity = _claim(out, config, check(config))  # bad input or folder: before torch
     import torch
 
     if not progress:
@@ -104,7 +125,7 @@ def train_sft(
             return SFTResult(out, manifest, already_done=True, method=method)
 
     started = time.perf_counter()
-    prepared = build_trainer(config, log=log, progress=progress)
+    prepared = build(config, log=log, progress=progress)
     trainer, args = prepared.trainer, prepared.trainer.args
     checkpoint = _resume_point(out / "checkpoints", log)
     if checkpoint is not None:
@@ -125,6 +146,7 @@ def train_sft(
         "identity": identity,
         "status": "complete",
         "method": method,
+        "trainer": prepared.kind,
         "config": config.to_dict(),
         "base": prepared.base,
         "data": {"train": prepared.train_report, "eval": prepared.eval_report},
@@ -183,12 +205,14 @@ class PreparedRun:
         base: The base model's folder or hub id.
         train_report: Source, samples, tokens, overlong count and content hash of the train data.
         eval_report: The same for the eval data, or None without eval data.
+        kind: The training it runs: ``sft`` or ``dpo`` (the manifest's ``trainer``).
     """
 
     trainer: Any
     base: str
     train_report: dict[str, Any]
     eval_report: dict[str, Any] | None
+    kind: str = "sft"
 
 
 def build_trainer(
@@ -204,9 +228,9 @@ def build_trainer(
         InputError: Unusable training data.
     """
     out = Path(config.training.output_dir)
-    eval_source = _eval_source(config)
+    eval_source = eval_data(config)
     train_rows = _load(config.data.train, "train")  # bad data fails before torch is imported
-    eval_rows = _load(eval_source, _eval_split(eval_source)) if eval_source else None
+    eval_rows = _load(eval_source, eval_split(eval_source)) if eval_source else None
     family = chat_family(config.model.chat_template) if config.model.chat_template else None
     from moot.core.metrics.perspective_diversity import EMBEDDED, embedded_hf_folder
 
@@ -216,14 +240,17 @@ def build_trainer(
     if config.model.init is not None:
         base = str(out / "base")
         _scratch_base(config, family, train_rows, Path(base))
-    args = _sft_args(config, out, has_eval=eval_source is not None, progress=progress)
+    from trl import SFTConfig
+
+    own = {"max_length": config.data.max_length, "assistant_only_loss": True}
+    args = trainer_args(config, SFTConfig, own, has_eval=eval_source is not None, progress=progress)
     launched = int(os.environ.get("WORLD_SIZE", "1"))
     if args.world_size != launched:  # e.g. workers that did not join one process group
         raise ConfigError(
             f"{launched} processes were launched but training sees {args.world_size}: they would "
             "train apart (use moot train sft --launch)"
         )
-    tokenizer = _tokenizer(base, family)
+    tokenizer = load_tokenizer(base, family)
     train_rows, train_report = _fit_lengths(train_rows, tokenizer, config, config.data.train)
     log(_length_line("train", train_report, config))
     eval_report = None
@@ -237,21 +264,16 @@ def build_trainer(
         config.model.attn_implementation, args.device.type == "cuda"
     )
     trainer = (packed_rows_trainer(SFTTrainer) if rows else SFTTrainer)(
-        model=_model(base, config),
+        model=load_model(base, config),
         args=args,
         train_dataset=train_rows,
         eval_dataset=eval_rows,
         processing_class=tokenizer,
-        peft_config=_lora_config(config),
+        peft_config=lora_config(config),
     )
     if rows:
         trainer.data_collator = PackedRows(trainer.data_collator, tokenizer.pad_token_id)
-    trainer.add_callback(_completion_callback(config.training.save_total_limit))
-    _tensorboard_logs(trainer, out / LOGS)
-    if not progress:
-        from transformers.trainer_callback import PrinterCallback
-
-        trainer.remove_callback(PrinterCallback)
+    watch(trainer, config, progress)
     return PreparedRun(trainer, base, train_report, eval_report)
 
 
@@ -279,7 +301,7 @@ def _resume_point(folder: Path, log: Callable[[str], None]) -> Path | None:
     for _, path in found:
         if (path / COMPLETE).is_file() or (legacy and (path / "trainer_state.json").is_file()):
             complete = path
-        elif _is_main():
+        elif is_main():
             log(f"{path.name} is incomplete (a kill cut its save or deletion short): deleted")
             shutil.rmtree(path)
     return complete
@@ -320,7 +342,7 @@ def _scratch_base(config: SFTRunConfig, family: ChatFamily | None, rows: Any, fo
     """
     if (folder / "config.json").exists():
         return
-    if _is_main():
+    if is_main():
         from moot.training.scratch import build_scratch_base
 
         texts = (m["content"] for row in rows for m in row["messages"])
@@ -357,13 +379,14 @@ def _claim(out: Path, config: SFTRunConfig, data: dict[str, str | None]) -> str:
         )
 
     folder = RunFolder(out, flag="training.output_dir")
-    claim = folder.claim if _is_main() else folder.check_claim  # the main process writes it
+    claim = folder.claim if is_main() else folder.check_claim  # the main process writes it
     claim("train", {"identity": identity, "config": settings, "data": data}, HOLDS, same)
     claimed = folder.claimed("train")  # an earlier moot's keeps the identity it recorded
     return (claimed.get("identity") if isinstance(claimed, dict) else None) or identity
 
 
-def _is_main() -> bool:
+def is_main() -> bool:
+    """Whether this is the main process (rank 0), or the only one."""
     return int(os.environ.get("RANK", "0")) == 0
 
 
@@ -371,7 +394,7 @@ def _silent(line: str) -> None:
     """Other processes say nothing: the main process speaks for the run."""
 
 
-def _eval_source(config: SFTRunConfig) -> str | None:
+def eval_data(config: SFTRunConfig) -> str | None:
     """The eval data: ``data.eval``, or the ``eval`` split of a `moot data mix` folder."""
     if config.data.eval:
         return config.data.eval
@@ -384,34 +407,42 @@ def _eval_source(config: SFTRunConfig) -> str | None:
     return None
 
 
-def check_inputs(config: SFTRunConfig) -> dict[str, str | None]:
-    """Check what the run needs before any model loads; its data's content hashes (`_digest`).
+def _messages(source: str, split: str) -> list[Any]:
+    """The conversations of an SFT dataset's split, checked (`read_sft_rows`)."""
+    return [row["messages"] for row in read_sft_rows(source, split=split)]
 
-    The base must be on this machine (`_check_base`) and the train and eval data usable. Data
-    files are read without torch, transformers or `datasets` (`read_sft_rows`), so a bad input
-    is refused in a moment, before any heavy import, and before a launch starts its workers.
+
+def check_inputs(
+    config: SFTRunConfig, read: Callable[[str, str], list[Any]] = _messages
+) -> dict[str, str | None]:
+    """Check what the run needs before any model loads; its data's hashes (`content_digest`).
+
+    The base must be on this machine (`check_base`) and the train and eval data usable. Data
+    files are read without torch, transformers or `datasets` (`read`, ``(source, split)`` to
+    checked samples: `read_sft_rows`' conversations by default), so a bad input is refused in a
+    moment, before any heavy import, and before a launch starts its workers.
 
     Raises:
         InputError: Unusable training or eval data (see `read_sft_rows`).
         ConfigError: A base model that is not on this machine, a hub dataset that cannot be
             loaded, or an evaluation schedule without eval data.
     """
-    _check_base(config)
-    eval_source = _eval_source(config)
+    check_base(config)
+    eval_source = eval_data(config)
     training = config.training
     if not eval_source and (training.eval_steps or training.eval_strategy not in (None, "no")):
         raise ConfigError(
             "training.eval_strategy and eval_steps need eval data: set data.eval, or train on a "
             "moot data mix folder with an eval split"
         )
-    rows = {"train": read_sft_rows(config.data.train, split="train")}
+    rows = {"train": read(config.data.train, "train")}
     if eval_source:
-        rows["eval"] = read_sft_rows(eval_source, split=_eval_split(eval_source))
-    digests = {split: _digest(r["messages"] for r in found) for split, found in rows.items()}
+        rows["eval"] = read(eval_source, eval_split(eval_source))
+    digests = {split: content_digest(found) for split, found in rows.items()}
     return {"train": digests["train"], "eval": digests.get("eval")}
 
 
-def _check_base(config: SFTRunConfig) -> None:
+def check_base(config: SFTRunConfig) -> None:
     """Refuse a base that cannot be here: a missing local path, or offline, an uncached hub id.
 
     Other problems (a corrupt folder, a gated repo online) surface when the model loads.
@@ -430,7 +461,7 @@ def _check_base(config: SFTRunConfig) -> None:
             raise ConfigError(_not_here(base))
 
 
-def _eval_split(source: str) -> str:
+def eval_split(source: str) -> str:
     """The split of the eval data to read: a file is one split (``train``: all of it)."""
     return "train" if Path(source).is_file() else "eval"
 
@@ -439,11 +470,36 @@ def _load(source: str, split: str) -> Any:
     return load_sft_dataset(source, split=split).select_columns(["messages"])
 
 
-def _sft_args(config: SFTRunConfig, out: Path, has_eval: bool, progress: bool) -> Any:
+def watch(trainer: Any, config: SFTRunConfig, progress: bool) -> None:
+    """Give `trainer` moot's checkpoint marks and rotation, its log folder, and quiet."""
+    trainer.add_callback(_completion_callback(config.training.save_total_limit))
+    _tensorboard_logs(trainer, Path(config.training.output_dir) / LOGS)
+    if not progress:
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
+
+
+def trainer_args(
+    config: SFTRunConfig,
+    trl_class: type,
+    own: dict[str, Any],
+    *,
+    has_eval: bool,
+    progress: bool,
+) -> Any:
+    """The trl arguments (`trl_class`: ``SFTConfig``, ``DPOConfig``) of `config`'s run.
+
+    trl's fields of ``training`` over moot's defaults, under what moot derives and the trainer's
+    `own` fields (e.g. SFT's ``assistant_only_loss``).
+
+    Raises:
+        ConfigError: A precision this machine lacks, an unknown optimizer, or a value trl refuses.
+    """
     import torch
-    from trl import SFTConfig
 
     training = config.training
+    out = Path(training.output_dir)
     cuda = torch.cuda.is_available()
     precision = training.precision
     if precision == "auto":
@@ -451,7 +507,11 @@ def _sft_args(config: SFTRunConfig, out: Path, has_eval: bool, progress: bool) -
     if precision != "fp32" and not cuda:
         raise ConfigError(f"training.precision {precision} needs a GPU here; use fp32 or auto")
     # trl's fields by name: moot's defaults, the config's
-    given = _known_names(training.trainer_arguments(), SFTConfig)
+    given = _known_names(training.trainer_arguments(), trl_class)
+    names = {field.name for field in fields(trl_class)}
+    # a default of moot's for a field this trainer lacks (SFT's packing, for DPO) is left out;
+    # the same field given in the config reaches the trainer, which names it
+    given = {k: v for k, v in given.items() if k in names or k in training.model_fields_set}
     if "optim" in given:
         _optimizer(given["optim"])
     defaults = {
@@ -464,8 +524,7 @@ def _sft_args(config: SFTRunConfig, out: Path, has_eval: bool, progress: bool) -
         "gradient_accumulation_steps": config.gradient_accumulation(
             int(os.environ.get("WORLD_SIZE", "1"))
         ),
-        "max_length": config.data.max_length,
-        "assistant_only_loss": True,
+        **own,
         "bf16": precision == "bf16",
         "fp16": precision == "fp16",
         "use_cpu": not cuda,
@@ -478,7 +537,7 @@ def _sft_args(config: SFTRunConfig, out: Path, has_eval: bool, progress: bool) -
         "disable_tqdm": not progress,
     }
     try:
-        return SFTConfig(**{**defaults, **given, **derived})
+        return trl_class(**{**defaults, **given, **derived})
     except (TypeError, ValueError) as exc:  # trl's own check of a value passed through
         raise ConfigError(f"training: {str(exc).strip().splitlines()[0]}") from None
 
@@ -523,7 +582,11 @@ def _tensorboard_logs(trainer: Any, folder: Path) -> None:
             callback.logging_dir = str(folder)
 
 
-def _tokenizer(base: str, family: ChatFamily | None) -> Any:
+def load_tokenizer(base: str, family: ChatFamily | None, *, markers: bool = True) -> Any:
+    """`base`'s tokenizer with `family`'s chat template; with `markers`, one that has them.
+
+    `markers`: the template must carry ``{% generation %}`` markers (SFT's assistant-only loss).
+    """
     from transformers import AutoTokenizer
 
     try:
@@ -537,7 +600,7 @@ def _tokenizer(base: str, family: ChatFamily | None) -> Any:
                 f"chat template {family.name} ends turns with {family.eos!r}, which is not a token "
                 f"of {base}'s tokenizer: pick the base model's own family"
             )
-    elif not has_generation_markers(tokenizer.chat_template):
+    elif markers and not has_generation_markers(tokenizer.chat_template):
         raise ConfigError(
             f"{base}'s tokenizer has no chat template with {{% generation %}} markers, so "
             "assistant-only loss would train nothing: set model.chat_template to a family"
@@ -545,7 +608,8 @@ def _tokenizer(base: str, family: ChatFamily | None) -> Any:
     return tokenizer
 
 
-def _model(base: str, config: SFTRunConfig) -> Any:
+def load_model(base: str, config: SFTRunConfig) -> Any:
+    """`base` as a causal LM, with `config`'s dtype, attention and (QLoRA) quantization."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -563,7 +627,7 @@ def _model(base: str, config: SFTRunConfig) -> Any:
         raise ConfigError(_unloadable(base, exc)) from None
 
 
-def _lora_config(config: SFTRunConfig) -> Any:
+def lora_config(config: SFTRunConfig) -> Any:
     """The ``LoraConfig`` of a LoRA run; None trains every weight (``method: full``)."""
     if config.training.method == "full":
         return None
@@ -631,7 +695,7 @@ def _fit_lengths(rows: Any, tokenizer: Any, config: SFTRunConfig, source: str) -
         "overlong": overlong,
         "overlong_policy": config.data.overlong,
         "tokens": sum(min(size, limit) for size in sizes),
-        "sha256": _digest(rows["messages"]),
+        "sha256": content_digest(rows["messages"]),
     }
     if config.data.overlong == "drop" and overlong:
         measured = measured.filter(lambda row: row["length"] <= limit)
@@ -650,7 +714,7 @@ def _length_line(split: str, report: dict[str, Any], config: SFTRunConfig) -> st
     return line
 
 
-def _digest(conversations: Iterable[Any]) -> str:
+def content_digest(conversations: Iterable[Any]) -> str:
     """A content hash of the samples' messages, in order."""
     digest = hashlib.sha256()
     for messages in conversations:

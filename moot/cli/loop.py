@@ -189,19 +189,23 @@ def _parse(
             raise InputError(recipe.path, f"{where}missing option {option!r}")
     config = {}
     if "train_config" in actions:  # its config's keys are checked now too, not an hour in
-        config = _check_sft(recipe, where, args)
+        config = _check_sft(recipe, where, args, tuple(stage.command))
     return args, output, config
 
 
-def _check_sft(recipe: Any, where: str, args: argparse.Namespace) -> dict[str, Any]:
-    """The SFT config the stage trains with, checked (the files it names are the stage's inputs)."""
+def _check_sft(
+    recipe: Any, where: str, args: argparse.Namespace, command: tuple[str, ...]
+) -> dict[str, Any]:
+    """The SFT (or DPO) config the stage trains with, checked (the files it names are inputs)."""
     from moot.core.errors import InputError, MootError
-    from moot.training.sft_config import load_sft_config
+    from moot.training.dpo_config import DPORunConfig
+    from moot.training.sft_config import SFTRunConfig, load_run_config
 
     if not Path(args.train_config).is_file():
         raise InputError(recipe.path, f"{where}config {args.train_config}: file not found")
+    schema = DPORunConfig if command == ("train", "dpo") else SFTRunConfig
     try:
-        return load_sft_config(args.train_config, args.overrides).to_dict()
+        return load_run_config(schema, args.train_config, args.overrides).to_dict()
     except MootError as exc:
         raise InputError(recipe.path, f"{where}{exc}") from None
 

@@ -1,4 +1,4 @@
-"""Training commands: `moot train sft` and `merge`, `moot data mix` and `preferences`."""
+"""Training commands: `moot train sft|dpo|merge`, `moot data mix|preferences`."""
 
 from __future__ import annotations
 
@@ -27,6 +27,18 @@ def register(commands: Commands) -> None:
         "checkpoint; a finished run is not redone.",
         group="train",
         output=Output(marks=(claim_mark("train"),)),  # an earlier version's folder: its claim
+    )
+    commands.add(
+        "dpo",
+        TrainDpo,
+        "DPO (full or LoRA) on preference pairs",
+        "Preference-tune a model or a moot train sft adapter with trl's DPOTrainer on "
+        "{prompt, chosen, rejected} pairs: the same YAML config as train sft (over a preset) "
+        "with a dpo section (beta, loss_type), then section.key=value overrides. With LoRA the "
+        "reference is the adapter-off model. Resumes from the last checkpoint; a finished run "
+        "is not redone.",
+        group="train",
+        output=Output(),  # no earlier version made its folders: its owner mark says whose
     )
     commands.add(
         "merge",
@@ -93,14 +105,33 @@ class TrainSft(Job):
         main_process_port: int | None = flag(None, parse=int, metavar="PORT", group=_LAUNCH)
 
     settings: Settings
+    #: The ``moot train`` command: ``sft``, or a subclass's.
+    trainer = "sft"
+
+    def load_config(self) -> Any:
+        """The run's configuration, from ``--config`` and the overrides."""
+        from moot.training.sft_config import load_sft_config
+
+        return load_sft_config(self.settings.train_config, self.settings.overrides)
+
+    def check(self, config: Any) -> None:
+        """Check the run's inputs before any heavy import (`moot.training.check_inputs`)."""
+        from moot.training.sft_trainer import check_inputs
+
+        check_inputs(config)
+
+    def fit(self, config: Any, log: Any) -> Any:
+        """Train here (`moot.training.train_sft`)."""
+        from moot.training.sft_trainer import train_sft
+
+        return train_sft(config, log=log, progress=not self.settings.quiet)
 
     def run(self) -> Result:
         """Check the config and the launch flags, hold the output folder, train."""
         from moot.core.errors import ConfigError
-        from moot.training.sft_config import load_sft_config
 
         given = self.settings
-        config = load_sft_config(given.train_config, given.overrides)  # before any launch
+        config = self.load_config()  # before any launch
         launch_only = {
             "--num-processes": given.num_processes > 1,
             "--num-machines": given.num_machines > 1,
@@ -129,10 +160,10 @@ class TrainSft(Job):
         if given.launch:
             return self.launch(config)
         from moot.training.sft_card import write_sft_card
-        from moot.training.sft_trainer import exit_worker, train_sft
+        from moot.training.sft_trainer import exit_worker
 
         log = print if not given.quiet else (lambda line: None)  # the stages it reports
-        result = train_sft(config, log=log, progress=not given.quiet)
+        result = self.fit(config, log)
         if not result.manifest:  # a launched worker other than the main one: it ends here, with 0
             exit_worker()
             return self.finish()
@@ -154,10 +185,9 @@ class TrainSft(Job):
         """Train on many processes (``accelerate launch``); then the card and the push."""
         from moot.training.launch import run_launch
         from moot.training.sft_card import write_sft_card
-        from moot.training.sft_trainer import check_inputs
 
         given = self.settings
-        check_inputs(config)  # once here, not in every worker after its heavy imports
+        self.check(config)  # once here, not in every worker after its heavy imports
         code = run_launch(
             given.launch,
             given.train_config,
@@ -167,6 +197,7 @@ class TrainSft(Job):
             machine_rank=given.machine_rank,
             main_process_ip=given.main_process_ip,
             main_process_port=given.main_process_port,
+            trainer=self.trainer,
         )
         if code != 0:
             return self.push(None, "model", self.finish(failed=True))
@@ -175,6 +206,30 @@ class TrainSft(Job):
         weights = write_sft_card(config.training.output_dir)  # the workers have finished
         outputs = {"model": weights, "manifest": Path(config.training.output_dir) / "manifest.json"}
         return self.push(weights, "model", self.finish(outputs=outputs))
+
+
+class TrainDpo(TrainSft):
+    """`moot train dpo`: full or LoRA DPO on preference pairs, as `moot train sft` runs SFT."""
+
+    trainer = "dpo"
+
+    def load_config(self) -> Any:
+        """The DPO run's configuration (`moot.training.load_dpo_config`)."""
+        from moot.training.dpo_config import load_dpo_config
+
+        return load_dpo_config(self.settings.train_config, self.settings.overrides)
+
+    def check(self, config: Any) -> None:
+        """Check the preference data and the base before any heavy import."""
+        from moot.training.dpo_trainer import check_dpo_inputs
+
+        check_dpo_inputs(config)
+
+    def fit(self, config: Any, log: Any) -> Any:
+        """Train here (`moot.training.train_dpo`)."""
+        from moot.training.dpo_trainer import train_dpo
+
+        return train_dpo(config, log=log, progress=not self.settings.quiet)
 
 
 class MergeAdapter(Job):

@@ -61,7 +61,7 @@ def test_the_tree_holds_every_command():
 @pytest.mark.parametrize("path", sorted(COMMANDS), ids=" ".join)
 def test_every_command_takes_a_config_file_and_names_an_unknown_key(path, tmp_path, capsys):
     parser = COMMANDS[path]
-    if path == ("train", "sft"):  # its --config is the training config itself
+    if path in {("train", "sft"), ("train", "dpo")}:  # its --config is the training config
         assert {"--config", "--quiet", "--debug"} <= flags(parser)
         return
     assert {"--config", "--quiet", "--debug"} <= flags(parser)

@@ -1,4 +1,4 @@
-"""`moot train sft|merge` and `moot data mix` refuse a bad config or bad data before heavy imports.
+"""`moot train sft|dpo|merge`, `moot data mix` refuse a bad config or bad data before heavy imports.
 
 Each case runs moot in a fresh interpreter with its import log on (``PYTHONPROFILEIMPORTTIME``),
 so the test sees both the one error line and every module the refusal loaded: none of torch,
@@ -117,6 +117,20 @@ def test_bad_data_is_refused_before_heavy_imports(
     assert line.startswith(f"moot: error: {bad}") and problem in line, line
     assert not modules & HEAVY
     assert not (tmp_path / "run").exists()  # nothing claimed, nothing half-written
+
+
+def test_a_bad_preference_record_is_refused_before_heavy_imports(tmp_path: Path) -> None:
+    bad = tmp_path / "pairs.jsonl"
+    bad.write_text(json.dumps({"prompt": "p", "chosen": "a"}) + "\n")
+    base = tmp_path / "base"
+    base.mkdir()
+    args = ["train", "dpo", "--config", EXAMPLE, f"data.train={bad}", f"model.base={base}"]
+    args += ["model.init=null", f"training.output_dir={tmp_path / 'run'}", "--launch", "ddp"]
+    line, modules = refusal(tmp_path, *args)
+    said = "no 'rejected' (a preference record is {prompt, chosen, rejected})"
+    assert line == f"moot: error: {bad}, line 1: {said}", line
+    assert not modules & HEAVY
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize(

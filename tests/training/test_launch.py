@@ -105,6 +105,9 @@ def test_ddp_command_reinvokes_moot_without_launch(monkeypatch):
     assert args.multi_gpu and not args.cpu and args.num_processes == 2
     assert args.module and args.training_script == "moot"
     assert args.training_script_args == ["train", "sft", "--config", "runs/sft.yaml", *argv[-2:]]
+    dpo = launch_command("ddp", "runs/dpo.yaml", [], 2, cpu=False, trainer="dpo")
+    assert dpo[-6:] == ["-m", "moot", "train", "dpo", "--config", "runs/dpo.yaml"]
+    assert accelerate_sees(dpo).training_script_args[:2] == ["train", "dpo"]
 
 
 def test_multi_node_flags_reach_accelerate(deepspeed_installed):

@@ -1,0 +1,175 @@
+"""`moot train dpo` end to end on a tiny Llama built from a config: it learns the preferences.
+
+One LoRA run, from an SFT-style adapter, serves every assert: the chosen-over-rejected margin on
+held-out pairs (measured here from the model's log-probabilities, before and after), the run's
+folder, manifest and card, its rerun, and `moot train merge` on its adapter.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from huggingface_hub import ModelCard
+
+from tests.cli.helpers import moot_env, run_moot
+from tests.conftest import built_once
+from tests.tiny import tiny_llama
+
+pytestmark = [pytest.mark.torch, pytest.mark.subprocess]
+
+ENV = moot_env(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+CHOSEN = ["yes it harms people", "yes it costs lives"]
+REJECTED = ["no it helps people", "no it saves money"]
+TRAIN_TOPICS = ["smoking", "gambling", "hunting", "fireworks", "tobacco", "cars"]
+HELD_OUT_TOPICS = ["zoos", "boxing", "drones"]
+WORDS = sorted(
+    {"should", "we", "ban", "?", *TRAIN_TOPICS, *HELD_OUT_TOPICS}
+    | {word for text in CHOSEN + REJECTED for word in text.split()}
+)
+CONFIG = """\
+model: {{base: {base}}}
+data: {{train: {train}, max_length: 32}}
+lora: {{r: 8, alpha: 16, dropout: 0.0}}
+dpo: {{beta: 0.5, loss_type: sigmoid}}
+training:
+  output_dir: {out}
+  max_steps: 12
+  learning_rate: 5.0e-2
+  lr_scheduler_type: constant
+  warmup_steps: 0
+  per_device_train_batch_size: 6
+  activation_checkpointing: false
+  logging_steps: 4
+  save_steps: 6
+  seed: 0
+"""
+
+
+def pairs(topics: list[str]) -> list[dict[str, str]]:
+    """A preference pair per topic and answer: the answer that the topic harms is chosen."""
+    return [
+        {"prompt": f"should we ban {topic} ?", "chosen": good, "rejected": bad, "judge": "hand"}
+        for topic in topics
+        for good, bad in zip(CHOSEN, REJECTED, strict=True)
+    ]
+
+
+def margin(model, tokenizer, examples: list[dict[str, str]]) -> float:
+    """Mean over `examples` of log p(chosen | prompt) - log p(rejected | prompt), in nats."""
+    import torch
+
+    def logp(prompt: str, answer: str) -> float:
+        start = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        rest = tokenizer(answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        ids = torch.tensor([start + rest])
+        with torch.no_grad():
+            logits = model(ids).logits.log_softmax(-1)[0]
+        return sum(logits[len(start) + i - 1, token].item() for i, token in enumerate(rest))
+
+    model.eval()
+    gaps = [logp(e["prompt"], e["chosen"]) - logp(e["prompt"], e["rejected"]) for e in examples]
+    return sum(gaps) / len(gaps)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """The tiny base, an SFT-style LoRA adapter on it, and one `moot train dpo` from it."""
+    return built_once(tmp_path_factory, "dpo", train_dpo)
+
+
+def train_dpo(tmp: Path) -> dict:
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    base = tiny_llama(tmp / "base", WORDS)
+    torch.manual_seed(1)
+    lora = LoraConfig(r=4, target_modules="all-linear", init_lora_weights=False)
+    sft = get_peft_model(AutoModelForCausalLM.from_pretrained(base), lora)
+    sft.save_pretrained(tmp / "sft-adapter")  # the shape of `moot train sft`'s adapter/
+    train = tmp / "train.jsonl"
+    train.write_text("".join(json.dumps(p) + "\n" for p in pairs(TRAIN_TOPICS)))
+    config = tmp / "dpo.yaml"
+    out = tmp / "run"
+    config.write_text(CONFIG.format(base=tmp / "sft-adapter", train=train, out=out))
+    trained = run_moot("train", "dpo", "--config", config, env=ENV)
+    return {"base": base, "sft": tmp / "sft-adapter", "config": config, "out": out, "done": trained}
+
+
+def test_dpo_raises_the_chosen_over_rejected_margin_on_held_out_pairs(run):
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    assert run["done"].returncode == 0, run["done"].stderr
+    tokenizer = AutoTokenizer.from_pretrained(run["base"])
+    held_out = pairs(HELD_OUT_TOPICS)
+    sft = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(run["base"]), run["sft"])
+    before = margin(sft.merge_and_unload(), tokenizer, held_out)  # where DPO started
+    start = AutoModelForCausalLM.from_pretrained(run["out"] / "base")  # the SFT adapter merged
+    policy = PeftModel.from_pretrained(start, run["out"] / "adapter")
+    after = margin(policy, tokenizer, held_out)
+    with policy.disable_adapter():  # the reference trl used: the adapter off
+        reference = margin(policy, tokenizer, held_out)
+    print(f"held-out margin: before {before:.3f}, after {after:.3f} nats")
+    assert reference == pytest.approx(before, abs=1e-4)
+    assert after > before + 1.0  # a preference learnt, on topics the training never saw
+
+
+def test_moot_train_dpo_writes_its_adapter_card_and_manifest_and_merges(run, tmp_path):
+    done, out = run["done"], run["out"]
+    assert done.returncode == 0, done.stderr
+    assert f"adapter  {out / 'adapter'}" in done.stdout
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["trainer"] == "dpo" and manifest["method"] == "lora"
+    assert manifest["steps"] == 12 and manifest["data"]["train"]["samples"] == 12
+    assert manifest["config"]["dpo"] == {
+        "beta": 0.5,
+        "loss_type": ["sigmoid"],
+        "loss_weights": None,
+        "label_smoothing": 0.0,
+    }
+    assert manifest["base"] == str(out / "base")  # the SFT adapter merged: DPO's start
+    adapter = json.loads((out / "adapter" / "adapter_config.json").read_text())
+    assert adapter["base_model_name_or_path"] == str(out / "base")
+    margins = [e["rewards/margins"] for e in manifest["log_history"] if "rewards/margins" in e]
+    assert len(margins) == 3 and margins[-1] > margins[0]  # trl's own view, on the train pairs
+    saved = sorted(p.name for p in (out / "checkpoints").glob("checkpoint-*"))
+    assert saved == ["checkpoint-12", "checkpoint-6"]
+    assert all((out / "checkpoints" / name / "moot-complete.json").is_file() for name in saved)
+    card = ModelCard.load(out / "adapter" / "README.md")
+    assert {"dpo", "moot-dpo", "lora"} <= set(card.data.tags)
+    assert "moot DPO adapter" in card.text and "| DPO loss, beta | sigmoid, 0.5 |" in card.text
+    assert "| train preference pairs | 12 |" in card.text
+    again = run_moot("train", "dpo", "--config", run["config"], env=ENV)
+    assert again.returncode == 0, again.stderr
+    assert "already trained" in again.stdout
+    merged = tmp_path / "merged"
+    merging = run_moot("train", "merge", "--adapter", out / "adapter", "--out", merged, env=ENV)
+    assert merging.returncode == 0, merging.stderr
+    assert (merged / "model.safetensors").is_file()
+    assert not (merged / "adapter_config.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        ({"prompt": "should we ban zoos ?", "chosen": "yes"}, "no 'rejected'"),
+        ({"prompt": "should we ban zoos ?", "chosen": "yes", "rejected": "yes"}, "the same"),
+        (
+            {"prompt": [{"role": "assistant", "content": "hi"}], "chosen": "a", "rejected": "b"},
+            "'prompt' must end with a user turn",
+        ),
+    ],
+)
+def test_a_bad_preference_record_is_refused_in_one_line_with_exit_2(run, tmp_path, record, problem):
+    data = tmp_path / "bad.jsonl"
+    data.write_text(json.dumps(pairs(["zoos"])[0]) + "\n" + json.dumps(record) + "\n")
+    out = tmp_path / "refused"
+    overrides = [f"data.train={data}", f"training.output_dir={out}"]
+    done = run_moot("train", "dpo", "--config", run["config"], *overrides, env=ENV)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert str(data) in done.stderr and "line 2" in done.stderr and problem in done.stderr
+    assert not (out / "manifest.json").exists() and not (out / "checkpoints").exists()
