@@ -8,6 +8,7 @@ import pytest
 
 import moot
 from moot.testing import ScriptedServer
+from moot.training.dpo_data import read_preference_rows
 from tests.cli.helpers import read_jsonl, refused_in_one_line
 from tests.cli.test_eval import CONTROL_RULES, QUALITY_RULES, eval_options, responses_file
 
@@ -57,6 +58,9 @@ def test_preferences_from_quality_and_controllability_runs(tmp_path):
     table = datasets.load_from_disk(str(out / "dataset"))["train"]
     assert table["chosen"] == [p["chosen"] for p in pairs] and len(table) == 4
     assert "4 train and 0 eval pairs" in result.lines[-1]
+    # what `moot train dpo` reads of the folder: the same pairs
+    read = read_preference_rows(out)
+    assert read == [{k: p[k] for k in ("prompt", "chosen", "rejected")} for p in pairs]
 
     # the same inputs give the same files; a split is seeded
     again = tmp_path / "again"
