@@ -118,11 +118,11 @@ def build_preferences(
             raise InputError(source, "not a folder of moot eval quality, controllability or compqa")
         summary.inputs.append({"source": str(source), "kind": kind})
         if kind == "quality":
-            responses = _judged_responses(source, "responses")
-            baseline = _judged_responses(source, "baseline")
+            responses, baseline = _judged_responses(source, "responses", "baseline")
             built.append(quality_pairs(_judgments(source), responses, baseline))
         elif kind == "controllability":
-            control.append((_judgments(source), _judged_responses(source, "responses")))
+            (responses,) = _judged_responses(source, "responses")
+            control.append((_judgments(source), responses))
         else:
             built.append(scored_pairs(_compqa_answers(source), min_margin))
     if control:
@@ -165,16 +165,20 @@ def _judgments(folder: Path) -> list[dict[str, Any]]:
     return list(ResultLog(folder / "judgments.jsonl").records())
 
 
-def _judged_responses(folder: Path, name: str) -> list[Response]:
-    """The responses a judged run read, from the file its ``summary.json`` names."""
+def _judged_responses(folder: Path, *names: str) -> list[list[Response]]:
+    """The responses a judged run read, per name, from the files its ``summary.json`` names."""
     path = folder / "summary.json"
     summary = read_json_file(path) if path.is_file() else None
-    given = ((summary or {}).get("sources") or {}).get(name) if isinstance(summary, dict) else None
-    if not isinstance(given, str):
-        raise InputError(path, f"names no {name} file (is the run finished?)")
-    if not Path(given).is_file():
-        raise InputError(path, f"its {name} file {given} is not there (run from its folder)")
-    return load_responses(given)
+    sources = (summary.get("sources") or {}) if isinstance(summary, dict) else {}
+    found = []
+    for name in names:
+        given = sources.get(name)
+        if not isinstance(given, str):
+            raise InputError(path, f"names no {name} file (is the run finished?)")
+        if not Path(given).is_file():
+            raise InputError(path, f"its {name} file {given} is not there (run from its folder)")
+        found.append(load_responses(given))
+    return found
 
 
 def _compqa_answers(folder: Path) -> list[Scored]:

@@ -51,7 +51,7 @@ class HttpClient:
     def __init__(self, deadline: float):
         self.deadline = deadline
         self._session: aiohttp.ClientSession | None = None
-        self._proxies: dict[tuple[str, str], str | None] = {}  # by scheme and host
+        self._proxies: dict[str, str | None] = {}  # by URL
 
     async def post(self, url: str, headers: Mapping[str, str], body: bytes) -> Response:
         """POST `body` to `url`; the whole response, whatever its status."""
@@ -71,20 +71,19 @@ class HttpClient:
             raise TimeoutError(f"no reply within {self.deadline:g}s") from None
 
     def _proxy(self, url: str) -> str | None:
-        """The environment's proxy for `url`, if any, read once per scheme and host.
+        """The environment's proxy for `url`, if any, read once per URL (a client posts to one).
 
         Not aiohttp's ``trust_env``: it reads the proxy variables and ``~/.netrc`` again for
         every request, each in a thread of its own, and a ``.netrc`` entry for the host would
         clash with the key's ``Authorization`` header.
         """
-        parts = urllib.parse.urlsplit(url)
-        key = (parts.scheme, parts.hostname or "")
-        if key not in self._proxies:
-            bypass = urllib.request.proxy_bypass_environment(key[1])
+        if url not in self._proxies:
+            parts = urllib.parse.urlsplit(url)
+            bypass = urllib.request.proxy_bypass_environment(parts.hostname or "")
             proxies = urllib.request.getproxies_environment()
             found = proxies.get(parts.scheme) or proxies.get("all")
-            self._proxies[key] = None if bypass else found
-        return self._proxies[key]
+            self._proxies[url] = None if bypass else found
+        return self._proxies[url]
 
 
 def _open_session() -> aiohttp.ClientSession:
