@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from moot.core.data.records import (
     atomic_write,
@@ -94,9 +94,10 @@ class Recipe:
     Args:
         path: The recipe file.
         stages: Its stages, in the order they run.
-        report: What ``report.md`` compares: ``controllability`` (``base`` and ``tuned``, each an
-            ``eval controllability`` stage), ``quality`` (an ``eval quality`` stage) and
-            ``debatrix`` (a `moot judge` stage over a sample of the debates).
+        report: What ``report.md`` compares: ``controllability`` (a column label per ``eval
+            controllability`` stage: ``base`` and ``tuned``, or base, SFT and SFT+DPO),
+            ``quality`` (an ``eval quality`` stage, or a label per stage) and ``debatrix`` (a
+            `moot judge` stage over a sample of the debates).
         digest: SHA-256 of the file.
         options: What it says of the whole run (`RUN_OPTIONS`), as written (the CLI checks
             them as `moot run`'s own flags).
@@ -115,16 +116,16 @@ class _StageFile(ConfigModel, extra="allow"):
     command: str
 
 
-class _Controllability(ConfigModel):
-    base: str
-    tuned: str
-
-
 class _ReportFile(ConfigModel):
-    """``report:``: which stages the report compares (`REPORT_STAGES`)."""
+    """``report:``: which stages the report compares (`REPORT_STAGES`).
 
-    controllability: _Controllability | None = None
-    quality: str | None = None
+    ``controllability`` maps a column's label to its stage (``{base: .., tuned: ..}``, or base,
+    SFT and SFT+DPO); ``quality`` is one stage (tuned vs base) or a label per stage
+    (``{"dpo vs sft": ..}``).
+    """
+
+    controllability: dict[str, str] | None = Field(None, min_length=1)
+    quality: str | dict[str, str] | None = None
     debatrix: str | None = None
 
 
@@ -487,7 +488,7 @@ def now() -> str:
 
 
 def write_report(out: Path, recipe: Recipe, manifest: Manifest) -> Path:
-    """``OUT/report.md``: the stages, then base vs tuned on controllability and quality.
+    """``OUT/report.md``: the stages, then the judges' summaries the recipe's ``report:`` compares.
 
     The judges' counts (items, unreadable replies, errors) are shown next to every score.
     """
@@ -512,27 +513,19 @@ def write_report(out: Path, recipe: Recipe, manifest: Manifest) -> Path:
     lines += [render_table(rows, left=3, markdown=True), ""]
     control = recipe.report.get("controllability")
     if control:
-        summaries = {side: _summary(outputs.get(name)) for side, name in control.items()}
         lines += ["## Controllability (DEBATunE, Li et al. 2024, Section 4.2)", ""]
-        keys = SUMMARY_KEYS["controllability"]
-        rows = [("metric", f"base ({control['base']})", f"tuned ({control['tuned']})")]
-        rows += [
-            (key, *(_shown(summaries[side], key) for side in ("base", "tuned"))) for key in keys
-        ]
-        lines += [render_table(rows, markdown=True), ""]
+        lines += [_compared(control, SUMMARY_KEYS["controllability"], outputs), ""]
     quality = recipe.report.get("quality")
-    if quality:
-        summary = _summary(outputs.get(quality))
+    if isinstance(quality, str):
         lines += [f"## Pairwise quality: tuned vs base ({quality}, both orders)", ""]
-        keys = SUMMARY_KEYS["quality"]
-        rows = [("metric", "value"), *((key, _shown(summary, key)) for key in keys)]
-        lines += [render_table(rows, markdown=True), ""]
+        lines += [_compared({"value": quality}, SUMMARY_KEYS["quality"], outputs, named=False), ""]
+    elif quality:
+        lines += ["## Pairwise quality (responses vs baseline, both orders)", ""]
+        lines += [_compared(quality, SUMMARY_KEYS["quality"], outputs), ""]
     debatrix = recipe.report.get("debatrix")
     if debatrix:
-        summary = _summary(outputs.get(debatrix))
         lines += [f"## Debatrix judgments of the debates ({debatrix}, Liang et al. 2024)", ""]
-        rows = [("metric", "value"), *((key, _shown(summary, key)) for key in DEBATRIX_KEYS)]
-        lines += [render_table(rows, markdown=True), ""]
+        lines += [_compared({"value": debatrix}, DEBATRIX_KEYS, outputs, named=False), ""]
     lines += ["## Browse", "", "Every stage's records are in its folder (see `manifest.json`)."]
     if manifest.data.get("view"):
         lines.append(
@@ -557,6 +550,20 @@ def write_run_view(out: Path, manifest: Manifest) -> None:
         return
     manifest.data["view"] = VIEW
     manifest.write()
+
+
+def _compared(
+    columns: dict[str, str],
+    keys: Iterable[str],
+    outputs: dict[str, str | None],
+    named: bool = True,
+) -> str:
+    """A table of `keys` (rows) from each column's stage's summary (``label (stage)``)."""
+    summaries = {label: _summary(outputs.get(name)) for label, name in columns.items()}
+    head = [f"{label} ({name})" if named else label for label, name in columns.items()]
+    rows = [("metric", *head)]
+    rows += [(key, *(_shown(summaries[label], key) for label in columns)) for key in keys]
+    return render_table(rows, markdown=True)
 
 
 def _summary(output: str | None) -> dict[str, Any] | None:

@@ -40,6 +40,7 @@ from moot.core.errors import ConfigError
 from moot.core.hub.cards import Card, folder_bytes, write_card
 from moot.core.tables import render_table
 from moot.prompts import render, template_source
+from moot.training.dataset_folder import save_table
 from moot.training.sft_data import source_digest
 
 KIND = "compqa-distill"
@@ -213,8 +214,7 @@ def _write(
             "completion": string,
         }
     )
-    columns = {name: [record[name] for record in records] for name in features}
-    datasets.Dataset.from_dict(columns, features=features).save_to_disk(str(tmp / "dataset"))
+    save_table(records, tmp / "dataset", features)
     write_json(tmp / "manifest.json", _manifest(summary, inputs))
     write_card(tmp, _card(tmp, summary))
 

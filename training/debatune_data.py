@@ -19,6 +19,7 @@ from typing import Any
 
 from moot.core.data.records import atomic_replace_dir, atomic_write, write_json
 from moot.prompts import load_yaml
+from moot.training.dataset_folder import save_table
 
 INSTRUCTIONS_FILE = "debatune/instructions.yaml"
 
@@ -61,9 +62,6 @@ def sft_records(debates: Iterable[dict[str, Any]], seed: int = 0) -> list[dict[s
     return [sft_record(d, seed) for d in debates if d.get("status") == "ok"]
 
 
-#: Records per batch of ``dataset/``'s Arrow file: what writing it holds at once.
-BATCH = 100
-
 #: Which ``dataset.jsonl`` the ``dataset/`` copy was last made from (its SHA-256), in ``.moot/``.
 DATASET_MARK = "dataset.json"
 
@@ -104,7 +102,7 @@ def write_sft_dataset(
         atomic_write(jsonl, write, binary=True)
     except _Unchanged:
         return count
-    _save_dataset(jsonl, count, out_dir / "dataset")
+    _save_dataset(jsonl, out_dir / "dataset")
     if reuse:
         write_json(mark, {"dataset.jsonl": digest.hexdigest()})
     return count
@@ -125,16 +123,13 @@ def _made_from(mark: Path, jsonl: Path) -> str | None:
     return made if made == now and (jsonl.parent / "dataset" / "state.json").is_file() else None
 
 
-def _save_dataset(jsonl: Path, records: int, target: Path) -> None:
+def _save_dataset(jsonl: Path, target: Path) -> None:
     """``dataset.jsonl`` as a `datasets` folder (``save_to_disk``'s), replaced atomically.
 
-    Written a batch of records at a time (`datasets`' `ArrowWriter`), never all held: the
-    folder's state and info are those ``save_to_disk`` writes for these features.
+    Written a batch of records at a time (`moot.training.dataset_folder`), never all held.
     """
     import datasets
-    from datasets.arrow_writer import ArrowWriter
 
-    datasets.disable_progress_bars()
     features = datasets.Features(
         {
             "id": datasets.Value("string"),
@@ -151,24 +146,7 @@ def _save_dataset(jsonl: Path, records: int, target: Path) -> None:
     )
 
     def build(tmp: Path) -> None:
-        empty = datasets.Dataset.from_dict({name: [] for name in features}, features=features)
-        empty.save_to_disk(str(tmp))  # its state.json and dataset_info.json, and no shard
-        if not records:
-            return
-        shard = "data-00000-of-00001.arrow"
-        digest = hashlib.sha256()
-        with ArrowWriter(
-            features=features, path=str(tmp / shard), writer_batch_size=BATCH
-        ) as writer:
-            with jsonl.open(encoding="utf-8") as f:
-                for line in f:
-                    digest.update(line.encode("utf-8"))
-                    writer.write(json.loads(line))
-            writer.finalize()
-        state = json.loads((tmp / "state.json").read_text(encoding="utf-8"))
-        # the records' own fingerprint, not the empty table's (the same for every dataset):
-        # `datasets` names the cache files of a loaded dataset's transforms by it
-        state["_data_files"], state["_fingerprint"] = [{"filename": shard}], digest.hexdigest()[:16]
-        (tmp / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True))
+        with jsonl.open(encoding="utf-8") as f:
+            save_table((json.loads(line) for line in f), tmp, features)
 
     atomic_replace_dir(build, target)

@@ -29,6 +29,7 @@ from moot.core.data.records import (
 from moot.core.errors import ConfigError
 from moot.core.hub.cards import Card, folder_bytes, write_card
 from moot.core.tables import render_table
+from moot.training.dataset_folder import save_splits
 from moot.training.sft_data import read_sft_rows, sft_features, source_digest
 
 KIND = "mix"
@@ -143,7 +144,7 @@ def mix_datasets(
     summary.train, summary.eval = len(splits["train"]), len(splits["eval"])
     if not splits["train"]:
         raise ConfigError("the train split would be empty: lower --eval-fraction or add data")
-    if not eval_fraction:
+    if not splits["eval"]:  # none asked for, or too few rows: the trainer evaluates nothing
         del splits["eval"]
     options = {"weights": weights, "eval_fraction": eval_fraction, "seed": seed}
     atomic_replace_dir(lambda tmp: _write(tmp, splits, summary, options), out)
@@ -164,15 +165,9 @@ def write_splits(tmp: Path, splits: dict[str, list[dict[str, Any]]], features: A
 
     The table holds the rows' `features` columns; the JSONL files hold the rows whole.
     """
-    import datasets
-
-    datasets.disable_progress_bars()
-    tables = {}
     for name, rows in splits.items():
         write_jsonl(tmp / f"{name}.jsonl", rows)
-        columns = {column: [row[column] for row in rows] for column in features}
-        tables[name] = datasets.Dataset.from_dict(columns, features=features)
-    datasets.DatasetDict(tables).save_to_disk(str(tmp / "dataset"))
+    save_splits(splits, tmp / "dataset", features)
 
 
 def _write(
@@ -197,7 +192,7 @@ def _write(
 def _card(tmp: Path, summary: MixSummary, options: dict[str, Any]) -> Card:
     """The mix's card (`moot.core.hub.cards`), from the folder being built."""
     fraction = options["eval_fraction"]
-    splits = {"train": "train.jsonl", **({"eval": "eval.jsonl"} if fraction else {})}
+    splits = {"train": "train.jsonl", **({"eval": "eval.jsonl"} if summary.eval else {})}
     return Card(
         kind="dataset",
         title="SFT data mix",

@@ -137,7 +137,7 @@ def build_preferences(
             "no preference pair in the train split: "
             + (summary.table() if summary.dropped else "the inputs hold no judgment")
         )
-    if not eval_fraction:
+    if not splits["eval"]:  # none asked for, or too few rows: the trainer evaluates nothing
         del splits["eval"]
     options = {"min_margin": min_margin, "eval_fraction": eval_fraction, "seed": seed}
     atomic_replace_dir(lambda tmp: _write(tmp, splits, summary, options), out)

@@ -256,6 +256,95 @@ def check_report(out: Path) -> None:
     assert "moot view" in report  # the place the view's link goes
 
 
+DPO_CONFIG = """\
+model: {{base: {base}, chat_template: llama-2}}
+data: {{max_length: 128}}
+lora: {{r: 4, alpha: 8, dropout: 0.0}}
+training: {{max_steps: 2, learning_rate: 1.0e-2, warmup_steps: 0, activation_checkpointing: false}}
+"""
+
+
+@pytest.mark.torch
+def test_preferences_and_dpo_run_as_stages_and_the_report_sets_three_models_side_by_side(
+    tmp_path,
+):
+    """Answers A and B judged in both orders (A always better) → `data preferences` → `train
+    dpo` on a tiny Llama → its adapter answers → judged; the report's tables have one column per
+    model and per comparison, as the recipe labels them; a rerun does nothing."""
+    from tests.tiny import tiny_llama
+
+    base = tiny_llama(tmp_path / "base", ["zoos", "animals", "yes", "no"], says_words=True)
+    config = tmp_path / "dpo.yaml"
+    config.write_text(DPO_CONFIG.format(base=base), encoding="utf-8")
+    rules = [  # B first in the reverse order: the second (A) is better, so both orders agree
+        Rule(pattern=r"Assistant 1's Answer\]\s*<<<answer \w+>>>\s*BETA", reply="3 8\nB is thin."),
+        Rule(pattern="performance of two AI assistants", reply="8 3\nA is better."),
+        Rule(pattern=".", model="a", reply="ALPHA: zoos harm animals, say the keepers."),
+        Rule(pattern=".", model="b", reply="BETA: no."),
+        *RULES,
+    ]
+    with ScriptedServer(rules=rules) as server:
+        data = recipe(tmp_path, server.url)
+        remote = {"api-base": server.url, "max-retries": 0}
+        judge = {"judge": "openai/judge", **remote}
+        answers = {"command": "generate", "dataset": data["stages"]["generate-base"]["dataset"]}
+
+        def control(responses: str) -> dict:
+            return {"command": "eval controllability", "responses": responses, **judge}
+
+        def quality(responses: str, baseline: str) -> dict:
+            return {"command": "eval quality", "responses": responses, "baseline": baseline}
+
+        stages = {
+            "answers-a": {**answers, "model": "openai/a", **remote},
+            "answers-b": {**answers, "model": "openai/b", **remote},
+            "labels": {**quality("{answers-a}", "{answers-b}"), **judge},
+            "preferences": {"command": "data preferences", "runs": ["{labels}"]},
+            "dpo": {
+                "command": "train dpo",
+                "config": str(config),
+                "overrides": ["data.train={preferences}"],
+            },
+            "answers-dpo": {**answers, "model": "{dpo}/adapter", "max-tokens": 4},
+            "control-a": control("{answers-a}"),
+            "control-b": control("{answers-b}"),
+            "control-dpo": control("{answers-dpo}"),
+            "quality-dpo": {**quality("{answers-dpo}", "{answers-b}"), **judge},
+        }
+        report = {
+            "controllability": {"a": "control-a", "b": "control-b", "a+dpo": "control-dpo"},
+            "quality": {"a vs b": "labels", "a+dpo vs b": "quality-dpo"},
+        }
+        path = write(tmp_path / "dpo-loop.yaml", {"stages": stages, "report": report})
+        out = tmp_path / "out"
+        moot.run(path, out=out)
+        pairs = [json.loads(line) for line in (out / "preferences" / "train.jsonl").open()]
+        assert [pair["chosen"][0]["content"][:6] for pair in pairs] == ["ALPHA:"] * 2
+        assert [pair["rejected"][0]["content"] for pair in pairs] == ["BETA: no."] * 2
+        manifest = json.loads((out / "dpo" / "manifest.json").read_text())
+        assert manifest["trainer"] == "dpo" and manifest["steps"] == 2
+        assert manifest["data"]["train"]["samples"] == 2
+        assert len(json.loads((out / "answers-dpo.json").read_text())) == 2
+
+        tables = (out / "report.md").read_text().split("## ")
+        control_table = next(t for t in tables if t.startswith("Controllability"))
+        assert "| metric | a (control-a) | b (control-b) | a+dpo (control-dpo) |" in control_table
+        rows = {
+            line.split("|")[1].strip(): line for line in control_table.splitlines() if "|" in line
+        }
+        assert rows["items"].split("|")[2:5] == [" 2 "] * 3  # each column its stage's
+        quality_table = next(t for t in tables if t.startswith("Pairwise quality"))
+        assert "| metric | a vs b (labels) | a+dpo vs b (quality-dpo) |" in quality_table
+        rows = {
+            line.split("|")[1].strip(): line for line in quality_table.splitlines() if "|" in line
+        }
+        assert rows["wins"].split("|")[2].strip() == "2"  # A won in both orders, twice
+
+        server.clear_log()
+        assert skipped(moot.run(path, out=out)) == set(stages)
+        assert server.requests == []
+
+
 def test_a_failed_stage_resumes_on_rerun_and_the_earlier_ones_are_skipped(tmp_path):
     with ScriptedServer(rules=RULES) as server:
         data = recipe(tmp_path, server.url)
@@ -340,7 +429,11 @@ GOOD_STAGE = {"command": "generate", "dataset": "t.jsonl", "model": "openai/x"}
         ({"stages": {"bad": {"dataset": "t.jsonl"}}}, "stages.bad.command: required"),
         ({"stages": {"b c": GOOD_STAGE}}, "stages: stage 'b c': a name of letters, digits"),
         ({"report": {"qualty": "first"}}, "report.qualty: unknown key (did you mean 'quality'?)"),
-        ({"report": {"controllability": {"base": "first"}}}, "report.controllability.tuned: "),
+        ({"report": {"controllability": {}}}, "report.controllability: "),
+        (
+            {"report": {"quality": {"a vs b": "first"}}},
+            "report.quality: 'first' is not a `eval quality` stage",
+        ),
         ({"report": {"quality": "first"}}, "report.quality: 'first' is not a `eval quality` stage"),
     ],
 )
