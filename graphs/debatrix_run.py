@@ -9,7 +9,7 @@ for no model call twice (the request cache). The folder is claimed for one set o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,6 +160,7 @@ async def judge_debates(
     concurrency: int = 4,
     report_format: str = "md",
     progress: Progress | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> JudgeRunSummary:
     """Judge (or resume judging) every debate `repeats` times into `out_dir`.
 
@@ -172,6 +173,7 @@ async def judge_debates(
         concurrency: Debates judged at once.
         report_format: ``md`` or ``html`` for the per-judgment reports.
         progress: The command's progress bar.
+        sources: What the debates were read from (``{"debates": path}``), kept in the summary.
 
     Raises:
         ConfigError: `out_dir` holds judgments made with other settings, or bad dimensions.
@@ -230,7 +232,8 @@ async def judge_debates(
     by_id = {debate.id: debate for debate in debates}
     for record in summary.records:
         write_report(record, by_id[record["debate"]], out_dir / "reports", report_format)
-    write_json(out_dir / "summary.json", _summary_json(summary, identity, client))
+    made = _summary_json(summary, identity, client)
+    write_json(out_dir / "summary.json", made | ({"sources": dict(sources)} if sources else {}))
     return summary
 
 

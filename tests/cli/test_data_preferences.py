@@ -75,7 +75,9 @@ def test_preferences_from_quality_and_controllability_runs(tmp_path):
     (tmp_path / "ours.json").rename(tmp_path / "moved.json")
     refused = {
         "summary.json: its responses file": (runs["quality"],),
-        "not a folder of moot eval quality, controllability or compqa": (out,),
+        "not a folder of moot eval quality, controllability, compqa or judge, or moot judge": (
+            out,
+        ),
     }
     for problem, given in refused.items():
         with pytest.raises(moot.MootError) as caught:
@@ -116,4 +118,4 @@ def test_compqa_answers_to_one_question_pair_at_the_margin(tmp_path):
     ]
     assert pairs[0]["prompt"][0]["content"].startswith("What is better: tea or coffee?")
     counts = json.loads((out / "manifest.json").read_text())["counts"]
-    assert counts["dropped"] == {"scores: closer than the margin": 1}  # 12 vs 11
+    assert counts["dropped"] == {"compqa: closer than the margin": 1}  # 12 vs 11
