@@ -195,10 +195,11 @@ def test_a_mean_judges_verdicts_pair_answers_to_one_prompt_at_the_margin():
         judged(9, "Q3", "seven and a half", 7.4),  # 2.1 apart
     ]
     built = judge_score_pairs(records, "question", "answer", min_margin=2)
-    assert [(p.prompt, p.chosen, p.rejected, p.meta) for p in built.pairs] == [
-        (prompt_of("Q1"), "seven", "five", {"scores": [7.0, 5.0], "origins": ["line 1", "line 2"]}),
-        (prompt_of("Q3"), "nine", "seven and a half", {"scores": [9.5, 7.4], "origins": ["line 8", "line 9"]}),
-    ]  # fmt: skip
+    assert [(p.prompt, p.chosen, p.rejected, p.meta["scores"]) for p in built.pairs] == [
+        (prompt_of("Q1"), "seven", "five", [7.0, 5.0]),
+        (prompt_of("Q3"), "nine", "seven and a half", [9.5, 7.4]),
+    ]
+    assert built.pairs[0].meta["origins"] == ["line 1", "line 2"]  # the items' places
     assert {p.source for p in built.pairs} == {"judge"}
     assert built.dropped == {
         "closer than the margin": 3,  # 7 vs 6, 5 vs 6, 4 vs 4
