@@ -232,8 +232,7 @@ async def judge_debates(
     by_id = {debate.id: debate for debate in debates}
     for record in summary.records:
         write_report(record, by_id[record["debate"]], out_dir / "reports", report_format)
-    made = _summary_json(summary, identity, client)
-    write_json(out_dir / "summary.json", made | ({"sources": dict(sources)} if sources else {}))
+    write_json(out_dir / "summary.json", _summary_json(summary, identity, client, sources or {}))
     return summary
 
 
@@ -326,7 +325,12 @@ def _readings(record: dict[str, Any]) -> tuple[int, int]:
     return total - unread, unread
 
 
-def _summary_json(summary: JudgeRunSummary, identity: dict[str, Any], client: ModelClient) -> dict:
+def _summary_json(
+    summary: JudgeRunSummary,
+    identity: dict[str, Any],
+    client: ModelClient,
+    sources: Mapping[str, str],
+) -> dict:
     winners: dict[str, int] = {}
     for record in summary.records:
         if record["status"] == "complete":
@@ -346,4 +350,5 @@ def _summary_json(summary: JudgeRunSummary, identity: dict[str, Any], client: Mo
         "prompt_tokens": sum(u.get("prompt_tokens", 0) for u in usage),
         "completion_tokens": sum(u.get("completion_tokens", 0) for u in usage),
         "ledger": client.ledger.to_json(),
+        "sources": dict(sources),
     }

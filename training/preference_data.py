@@ -308,7 +308,9 @@ def judge_order_pairs(records: Iterable[Record], prompt: str, a: str, b: str) ->
                 "judgment": record.get("id"),
                 "outcome": outcome,
                 "reasons": {
-                    name: [juror[order].get("replies") for order in ("forward", "reverse")]
+                    name: [
+                        (juror.get(order) or {}).get("replies") for order in ("forward", "reverse")
+                    ]
                     for name, juror in (record.get("jurors") or {}).items()
                 },
             }
