@@ -220,7 +220,8 @@ def scored_pairs(answers: Iterable[Scored], min_margin: float, source: str) -> B
     """Pairs over the same prompt whose scores differ by at least `min_margin`.
 
     Every two answers to one prompt are compared; the higher score is chosen. Pairs closer than
-    the margin (equal scores always), and answers without a score, are dropped and counted. One
+    the margin (equal scores always), answers without a score and answers alone on their prompt
+    are dropped and counted. One
     text scored several times is one answer, with the mean of its scores (its origins joined).
 
     Args:
@@ -242,6 +243,8 @@ def scored_pairs(answers: Iterable[Scored], min_margin: float, source: str) -> B
         merged = Scored(same[0].prompt, same[0].answer, score, origins)
         by_prompt.setdefault(prompt, []).append(merged)
     for group in by_prompt.values():
+        if len(group) == 1:
+            built.dropped["no other answer to its prompt"] += 1
         for one, two in combinations(group, 2):
             high, low = sorted((one, two), key=lambda answer: answer.score, reverse=True)
             if high.score == low.score or high.score - low.score < min_margin:  # type: ignore[operator]

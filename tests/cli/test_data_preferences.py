@@ -171,6 +171,7 @@ def test_a_custom_judges_verdicts_pair_answers_and_a_vote_or_an_unsaid_field_is_
     assert counts["dropped"] == {
         "judge: closer than the margin": 2,  # 9 vs 8, 8 vs 7
         "judge: no verdict (no juror's reply read)": 1,
+        "judge: no other answer to its prompt": 1,  # ANS-FOUR, once ANS-UNREAD is dropped
     }
     assert "a custom judge's verdicts" in (out / "README.md").read_text()
 

@@ -193,6 +193,7 @@ def test_a_mean_judges_verdicts_pair_answers_to_one_prompt_at_the_margin():
         judged(7, "Q2", "failed", None, status="error"),
         judged(8, "Q3", "nine", 9.5),
         judged(9, "Q3", "seven and a half", 7.4),  # 2.1 apart
+        judged(10, "Q4", "alone", 6.0),  # nothing to compare it with
     ]
     built = judge_score_pairs(records, "question", "answer", min_margin=2)
     assert [(p.prompt, p.chosen, p.rejected, p.meta["scores"]) for p in built.pairs] == [
@@ -205,6 +206,7 @@ def test_a_mean_judges_verdicts_pair_answers_to_one_prompt_at_the_margin():
         "closer than the margin": 3,  # 7 vs 6, 5 vs 6, 4 vs 4
         "no verdict (no juror's reply read)": 1,
         "the call failed": 1,
+        "no other answer to its prompt": 1,
     }
     # a margin just above a pair's difference drops it
     assert len(judge_score_pairs(records, "question", "answer", min_margin=2.01).pairs) == 1
