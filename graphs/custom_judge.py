@@ -116,7 +116,9 @@ async def run_judge(
         }
 
     run = await judging.run(work, task, identity)
-    summary = {**identity, **summarise(run.records, judge, judging.seed)}
+    # the spec as read, so what its fields mean stays readable where the file has moved
+    summary = {**identity, "judge_spec": spec.model_dump(mode="json")}
+    summary |= summarise(run.records, judge, judging.seed)
     summary["ledger"] = judging.client.ledger.to_json()
     return EvalResult(run.records, summary, [run.tally])
 
@@ -170,7 +172,8 @@ def write_report(result: EvalResult, out_dir: Path, sources: dict[str, str]) -> 
     """Write ``summary.json`` and ``summary.md`` (nested figures as dotted rows); the Markdown."""
     summary = {**result.summary, "sources": sources}
     write_json(Path(out_dir) / "summary.json", summary)
-    shown = {k: v for k, v in summary.items() if k not in ("ledger", "sources", "evaluation")}
+    hidden = ("ledger", "sources", "evaluation", "judge_spec")
+    shown = {k: v for k, v in summary.items() if k not in hidden}
     rows = [(key, show(value, 4)) for key, value in _flat(shown)]
     table = render_table([("metric", "value"), *rows], markdown=True)
     text = f"# judge {summary['judge']}\n\n{table}\n"

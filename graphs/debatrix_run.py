@@ -9,7 +9,7 @@ for no model call twice (the request cache). The folder is claimed for one set o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,6 +160,7 @@ async def judge_debates(
     concurrency: int = 4,
     report_format: str = "md",
     progress: Progress | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> JudgeRunSummary:
     """Judge (or resume judging) every debate `repeats` times into `out_dir`.
 
@@ -172,6 +173,7 @@ async def judge_debates(
         concurrency: Debates judged at once.
         report_format: ``md`` or ``html`` for the per-judgment reports.
         progress: The command's progress bar.
+        sources: What the debates were read from (``{"debates": path}``), kept in the summary.
 
     Raises:
         ConfigError: `out_dir` holds judgments made with other settings, or bad dimensions.
@@ -230,7 +232,7 @@ async def judge_debates(
     by_id = {debate.id: debate for debate in debates}
     for record in summary.records:
         write_report(record, by_id[record["debate"]], out_dir / "reports", report_format)
-    write_json(out_dir / "summary.json", _summary_json(summary, identity, client))
+    write_json(out_dir / "summary.json", _summary_json(summary, identity, client, sources or {}))
     return summary
 
 
@@ -323,7 +325,12 @@ def _readings(record: dict[str, Any]) -> tuple[int, int]:
     return total - unread, unread
 
 
-def _summary_json(summary: JudgeRunSummary, identity: dict[str, Any], client: ModelClient) -> dict:
+def _summary_json(
+    summary: JudgeRunSummary,
+    identity: dict[str, Any],
+    client: ModelClient,
+    sources: Mapping[str, str],
+) -> dict:
     winners: dict[str, int] = {}
     for record in summary.records:
         if record["status"] == "complete":
@@ -343,4 +350,5 @@ def _summary_json(summary: JudgeRunSummary, identity: dict[str, Any], client: Mo
         "prompt_tokens": sum(u.get("prompt_tokens", 0) for u in usage),
         "completion_tokens": sum(u.get("completion_tokens", 0) for u in usage),
         "ledger": client.ledger.to_json(),
+        "sources": dict(sources),
     }

@@ -10,8 +10,24 @@ Three sources, each read without trusting a verdict it does not hold:
 - **Controllability** (`moot eval controllability`, several runs on the same instructions): for
   one instruction, a response that holds its stance (judged exactly 100% on its side, as CC_P and
   CC_N count it: DEBATunE §4) is chosen against each one that does not.
-- **Scores** (CompQA's 0-19 totals, a custom judge's numbers): for one prompt, two answers whose
-  scores differ by at least the margin; the higher is chosen.
+- **Scores** (CompQA's 0-19 totals, a custom judge's mean verdicts, Debatrix's 1-10 scores):
+  for one prompt, two answers whose scores differ by at least the margin, in the source's own
+  points; the higher is chosen. An answer scored several times (repeats, several judge runs) is
+  one answer with the mean of its scores, so its judgments never make pairs that contradict.
+- **A custom judge** (`moot eval judge`): under ``mean`` its verdicts are scores, as above;
+  under ``both_orders`` a pair is kept as a quality pair is (the verdict a win or a loss, no
+  juror's two orders disagreeing). A ``majority`` verdict is a vote, not a score: no pair.
+- **Debatrix** (`moot judge` of `moot debate` records): the preference is over DEBATunE's SFT
+  target, the conclusion debater A writes after the debate (DEBATunE §3.1, Figure 1: "a more
+  salient, detailed, and higher-quality statement" built on the debate). Debatrix scores each
+  debater 1-10 from the analyses of its speeches (Debatrix §3.1, §5.1: "integers from 1 to 10");
+  it never reads the conclusion, and compares scores within a debate (§5.3), where moot compares
+  them across debates. So for one argument (topic, stance, argument) debated several
+  times, the conclusion of the debate whose debater A (the side holding the argument) got the
+  higher final score is chosen over the other's, at least the margin apart: the conclusion of
+  the better-argued debate is taken as the better statement, which is DEBATunE's premise, not a
+  judgment of the conclusion itself. The prompt is DEBATunE's inference instruction
+  (paraphrase 0, `moot.training.debatune_data.instruction`).
 
 The prompt is chat messages (``[{"role": "user", "content": instruction}]``), as trl's
 conversational preference format has it.
@@ -25,9 +41,12 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
+from statistics import fmean as mean
 from typing import Any
 
+from moot.core.data.debates import is_debatune_record
 from moot.core.data.responses import Response
+from moot.training.debatune_data import instruction
 
 Record = dict[str, Any]
 
@@ -108,10 +127,8 @@ def quality_pairs(
             built.dropped["not judged (an order unread, or the call failed)"] += 1
         elif key not in texts:
             built.dropped["not in the responses"] += 1
-        elif inconsistent:
-            built.dropped["orders disagree"] += 1
-        elif outcome == "tie":
-            built.dropped["tie"] += 1
+        elif why := no_winner(outcome, inconsistent):
+            built.dropped[why] += 1
         else:
             mine, theirs = texts[key]  # type: ignore[index]
             chosen, rejected = (mine, theirs) if outcome == "win" else (theirs, mine)
@@ -125,6 +142,17 @@ def quality_pairs(
             prompt = prompt_of(mine.instruction)
             built.add(Pair(prompt, chosen.response, rejected.response, "quality", meta))
     return built
+
+
+def no_winner(outcome: str, inconsistent: bool) -> str | None:
+    """Why a judgment read in both orders makes no pair; None where both orders name one winner.
+
+    Orders that disagree come first: DEBATunE counts one win and a tie as a win, a preference
+    must not.
+    """
+    if inconsistent:
+        return "orders disagree"
+    return "tie" if outcome == "tie" else None
 
 
 def holds_stance(record: Record) -> bool | None:
@@ -188,25 +216,148 @@ class Scored:
     origin: str = ""
 
 
-def scored_pairs(answers: Iterable[Scored], min_margin: float) -> Built:
+def scored_pairs(answers: Iterable[Scored], min_margin: float, source: str) -> Built:
     """Pairs over the same prompt whose scores differ by at least `min_margin`.
 
     Every two answers to one prompt are compared; the higher score is chosen. Pairs closer than
-    the margin (equal scores always), and answers without a score, are dropped and counted.
+    the margin (equal scores always), answers without a score and answers alone on their prompt
+    are dropped and counted. One
+    text scored several times is one answer, with the mean of its scores (its origins joined).
+
+    Args:
+        answers: The scored answers.
+        min_margin: The least difference, in the scores' own points.
+        source: The pairs' source (``compqa``, ``judge``, ``debatrix``).
     """
-    built = Built("scores")
-    by_prompt: dict[str, list[Scored]] = {}
+    built = Built(source)
+    scores: dict[tuple[str, str], list[Scored]] = {}
     for answer in answers:
         if answer.score is None:
             built.dropped["no score"] += 1
-            continue
-        by_prompt.setdefault(json.dumps(answer.prompt), []).append(answer)
+        else:
+            scores.setdefault((json.dumps(answer.prompt), answer.answer), []).append(answer)
+    by_prompt: dict[str, list[Scored]] = {}
+    for (prompt, _), same in scores.items():
+        origins = ", ".join(dict.fromkeys(answer.origin for answer in same))
+        score = same[0].score if len(same) == 1 else mean(a.score for a in same)  # type: ignore[misc]
+        merged = Scored(same[0].prompt, same[0].answer, score, origins)
+        by_prompt.setdefault(prompt, []).append(merged)
     for group in by_prompt.values():
+        if len(group) == 1:
+            built.dropped["no other answer to its prompt"] += 1
         for one, two in combinations(group, 2):
             high, low = sorted((one, two), key=lambda answer: answer.score, reverse=True)
             if high.score == low.score or high.score - low.score < min_margin:  # type: ignore[operator]
                 built.dropped["closer than the margin"] += 1
                 continue
             meta = {"scores": [high.score, low.score], "origins": [high.origin, low.origin]}
-            built.add(Pair(high.prompt, high.answer, low.answer, "scores", meta))
+            built.add(Pair(high.prompt, high.answer, low.answer, source, meta))
+    return built
+
+
+def judge_score_pairs(
+    records: Iterable[Record], prompt: str, answer: str, min_margin: float
+) -> Built:
+    """Scored pairs from a ``mean`` custom judge's records: its verdicts are the scores.
+
+    Args:
+        records: The run's ``judgments.jsonl`` records.
+        prompt: The item field that is the prompt.
+        answer: The item field that is the answer judged.
+        min_margin: The least verdict difference, in the judge's own points.
+    """
+    answers, dropped = [], Counter[str]()
+    for record in records:
+        item = record.get("input") or {}
+        if record.get("status") != "ok":
+            dropped["the call failed"] += 1
+        elif record.get("verdict") is None:
+            dropped["no verdict (no juror's reply read)"] += 1
+        else:
+            asked = prompt_of(str(item[prompt]))
+            answers.append(Scored(asked, str(item[answer]), record["verdict"], record["place"]))
+    built = scored_pairs(answers, min_margin, "judge")
+    built.dropped.update(dropped)
+    return built
+
+
+def judge_order_pairs(records: Iterable[Record], prompt: str, a: str, b: str) -> Built:
+    """Pairs from a ``both_orders`` custom judge's records, kept as quality pairs are.
+
+    The jury's verdict must be A's win or loss and no juror's two orders may disagree; a tie, a
+    split jury, an item no juror's verdict was read for, and a failed call are dropped.
+
+    Args:
+        records: The run's ``judgments.jsonl`` records.
+        prompt: The item field that is the prompt.
+        a: The field shown first in the forward order (the spec's ``aggregation.a``).
+        b: The other (``aggregation.b``).
+    """
+    built = Built("judge")
+    for record in records:
+        item, outcome = record.get("input") or {}, record.get("verdict")
+        jurors = (record.get("jurors") or {}).values()
+        inconsistent = any(juror.get("inconsistent") for juror in jurors)
+        if record.get("status") != "ok":
+            built.dropped["the call failed"] += 1
+        elif outcome is None:
+            read = any(v is not None for v in (record.get("verdicts") or {}).values())
+            built.dropped["the jury split" if read else "no verdict (an order unread)"] += 1
+        elif why := no_winner(outcome, inconsistent):
+            built.dropped[why] += 1
+        else:
+            chosen, rejected = (a, b) if outcome == "win" else (b, a)
+            meta = {
+                "judgment": record.get("id"),
+                "outcome": outcome,
+                "reasons": {
+                    name: [
+                        (juror.get(order) or {}).get("replies") for order in ("forward", "reverse")
+                    ]
+                    for name, juror in (record.get("jurors") or {}).items()
+                },
+            }
+            asked = prompt_of(str(item[prompt]))
+            built.add(Pair(asked, str(item[chosen]), str(item[rejected]), "judge", meta))
+    return built
+
+
+#: Why a `moot judge` judgment that is not complete makes no pair, by its status.
+UNFINISHED = {
+    "incomplete": "judgment incomplete (a prompt over the context window)",
+    "error": "judgment failed (a judge call)",
+}
+
+
+def debatrix_pairs(judged: Iterable[tuple[Record, Record | None]], min_margin: float) -> Built:
+    """Scored pairs of `moot debate` conclusions by debater A's Debatrix score (module docstring).
+
+    Debater A holds the record's stance, and a judged `moot debate` names each debater by its
+    side: A's score is ``final.debaters[stance].score``.
+
+    Args:
+        judged: Each `moot judge` judgment with the debates-file record it judged (None: the
+            file no longer holds it).
+        min_margin: The least difference of A's final scores, in points of 1-10.
+    """
+    answers, dropped = [], Counter[str]()
+    for judgment, debate in judged:
+        status = judgment.get("status")
+        if status != "complete":
+            dropped[UNFINISHED.get(status, f"judgment {status}")] += 1
+        elif debate is None:
+            dropped["not in its debates file"] += 1
+        elif not is_debatune_record(debate):
+            dropped["not a moot debate record (no conclusion)"] += 1
+        elif not isinstance(debate.get("conclusion"), str):
+            dropped["its debate has no conclusion"] += 1
+        else:
+            mine = ((judgment.get("final") or {}).get("debaters") or {}).get(debate["stance"])
+            if not isinstance(mine, dict) or mine.get("score") is None:
+                dropped["debater A's score unread"] += 1
+                continue
+            asked = prompt_of(instruction(debate["topic"], debate["stance"], debate["argument"]))
+            answers.append(Scored(asked, debate["conclusion"], mine["score"], debate["id"]))
+    built = scored_pairs(answers, min_margin, "debatrix")
+    built.dropped.update(dropped)
     return built

@@ -4,11 +4,14 @@ Each input is a folder a moot evaluation wrote; its command says which source it
 (`moot.training.preference_data`): `moot eval quality` (its responses and baseline read from the
 files its ``summary.json`` names), `moot eval controllability` (all such inputs together: their
 responses to one instruction are compared across runs), `moot eval compqa` (its judged answers,
-paired over one question by their 0-19 totals). Pairs are deduplicated (the same prompt and
-answers from two inputs are one), split by a seeded hash of their id as `moot data mix` splits
-rows, and written as a whole, atomically: ``train.jsonl``, ``eval.jsonl``, ``dataset/`` (a
-DatasetDict), ``manifest.json`` and a card. The same inputs and options give byte-identical
-files; a rerun rebuilds them (nothing is paid for).
+paired over one question by their 0-19 totals), `moot eval judge` (a custom judge: what its
+fields mean read from the spec its ``summary.json`` records), `moot judge` (Debatrix judgments of
+`moot debate` records, all such inputs together: the conclusions read from the debates file its
+``summary.json`` names). Pairs are deduplicated (the same prompt and answers from two inputs are
+one), split by a seeded hash of their id as `moot data mix` splits rows, and written as a whole,
+atomically: ``train.jsonl``, ``eval.jsonl``, ``dataset/`` (a DatasetDict), ``manifest.json`` and
+a card. The same inputs and options give byte-identical files; a rerun rebuilds them (nothing
+is paid for).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from moot.core.data.compqa import load_judged
+from moot.core.data.debates import is_debatune_record
 from moot.core.data.folders import owners
 from moot.core.data.records import (
     ResultLog,
@@ -27,6 +31,7 @@ from moot.core.data.records import (
     check_out_dir,
     package_versions,
     read_json_file,
+    read_records,
     write_json,
 )
 from moot.core.data.responses import Response, load_responses
@@ -40,19 +45,35 @@ from moot.training.preference_data import (
     Pair,
     Scored,
     controllability_pairs,
+    debatrix_pairs,
+    judge_order_pairs,
+    judge_score_pairs,
     prompt_of,
     quality_pairs,
     scored_pairs,
 )
 
 KIND = "preferences"
-#: The least score margin of a CompQA pair (points of its 0-19 total), unless told otherwise.
+#: The least score margin of a scored pair, in its source's points, unless told otherwise.
 DEFAULT_MIN_MARGIN = 2.0
 #: The commands whose folders are read, by the name each registers.
 SOURCES = {
     "moot eval quality": "quality",
     "moot eval controllability": "controllability",
-    "moot eval compqa": "scores",
+    "moot eval compqa": "compqa",
+    "moot eval judge": "judge",
+    "moot judge": "debatrix",
+}
+
+
+#: Each source's rule, as the card says it ({} the margin).
+RULES = {
+    "quality": "pairwise quality judgments whose two orders agree",
+    "controllability": "controllability verdicts (a response judged 100% on its side over one "
+    "that is not)",
+    "compqa": "CompQA totals at least {:g} apart",
+    "judge": "a custom judge's verdicts (means at least {:g} apart, or both orders agreeing)",
+    "debatrix": "moot debate conclusions whose debater A's Debatrix scores are at least {:g} apart",
 }
 
 
@@ -85,19 +106,27 @@ def build_preferences(
     min_margin: float = DEFAULT_MIN_MARGIN,
     eval_fraction: float = 0.05,
     seed: int = 0,
+    prompt_field: str | None = None,
+    answer_field: str | None = None,
 ) -> PreferenceSummary:
     """Read judged run folders, build their pairs and write the dataset to `out`.
 
     Args:
-        sources: Folders of `moot eval quality`, `controllability` or `compqa`.
+        sources: Folders of `moot eval quality`, `controllability`, `compqa`, `judge`, or of
+            `moot judge` (of `moot debate` records).
         out: The output folder: new, empty, or an earlier ``moot data preferences`` output.
-        min_margin: The least score difference of a scored pair (CompQA's 0-19 totals).
+        min_margin: The least score difference of a scored pair, in each source's own points
+            (CompQA's 0-19 totals, Debatrix's 1-10 scores, a custom judge's verdicts).
         eval_fraction: The expected share of pairs in ``eval``, in [0, 1); 0: no eval split.
         seed: Seeds the split.
+        prompt_field: A custom judge's item field that is the prompt (default: its one input).
+        answer_field: A ``mean`` custom judge's field that is the answer (default: its one
+            judged field).
 
     Raises:
         ConfigError: A bad option, an unusable `out`, or no pair at all.
-        InputError: An input that is not such a folder, or whose files cannot be read.
+        InputError: An input that is not such a folder, whose files cannot be read, or a custom
+            judge that votes or whose prompt or answer field is not said.
     """
     if not sources:
         raise ConfigError("no judged runs to read")
@@ -110,12 +139,13 @@ def build_preferences(
     summary = PreferenceSummary(out)
     built: list[Built] = []
     control: list[tuple[list[dict[str, Any]], list[Response]]] = []
+    debated: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
     for source in map(Path, sources):
         kind = next(
             (SOURCES[command] for command in owners(source) or () if command in SOURCES), None
         )
         if kind is None:
-            raise InputError(source, "not a folder of moot eval quality, controllability or compqa")
+            raise InputError(source, f"not a folder of {_COMMANDS}")
         summary.inputs.append({"source": str(source), "kind": kind})
         if kind == "quality":
             responses, baseline = _judged_responses(source, "responses", "baseline")
@@ -123,10 +153,16 @@ def build_preferences(
         elif kind == "controllability":
             (responses,) = _judged_responses(source, "responses")
             control.append((_judgments(source), responses))
+        elif kind == "compqa":
+            built.append(scored_pairs(_compqa_answers(source), min_margin, "compqa"))
+        elif kind == "judge":
+            built.append(_judge_pairs(source, prompt_field, answer_field, min_margin))
         else:
-            built.append(scored_pairs(_compqa_answers(source), min_margin))
+            debated += _debatrix_judged(source)
     if control:
         built.append(controllability_pairs(control))
+    if debated:
+        built.append(debatrix_pairs(debated, min_margin))
     pairs = _unique(built, summary)
     splits: dict[str, list[dict[str, Any]]] = {"train": [], "eval": []}
     for pair in pairs:
@@ -139,7 +175,13 @@ def build_preferences(
         )
     if not splits["eval"]:  # none asked for, or too few rows: the trainer evaluates nothing
         del splits["eval"]
-    options = {"min_margin": min_margin, "eval_fraction": eval_fraction, "seed": seed}
+    options = {
+        "min_margin": min_margin,
+        "eval_fraction": eval_fraction,
+        "seed": seed,
+        "prompt_field": prompt_field,
+        "answer_field": answer_field,
+    }
     atomic_replace_dir(lambda tmp: _write(tmp, splits, summary, options), out)
     return summary
 
@@ -161,24 +203,103 @@ def _unique(built: list[Built], summary: PreferenceSummary) -> list[Pair]:
     return pairs
 
 
+#: What `build_preferences` reads, in its one-line refusal of anything else.
+_COMMANDS = "moot eval quality, controllability, compqa or judge, or moot judge"
+
+
 def _judgments(folder: Path) -> list[dict[str, Any]]:
-    return list(ResultLog(folder / "judgments.jsonl").records())
+    """The run's judgments, the last record of each id (a run stopped before it compacted)."""
+    return list(ResultLog(folder / "judgments.jsonl").load().values())
+
+
+def _summary(folder: Path) -> tuple[Path, dict[str, Any]]:
+    """A judged run's ``summary.json`` and what it holds ({} when it is not there yet)."""
+    path = folder / "summary.json"
+    summary = read_json_file(path) if path.is_file() else None
+    return path, summary if isinstance(summary, dict) else {}
+
+
+def _source(path: Path, summary: dict[str, Any], name: str) -> Path:
+    """The file (or folder) a run read as `name`, as its summary at `path` names it."""
+    given = (summary.get("sources") or {}).get(name)
+    if not isinstance(given, str):
+        raise InputError(
+            path, f"names no {name} file (unfinished, or made by an earlier moot: rerun it)"
+        )
+    if not Path(given).exists():
+        raise InputError(path, f"its {name} file {given} is not there (run from its folder)")
+    return Path(given)
 
 
 def _judged_responses(folder: Path, *names: str) -> list[list[Response]]:
     """The responses a judged run read, per name, from the files its ``summary.json`` names."""
-    path = folder / "summary.json"
-    summary = read_json_file(path) if path.is_file() else None
-    sources = (summary.get("sources") or {}) if isinstance(summary, dict) else {}
-    found = []
-    for name in names:
-        given = sources.get(name)
-        if not isinstance(given, str):
-            raise InputError(path, f"names no {name} file (is the run finished?)")
-        if not Path(given).is_file():
-            raise InputError(path, f"its {name} file {given} is not there (run from its folder)")
-        found.append(load_responses(given))
-    return found
+    path, summary = _summary(folder)
+    return [load_responses(_source(path, summary, name)) for name in names]
+
+
+def _judge_pairs(
+    folder: Path, prompt_field: str | None, answer_field: str | None, min_margin: float
+) -> Built:
+    """A `moot eval judge` run's pairs, its fields read from the spec its summary records."""
+    path, summary = _summary(folder)
+    spec = summary.get("judge_spec")
+    if not isinstance(spec, dict):
+        raise InputError(
+            path, "records no judge_spec (unfinished, or made by an earlier moot: rerun it)"
+        )
+    aggregation = spec["aggregation"]
+    if aggregation["method"] == "majority":
+        raise InputError(
+            path,
+            f"judge {spec['name']!r} votes (aggregation majority): a vote is not a score, "
+            "so it makes no preference pair",
+        )
+    prompt = _field(path, spec, "prompt", prompt_field, spec["inputs"])
+    if aggregation["method"] == "both_orders":
+        answers = [aggregation["a"], aggregation["b"]]
+        if prompt in answers:
+            raise InputError(path, f"--prompt-field {prompt!r} is one of the two answers judged")
+        return judge_order_pairs(_judgments(folder), prompt, *answers)
+    answer = _field(path, spec, "answer", answer_field, spec["judged"])
+    if answer == prompt:
+        raise InputError(path, f"{prompt!r} cannot be both the prompt and the answer")
+    return judge_score_pairs(_judgments(folder), prompt, answer, min_margin)
+
+
+def _field(
+    path: Path, spec: dict[str, Any], role: str, given: str | None, defaults: list[str]
+) -> str:
+    """The item field that is the `role` (prompt, answer): `given`, else the spec's only one."""
+    fields = f"inputs: {', '.join(spec['inputs']) or 'none'}; judged: {', '.join(spec['judged'])}"
+    if given is not None:
+        if given not in (*spec["inputs"], *spec["judged"]):
+            raise InputError(
+                path,
+                f"--{role}-field {given!r} is not a field of judge {spec['name']!r} ({fields})",
+            )
+        return given
+    if len(defaults) != 1:
+        raise InputError(
+            path,
+            f"judge {spec['name']!r} has no single {role} field ({fields}): "
+            f"name it with --{role}-field",
+        )
+    return defaults[0]
+
+
+def _debatrix_judged(folder: Path) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """A `moot judge` run's judgments, each with the record it judged in its debates file."""
+    path, summary = _summary(folder)
+    debates = _source(path, summary, "debates")
+    records = [] if debates.is_dir() else read_records(debates)  # an id's last line wins
+    found = {str(r.get("id")): r for _, r in records if isinstance(r, dict)}
+    if not any(map(is_debatune_record, found.values())):
+        raise InputError(
+            path,
+            f"its debates {debates} hold no moot debate record: a pair needs debater A's "
+            "conclusion, which only moot debate writes",
+        )
+    return [(j, found.get(str(j.get("debate")))) for j in _judgments(folder)]
 
 
 def _compqa_answers(folder: Path) -> list[Scored]:
@@ -225,16 +346,16 @@ def _write(
 
 def _card(tmp: Path, summary: PreferenceSummary, options: dict[str, Any], names: list[str]) -> Card:
     """The dataset's card (`moot.core.hub.cards`): sources, counts, and what was dropped and why."""
+    kinds = dict.fromkeys(given["kind"] for given in summary.inputs)
+    rules = "; ".join(RULES[kind].format(options["min_margin"]) for kind in kinds)
     return Card(
         kind="dataset",
         title="Preference pairs",
         summary=(
             "Preference pairs in trl's conversational format (`prompt`, `chosen`, `rejected` as "
             f"chat messages), built by `moot data preferences` from {len(summary.inputs)} judged "
-            "run(s): pairwise quality judgments whose two orders agree, controllability verdicts "
-            "(a response judged 100% on its side over one that is not), CompQA totals at least "
-            f"{options['min_margin']:g} apart; deduplicated, split by a seeded hash of each "
-            f"pair's id (seed {options['seed']}, eval fraction {options['eval_fraction']:g})."
+            f"run(s): {rules}; deduplicated, split by a seeded hash of each pair's id (seed "
+            f"{options['seed']}, eval fraction {options['eval_fraction']:g})."
         ),
         schema="Output folder of `moot data preferences`",
         sizes=[

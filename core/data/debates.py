@@ -143,9 +143,11 @@ def load_debates(source: str | Path) -> Debates:
     else:
         debates, records = [], list(read_records(path))
         # `moot debate` appends to its log: until a run compacts it, an id's last line wins
-        latest = {r["id"]: where for where, r in records if _is_debatune(r) and _has_text_id(r)}
+        latest = {
+            r["id"]: where for where, r in records if is_debatune_record(r) and _has_text_id(r)
+        }
         for where, record in records:
-            if not _is_debatune(record):
+            if not is_debatune_record(record):
                 debates.append(_debate(path, where, record))
             elif _has_text_id(record) and latest[record["id"]] != where:
                 continue
@@ -273,7 +275,7 @@ def _renamed(record: dict[str, Any], teams: dict[str, str]) -> dict[str, Any]:
     return {**record, "speeches": speeches, "speech_order": order, "gold": gold}
 
 
-def _is_debatune(record: Any) -> bool:
+def is_debatune_record(record: Any) -> bool:
     """A ``moot debate`` record: a transcript instead of a motion and speeches."""
     return isinstance(record, dict) and "transcript" in record and "motion" not in record
 

@@ -121,6 +121,7 @@ class Judge(ModelJob):
             concurrency=self.settings.concurrency,
             report_format=self.settings.report,
             progress=progress,
+            sources={"debates": str(self.settings.debates)},
         )
 
     def report(self, done: Any, client: Any) -> Result:

@@ -65,9 +65,13 @@ def register(commands: Commands) -> None:
         "preference pairs from judged runs, for DPO: {prompt, chosen, rejected}",
         "Build trl's preference records from moot eval quality (pairs whose two orders agree), "
         "moot eval controllability (a response judged 100% on its side over one that is not, "
-        "across runs) and moot eval compqa folders (answers to one question at least "
-        "--min-margin points apart); deduplicated, split train/eval by a seeded hash of each "
-        "pair's id, with a card counting the pairs per source and the judgments dropped and why.",
+        "across runs), moot eval compqa (answers to one question at least --min-margin points "
+        "apart), moot eval judge (a custom judge: mean verdicts at least --min-margin apart, or "
+        "both orders agreeing; a majority vote is refused) and moot judge folders (the "
+        "conclusions of moot debate records of one argument whose debater A's Debatrix scores "
+        "are at least --min-margin apart, across runs); deduplicated, split train/eval by a "
+        "seeded hash of each pair's id, with a card counting the pairs per source and the "
+        "judgments dropped and why.",
         group="data",
         output=Output(marks=(Mark("manifest.json", "kind", "preferences"),)),
     )
@@ -316,14 +320,27 @@ class Preferences(Job):
             nargs="+",
             parse=opt.input_folder,
             metavar="RUN",
-            help="folders of moot eval quality, controllability or compqa",
+            help="folders of moot eval quality, controllability, compqa or judge, or moot judge "
+            "(of moot debate records)",
         )
         out: Path = opt.out_flag()
         min_margin: float = flag(
             2.0,
             parse=float,
             metavar="M",
-            help="the least score difference of a CompQA pair, in points of 0-19 (default 2)",
+            help="the least score difference of a scored pair, in each source's own points: "
+            "CompQA's 0-19 totals, Debatrix's 1-10 scores, a custom judge's verdicts (default 2)",
+        )
+        prompt_field: str | None = flag(
+            None,
+            metavar="NAME",
+            help="a custom judge's item field that is the prompt (default: its one inputs field)",
+        )
+        answer_field: str | None = flag(
+            None,
+            metavar="NAME",
+            help="a mean custom judge's item field that is the answer (default: its one judged "
+            "field; both_orders: its a and b)",
         )
         eval_fraction: float = flag(
             0.05,
@@ -346,6 +363,8 @@ class Preferences(Job):
             min_margin=given.min_margin,
             eval_fraction=given.eval_fraction,
             seed=given.seed,
+            prompt_field=given.prompt_field,
+            answer_field=given.answer_field,
         )
         line = (
             f"wrote {given.out}: {summary.train} train and {summary.eval} eval pairs; "

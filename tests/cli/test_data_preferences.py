@@ -1,16 +1,20 @@
-"""`moot data preferences` on real `moot eval quality` and `controllability` runs (in process)."""
+"""`moot data preferences` on real runs of the commands it reads (in process)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 import moot
-from moot.testing import ScriptedServer
+from moot.testing import Rule, ScriptedServer
+from moot.training.debatune_data import instruction
 from moot.training.dpo_data import read_preference_rows
+from moot.training.preference_data import prompt_of
 from tests.cli.helpers import read_jsonl, refused_in_one_line
 from tests.cli.test_eval import CONTROL_RULES, QUALITY_RULES, eval_options, responses_file
+from tests.cli.test_eval_judge import EXAMPLES
 
 
 def assistant(text: str) -> list[dict[str, str]]:
@@ -75,7 +79,9 @@ def test_preferences_from_quality_and_controllability_runs(tmp_path):
     (tmp_path / "ours.json").rename(tmp_path / "moved.json")
     refused = {
         "summary.json: its responses file": (runs["quality"],),
-        "not a folder of moot eval quality, controllability or compqa": (out,),
+        "not a folder of moot eval quality, controllability, compqa or judge, or moot judge": (
+            out,
+        ),
     }
     for problem, given in refused.items():
         with pytest.raises(moot.MootError) as caught:
@@ -116,4 +122,135 @@ def test_compqa_answers_to_one_question_pair_at_the_margin(tmp_path):
     ]
     assert pairs[0]["prompt"][0]["content"].startswith("What is better: tea or coffee?")
     counts = json.loads((out / "manifest.json").read_text())["counts"]
-    assert counts["dropped"] == {"scores: closer than the margin": 1}  # 12 vs 11
+    assert counts["dropped"] == {"compqa: closer than the margin": 1}  # 12 vs 11
+
+
+def items_file(path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def test_a_custom_judges_verdicts_pair_answers_and_a_vote_or_an_unsaid_field_is_refused(tmp_path):
+    # a mean judge (examples/judges/helpfulness.yaml): answers to Q1 scored 9, 7 and 8; to Q2 one
+    # answer whose reply cannot be read and one scored 4
+    answers = [("Q1", "ANS-NINE"), ("Q1", "ANS-SEVEN"), ("Q1", "ANS-EIGHT")]
+    answers += [("Q2", "ANS-UNREAD"), ("Q2", "ANS-FOUR")]
+    items = items_file(tmp_path / "items.jsonl", [{"question": q, "answer": a} for q, a in answers])
+    scores = {"NINE": 9, "SEVEN": 7, "EIGHT": 8, "FOUR": 4}
+    rules = [Rule(f"ANS-{k}", json.dumps({"score": v, "reason": "r"})) for k, v in scores.items()]
+    # a judge of two input fields, and one whose verdict is a vote
+    (tmp_path / "two.j2").write_text("{{ question }} {{ context }} {{ answer }} {{ fields }}")
+    for name, aggregation in (("two", "mean"), ("vote", "majority")):
+        (tmp_path / f"{name}.yaml").write_text(
+            f"name: {name}\ntemplate: two.j2\ninputs: [question, context]\njudged: [answer]\n"
+            f"fields: {{score: {{type: int, min: 1, max: 10}}}}\naggregation: {aggregation}\n"
+        )
+    rows = [{"question": "Q3", "context": "C", "answer": f"ANS-{k}"} for k in ("NINE", "FOUR")]
+    contexts = items_file(tmp_path / "ctx.jsonl", rows)
+    runs = {name: tmp_path / name for name in ("mean", "two", "vote")}
+    with ScriptedServer(rules=rules) as server:
+        options = {"judge": "openai/judge", "api_base": server.url, "max_retries": 0}
+        helpfulness = EXAMPLES / "helpfulness.yaml"
+        moot.eval.judge(spec=helpfulness, items=items, out=runs["mean"], **options)
+        for name in ("two", "vote"):
+            moot.eval.judge(
+                spec=tmp_path / f"{name}.yaml", items=contexts, out=runs[name], **options
+            )
+    # the spec is read from the run's summary, not from its file
+    (tmp_path / "items.jsonl").rename(tmp_path / "moved.jsonl")
+
+    out = tmp_path / "prefs"
+    moot.data.preferences(runs["mean"], out=out, eval_fraction=0, min_margin=2)
+    pairs = read_jsonl(out / "train.jsonl")
+    assert [(p["prompt"], p["chosen"], p["rejected"], p["source"]) for p in pairs] == [
+        (prompt_of("Q1"), assistant("ANS-NINE"), assistant("ANS-SEVEN"), "judge"),
+    ]
+    assert pairs[0]["meta"] == {"scores": [9, 7], "origins": ["line 1", "line 2"]}
+    counts = json.loads((out / "manifest.json").read_text())["counts"]
+    assert counts["pairs"] == {"judge": 1}
+    assert counts["dropped"] == {
+        "judge: closer than the margin": 2,  # 9 vs 8, 8 vs 7
+        "judge: no verdict (no juror's reply read)": 1,
+        "judge: no other answer to its prompt": 1,  # ANS-FOUR, once ANS-UNREAD is dropped
+    }
+    assert "a custom judge's verdicts" in (out / "README.md").read_text()
+
+    # a judge of two inputs pairs once it is told which is the prompt
+    moot.data.preferences(runs["two"], out=out, eval_fraction=0, prompt_field="question")
+    (pair,) = read_jsonl(out / "train.jsonl")
+    assert (pair["prompt"][0]["content"], pair["meta"]["scores"]) == ("Q3", [9, 4])
+
+    refused = {
+        "judge 'two' has no single prompt field (inputs: question, context; judged: answer): "
+        "name it with --prompt-field": (runs["two"], {}),
+        "--answer-field 'reply' is not a field of judge 'two'": (
+            runs["two"], {"prompt_field": "context", "answer_field": "reply"}
+        ),
+        "judge 'vote' votes (aggregation majority): a vote is not a score": (runs["vote"], {}),
+    }  # fmt: skip
+    for problem, (given, flags) in refused.items():
+        with pytest.raises(moot.MootError) as caught:
+            moot.data.preferences(given, out=tmp_path / "bad", **flags)
+        assert problem in refused_in_one_line(caught.value)
+        assert str(given / "summary.json") in str(caught.value)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_debatrix_scores_pair_the_conclusions_of_two_debate_runs(tmp_path):
+    topic = {
+        "topic": "Should zoos be banned?",
+        "Affirmative": {"arguments": ["Cages cause stress."]},
+        "Negative": {"arguments": ["Zoos save species."]},
+    }
+    topics = items_file(tmp_path / "topics.jsonl", [topic])
+    # two debater models, each debating both stances; the judge reads whose speeches they are
+    # and scores the sides: X's Affirmative 8 and Negative 3, Y's 5 and 4
+    debaters = [Rule("", f"{name}-SPEECH {{n}}", model=f"deb-{name}") for name in "XY"]
+    judged = [Rule(f"{name}-SPEECH", f"JUDGMENT-{name}", model="judge") for name in "XY"]
+    scores = {("X", "Affirmative"): 8, ("X", "Negative"): 3, ("Y", "Affirmative"): 5}
+    scores[("Y", "Negative")] = 4
+    scored = [
+        Rule(f"JUDGMENT-{name}.*score for {side}", json.dumps({"comment": "c", "score": score}))
+        for (name, side), score in scores.items()
+    ] + [Rule("score for", '{"comment": "c", "score": 6}')]
+    # a judge run of debates that are not moot debate's: no conclusion to prefer
+    speeches = [{"speaker": "Al", "content": "X-SPEECH"}, {"speaker": "Bo", "content": "no"}]
+    panel = {"id": "p1", "motion": "Zoos", "pro": "Al", "con": "Bo", "speeches": speeches}
+    items_file(tmp_path / "panel.jsonl", [panel])
+    judge = {"judge": "openai/judge", "framework": "direct", "scoring": "released"}
+    with ScriptedServer(rules=[*scored, *judged, *debaters]) as server:
+        common = {"api_base": server.url, "max_retries": 0}
+        for name in "XY":
+            debates = tmp_path / f"debates-{name}"
+            moot.debate(topics=topics, out=debates, model=f"openai/deb-{name}", **common)
+            judged_by = tmp_path / f"judge-{name}"
+            moot.judge(debates=debates / "debates.jsonl", out=judged_by, **judge, **common)
+        moot.judge(
+            debates=tmp_path / "panel.jsonl", out=tmp_path / "judge-panel", **judge, **common
+        )
+    conclusions = {
+        (name, d["stance"]): d["conclusion"]
+        for name in "XY"
+        for d in read_jsonl(tmp_path / f"debates-{name}" / "debates.jsonl")
+    }
+
+    out = tmp_path / "prefs"
+    runs = [tmp_path / "judge-X", tmp_path / "judge-Y"]
+    moot.data.preferences(*runs, out=out, eval_fraction=0, min_margin=3)
+    (pair,) = read_jsonl(out / "train.jsonl")
+    # Affirmative: X's debater A scored 8, Y's 5, exactly the margin apart
+    chosen, rejected = conclusions[("X", "Affirmative")], conclusions[("Y", "Affirmative")]
+    assert (pair["chosen"], pair["rejected"]) == (assistant(chosen), assistant(rejected))
+    assert pair["source"] == "debatrix" and pair["meta"]["scores"] == [8, 5]
+    asked = instruction("Should zoos be banned?", "Affirmative", "Cages cause stress.")
+    assert pair["prompt"] == [{"role": "user", "content": asked}]
+    counts = json.loads((out / "manifest.json").read_text())["counts"]
+    # Negative: debater A is the Negative side, 3 against 4 (not the Affirmative's 8 and 5)
+    assert counts["dropped"] == {"debatrix: closer than the margin": 1}
+    assert counts["pairs"] == {"debatrix": 1}
+
+    with pytest.raises(moot.MootError) as caught:
+        moot.data.preferences(*runs, tmp_path / "judge-panel", out=tmp_path / "bad")
+    problem = refused_in_one_line(caught.value)
+    assert "judge-panel/summary.json: its debates" in problem and "no moot debate record" in problem
+    assert not (tmp_path / "bad").exists()

@@ -5,9 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from moot.core.data.responses import Response
+from moot.training.debatune_data import instruction
 from moot.training.preference_data import (
     Scored,
     controllability_pairs,
+    debatrix_pairs,
+    judge_order_pairs,
+    judge_score_pairs,
     prompt_of,
     quality_pairs,
     scored_pairs,
@@ -139,11 +143,190 @@ def test_scored_answers_make_pairs_at_the_margin_and_not_below_it():
         Scored(two, "also seven", 7, "gen-2"),
         Scored(two, "unjudged", None, "gen-3"),
     ]
-    built = scored_pairs(answers, min_margin=2)
+    built = scored_pairs(answers, min_margin=2, source="compqa")
     assert [(p.chosen, p.rejected, p.meta["scores"]) for p in built.pairs] == [
         ("twelve", "ten", [12, 10])  # a margin of exactly 2 is enough
     ]
     assert built.pairs[0].meta["origins"] == ["gen-1", "gen-2"]
     # 12 vs 11 and 10 vs 11 are closer than 2; 7 vs 7 is a tie
     assert built.dropped == {"closer than the margin": 3, "no score": 1}
-    assert not scored_pairs(answers[3:5], min_margin=0).pairs  # equal scores: never a pair
+    assert not scored_pairs(answers[3:5], 0, "compqa").pairs  # equal scores: never a pair
+    assert built.pairs[0].source == built.source == "compqa"
+
+
+def test_one_answer_scored_several_times_is_one_answer_with_its_mean_score():
+    # "eight" judged 9 and 5 (mean 7): 7 vs "five"'s 5 is a pair at the margin, and no pair
+    # says "five" over "eight" (as its lone 5 against "eight"'s 9 and 5 would, both ways)
+    asked = prompt_of("Compare A and B")
+    answers = [
+        Scored(asked, "eight", 9, "run-1"),
+        Scored(asked, "five", 5, "run-1"),
+        Scored(asked, "eight", 5, "run-2"),
+    ]
+    built = scored_pairs(answers, 2, "judge")
+    assert [(p.chosen, p.rejected, p.meta) for p in built.pairs] == [
+        ("eight", "five", {"scores": [7, 5], "origins": ["run-1, run-2", "run-1"]})
+    ]
+    assert not built.dropped
+
+
+def judged(place: int, question: str, answer: str, verdict: Any, status: str = "ok") -> dict:
+    """A `moot eval judge` record of a mean judge (docs/schemas.md), two jurors' verdicts."""
+    return {
+        "id": f"j{place}",
+        "place": f"line {place}",
+        "input": {"question": question, "answer": answer},
+        "status": status,
+        "verdict": verdict,
+        "verdicts": {"openai/a": verdict, "openai/b": verdict},
+    }
+
+
+def test_a_mean_judges_verdicts_pair_answers_to_one_prompt_at_the_margin():
+    records = [
+        judged(1, "Q1", "seven", 7.0),
+        judged(2, "Q1", "five", 5.0),  # 7 - 5: exactly the margin
+        judged(3, "Q1", "six", 6.0),  # 1 from each: closer than the margin
+        judged(4, "Q2", "four", 4.0),
+        judged(5, "Q2", "also four", 4.0),  # equal: never a pair
+        judged(6, "Q2", "unread", None),  # no juror's reply read
+        judged(7, "Q2", "failed", None, status="error"),
+        judged(8, "Q3", "nine", 9.5),
+        judged(9, "Q3", "seven and a half", 7.4),  # 2.1 apart
+        judged(10, "Q4", "alone", 6.0),  # nothing to compare it with
+    ]
+    built = judge_score_pairs(records, "question", "answer", min_margin=2)
+    assert [(p.prompt, p.chosen, p.rejected, p.meta["scores"]) for p in built.pairs] == [
+        (prompt_of("Q1"), "seven", "five", [7.0, 5.0]),
+        (prompt_of("Q3"), "nine", "seven and a half", [9.5, 7.4]),
+    ]
+    assert built.pairs[0].meta["origins"] == ["line 1", "line 2"]  # the items' places
+    assert {p.source for p in built.pairs} == {"judge"}
+    assert built.dropped == {
+        "closer than the margin": 3,  # 7 vs 6, 5 vs 6, 4 vs 4
+        "no verdict (no juror's reply read)": 1,
+        "the call failed": 1,
+        "no other answer to its prompt": 1,
+    }
+    # a margin just above a pair's difference drops it
+    assert len(judge_score_pairs(records, "question", "answer", min_margin=2.01).pairs) == 1
+
+
+def ordered(question: str, verdict: Any, jurors: list[tuple], status: str = "ok") -> dict:
+    """A `moot eval judge` record of a both_orders judge: each juror's (outcome, inconsistent)."""
+    judged = {
+        f"openai/j{n}": {
+            "outcome": outcome,
+            "inconsistent": swap,
+            "forward": {"replies": [f"{question} forward {n}"]},
+            "reverse": {"replies": [f"{question} reverse {n}"]},
+        }
+        for n, (outcome, swap) in enumerate(jurors)
+    }
+    return {
+        "id": f"p-{question}",
+        "input": {"question": question, "first": f"{question} A", "second": f"{question} B"},
+        "status": status,
+        "verdict": verdict,
+        "verdicts": {name: juror["outcome"] for name, juror in judged.items()},
+        "jurors": judged,
+    }
+
+
+def test_a_both_orders_judge_keeps_a_pair_only_where_no_jurors_orders_disagree():
+    records = [
+        ordered("win", "win", [("win", False), ("win", False)]),
+        ordered("loss", "loss", [("loss", False), (None, None)]),  # one juror's reply unread
+        ordered("swapped", "win", [("win", False), ("win", True)]),  # win + tie: orders disagree
+        ordered("tie", "tie", [("tie", False), ("tie", False)]),
+        ordered("split", None, [("win", False), ("loss", False)]),  # both read, no majority
+        ordered("unread", None, [(None, None), (None, None)]),
+        ordered("failed", None, [], status="error"),
+    ]
+    built = judge_order_pairs(records, "question", "first", "second")
+    assert [(p.prompt, p.chosen, p.rejected) for p in built.pairs] == [
+        (prompt_of("win"), "win A", "win B"),
+        (prompt_of("loss"), "loss B", "loss A"),
+    ]
+    assert built.pairs[0].meta == {
+        "judgment": "p-win",
+        "outcome": "win",
+        "reasons": {
+            "openai/j0": [["win forward 0"], ["win reverse 0"]],
+            "openai/j1": [["win forward 1"], ["win reverse 1"]],
+        },
+    }
+    assert built.dropped == {
+        "orders disagree": 1,
+        "tie": 1,
+        "the jury split": 1,
+        "no verdict (an order unread)": 1,
+        "the call failed": 1,
+    }
+
+
+def debate(name: str, stance: str = "Affirmative", argument: str = "Cages cause stress.") -> dict:
+    """A `moot debate` record (docs/schemas.md): its conclusion is the SFT target."""
+    return {
+        "id": name,
+        "topic": "Should zoos be banned?",
+        "stance": stance,
+        "argument": argument,
+        "status": "ok",
+        "transcript": [{"speaker": "A", "side": stance, "round": 0, "text": "..."}],
+        "conclusion": f"conclusion of {name}",
+    }
+
+
+def judgment(name: str, affirmative: Any, negative: Any, status: str = "complete") -> dict:
+    """A `moot judge` record of debate `name`: each side's final score (None: unread)."""
+
+    def scored(score: Any) -> dict:
+        return {"parse_failure": True, "raw": "?"} if score is None else {"score": score}
+
+    final = {"debaters": {"Affirmative": scored(affirmative), "Negative": scored(negative)}}
+    done = status == "complete"
+    return {"debate": name, "status": status, "final": final if done else None}
+
+
+def test_debatrix_scores_of_debater_a_pair_conclusions_of_one_argument():
+    aff = [debate(f"aff-{n}") for n in range(4)]
+    neg = [debate(f"neg-{n}", "Negative", "Zoos save species.") for n in range(3)]
+    panel = {"id": "pb-1", "motion": "This house would ban zoos", "speeches": []}  # PanelBench
+    judged = [
+        (judgment("aff-0", 8, 2), aff[0]),  # A is Affirmative: 8
+        (judgment("aff-1", 6, 9), aff[1]),  # 6: exactly 2 below aff-0
+        (judgment("aff-2", 7, 1), aff[2]),  # 7: 1 from each
+        (judgment("aff-3", None, 5), aff[3]),  # A's score unread
+        (judgment("neg-0", 9, 4), neg[0]),  # A is Negative: 4, not 9
+        (judgment("neg-1", 1, 7), neg[1]),  # 7: 3 above neg-0
+        (judgment("neg-2", 5, 5, status="incomplete"), neg[2]),
+        (judgment("neg-2", 5, 5, status="error"), neg[2]),
+        (judgment("pb-1", 6, 3), panel),  # no conclusion: not a moot debate
+        (judgment("gone", 6, 3), None),  # no longer in its debates file
+    ]
+    built = debatrix_pairs(judged, min_margin=2)
+    affirmative = prompt_of(
+        instruction("Should zoos be banned?", "Affirmative", "Cages cause stress.")
+    )
+    negative = prompt_of(instruction("Should zoos be banned?", "Negative", "Zoos save species."))
+    assert [(p.prompt, p.chosen, p.rejected, p.meta["scores"]) for p in built.pairs] == [
+        (affirmative, "conclusion of aff-0", "conclusion of aff-1", [8, 6]),
+        (negative, "conclusion of neg-1", "conclusion of neg-0", [7, 4]),
+    ]  # fmt: skip
+    # DEBATunE's inference instruction (paraphrase 0), the stance lower-cased
+    assert "affirmative" in affirmative[0]["content"]
+    assert "Cages cause stress." in affirmative[0]["content"]
+    assert built.pairs[0].meta["origins"] == ["aff-0", "aff-1"]
+    assert {p.source for p in built.pairs} == {"debatrix"}
+    assert built.dropped == {
+        "closer than the margin": 2,  # aff-2 against aff-0 and aff-1
+        "debater A's score unread": 1,
+        "judgment incomplete (a prompt over the context window)": 1,
+        "judgment failed (a judge call)": 1,
+        "not a moot debate record (no conclusion)": 1,
+        "not in its debates file": 1,
+    }
+    # one debate judged twice (repeats, two judge runs): one answer, the mean of its scores
+    again = [(judgment("aff-1", 10, 1), aff[1]), *judged[:2]]  # aff-1: (10 + 6) / 2 = 8
+    assert not debatrix_pairs(again, min_margin=2).pairs  # 8 vs 8: no pair either way
