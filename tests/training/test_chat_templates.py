@@ -1,4 +1,4 @@
-"""The shipped chat templates against the prompts in DEBATunE's released model outputs.
+"""The shipped chat templates against DEBATunE's released prompt formats and model outputs.
 
 Each released record's ``raw_output`` is its whole decoded generation (the reference's
 ``evaluation/generate_inference.py`` decodes prompt and answer with ``skip_special_tokens=True``),
