@@ -26,7 +26,7 @@ from moot.core.errors import InputError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.runs import Progress, Tally, run_items
-from moot.prompts import overridden
+from moot.prompts import overridden, template_digest
 from moot.training.debatune_data import instruction
 
 
@@ -94,6 +94,7 @@ async def answer_instructions(
     max_tokens: int | None = 2048,
     max_length: int | None = None,
     seed: int = 0,
+    template: str | None = None,
     progress: Progress | None = None,
 ) -> GenerateResult:
     """Answer every item (``instruction`` and what to copy into the output) into `out`.
@@ -111,6 +112,8 @@ async def answer_instructions(
         max_length: Instead of `max_tokens`, the budget with the prompt's tokens counted, as the
             reference's ``generate(max_length=2048)`` (local models only).
         seed: Sampling seed of every request.
+        template: The chat template's name under ``prompts/``, for the ids: given, a template
+            whose text changes makes new ids (answers in another format are not reused).
         progress: The command's progress bar.
 
     Raises:
@@ -118,7 +121,7 @@ async def answer_instructions(
     """
     out = Path(out)
     check_out_file(out)
-    items = _identified(items, role, max_tokens, max_length, seed)
+    items = _identified(items, role, max_tokens, max_length, seed, template)
 
     async def answer(item: dict[str, Any]) -> dict[str, Any]:
         reply = await client.complete(
@@ -152,8 +155,9 @@ def _identified(
     max_tokens: int | None,
     max_length: int | None,
     seed: int,
+    template: str | None,
 ) -> list[dict[str, Any]]:
-    """The items with their stable ids (model, sampling, budget, instruction)."""
+    """The items with their stable ids (model, sampling, budget, template, instruction)."""
     identity: dict[str, Any] = {
         "model": role.spec.name,
         "temperature": role.temperature,
@@ -162,6 +166,8 @@ def _identified(
     }
     if max_length is not None:  # only then, so earlier runs' ids stay as they were
         identity["max_length"] = max_length
+    if template is not None:  # likewise
+        identity["template"] = template_digest(template)
     if overrides := overridden():  # `--prompts` (a chat template's): likewise
         identity["prompt_overrides"] = overrides
     return [{**item, "id": stable_id("generate", identity, item["instruction"])} for item in items]

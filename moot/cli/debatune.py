@@ -21,7 +21,20 @@ from moot.result import Result
 #: An earlier version's `moot debate` and `moot merge-shards` folders: their manifest.
 DEBATUNE_MANIFEST = Mark("manifest.json", "kind", "debatune")
 
-CHAT_TEMPLATES = ("alpaca", "chatml", "llama-2", "llama-3", "vicuna", "zephyr")
+#: `moot generate --template NAME`: the chat template each name renders (under `prompts/`). Where
+#: DEBATunE's evaluation has a format for the family (its generate_inference.py, `PROMPT_DICT`),
+#: it is that format exactly (`chat_templates/debatune/`; vicuna's SFT template is the released
+#: format itself); chatml and llama-3, which the release lacks, are moot's chat templates.
+RELEASED_FORMATS = "chat_templates/debatune/"
+GENERATE_TEMPLATES = {
+    "alpaca": f"{RELEASED_FORMATS}alpaca.j2",
+    "chatml": "chat_templates/chatml.j2",
+    "llama-2": f"{RELEASED_FORMATS}llama-2.j2",
+    "llama-3": "chat_templates/llama-3.j2",
+    "vicuna": "chat_templates/vicuna.j2",
+    "wizardlm": f"{RELEASED_FORMATS}wizardlm.j2",
+    "zephyr": f"{RELEASED_FORMATS}zephyr.j2",
+}
 
 
 def register(commands: Commands) -> None:
@@ -219,8 +232,9 @@ class _Instructions(Settings):
     out: Path = opt.out_flag("output JSON file", "FILE", progress=True)
     template: str | None = flag(
         None,
-        choices=CHAT_TEMPLATES,
-        help="chat template for a local model folder (default: its own)",
+        choices=tuple(GENERATE_TEMPLATES),
+        help="prompt format for a local model folder: DEBATunE's released one for the family "
+        "(default: the tokenizer's own chat template)",
     )
 
 
@@ -256,8 +270,8 @@ class Generate(ModelJob):
     settings: Settings
 
     @functools.cached_property
-    def inputs(self) -> tuple[list[Any], Any, int | None]:
-        """The instructions (``--limit`` applied), the generator and its ``--max-tokens``."""
+    def inputs(self) -> tuple[list[Any], Any, int | None, str | None]:
+        """The instructions (``--limit`` applied), the generator, its budget, its chat template."""
         from moot.core.data.planned import is_planned
         from moot.core.data.records import check_out_file
         from moot.core.data.topics import load_topics
@@ -270,9 +284,8 @@ class Generate(ModelJob):
         items = debate_test_instructions(load_topics(given.dataset), given.dataset)
         local = Path(given.model).is_dir() or is_planned(given.model)  # `{sft}/adapter`, dry run
         text = f"hf/{given.model}" if local else given.model
-        template = (
-            template_source(f"chat_templates/{given.template}.j2") if given.template else None
-        )
+        name = GENERATE_TEMPLATES[given.template] if given.template else None
+        template = template_source(name) if name else None
         role = self.role("generator", text, chat_template=template)
         if template and "chat_template" not in role.spec.transport_class.options:
             raise ConfigError("--template applies to local model folders only")
@@ -284,7 +297,7 @@ class Generate(ModelJob):
                 "prompt); use --max-tokens"
             )
         max_tokens = None if given.max_length is not None else given.max_tokens or 2048
-        return self.limited(items), role, max_tokens
+        return self.limited(items), role, max_tokens, name
 
     def specs(self) -> list[Any]:
         """The generator's."""
@@ -294,7 +307,7 @@ class Generate(ModelJob):
         """Answer the instructions; the file is written once every answer is in."""
         from moot.graphs.debatune_generate import answer_instructions
 
-        given, (items, role, max_tokens) = self.settings, self.inputs
+        given, (items, role, max_tokens, template) = self.settings, self.inputs
         return answer_instructions(
             items,
             given.out,
@@ -304,6 +317,8 @@ class Generate(ModelJob):
             max_tokens=max_tokens,
             max_length=given.max_length,
             seed=given.seed,
+            # the released formats' ids name their template; the others' stay as they were
+            template=template if template and template.startswith(RELEASED_FORMATS) else None,
             progress=progress,
         )
 

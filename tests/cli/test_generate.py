@@ -288,3 +288,32 @@ def test_vllm_backend_answers_like_transformers(tmp_path):
         moot.generate(**options, **extra, out=out)
     records = [json.loads((tmp_path / f"{b}.json").read_text()) for b in ("transformers", "vllm")]
     assert [r["raw_output"] for r in records[0]] == [r["raw_output"] for r in records[1]]
+
+
+def test_template_sends_debatunes_released_format_and_only_its_ids_change(tmp_path):
+    from transformers import AutoTokenizer
+
+    from moot.core.data.records import stable_id
+    from moot.prompts import template_digest
+    from tests.training.test_chat_templates import RELEASED_PROMPTS
+
+    model, topics = tiny_model(tmp_path / "tiny"), dataset(tmp_path)
+    options = {"dataset": topics, "model": model, "max_tokens": 1, "limit": 1}
+    sent = {
+        name: stdout(moot.generate(**options, template=name, out=tmp_path / f"{name}.json"))
+        for name in ("vicuna", "llama-2")
+    }
+    # the prompt's tokens are the released llama2 prompt's: BOS, then its text (its own <s> too)
+    first = debate_test_instructions(load_topics(topics), str(topics))[0]["instruction"]
+    released = "<s>" + RELEASED_PROMPTS["llama-2"].format_map({"instruction": first})
+    tokens = AutoTokenizer.from_pretrained(model)(released, add_special_tokens=False)["input_ids"]
+    assert ledger_line(sent["llama-2"])[3] == str(len(tokens)) != ledger_line(sent["vicuna"])[3]
+    # ids: vicuna's (its prompt unchanged) as before; llama-2's name its template
+    ids = {
+        name: json.loads((tmp_path / f".{name}.json.progress.jsonl").read_text())["id"]
+        for name in sent
+    }
+    identity = {"model": f"hf/{model}", "temperature": 0.0, "max_tokens": 1, "seed": 0}
+    assert ids["vicuna"] == stable_id("generate", identity, first)
+    digest = template_digest("chat_templates/debatune/llama-2.j2")
+    assert ids["llama-2"] == stable_id("generate", identity | {"template": digest}, first)

@@ -1,4 +1,4 @@
-"""The shipped chat templates against the prompts in DEBATunE's released model outputs.
+"""The shipped chat templates against DEBATunE's released prompt formats and model outputs.
 
 Each released record's ``raw_output`` is its whole decoded generation (the reference's
 ``evaluation/generate_inference.py`` decodes prompt and answer with ``skip_special_tokens=True``),
@@ -11,11 +11,15 @@ import json
 
 import pytest
 
+from moot.cli.debatune import GENERATE_TEMPLATES
+from moot.prompts import template_source
 from moot.training.chat_templates import chat_family
 from tests.conftest import shared_data
 
-# Meta's default Llama-2-chat system prompt, which the reference's llama2 format always sends
-# (generate_inference.py, PROMPT_DICT_LLAMA2; "safe.  Your" has two spaces there).
+# The prompts of the released evaluation, word for word (tianyi-lab/DEBATunE@433444d,
+# evaluation/generate_inference.py: PROMPT_DICT_*["prompt_no_input"], lines 14-18, 24-26, 32-34,
+# 46-54, 65-71; "safe.  Your" has two spaces there), by `moot generate --template` name. The
+# reference fills {instruction} (line 141) and tokenises the text with BOS added (line 143).
 LLAMA2_SYSTEM = (
     "You are a helpful, respectful and honest assistant. Always answer as helpfully as possible, "
     "while being safe.  Your answers should not include any harmful, unethical, racist, sexist, "
@@ -24,14 +28,33 @@ LLAMA2_SYSTEM = (
     "factually coherent, explain why instead of answering something not correct. If you don't "
     "know the answer to a question, please don't share false information."
 )
+RELEASED_PROMPTS = {
+    "alpaca": (
+        "Below is an instruction that describes a task. "
+        "Write a response that appropriately completes the request.\n\n"
+        "### Instruction:\n{instruction}\n\n### Response:"
+    ),
+    "wizardlm": "{instruction}\n\n### Response:",
+    "vicuna": (
+        "A chat between a curious user and an artificial intelligence assistant. The assistant "
+        "gives helpful, detailed, and polite answers to the user's questions. USER: {instruction} "
+        "ASSISTANT:"
+    ),
+    "llama-2": f"<s>[INST] <<SYS>>\n{LLAMA2_SYSTEM}\n<</SYS>>\n\n{{instruction}} [/INST]\n",
+    "zephyr": "<|system|>\n</s>\n<|user|>\n{instruction}</s>\n<|assistant|>\n",
+}
+INSTRUCTION = (
+    'Suppose you are negative to the topic "Should zoos be banned?", please provide explanations '
+    'and supporting evidence for this argument "Zoos save species." '
+)
 
 
-def prompt(family: str, messages: list[dict[str, str]]) -> str:
+def prompt(template: str, messages: list[dict[str, str]]) -> str:
     from transformers.utils.chat_template_utils import render_jinja_template
 
     rendered, _ = render_jinja_template(
         conversations=[messages],
-        chat_template=chat_family(family).template,
+        chat_template=template,
         add_generation_prompt=True,
         bos_token="<s>",  # a Llama tokenizer's
     )
@@ -50,29 +73,57 @@ def test_the_vicuna_template_is_the_prompt_of_debatune_vicuna_and_wizardlm(model
     # the DEBATunE models (the debatune-* presets) answered in the Vicuna v1.1 format, exactly:
     # BOS (the reference's tokenizer adds it; decoding skips it), then the prompt
     for record in released(model):
-        sent = prompt("vicuna", [{"role": "user", "content": record["instruction"]}])
+        sent = prompt(chat_family("vicuna").template, user(record["instruction"]))
         assert sent.startswith("<s>A chat between")
         assert record["raw_output"].startswith(sent.removeprefix("<s>"))
 
 
-@pytest.mark.parametrize("model", ["zephyr_7b_a", "zephyr_7b_b"])
-def test_the_zephyr_template_with_an_empty_system_turn_is_the_zephyr_prompt(model):
-    for record in released(model):
-        messages = [
-            {"role": "system", "content": ""},  # the reference always sends this empty turn
-            {"role": "user", "content": record["instruction"]},
-        ]
-        sent = prompt("zephyr", messages)
-        assert record["raw_output"].startswith(sent.replace("</s>", " "))  # as decoded
+def user(instruction: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": instruction}]
 
 
-@pytest.mark.parametrize("model", ["Llama_2_7b_chat", "Llama_2_13b_chat"])
-def test_the_llama2_prompt_is_the_template_with_metas_system_prompt_and_a_newline(model):
+def generate_format(name: str, instruction: str) -> str:
+    """What `moot generate --template NAME` renders for one instruction (a Llama tokenizer's)."""
+    return prompt(template_source(GENERATE_TEMPLATES[name]), user(instruction))
+
+
+@pytest.mark.parametrize("name", RELEASED_PROMPTS)
+def test_generate_renders_the_released_prompt_of_each_format(name):
+    # the tokenizer's BOS, then the released text: the reference's tokens (it adds BOS)
+    released = RELEASED_PROMPTS[name].format_map({"instruction": INSTRUCTION})
+    assert generate_format(name, INSTRUCTION) == "<s>" + released
+
+
+def test_the_released_formats_take_one_instruction_only():
+    from jinja2.exceptions import TemplateError
+
+    for name in ("alpaca", "llama-2", "wizardlm", "zephyr"):
+        with pytest.raises(TemplateError, match="take one user instruction"):
+            prompt(
+                template_source(GENERATE_TEMPLATES[name]),
+                [{"role": "system", "content": "s"}, *user(INSTRUCTION)],
+            )
+
+
+@pytest.mark.parametrize(
+    ("name", "model"),
+    [
+        ("zephyr", "zephyr_7b_a"),
+        ("zephyr", "zephyr_7b_b"),
+        ("llama-2", "Llama_2_7b_chat"),
+        ("llama-2", "Llama_2_13b_chat"),
+    ],
+)
+def test_the_released_outputs_start_with_generates_prompt(name, model):
+    # decoded without special tokens: no <s>, and each </s> a space
     for record in released(model):
-        messages = [
-            {"role": "system", "content": LLAMA2_SYSTEM},
-            {"role": "user", "content": record["instruction"]},
-        ]
-        sent = prompt("llama-2", messages).removeprefix("<s>")
-        # the reference's format ends "[/INST]\n"; the template (Meta's) ends "[/INST]"
-        assert record["raw_output"].startswith(sent + "\n")
+        sent = generate_format(name, record["instruction"]).replace("<s>", "")
+        assert record["raw_output"].startswith(sent.replace("</s>", " "))
+
+
+def test_the_sft_templates_send_a_system_block_only_when_given_one():
+    # the SFT formats (`model.chat_template`) train exactly the turns a record holds
+    for family in ("llama-2", "zephyr"):
+        sent = prompt(chat_family(family).template, user(INSTRUCTION))
+        assert "<<SYS>>" not in sent and "<|system|>" not in sent
+        assert sent != generate_format(family, INSTRUCTION)
