@@ -344,9 +344,9 @@ FIX_TRIES = 3
 
 def released_fix(schema: type[BaseModel]) -> FreshRepair:
     """The released parser's repair: its fix prompt quoting its format instructions for `schema`."""
-    instructions = render("debatrix/format_instructions.j2", schema=schema_text(schema))
 
     def prompt(reply: str, error: str) -> str:
+        instructions = render("debatrix/format_instructions.j2", schema=schema_text(schema))
         return render("debatrix/fix.j2", instructions=instructions, completion=reply, error=error)
 
     return FreshRepair(prompt, FIX_TRIES)

@@ -70,7 +70,7 @@ class FreshRepair:
     """
 
     prompt: Callable[[str, str], str]
-    tries: int = 3
+    tries: int
 
 
 @dataclass(frozen=True)
