@@ -22,7 +22,7 @@ from moot.core.data.debates import Debate
 from moot.core.errors import ConfigError
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
-from moot.core.llm.structured import Structured
+from moot.core.llm.structured import FreshRepair, Structured, schema_text
 from moot.core.runs import gather_all
 from moot.prompts import load_yaml, render
 
@@ -226,7 +226,7 @@ def winner_schema(debate: Debate, allow_tie: bool) -> type[BaseModel]:
     """A schema whose only valid winners are the debaters' names (and ``tie`` if allowed).
 
     Names match case-insensitively and "It's a tie!" reads as ``tie``; anything else fails
-    validation, which makes the verdict a parse failure after the repair round.
+    validation, which makes the verdict a parse failure after the repair rounds.
     """
     return _winner_schema(tuple(debate.debaters), allow_tie)
 
@@ -266,6 +266,10 @@ class Extractor:
     call (``scoring="released"``). Either way the score is an integer from 1 to 10 or a parse
     failure.
 
+    A reply that does not parse is asked again as the released parser does (``repair="released"``:
+    its fix prompt, a fresh message, up to `FIX_TRIES` times) or with moot's follow-up turn, once
+    (``repair="moot"``); a reply still unread is a parse failure of the last reply.
+
     Args:
         client: The model layer.
         role: The judge's model.
@@ -273,6 +277,7 @@ class Extractor:
         constrained: Ask the server for schema-constrained JSON.
         max_tokens: Completion budget of one extraction.
         scoring: ``paper`` or ``released`` (how a debater's comment and score are asked for).
+        repair: ``released`` or ``moot`` (how a reply that does not parse is asked again).
     """
 
     client: ModelClient
@@ -281,6 +286,7 @@ class Extractor:
     constrained: bool
     max_tokens: int = 384
     scoring: str = "paper"
+    repair: str = "released"
 
     async def _ask(self, prompt: str, schema: type[BaseModel], stage: str) -> Structured:
         return await self.client.complete_structured(
@@ -291,6 +297,7 @@ class Extractor:
             max_tokens=self.max_tokens,
             seed=self.seed,
             constrained=self.constrained,
+            repair=released_fix(schema) if self.repair == "released" else None,
         )
 
     async def speech_score(self, debate: Debate, debater: str, judgment: str) -> Structured:
@@ -328,6 +335,21 @@ class Extractor:
         """The winner named by a judgment: a debater, or ``tie`` where allowed."""
         prompt = extraction_prompt("winner", debate, judgment, allow_tie=allow_tie)
         return await self._ask(prompt, winner_schema(debate, allow_tie), "winner")
+
+
+#: The released parser's fix requests at most (its ``max_retries``: debatrix/panel/interface/
+#: common/parser.py:41 at c419d8a).
+FIX_TRIES = 3
+
+
+def released_fix(schema: type[BaseModel]) -> FreshRepair:
+    """The released parser's repair: its fix prompt quoting its format instructions for `schema`."""
+
+    def prompt(reply: str, error: str) -> str:
+        instructions = render("debatrix/format_instructions.j2", schema=schema_text(schema))
+        return render("debatrix/fix.j2", instructions=instructions, completion=reply, error=error)
+
+    return FreshRepair(prompt, FIX_TRIES)
 
 
 #: The template of each extraction: a speech's score, a debater's comment and score (the paper's

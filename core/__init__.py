@@ -149,6 +149,7 @@ __getattr__, __all__ = lazy_exports(
             "register_transport",
         ),
         "moot.core.llm.structured": (
+            "FreshRepair",
             "OutputParseError",
             "ParseFailure",
             "Structured",

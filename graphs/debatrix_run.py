@@ -50,6 +50,9 @@ PROMPTS = (
     "debatrix/comment_debater.j2",
     "debatrix/score_debater_released.j2",
     "debatrix/winner.j2",
+    "debatrix/format_instructions.j2",
+    "debatrix/fix.j2",
+    "core/repair.j2",
     "debatrix/dimensions_1v1.yaml",
     "debatrix/dimensions_bp.yaml",
 )
@@ -72,6 +75,9 @@ class JudgeSettings:
             a winner).
         scoring: ``paper`` (a debater's comment, then a second call for its score) or
             ``released`` (both in one call); see `moot.agents.debatrix_judges.Extractor`.
+        repair: ``released`` (the released fix prompt, a fresh message, up to 3 times) or
+            ``moot`` (moot's follow-up turn, once): how an extraction's reply that does not
+            parse is asked again.
     """
 
     role: Role
@@ -84,6 +90,7 @@ class JudgeSettings:
     judgment_tokens: int = 1536
     extraction_tokens: int = 384
     scoring: str = "paper"
+    repair: str = "released"
 
     def plan(self, debates: Sequence[Debate]) -> dict[str, tuple[Dimension, ...]]:
         """The dimensions judged per debate format present in `debates`.
@@ -112,6 +119,7 @@ class JudgeSettings:
             "judgment_tokens": self.judgment_tokens,
             "extraction_tokens": self.extraction_tokens,
             "scoring": self.scoring,
+            "repair": self.repair,
             "prompts": template_digest(*PROMPTS),
         }
 
@@ -201,6 +209,7 @@ async def judge_debates(
                     settings.constrained,
                     max_tokens=settings.extraction_tokens,
                     scoring=settings.scoring,
+                    repair=settings.repair,
                 ),
                 window=client.context_window(settings.role.spec),
                 analysis_tokens=settings.analysis_tokens,

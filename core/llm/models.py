@@ -48,6 +48,7 @@ from moot.core.llm.limits import Gate, RateLimit, state_file
 from moot.core.llm.prices import Prices
 from moot.core.llm.spec import ModelSpec, Reply, Role, Transport, key_variable
 from moot.core.llm.structured import (
+    FreshRepair,
     OutputParseError,
     ParseFailure,
     Structured,
@@ -414,8 +415,9 @@ class ModelClient:
         seed: int | None = None,
         constrained: bool = True,
         stand_in: StandIn | None = None,
+        repair: FreshRepair | None = None,
     ) -> Structured[T]:
-        """Ask for a reply matching `schema`: constrained output, tolerant parse, one repair round.
+        """Ask for a reply matching `schema`: constrained output, tolerant parse, a repair.
 
         A reply that still does not parse is returned as an explicit `ParseFailure`, never as a
         default value.
@@ -424,12 +426,14 @@ class ModelClient:
             role: Who is answering.
             messages: The request.
             schema: The pydantic model the reply must validate against.
-            stage: Ledger label; the repair round is labelled ``<stage>:repair``.
+            stage: Ledger label; a repair round is labelled ``<stage>:repair``.
             max_tokens: Completion budget.
             seed: Sampling seed.
             constrained: Send the schema as ``response_format`` (servers that support it decode
                 only valid JSON).
             stand_in: What a dry run takes the reply to be: a JSON value of `schema`.
+            repair: How a reply that does not parse is asked again (default: moot's one
+                follow-up turn, ``core/repair.j2``).
         """
         from moot.prompts import render
 
@@ -438,7 +442,8 @@ class ModelClient:
             role,
             messages,
             lambda text: parse_structured(text, schema),
-            lambda error: render("core/repair.j2", error=error, schema=schema_text(schema)),
+            repair
+            or (lambda error: render("core/repair.j2", error=error, schema=schema_text(schema))),
             stage=stage,
             max_tokens=max_tokens,
             seed=seed,
@@ -451,41 +456,48 @@ class ModelClient:
         role: Role,
         messages: Messages,
         parse: Callable[[str], V],
-        repair: Callable[[str], str],
+        repair: Callable[[str], str] | FreshRepair,
         *,
         stage: str,
         **params: Any,
     ) -> Structured[V]:
-        """Ask, and read the reply with `parse`; if it fails, one repair round, then a failure.
+        """Ask, and read the reply with `parse`; if it fails, repair rounds, then a failure.
 
-        The repair round shows the model its reply and ``repair(error)``; a reply that still
-        does not parse is an explicit `ParseFailure`, never a default value.
+        A `repair` function is one round: the model sees its reply and ``repair(error)`` as the
+        next turn of the conversation. A `FreshRepair` is up to ``tries`` rounds, each one new
+        message about the last reply alone. A reply that still does not parse is an explicit
+        `ParseFailure` of the last reply, never a default value.
 
         Args:
             role: Who is answering.
             messages: The request.
             parse: Reads a reply; raises `OutputParseError` (or a subclass) naming the problem.
-            repair: The repair turn's text, given the parse error.
-            stage: Ledger label; the repair round is labelled ``<stage>:repair``.
+            repair: The repair turn's text, given the parse error; or a `FreshRepair`.
+            stage: Ledger label; a repair round is labelled ``<stage>:repair``.
             **params: Request parameters, as `complete` takes them.
         """
-        first = await self.complete(role, messages, stage=stage, **params)
-        try:
-            return Structured(parse(first.text), None, first.text, (first,))
-        except OutputParseError as exc:
-            error = str(exc)
-        retry_messages = [
-            *messages,
-            {"role": "assistant", "content": first.text},
-            {"role": "user", "content": repair(error)},
-        ]
-        second = await self.complete(role, retry_messages, stage=f"{stage}:repair", **params)
-        calls = (first, second)
-        try:
-            return Structured(parse(second.text), None, second.text, calls)
-        except OutputParseError as exc:
-            failure = ParseFailure(second.text, str(exc), repaired=True)
-            return Structured(None, failure, second.text, calls)
+        reply = await self.complete(role, messages, stage=stage, **params)
+        calls = [reply]
+        tries = repair.tries if isinstance(repair, FreshRepair) else 1
+        for attempt in range(tries + 1):
+            try:
+                return Structured(parse(reply.text), None, reply.text, tuple(calls))
+            except OutputParseError as exc:
+                error = str(exc)
+            if attempt == tries:
+                break
+            if isinstance(repair, FreshRepair):
+                asked = [{"role": "user", "content": repair.prompt(reply.text, error)}]
+            else:
+                asked = [
+                    *messages,
+                    {"role": "assistant", "content": reply.text},
+                    {"role": "user", "content": repair(error)},
+                ]
+            reply = await self.complete(role, asked, stage=f"{stage}:repair", **params)
+            calls.append(reply)
+        failure = ParseFailure(reply.text, error, repaired=len(calls) > 1)
+        return Structured(None, failure, reply.text, tuple(calls))
 
     async def _send(
         self,

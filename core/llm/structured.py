@@ -14,7 +14,7 @@ import ast
 import functools
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -55,6 +55,22 @@ class ParseFailure:
             "error": self.error,
             "repaired": self.repaired,
         }
+
+
+@dataclass(frozen=True)
+class FreshRepair:
+    """A repair asked afresh: one new message quoting the reply and its error, up to `tries` times.
+
+    Debatrix's released parser repairs this way (its fix prompt, 3 times); moot's own repair is
+    one follow-up turn of the conversation (`moot.core.llm.models.ModelClient.complete_parsed`).
+
+    Args:
+        prompt: The message, given the reply that did not parse and the parser's error.
+        tries: How many such requests at most.
+    """
+
+    prompt: Callable[[str, str], str]
+    tries: int
 
 
 @dataclass(frozen=True)

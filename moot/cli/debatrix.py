@@ -55,6 +55,12 @@ class Judge(ModelJob):
             help="a debater's comment, then a second call for its 1-10 integer score (paper, "
             "Sec. 5.1), or both in one call (the released code)",
         )
+        repair: str = flag(
+            "released",
+            choices=("released", "moot"),
+            help="a score or winner reply that does not parse: the released fix prompt as a "
+            "fresh message, up to 3 times (the released code), or moot's follow-up turn, once",
+        )
         repeats: int = flag(1, parse=opt.positive, help="judgments per debate")
         analysis_tokens: int = flag(1024, parse=opt.positive, metavar="N")
         judgment_tokens: int = flag(1536, parse=opt.positive, metavar="N")
@@ -97,6 +103,7 @@ class Judge(ModelJob):
             judgment_tokens=given.judgment_tokens,
             extraction_tokens=given.extraction_tokens,
             scoring=given.scoring,
+            repair=given.repair,
         )
         settings.plan(debates)  # bad dimensions fail before the judge is contacted
         return debates, skipped, settings

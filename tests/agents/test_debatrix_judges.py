@@ -1,20 +1,30 @@
-"""Debatrix pieces: frameworks, dimensions, prompts and winner validation."""
+"""Debatrix pieces: frameworks, dimensions, prompts (the released texts) and winner validation."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
+import yaml
+from jinja2 import StrictUndefined
+from jinja2.sandbox import SandboxedEnvironment
 from pydantic import ValidationError
 
 from moot.agents.debatrix_judges import (
     FRAMEWORKS,
+    Score,
     analysis_messages,
     choose_dimensions,
+    dimension_library,
     judgment_messages,
+    released_fix,
     winner_schema,
 )
 from moot.cli.debatrix import FRAMEWORK_NAMES
 from moot.core.data.debates import Debate, Speech
 from moot.core.errors import ConfigError
+from moot.core.llm.structured import schema_text
+from moot.prompts import render
 
 DEBATE = Debate(
     "d1",
@@ -76,3 +86,176 @@ def test_prompts_carry_memory_sections_and_the_tie_rule():
     assert "Ties are not allowed" in judged[0]["content"]
     assert "Info Slide" not in judged[1]["content"]  # analyses replace the transcript
     assert "\n\n\n" not in judged[0]["content"]
+
+
+# --- the released texts, word for word (MIT): ljcleo/debatrix@c419d8a
+
+#: PanelBench/debatrix_config/BP-Competition/dimension.yml:1-97, the whole file.
+RELEASED_BP_DIMENSIONS = r"""- name: argument
+  weight: 1
+  allow_tie: true
+  prompt:
+    judge_debate: You are assigned to assess the argument frameworks in the debate. First, for each debater, summarize their arguments, especially unique ones, and whether they are on topic and logically sound. Next, for each debater, assess whether their argument framework is complete and coherent. Finally, compare their argument frameworks.
+    analyze_speech: You are assigned to assess the argument frameworks in the debate. First, list the arguments and counter-arguments in the new speech. Next, analyze whether they are on topic and logically sound.
+    use_previous: Check whether all arguments on the debater's side are coherent, and what arguments are unique in this speech.
+    judge_by_analysis: You are assigned to assess the argument frameworks in the debate. First, for each debater, summarize their arguments, especially unique ones, and whether they are on topic and logically sound. Next, for each debater, assess whether their argument framework is complete and coherent. Finally, compare their argument frameworks.
+- name: support
+  weight: 1
+  allow_tie: true
+  prompt:
+    judge_debate: You are assigned to assess the supporting analysis of arguments in the debate. First, for each debater, summarie their arguments, especially how they are supported. Next, for each debater, assess whether their supporting materials are credible and sufficient within the greater context of the debate. Finally, compare their supporting analyses.
+    analyze_speech: You are assigned to assess the supporting analysis of arguments in the debate. First, list the arguments and counter-arguments in the new speech. Next, analyze whether they are supported by empirical evidence, logical mechanism or moral intuitions, and whether their supporting materials are credible and sufficient.
+    use_previous: ""
+    judge_by_analysis: You are assigned to assess the supporting analysis of arguments in the debate. First, for each debater, summarie their arguments, especially how they are supported. Next, for each debater, assess whether their supporting materials are credible and sufficient within the greater context of the debate. Finally, compare their supporting analyse.
+- name: clash
+  weight: 1
+  allow_tie: true
+  prompt:
+    judge_debate: You are assigned to assess the clashes in the debate. First, for each debater, summarie their arguments, especially how debaters on the same half (OG vs OO, CG vs CO) refute against each other. Next, analyze the clashes in the debate, summarizing the key point of the clash and what arguments are made, comparing the relative argument strength in each clash, and judging whether the clash is a tie or someone is more persuasive. Finally, compare their performance in all clashes.
+    analyze_speech: You are assigned to assess the clashes in the debate. First, list the arguments and counter-arguments in the new speech.
+    use_previous: Next, list what clashes the speech involves. Finally, if the opponent on the same half (OG vs OO, CG vs CO) has offered their arguments, check how they refute against each other.
+    judge_by_analysis: You are assigned to assess the clashes in the debate. First, for each debater, summarie their arguments, especially how debaters on the same half (OG vs OO, CG vs CO) refute against each other. Next, analyze the clashes in the debate, summarizing the key point of the clash and what arguments are made, comparing the relative argument strength in each clash, and judging whether the clash is a tie or someone is more persuasive. Finally, compare their performance in all clashes.
+- name: language
+  weight: 1
+  allow_tie: true
+  prompt:
+    judge_debate: You are assigned to assess the language style in the debate. First, for each debater, analyze whether the speech is comprehensible, clearly and precisely convey the debater's meaning, and effectively convey the significance of the debater’s claim. Informal and/or aggressive/confrontational language is often used to make speeches more vivid, confident and engaging, but the debaters must respect each other; unsportsmanlike or toxic behavior like personal insult is unacceptable. Finally, compare their language style.
+    analyze_speech: You are assigned to assess the language style in the debate. Analyze whether the speech is comprehensible, clearly and precisely convey the debater’s meaning, and effectively convey the significance of the debater’s claim. Informal and/or aggressive/confrontational language is often used to make speeches more vivid, confident and engaging, but the debaters must respect each other; unsportsmanlike or toxic behavior like personal insult is unacceptable.
+    use_previous: ""
+    judge_by_analysis: You are assigned to assess the language style in the debate. Summarize the language style of each debater and compare them.
+- name: general
+  weight: 0
+  allow_tie: false
+  prompt:
+    judge_debate: |
+      Please judge the debate by assessing which debater is most persuasive. Think critically and apply the following steps:
+
+      1. Summarize each debater's speeches, including their arguments and supporting analyses. Quote highlights when necessary.
+
+      2. Compare each debater's arguments on these criteria:
+
+        - whether the arguments are on topic
+        - whether the arguments are logically sound and consistent
+        - whether the argument framework is complete
+        - whether the supporting analyses are truthful and rigorous
+        - whether the rebuttals are effective (only consider rebuttals between OG and OO, and rebuttals between CG and CO)
+
+        Specifically:
+
+        - OG and OO are not responsible for CO and CG's arguments and rebuttals; their arguments remain strong if the stronger part is not challenged by CO or CG.
+        - CG and CO can only be credited for contributions to the debate that go beyond what has already been contributed by OG or OO respectively.
+        - any new arguments in speeches 7 and 8 should be ignored; CG and CO cannot solely use them to win the clash.
+
+      3. List the clashes in the debate between both sides and analyze them. For each clash, first summarize the key point of the clash and what arguments are made, and then analyze the relative strength of them; finally, judge whether the clash is a tie or someone is more persuasive.
+
+        Specifically:
+
+        - OG and OO are not responsible for CO and CG's arguments and rebuttals; their arguments remain strong if the stronger part is not challenged by CO or CG.
+        - CG and CO can only be credited for contributions to the clash that go beyond what has already been contributed by OG or OO respectively.
+        - any new arguments in speeches 7 and 8 should be ignored; CG and CO cannot solely use them to win the clash.
+
+      4. Compare each debater's language style. This includes whether they are comprehensible, whether they clearly and precisely convey their meanings, and whether they effectively convey the significance of their claims. Note that in oral competitive debates, informal and/or aggressive/confrontational language is often used to make speeches more vivid, confident and engaging; however, toxic behavior like personal insult should be punished.
+    analyze_speech: |
+      Please provide a detailed summary of the new speech, according to its role. Specifically, if the new speech is speech 1, how the motion is defined; if the new speech is speech 5 or 6, what extensions are provided; if the new speech is speech 7 or 8, how the debate is summarized.
+
+      You need to list the arguments one by one along with their supporting analyses. Quote highlights when necessary.
+
+      After the list of arguments, write a short paragraph to summarize the language style: whether they are comprehensible, whether they clearly and precisely convey their meanings, and whether they effectively convey the significance of their claims. Note that in oral competitive debates, informal and/or aggressive/confrontational language is often used to make speeches more vivid, confident and engaging; however, toxic behavior like personal insult should be punished.
+    use_previous: To clarify arguments already made in the debate, you should refer to previous speeches; you also need to report whether the new speech involves in any clashes, and which arguments in the speech are relevant to each clash.
+    judge_by_analysis: |
+      Please judge the debate by assessing which debater is most persuasive. Think critically and apply the following steps:
+
+      1. Compare each debater's arguments on these criteria:
+
+        - whether the arguments are on topic
+        - whether the arguments are logically sound and consistent
+        - whether the argument framework is complete
+        - whether the supporting analyses are truthful and rigorous
+        - whether the rebuttals are effective (only consider rebuttals between OG and OO, and rebuttals between CG and CO)
+
+        Specifically:
+
+        - OG and OO are not responsible for CO and CG's arguments and rebuttals; their arguments remain strong if the stronger part is not challenged by CO or CG.
+        - CG and CO can only be credited for contributions to the debate that go beyond what has already been contributed by OG or OO respectively.
+        - any new arguments in speeches 7 and 8 should be ignored; CG and CO cannot solely use them to win the clash.
+
+      2. List the clashes in the debate between both sides and analyze them. For each clash, first summarize the key point of the clash and what arguments are made, and then analyze the relative strength of them; finally, judge whether the clash is a tie or someone is more persuasive.
+
+        Specifically:
+
+        - OG and OO are not responsible for CO and CG's arguments and rebuttals; their arguments remain strong if the stronger part is not challenged by CO or CG.
+        - CG and CO can only be credited for contributions to the clash that go beyond what has already been contributed by OG or OO respectively.
+        - any new arguments in speeches 7 and 8 should be ignored; CG and CO cannot solely use them to win the clash.
+
+      3. Compare each debater's language style. This includes whether they are comprehensible, whether they clearly and precisely convey their meanings, and whether they effectively convey the significance of their claims. Note that in oral competitive debates, informal and/or aggressive/confrontational language is often used to make speeches more vivid, confident and engaging; however, toxic behavior like personal insult should be punished.
+"""  # noqa: E501
+
+#: preset/example/config/panel.yml:2-10 (`parser_config.schema_prompt_template`), dedented; the
+#: same lines in PanelBench/debatrix_config/{DebateArt,BP-Competition}/panel.yml.
+RELEASED_FORMAT_INSTRUCTIONS = r"""The output should be formatted as a JSON instance that conforms to the JSON schema below.
+
+As an example, for the schema {"properties": {"foo": {"title": "Foo", "description": "a list of strings", "type": "array", "items": {"type": "string"}}}, "required": ["foo"]}, the object {"foo": ["bar", "baz"]} is a well-formatted instance of the schema. The object {"properties": {"foo": ["bar", "baz"]}} is not well-formatted.
+
+Here is the output schema:
+```
+{{ schema }}
+```
+"""  # noqa: E501
+
+#: preset/example/config/panel.yml:11-27 (`parser_config.fix_prompt_template`), dedented; the
+#: same lines in PanelBench/debatrix_config/{DebateArt,BP-Competition}/panel.yml.
+RELEASED_FIX_PROMPT = r"""Instructions:
+--------------
+{{ instructions }}
+--------------
+Completion:
+--------------
+{{ completion }}
+--------------
+
+Above, the Completion did not satisfy the constraints given in the Instructions.
+Error:
+--------------
+{{ error }}
+--------------
+
+Please try again. Please only respond with an answer that satisfies the constraints laid out in the Instructions:
+"""  # noqa: E501
+
+
+def released_render(template: str, **variables: str) -> str:
+    """`template` filled as the release fills it (debatrix/panel/interface/common/util.py:7-8)."""
+    environment = SandboxedEnvironment(undefined=StrictUndefined)
+    return environment.from_string(template).render(**variables)
+
+
+def test_the_bp_dimensions_are_the_released_texts_typos_and_layout_kept():
+    released = yaml.safe_load(RELEASED_BP_DIMENSIONS)
+    shipped = dimension_library("bp")
+    assert list(shipped) == [d["name"] for d in released]
+    for dimension in released:
+        assert dataclasses.asdict(shipped[dimension["name"]]) == {
+            "name": dimension["name"],
+            "weight": dimension["weight"],
+            "allow_tie": dimension["allow_tie"],
+            **dimension["prompt"],
+        }
+    general = shipped["general"].judge_by_analysis
+    assert general.count("\n  Specifically:\n\n  - OG and OO") == 2  # the clash step's block too
+    assert "summarie their" in shipped["clash"].judge_debate  # the release's typos, kept
+    assert shipped["support"].judge_by_analysis.endswith("compare their supporting analyse.")
+
+
+def test_the_fix_prompt_and_its_format_instructions_are_the_released_texts():
+    slots = {name: f"<{name}>" for name in ("schema", "instructions", "completion", "error")}
+    for template, released in (
+        ("debatrix/format_instructions.j2", RELEASED_FORMAT_INSTRUCTIONS),
+        ("debatrix/fix.j2", RELEASED_FIX_PROMPT),
+    ):
+        assert render(template, **slots) == released_render(released, **slots)
+    fix = released_fix(Score)
+    assert fix.tries == 3  # the released parser's max_retries
+    instructions = released_render(RELEASED_FORMAT_INSTRUCTIONS, schema=schema_text(Score))
+    assert fix.prompt("seven", "bad") == released_render(
+        RELEASED_FIX_PROMPT, instructions=instructions, completion="seven", error="bad"
+    )

@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 import moot
+from moot.agents.debatrix_judges import winner_schema
+from moot.core.data.debates import load_debates
 from moot.testing import Fault, Rule, ScriptedServer
+from tests.agents.test_debatrix_judges import (
+    RELEASED_FIX_PROMPT,
+    RELEASED_FORMAT_INSTRUCTIONS,
+    released_render,
+)
 from tests.cli.helpers import popen_moot, read_jsonl, run_moot, write_bp_competition
 from tests.conftest import shared_data
 
@@ -255,3 +262,55 @@ def test_the_judges_window_defaults_to_the_papers_16385_tokens(tmp_path):
     assert sent == 0  # a prompt that does not fit is never sent
     (judgment,) = read_jsonl(tmp_path / "wide" / "judgments.jsonl")
     assert widened.ok and judgment["status"] == "complete"
+
+
+def test_an_unread_reply_gets_the_released_fix_prompt_up_to_3_times_as_a_fresh_message(tmp_path):
+    debates = bad(tmp_path, lambda r: None)
+    fix = r"^Instructions:\n-+\n.*\nCompletion:\n-+\n"
+    rules = [
+        # a score reads on the second fix; the winner never does
+        Rule(fix + "bad score 1\n", '{"score": 6}', role="last"),
+        Rule(fix + "bad score 0\n", "bad score 1", role="last"),
+        Rule(r'"score": <an integer from 1 to 10>', "bad score 0", role="last"),
+        Rule(r'"winner"', "no verdict {n}", role="last"),
+        Rule(r"^Your previous reply could not be read", '{"score": 6}', role="last"),  # moot's
+    ]
+    with ScriptedServer(rules=rules) as server:
+        moot.judge(**judge_options(server, debates, tmp_path / "out", framework="direct"))
+        released = [r.body["messages"] for r in server.requests]
+        server.clear_log()
+        moot.judge(
+            **judge_options(server, debates, tmp_path / "moot", framework="direct", repair="moot")
+        )
+        ours = [r.body["messages"] for r in server.requests]
+        again = judge_options(server, debates, tmp_path / "out", framework="direct")
+        with pytest.raises(moot.ConfigError, match="other settings"):  # the repair is a setting
+            moot.judge(**again, repair="moot")
+    (judgment,) = read_jsonl(tmp_path / "out" / "judgments.jsonl")
+    final = judgment["final"]
+    assert final["debaters"]["Alice"]["score"] == final["debaters"]["Bob"]["score"] == 6
+    failure = final["winner_failure"]
+    assert final["winner"] is None and failure["raw"] == "no verdict 3"  # the last reply
+    fixes = [m for m in released if m[-1]["content"].startswith("Instructions:")]
+    assert all(len(m) == 1 and m[0]["role"] == "user" for m in fixes)  # fresh, nothing before
+    assert len(fixes) == 2 + 2 + 3  # each debater's score: two; the winner: three, then no more
+    winner = winner_schema(load_debates(debates)[0], allow_tie=False)  # `general`'s
+    schema = json.dumps(winner.model_json_schema())
+    instructions = released_render(RELEASED_FORMAT_INSTRUCTIONS, schema=schema)
+    assert [m[0]["content"] for m in fixes[-3:]] == [
+        released_render(
+            RELEASED_FIX_PROMPT,
+            instructions=instructions,
+            completion=f"no verdict {n}",
+            error=failure["error"],
+        )
+        for n in range(3)
+    ]
+    # --repair moot: one follow-up turn in the conversation, then the failure
+    turns = [m for m in ours if len(m) == 3]
+    assert len(turns) == 3 and all(m[1]["role"] == "assistant" for m in turns)
+    assert all(m[2]["content"].startswith("Your previous reply could not be read") for m in turns)
+    assert not any(m[-1]["content"].startswith("Instructions:") for m in ours)
+    (judgment,) = read_jsonl(tmp_path / "moot" / "judgments.jsonl")
+    assert judgment["final"]["debaters"]["Bob"]["score"] == 6
+    assert judgment["final"]["winner_failure"]["raw"] == "no verdict 4"
