@@ -414,6 +414,7 @@ class ModelClient:
         seed: int | None = None,
         constrained: bool = True,
         stand_in: StandIn | None = None,
+        parse: Callable[[str], T] | None = None,
     ) -> Structured[T]:
         """Ask for a reply matching `schema`: constrained output, tolerant parse, one repair round.
 
@@ -430,6 +431,8 @@ class ModelClient:
             constrained: Send the schema as ``response_format`` (servers that support it decode
                 only valid JSON).
             stand_in: What a dry run takes the reply to be: a JSON value of `schema`.
+            parse: Reads a reply into `schema` where `parse_structured` is not enough (a judge
+                whose prompt asks for a bare number); raises `OutputParseError`.
         """
         from moot.prompts import render
 
@@ -437,7 +440,7 @@ class ModelClient:
         return await self.complete_parsed(
             role,
             messages,
-            lambda text: parse_structured(text, schema),
+            parse or (lambda text: parse_structured(text, schema)),
             lambda error: render("core/repair.j2", error=error, schema=schema_text(schema)),
             stage=stage,
             max_tokens=max_tokens,
