@@ -288,7 +288,9 @@ def compile_judge(spec: JudgeSpec, folder: Path, where: str, text: str | None = 
     }
     compiled = {key: _compiled(src, provided, where, key) for key, src in sources.items()}
     _try(spec, compiled, where)
-    own = text if text is not None else spec.model_dump_json()
+    # a spec with the default reply keeps the digest it had before `reply` was a key
+    unsaid = {"reply"} if spec.reply == "json" else set()
+    own = text if text is not None else spec.model_dump_json(exclude=unsaid)
     digest = hashlib.sha256("\x00".join([own, *filter(None, sources.values())]).encode())
     return JudgeFile(
         spec,
