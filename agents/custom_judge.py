@@ -74,5 +74,6 @@ async def _judgment(
         max_tokens=spec.max_tokens,
         seed=seed,
         constrained=constrained,
+        parse=judge.read,
     )
     return Judgment(result.value, result.failure, tuple(c.text for c in result.completions))

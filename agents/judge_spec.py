@@ -13,6 +13,7 @@ identity. docs/judges.md walks through one.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from pydantic import (
 )
 
 from moot.core.errors import ConfigError
+from moot.core.llm.structured import OutputParseError, parse_structured
 from moot.core.loader import Unreadable, load_yaml
 from moot.core.validation import ConfigModel, problem
 from moot.prompts import fence, template_environment
@@ -38,6 +40,12 @@ FieldType = Literal["int", "float", "bool", "str", "choice"]
 _PYTHON = {"int": int, "float": float, "bool": bool, "str": str}
 _NUMBERS = ("int", "float")
 Value = bool | int | float | str
+#: A reply that is a number alone: after markdown, quotes, a dash and a label (``- Quality:``);
+#: not a list's first item (``1. Clearly identify ...``: the prompt echoed).
+_LEADING_NUMBER = re.compile(
+    r"[\s*_#>`\"'(\[-]*(?:[A-Za-z][\w .'-]{0,40}?\s*[:=]\s*[*_`\"'(\[]*)?"
+    r"([-+]?\d+(?:\.\d+)?)\b(?![.)]\s+[A-Z])"
+)
 
 
 class OutputField(ConfigModel):
@@ -105,6 +113,8 @@ class JudgeSpec(ConfigModel):
         models: The jury: model specs, or ``judge`` for ``--judge``'s (default: ``--judge``).
         temperature: The jurors' sampling temperature (default: ``--temperature``).
         max_tokens: Each call's completion budget.
+        reply: ``json`` (the answer's fields as JSON), or ``number``: the prompt asks for the
+            one field's number alone (a paper's prompt, word for word); JSON is read too.
     """
 
     name: str = Field(min_length=1)
@@ -118,6 +128,7 @@ class JudgeSpec(ConfigModel):
     models: list[str] = []
     temperature: float | None = Field(None, ge=0)
     max_tokens: int = Field(512, gt=0)
+    reply: Literal["json", "number"] = "json"
 
     @field_validator("aggregation", mode="before")
     @classmethod
@@ -154,6 +165,9 @@ class JudgeSpec(ConfigModel):
         for index, model in enumerate(self.models):
             if self.models.index(model) != index:
                 raise ValueError(f"models[{index}]: {model!r} is named twice")
+        kinds = [f.type for f in self.fields.values()]
+        if self.reply == "number" and (len(kinds) != 1 or kinds[0] not in _NUMBERS):
+            raise ValueError("reply: number needs exactly one field, of type int or float")
         return self
 
     @classmethod
@@ -214,6 +228,27 @@ class JudgeFile:
             return asked
         return [{"role": "system", "content": self.system.render(variables).strip()}, *asked]
 
+    def read(self, text: str) -> BaseModel:
+        """A reply's answer: its JSON, or under ``reply: number`` the number leading it.
+
+        Raises:
+            OutputParseError: Neither reads, or the number is out of the field's range.
+        """
+        try:
+            return parse_structured(text, self.schema)
+        except OutputParseError:
+            if self.spec.reply != "number":
+                raise
+        found = _LEADING_NUMBER.match(text)
+        if found is None:
+            raise OutputParseError("the reply does not start with a number") from None
+        (name,) = self.spec.fields
+        try:
+            return self.schema.model_validate({name: found.group(1)})
+        except ValidationError as exc:
+            error = exc.errors()[0]["msg"]
+            raise OutputParseError(f"{name} {found.group(1)}: {error}") from None
+
 
 def load_judge(path: Path | str) -> JudgeFile:
     """Read and check the judge spec at `path` (YAML); its templates relative to its folder.
@@ -253,7 +288,9 @@ def compile_judge(spec: JudgeSpec, folder: Path, where: str, text: str | None = 
     }
     compiled = {key: _compiled(src, provided, where, key) for key, src in sources.items()}
     _try(spec, compiled, where)
-    own = text if text is not None else spec.model_dump_json()
+    # a spec with the default reply keeps the digest it had before `reply` was a key
+    unsaid = {"reply"} if spec.reply == "json" else set()
+    own = text if text is not None else spec.model_dump_json(exclude=unsaid)
     digest = hashlib.sha256("\x00".join([own, *filter(None, sources.values())]).encode())
     return JudgeFile(
         spec,

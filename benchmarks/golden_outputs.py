@@ -245,7 +245,9 @@ CURATE = [
     Rule("Task: Provide an Answer", "The documents give reasons and evidence for it."),
 ]
 EXPANSION = [
-    Rule("Question: Would banning", j({"perspectives": ["it protects children", "it harms"]})),
+    Rule(
+        "Question: Would banning", j({"Child Safety": "it protects children", "Harm": "it harms"})
+    ),
     Rule("Question: Is free university", "no JSON at all"),
 ]
 COMPQA_ANSWER = (

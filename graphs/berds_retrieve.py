@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moot.agents.berds_query_expansion import expand_query, expanded_search
+from moot.agents.berds_query_expansion import EXPANSION_PROMPTS, expand_query, expanded_search
 from moot.core.data.questions import Question
 from moot.core.data.records import ResultLog, check_out_file, progress_log, stable_id, write_jsonl
 from moot.core.llm.models import ModelClient
@@ -35,20 +35,26 @@ class ExpansionSettings:
         role: The expansion model (BERDS used GPT-4).
         constrained: Send a bounded JSON schema as ``response_format``.
         seed: Sampling seed.
+        prompt: A key of `EXPANSION_PROMPTS`: ``paper`` (BERDS Table 13) or ``list``.
     """
 
     role: Role
     constrained: bool = False
     seed: int = 0
+    prompt: str = "paper"
 
     def identity(self) -> dict[str, Any]:
-        """What makes two expansions of a question the same: model, sampling, prompt."""
+        """What makes two expansions of a question the same: model, sampling, prompt.
+
+        The prompt is its template's digest alone, so ``list`` keeps the ids it had as the
+        default (before BERDS's Table 13 prompt became it).
+        """
         return {
             "model": self.role.spec.name,
             "temperature": self.role.temperature,
             "constrained": self.constrained,
             "seed": self.seed,
-            "prompts": template_digest("debateqa/query_expansion.j2"),
+            "prompts": template_digest(EXPANSION_PROMPTS[self.prompt].template),
         }
 
 
@@ -180,6 +186,7 @@ async def _expand(
             expansion.client,
             expansion.role,
             item["question"],
+            prompt=expansion.prompt,
             seed=expansion.seed,
             constrained=expansion.constrained,
         )

@@ -416,6 +416,7 @@ class ModelClient:
         constrained: bool = True,
         stand_in: StandIn | None = None,
         repair: FreshRepair | None = None,
+        parse: Callable[[str], T] | None = None,
     ) -> Structured[T]:
         """Ask for a reply matching `schema`: constrained output, tolerant parse, a repair.
 
@@ -434,6 +435,8 @@ class ModelClient:
             stand_in: What a dry run takes the reply to be: a JSON value of `schema`.
             repair: How a reply that does not parse is asked again (default: moot's one
                 follow-up turn, ``core/repair.j2``).
+            parse: Reads a reply into `schema` where `parse_structured` is not enough (a judge
+                whose prompt asks for a bare number); raises `OutputParseError`.
         """
         from moot.prompts import render
 
@@ -441,7 +444,7 @@ class ModelClient:
         return await self.complete_parsed(
             role,
             messages,
-            lambda text: parse_structured(text, schema),
+            parse or (lambda text: parse_structured(text, schema)),
             repair
             or (lambda error: render("core/repair.j2", error=error, schema=schema_text(schema))),
             stage=stage,

@@ -46,8 +46,8 @@ def stand_in(tokens: int) -> str:
 def schema_stand_in(schema: dict[str, Any], words: int = 8) -> Any:
     """A JSON value a JSON `schema` (pydantic's ``model_json_schema``) accepts, for dry runs.
 
-    The least value each constraint allows (numbers at their minimum, lists at their shortest
-    non-empty length, an enum's first value), strings `words` words long within their
+    The least value each constraint allows (numbers at their minimum, lists and mappings at their
+    shortest non-empty length, an enum's first value), strings `words` words long within their
     ``maxLength``. A schema with cross-field rules (two names that must differ) needs its
     caller's own `StandIn`: the planning client refuses a stand-in its parser refuses.
     """
@@ -65,7 +65,12 @@ def schema_stand_in(schema: dict[str, Any], words: int = 8) -> Any:
             return value((node.get("anyOf") or node["oneOf"])[0])
         kind = node.get("type", "object")
         if kind == "object":
-            return {name: value(sub) for name, sub in node.get("properties", {}).items()}
+            fields = {name: value(sub) for name, sub in node.get("properties", {}).items()}
+            extra = node.get("additionalProperties")  # a mapping's values (``dict[str, str]``)
+            if isinstance(extra, dict):
+                wanted = max(1, node.get("minProperties", 1)) - len(fields)  # none if negative
+                fields |= {f"field {i + 1}": value(extra) for i in range(wanted)}
+            return fields
         if kind == "array":
             return [value(node.get("items", {})) for _ in range(max(1, node.get("minItems", 1)))]
         if kind in ("integer", "number"):

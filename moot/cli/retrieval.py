@@ -78,6 +78,12 @@ class _Reranking(Settings):
         "App. B.6) or per question (question: the released reranking.py)",
     )
     query_expansion: bool = flag(False, action="store_true", help="BERDS LLM query expansion")
+    expansion_prompt: str | None = flag(
+        None,
+        choices=("paper", "list"),
+        help="the expansion's prompt: paper (the default: BERDS Table 13, a JSON object with one "
+        'field per perspective) or list (moot\'s earlier one, {"perspectives": [...]})',
+    )
 
 
 class Retrieve(Job):
@@ -115,6 +121,8 @@ class Retrieve(Job):
         for option, value in reranking:
             if value and given.mmr is None:
                 raise ConfigError(f"{option} applies to --mmr")
+        if given.expansion_prompt and not given.query_expansion:
+            raise ConfigError("--expansion-prompt applies to --query-expansion")
         check_out_file(given.out)  # before query expansion pays for calls
         questions = self.limited(load_questions(given.questions))
         role = self.role("query_expander") if given.query_expansion else None
@@ -131,7 +139,8 @@ class Retrieve(Job):
         if role is not None:
             client = runtime.client_for(self.args, role.spec)
             constrained = runtime.constrained(given, role)
-            expansion = QueryExpansion(role, constrained, given.seed, client=client)
+            prompt = given.expansion_prompt or "paper"
+            expansion = QueryExpansion(role, constrained, given.seed, prompt, client=client)
         run = runtime.run(
             retrieve_questions(
                 questions,

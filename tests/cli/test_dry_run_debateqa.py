@@ -148,7 +148,7 @@ def test_curate_plans_extraction_and_explanations_without_indexing_the_corpus(co
 
 
 def test_retrieve_plans_one_expansion_per_question_text(corpus, tmp_path):
-    reply = '{"perspectives": ["it helps", "it costs"]}'
+    reply = '{"Benefit": "it helps", "Cost": "it costs"}'
     out = tmp_path / "retrieved.jsonl"
     with ScriptedServer(rules=[Rule(pattern="Generate diverse perspectives", reply=reply)]) as s:
         base = {"questions": corpus["questions"], "index": corpus["index"], "out": out}

@@ -320,3 +320,17 @@ def test_a_record_the_template_fails_on_is_refused_before_any_request(tmp_path, 
         "to str"
     )
     assert scripted_server.requests == []
+
+
+def test_a_spec_built_in_python_keeps_its_digest_when_it_leaves_reply_at_its_default(tmp_path):
+    from moot.agents.judge_spec import JudgeSpec, compile_judge
+
+    (tmp_path / "t.j2").write_text("Q {{ answer }}")
+    tree = {"name": "ds", "template": "t.j2", "judged": ["answer"]}
+    tree |= {"fields": {"score": {"type": "int", "min": 1, "max": 5}}}
+    digests = [
+        compile_judge(JudgeSpec.parse(tree | extra), tmp_path, "spec").digest
+        for extra in ({}, {"reply": "json"}, {"reply": "number"})
+    ]
+    assert digests[:2] == ["7c906402f20a32e7"] * 2  # the digest before `reply` was a key
+    assert digests[2] != digests[0]

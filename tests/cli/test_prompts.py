@@ -222,7 +222,7 @@ RULES = [
     Rule(pattern="list your arguments", reply=ARGUMENTS_REPLY),
     Rule(pattern="Comparative answer", reply=SCORES),
     Rule(pattern="Task: Generate Points-of-View", reply="Point-of-View 1: Yes. [Document [1]]"),
-    Rule(pattern="Generate diverse perspectives", reply='{"perspectives": ["it helps"]}'),
+    Rule(pattern="Generate diverse perspectives", reply='{"It Helps": "it helps"}'),
     Rule(pattern="ASP or PHP", reply='{"object1": "ASP", "object2": "PHP", "aspect": ""}'),
     *REACT_RULES,
 ]

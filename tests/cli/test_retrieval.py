@@ -82,9 +82,10 @@ def test_retrieve_with_trusted_domains_warns_when_short(index, tmp_path):
 
 
 EXPANSION_RULES = [
+    Rule(pattern='one field, "perspectives"', reply='{"perspectives": ["free choice"]}'),  # list
     Rule(
         pattern="Question: Should voting",
-        reply='{"perspectives": ["raises turnout", "free choice"]}',
+        reply='{"Higher Turnout": "raises turnout", "Free Choice": "free choice"}',  # Table 13's
     ),
     Rule(pattern="Question: Broken", reply="no JSON at all"),
 ]
@@ -113,6 +114,13 @@ def test_query_expansion_merges_round_robin_and_records_failures(index, tmp_path
     assert [c["id"] for c in ok["chunks"]] == ["a#0", "b#0"]  # top of each perspective's list
     assert bad["status"] == "parse_failure" and bad["failure"]["raw"] == "no JSON at all"
     assert bad["chunks"] == [] and calls == 3  # ok, bad, bad's repair round
+    listed = tmp_path / "listed.jsonl"
+    with ScriptedServer(rules=EXPANSION_RULES) as server:
+        moot.retrieve(
+            questions=questions, index=index, out=listed, k=2, query_expansion=True,
+            expansion_prompt="list", limit=1, model="openai/scripted", api_base=server.url,
+        )  # fmt: skip
+    assert read_jsonl(listed)[0]["perspectives"] == ["free choice"]
 
 
 @pytest.mark.parametrize(
@@ -123,6 +131,7 @@ def test_query_expansion_merges_round_robin_and_records_failures(index, tmp_path
         ({"mmr": "nan"}, "--mmr must be between 0 and 1"),
         ({"mmr_embedder": "cls:x"}, "--mmr-embedder applies to --mmr"),
         ({"mmr_norm": "question"}, "--mmr-norm applies to --mmr"),
+        ({"expansion_prompt": "list"}, "--expansion-prompt applies to --query-expansion"),
         ({"mmr": "0.9", "mmr_embedder": "cls:nowhere"}, "cannot load the encoder 'nowhere'"),
         ({"retriever": "dense"}, "has no dense vectors; rebuild it with moot index --dense"),
         ({"index": "MISSING"}, ": folder not found"),

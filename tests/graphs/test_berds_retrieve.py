@@ -14,7 +14,12 @@ import pytest
 from moot.core import ModelClient, RetryPolicy, Role, parse_spec
 from moot.core.data.questions import Question
 from moot.core.retrieval.index import Index, LocalRetriever, build_index
-from moot.graphs.berds_retrieve import QueryExpansion, retrieve_questions
+from moot.graphs.berds_retrieve import (
+    ExpansionSettings,
+    QueryExpansion,
+    _expansion_items,
+    retrieve_questions,
+)
 from moot.testing import Fault, Rule, ScriptedServer
 from tests.cli.helpers import read_jsonl
 
@@ -24,8 +29,10 @@ DOCS = [
     {"id": "c", "text": "Turnout falls when voting is optional.", "url": None},
 ]
 RULES = [
-    Rule("Question: Should voting", '{"perspectives": ["raises turnout", "free choice"]}'),
-    Rule("Question: Broken", '{"perspectives": ["free choice"]}'),
+    Rule(
+        "Question: Should voting", '{"Higher Turnout": "raises turnout", "Liberty": "free choice"}'
+    ),
+    Rule("Question: Broken", '{"Liberty": "free choice"}'),
     Rule("Question: Garbled", "no JSON at all"),
 ]
 QUESTIONS = [
@@ -89,6 +96,16 @@ def test_expansions_are_paid_once_and_failures_recorded_then_retried(retriever, 
         assert read_jsonl(out)[:1] == records[:1] and second.failed == 1
         tally = second.tallies[0]
         assert (tally.skipped, tally.done, tally.failed) == (1, 1, 1)
+
+
+def test_the_list_prompt_keeps_its_ids_and_the_papers_has_its_own():
+    role = Role("query_expander", parse_spec("openai/scripted"))
+    ids = {
+        prompt: _expansion_items(QUESTIONS[:1], ExpansionSettings(role, prompt=prompt))[0]["ok"]
+        for prompt in ("paper", "list")
+    }
+    # list's: the id every expansion had before the paper's prompt became the default
+    assert ids == {"paper": "a67b42eba9a0533f", "list": "f4b8a6ab8bff7164"}
 
 
 def test_without_query_expansion_nothing_is_logged(retriever, tmp_path):
