@@ -276,11 +276,15 @@ def test_an_unread_reply_gets_the_released_fix_prompt_up_to_3_times_as_a_fresh_m
         Rule(r"^Your previous reply could not be read", '{"score": 6}', role="last"),  # moot's
     ]
     with ScriptedServer(rules=rules) as server:
-        moot.judge(**judge_options(server, debates, tmp_path / "out", framework="direct"))
+        # no cache: the two debaters' score fixes are one request, which the cache may answer
+        # once for both when the first has come back before the second is sent
+        options = judge_options(server, debates, tmp_path / "out", framework="direct")
+        moot.judge(**options, no_cache=True)
         released = [r.body["messages"] for r in server.requests]
         server.clear_log()
         moot.judge(
-            **judge_options(server, debates, tmp_path / "moot", framework="direct", repair="moot")
+            **judge_options(server, debates, tmp_path / "moot", framework="direct", repair="moot"),
+            no_cache=True,
         )
         ours = [r.body["messages"] for r in server.requests]
         again = judge_options(server, debates, tmp_path / "out", framework="direct")
@@ -313,4 +317,4 @@ def test_an_unread_reply_gets_the_released_fix_prompt_up_to_3_times_as_a_fresh_m
     assert not any(m[-1]["content"].startswith("Instructions:") for m in ours)
     (judgment,) = read_jsonl(tmp_path / "moot" / "judgments.jsonl")
     assert judgment["final"]["debaters"]["Bob"]["score"] == 6
-    assert judgment["final"]["winner_failure"]["raw"] == "no verdict 4"
+    assert judgment["final"]["winner_failure"]["raw"] == "no verdict 5"  # asked, then repaired
