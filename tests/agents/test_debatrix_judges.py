@@ -190,6 +190,42 @@ RELEASED_BP_DIMENSIONS = r"""- name: argument
       3. Compare each debater's language style. This includes whether they are comprehensible, whether they clearly and precisely convey their meanings, and whether they effectively convey the significance of their claims. Note that in oral competitive debates, informal and/or aggressive/confrontational language is often used to make speeches more vivid, confident and engaging; however, toxic behavior like personal insult should be punished.
 """  # noqa: E501
 
+#: PanelBench/debatrix_config/DebateArt/dimension.yml:1-32, the whole file (the same text as
+#: preset/example/config/dimension.yml:1-32).
+RELEASED_1V1_DIMENSIONS = r"""- name: argument
+  weight: 3
+  allow_tie: false
+  prompt:
+    judge_debate: Please summarize the use of arguments of each debater in the debate and compare them. This includes what arguments are made, whether they are on topic and sound, whether their backing premises and logic are clear and reasonable, whether they are supported by credible evidence, whether the language is appropriate, and whether the counterarguments provide effective refutation against the opponent or fail to respond to some arguments from the opponent. Also analyze the relative strength between each debater's argument sets, and their impacts against each other, by analyzing the clashes between both side's argument sets, comparing the relative strength between sides critically and logically. Award the debater that, within the context of the debate, affirms (for pro) or negates (for con) the resolution the best.
+    analyze_speech: Please provide references of the use of arguments in the new speech. This includes what arguments are made, whether they are on topic and sound, whether their backing premises and logic are clear and reasonable, whether they are supported by credible evidence, and whether the language is appropriate.
+    use_previous: To clarify arguments already made in the debate, you should refer to previous speeches; you need to report whether the counterarguments provide effective refutation against the opponent, or whether it fails to respond to some arguments from the opponent. In addition, analyze the clashes between both side's argument sets; for each clash, think critically and logically to compare the relative strength between sides.
+    judge_by_analysis: First, for each debater, summarize their use of arguments in ALL their debates, according to the given argument analyses. Next, analyze the relative strength between each debater's argument sets, and their impacts against each other; also analyze the clashes between both side's argument sets, comparing the relative strength between sides critically and logically. Award the debater that, within the context of the debate, affirms (for pro) or negates (for con) the resolution the best.
+- name: source
+  weight: 2
+  allow_tie: true
+  prompt:
+    judge_debate: Please summarize the use of sources of each debater in the debate and compare them. This includes what relevant outside evidence is used, and how they are used to support the arguments. If all of the debaters do their research due diligence, or the quantity difference of external sources is not large (even if one debater uses one external sources while another uses none), they are tied; otherwise, award the debater that, with a strong quality lead, better supports their side's case with external sources. Note that unreliable sources, if enough to diminish their own case, should receive a penalty.
+    analyze_speech: Please provide references of the use of sources in the new speech. This includes what outside evidence is used, whether their sources are credible, and how they are used to support the arguments. Note that sources providing common knowledge or are the subject of the debate DO NOT count as a valid external source; you should think critically and analyze the references to EXCLUDE such sources. Lack of evidence, evidence with unreliable sources, or source spam without relevant analysis should be reported; however, if the arguments can firmly be based on common knowledge without actually needing extra sources, the speech should not be criticized as lacking evidence.
+    use_previous: To clarify quotes across speeches, especially the ones related to previous sources from either side, you should refer to previous speeches; you need to distinguish these quotes from normal sections.
+    judge_by_analysis: First, for each debater, summarize their use of sources in ALL their speeches, according to the given source analyses. Next, compare the use of sources between debaters. If all of the debaters do their research due diligence, or the quantity difference of external sources is not large (even if one debater uses one external sources while another uses none), they are tied; otherwise, award the debater that, with a strong quality lead, better supports their side's case with external sources. Note that unreliable sources, if enough to diminish their own case, should receive a penalty.
+- name: language
+  weight: 2
+  allow_tie: true
+  prompt:
+    judge_debate: Please summarize the use of language of each debater in the debate. This includes sections that affects the clarity level and the conduct level. Informal language and/or aggressive tone are allowed to attract the audience; do not punish the debater because of such language use. However, extremely illegible paragraphs and extremely unsportsmanlike or outright toxic behaviors like repeated personal insults should receive a penalty. Finally, if one debater deserves a penalty, award the other one (unless all debaters are penalized); otherwise announce that they are tied.
+    analyze_speech: Please provide references of the use of language in the new speech. This includes sections that affects the clarity level and the conduct level. Informal language and/or aggressive tone are allowed to attract the audience; do not punish the debater because of such language use. However, extremely illegible paragraphs and extremely unsportsmanlike or outright toxic behaviors like repeated personal insults should receive a penalty.
+    use_previous: To clarify quotes across speeches, especially the ones that criticize inappropriate language in their opponent's speeches, you should refer to previous speeches; you need to distinguish these quotes from normal sections.
+    judge_by_analysis: First, for each debater, summarize their use of language in ALL their speeches, according to the given language analyses. Informal language and/or aggressive tone are allowed to attract the audience; do not punish the debater because of such language use. However, extremely illegible paragraphs and extremely unsportsmanlike or outright toxic behaviors like repeated personal insults should receive a penalty. Finally, if one debater deserves a penalty, award the other one (unless all debaters are penalized); otherwise announce that they are tied.
+- name: general
+  weight: 0
+  allow_tie: false
+  prompt:
+    judge_debate: Please summarize the use of arguments, sources and language of each debater in the debate and compare them. This includes what arguments are made, whether they are on topic and sound, whether their backing premises and logic are clear and reasonable, whether the counterarguments provide effective refutation against the opponent or fail to respond to some arguments from the opponent, what outside evidence is used, whether their sources are credible, how they are used to support the arguments, and sections that affects the clarity level and the conduct level. Also analyze the relative strength between each debater's argument sets, and their impacts against each other, by analyzing the clashes between both side's argument sets, comparing the relative strength between sides critically and logically. You also need to consider their sources and language as well when analyzing argument strength; report lacking or unreliable sources, extremely illegible paragraphs and extremely unsportsmanlike or outright toxic behaviors, and think critically of whether they are really weakening the arguments. Award the debater that, within the context of the debate, affirms (for pro) or negates (for con) the resolution the best.
+    analyze_speech: Please provide references of how the debater argues in the new speech. This includes what arguments are made, whether they are on topic and sound, whether their backing premises and logic are clear and reasonable, whether the counterarguments provide effective refutation against the opponent or fail to respond to some arguments from the opponent, what outside evidence is used, whether their sources are credible, how they are used to support the arguments, and sections that affects the clarity level and the conduct level. Lack of evidence, evidence with unreliable sources, source spam without relevant analysis, extremely illegible paragraphs and extremely unsportsmanlike or outright toxic behaviors should be reported; however, you need to think critically of whether they are really weakening the arguments.
+    use_previous: To clarify arguments already made in the debate and quotes across speech, you should refer to previous speeches; you need to distinguish quotes from normal sections. You also need to report whether the counterarguments provide effective refutation against the opponent, or whether it fails to respond to some arguments from the opponent. In addition, analyze the clashes between both side's argument sets; for each clash, think critically and logically to compare the relative strength between sides.
+    judge_by_analysis: First, for each debater, summarize their use of arguments, sources and language in ALL their debates, according to the given analyses. Next, analyze the relative strength between each debater's argument sets, and their impacts against each other; also analyze the clashes between both side's argument sets, comparing the relative strength between sides critically and logically. You need to consider their sources and language as well when analyzing argument strength. Award the debater that, within the context of the debate, affirms (for pro) or negates (for con) the resolution the best.
+"""  # noqa: E501
+
 #: preset/example/config/panel.yml:2-10 (`parser_config.schema_prompt_template`), dedented; the
 #: same lines in PanelBench/debatrix_config/{DebateArt,BP-Competition}/panel.yml.
 RELEASED_FORMAT_INSTRUCTIONS = r"""The output should be formatted as a JSON instance that conforms to the JSON schema below.
@@ -229,10 +265,42 @@ def released_render(template: str, **variables: str) -> str:
     return environment.from_string(template).render(**variables)
 
 
-def test_the_bp_dimensions_are_the_released_texts_typos_and_layout_kept():
-    released = yaml.safe_load(RELEASED_BP_DIMENSIONS)
-    shipped = dimension_library("bp")
-    assert list(shipped) == [d["name"] for d in released]
+#: Per format: the released file, moot's own dimensions beside it, and the released slips kept
+#: (dimension, prompt, words, how often), so a corrected copy above fails too.
+RELEASED_DIMENSIONS = {
+    "bp": (
+        RELEASED_BP_DIMENSIONS,
+        (),
+        (
+            ("general", "judge_by_analysis", "\n  Specifically:\n\n  - OG and OO", 2),
+            ("clash", "judge_debate", "summarie their", 1),
+            ("support", "judge_by_analysis", "compare their supporting analyse.", 1),
+        ),
+    ),
+    "1v1": (
+        RELEASED_1V1_DIMENSIONS,
+        ("clash",),
+        (
+            ("argument", "judge_by_analysis", "in ALL their debates,", 1),
+            ("general", "judge_by_analysis", "in ALL their debates,", 1),
+            ("source", "judge_debate", "one external sources while", 1),
+            ("source", "judge_by_analysis", "one external sources while", 1),
+            ("language", "judge_debate", "sections that affects", 1),
+            ("language", "analyze_speech", "sections that affects", 1),
+            ("general", "judge_debate", "sections that affects", 1),
+            ("general", "analyze_speech", "sections that affects", 1),
+            ("general", "use_previous", "quotes across speech,", 1),
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("debate_format", list(RELEASED_DIMENSIONS))
+def test_the_dimensions_are_the_released_texts_typos_and_layout_kept(debate_format):
+    text, own, slips = RELEASED_DIMENSIONS[debate_format]
+    released = yaml.safe_load(text)
+    shipped = dimension_library(debate_format)
+    assert [name for name in shipped if name not in own] == [d["name"] for d in released]
     for dimension in released:
         assert dataclasses.asdict(shipped[dimension["name"]]) == {
             "name": dimension["name"],
@@ -240,10 +308,8 @@ def test_the_bp_dimensions_are_the_released_texts_typos_and_layout_kept():
             "allow_tie": dimension["allow_tie"],
             **dimension["prompt"],
         }
-    general = shipped["general"].judge_by_analysis
-    assert general.count("\n  Specifically:\n\n  - OG and OO") == 2  # the clash step's block too
-    assert "summarie their" in shipped["clash"].judge_debate  # the release's typos, kept
-    assert shipped["support"].judge_by_analysis.endswith("compare their supporting analyse.")
+    for name, prompt, words, times in slips:
+        assert getattr(shipped[name], prompt).count(words) == times, (name, prompt, words)
 
 
 def test_the_fix_prompt_and_its_format_instructions_are_the_released_texts():
