@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -87,8 +88,14 @@ def test_preferences_from_quality_and_controllability_runs(tmp_path):
 
     # bad input: one line, nothing written
     (tmp_path / "ours.json").rename(tmp_path / "moved.json")
+    unnamed = shutil.copytree(runs["control-a"], tmp_path / "unnamed")  # a judge not recorded
+    written = json.loads((unnamed / "summary.json").read_text())
+    (unnamed / "summary.json").write_text(json.dumps({**written, "judge": None}))
     refused = {
         "summary.json: its responses file": (runs["quality"],),
+        f"{unnamed / 'summary.json'}: records no judge (unfinished, or made by an earlier moot": (
+            unnamed,
+        ),
         "not a folder of moot eval quality, controllability, compqa or judge, or moot judge": (
             out,
         ),
