@@ -159,6 +159,13 @@ def test_compqa_answers_to_one_question_pair_at_the_margin(tmp_path):
         "moot: error: no preference pair in the train split (compqa: closer than the margin 3)\n"
     )
     assert not (tmp_path / "none").exists()
+    with pytest.raises(moot.MootError) as caught:  # every pair drawn into eval
+        moot.data.preferences(run, out=tmp_path / "none", eval_fraction=0.9)
+    assert refused_in_one_line(caught.value) == (
+        "no preference pair in the train split "
+        "(all 2 pair(s) in the eval split; compqa: closer than the margin 1)"
+    )
+    assert not (tmp_path / "none").exists()
 
 
 def items_file(path, rows: list[dict]) -> Path:
