@@ -10,8 +10,8 @@ fields mean read from the spec its ``summary.json`` records), `moot judge` (Deba
 ``summary.json`` names). Pairs are deduplicated (the same prompt and answers from two inputs are
 one), split by a seeded hash of their id as `moot data mix` splits rows, and written as a whole,
 atomically: ``train.jsonl``, ``eval.jsonl``, ``dataset/`` (a DatasetDict), ``manifest.json`` and
-a card. The same inputs and options give byte-identical files; a rerun rebuilds them (nothing
-is paid for).
+a card, both naming who judged each input (`JUDGES`, read from its ``summary.json``). The same
+inputs and options give byte-identical files; a rerun rebuilds them (nothing is paid for).
 """
 
 from __future__ import annotations
@@ -66,6 +66,15 @@ SOURCES = {
 }
 
 
+#: Who judged an input, as its ``summary.json`` records it: the manifest's key → the summary's.
+JUDGES = {
+    "quality": {"model": "judge"},
+    "controllability": {"model": "judge"},
+    "compqa": {"model": "judge"},
+    "judge": {"spec": "judge", "jurors": "jurors"},  # the spec's name, and its models
+    "debatrix": {"model": "judge", "framework": "framework"},
+}
+
 #: Each source's rule, as the card says it ({} the margin).
 RULES = {
     "quality": "pairwise quality judgments whose two orders agree",
@@ -97,6 +106,13 @@ class PreferenceSummary:
             rows.append((source, str(self.pairs[source]), str(lost)))
         rows += [(f"  {why}", "", str(n)) for why, n in sorted(self.dropped.items())]
         return render_table(rows, markdown=markdown)
+
+    def no_pair(self) -> str:
+        """Why the train split is empty, in one line: the drops and the pairs held out."""
+        why = [f"{why} {n}" for why, n in sorted(self.dropped.items())]
+        if self.eval:
+            why.insert(0, f"all {self.eval} pair(s) in the eval split")
+        return "; ".join(why) or "the inputs hold no judgment"
 
 
 def build_preferences(
@@ -146,7 +162,8 @@ def build_preferences(
         )
         if kind is None:
             raise InputError(source, f"not a folder of {_COMMANDS}")
-        summary.inputs.append({"source": str(source), "kind": kind})
+        judge = _judge(source, kind)
+        summary.inputs.append({"source": str(source), "kind": kind, "judge": judge})
         if kind == "quality":
             responses, baseline = _judged_responses(source, "responses", "baseline")
             built.append(quality_pairs(_judgments(source), responses, baseline))
@@ -169,10 +186,7 @@ def build_preferences(
         splits["eval" if is_eval(pair.id, seed, eval_fraction) else "train"].append(pair.to_json())
     summary.train, summary.eval = len(splits["train"]), len(splits["eval"])
     if not splits["train"]:
-        raise ConfigError(
-            "no preference pair in the train split: "
-            + (summary.table() if summary.dropped else "the inputs hold no judgment")
-        )
+        raise ConfigError(f"no preference pair in the train split ({summary.no_pair()})")
     if not splits["eval"]:  # none asked for, or too few rows: the trainer evaluates nothing
         del splits["eval"]
     options = {
@@ -217,6 +231,19 @@ def _summary(folder: Path) -> tuple[Path, dict[str, Any]]:
     path = folder / "summary.json"
     summary = read_json_file(path) if path.is_file() else None
     return path, summary if isinstance(summary, dict) else {}
+
+
+def _judge(folder: Path, kind: str) -> dict[str, Any]:
+    """Who judged a run of `kind` (`JUDGES`), read from its ``summary.json``."""
+    path, summary = _summary(folder)
+    judge = {}
+    for key, recorded in JUDGES[kind].items():
+        if summary.get(recorded) is None:
+            raise InputError(
+                path, f"records no {recorded} (unfinished, or made by an earlier moot: rerun it)"
+            )
+        judge[key] = summary[recorded]
+    return judge
 
 
 def _source(path: Path, summary: dict[str, Any], name: str) -> Path:
@@ -366,6 +393,18 @@ def _card(tmp: Path, summary: PreferenceSummary, options: dict[str, Any], names:
         ],
         tags=["preferences", "dpo", "moot-preferences"],
         data_files={name: f"{name}.jsonl" for name in names},
-        notes=[("Sources", summary.table(markdown=True))],
+        notes=[("Sources", summary.table(markdown=True)), ("Judges", _judges(summary.inputs))],
         inputs=[s["source"] for s in summary.inputs],
     )
+
+
+def _judges(inputs: list[dict[str, Any]]) -> str:
+    """The card's table of who judged each input (a list value's items joined)."""
+    rows = [("input", "source", "judge")]
+    for given in inputs:
+        said = [
+            f"{key} " + ", ".join(f"`{v}`" for v in (value if isinstance(value, list) else [value]))
+            for key, value in given["judge"].items()
+        ]
+        rows.append((f"`{given['source']}`", given["kind"], "; ".join(said)))
+    return render_table(rows, left=3, markdown=True)

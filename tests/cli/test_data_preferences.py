@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from moot.testing import Rule, ScriptedServer
 from moot.training.debatune_data import instruction
 from moot.training.dpo_data import read_preference_rows
 from moot.training.preference_data import prompt_of
-from tests.cli.helpers import read_jsonl, refused_in_one_line
+from tests.cli.helpers import read_jsonl, refused_in_one_line, run_moot
 from tests.cli.test_eval import CONTROL_RULES, QUALITY_RULES, eval_options, responses_file
 from tests.cli.test_eval_judge import EXAMPLES
 
@@ -54,6 +55,16 @@ def test_preferences_from_quality_and_controllability_runs(tmp_path):
     ]
     assert pairs[0]["prompt"] == [{"role": "user", "content": "Argue affirmative for arg 0"}]
     manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["inputs"] == [
+        {"source": str(runs[name]), "kind": kind, "judge": {"model": "openai/judge"}}
+        for name, kind in (
+            ("quality", "quality"),
+            ("control-a", "controllability"),
+            ("control-b", "controllability"),
+        )
+    ]
+    card = (out / "README.md").read_text()
+    assert f"| `{runs['quality']}` | quality | model `openai/judge` |" in card
     assert manifest["counts"]["pairs"] == {"controllability": 2, "quality": 2}
     assert manifest["counts"]["dropped"] == {"quality: orders disagree": 2}  # BIASED, TIEWIN
     assert not (out / "eval.jsonl").exists() and (out / "README.md").is_file()
@@ -77,8 +88,14 @@ def test_preferences_from_quality_and_controllability_runs(tmp_path):
 
     # bad input: one line, nothing written
     (tmp_path / "ours.json").rename(tmp_path / "moved.json")
+    unnamed = shutil.copytree(runs["control-a"], tmp_path / "unnamed")  # a judge not recorded
+    written = json.loads((unnamed / "summary.json").read_text())
+    (unnamed / "summary.json").write_text(json.dumps({**written, "judge": None}))
     refused = {
         "summary.json: its responses file": (runs["quality"],),
+        f"{unnamed / 'summary.json'}: records no judge (unfinished, or made by an earlier moot": (
+            unnamed,
+        ),
         "not a folder of moot eval quality, controllability, compqa or judge, or moot judge": (
             out,
         ),
@@ -99,30 +116,56 @@ def score_dict(total: int) -> dict[str, int]:
     return points
 
 
+@pytest.mark.subprocess
 def test_compqa_answers_to_one_question_pair_at_the_margin(tmp_path):
-    # a `moot eval compqa` folder as its schema has it (docs/schemas.md): judged/<input name>
+    # three generators' answers to one question, judged 12, 9 and 11 of 19
+    answers = [("gen-a", "TWELVE", 12), ("gen-b", "NINE", 9), ("gen-c", "ELEVEN", 11)]
+    given = tmp_path / "answers.json"
+    given.write_text(
+        json.dumps(
+            [
+                {"object1": "tea", "object2": "coffee", "comparison": f"ANSWER-{text}",
+                 "generator": generator}
+                for generator, text, _ in answers
+            ]
+        )
+    )  # fmt: skip
+    rules = [Rule(f"ANSWER-{text}", json.dumps(score_dict(total))) for _, text, total in answers]
     run = tmp_path / "compqa"
-    (run / ".moot").mkdir(parents=True)
-    (run / ".moot" / "owner.json").write_text(json.dumps({"command": "moot eval compqa"}))
-    answers = [("gen-a", "twelve", 12), ("gen-b", "nine", 9), ("gen-c", "eleven", 11)]
-    judged = [
-        {"object1": "tea", "object2": "coffee", "aspect": None, "comparison": text,
-         "generator": generator, "score_dict": score_dict(total), "score": total, "status": "ok",
-         "problem": None, "repaired": False, "replies": [], "judge": "openai/judge"}
-        for generator, text, total in answers
-    ]  # fmt: skip
-    (run / "judged").mkdir()
-    (run / "judged" / "answers.json").write_text(json.dumps(judged))
+    with ScriptedServer(rules=rules) as server:
+        options = {"judge": "openai/judge", "api_base": server.url, "max_retries": 0}
+        moot.eval.compqa(answers=[given], out=run, **options)
     out = tmp_path / "prefs"
     moot.data.preferences(run, out=out, eval_fraction=0, min_margin=2)
     pairs = read_jsonl(out / "train.jsonl")
-    assert [(p["chosen"], p["rejected"], p["meta"]["scores"]) for p in pairs] == [
-        (assistant("twelve"), assistant("nine"), [12, 9]),
-        (assistant("eleven"), assistant("nine"), [11, 9]),  # a margin of exactly 2
-    ]
+    assert [(p["chosen"], p["rejected"], p["meta"]) for p in pairs] == [
+        (assistant("ANSWER-TWELVE"), assistant("ANSWER-NINE"),
+         {"scores": [12, 9], "origins": ["gen-a", "gen-b"]}),
+        (assistant("ANSWER-ELEVEN"), assistant("ANSWER-NINE"),
+         {"scores": [11, 9], "origins": ["gen-c", "gen-b"]}),  # a margin of exactly 2
+    ]  # fmt: skip
     assert pairs[0]["prompt"][0]["content"].startswith("What is better: tea or coffee?")
-    counts = json.loads((out / "manifest.json").read_text())["counts"]
-    assert counts["dropped"] == {"compqa: closer than the margin": 1}  # 12 vs 11
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["counts"]["dropped"] == {"compqa: closer than the margin": 1}  # 12 vs 11
+    assert manifest["inputs"] == [
+        {"source": str(run), "kind": "compqa", "judge": {"model": "openai/judge"}}
+    ]
+    assert f"| `{run}` | compqa | model `openai/judge` |" in (out / "README.md").read_text()
+
+    # no pair in the train split: one line naming why each judgment made none, exit 2
+    refused = run_moot("data", "preferences", run, "--out", tmp_path / "none", "--min-margin", 4)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr == (
+        "moot: error: no preference pair in the train split (compqa: closer than the margin 3)\n"
+    )
+    assert not (tmp_path / "none").exists()
+    with pytest.raises(moot.MootError) as caught:  # every pair drawn into eval
+        moot.data.preferences(run, out=tmp_path / "none", eval_fraction=0.9)
+    assert refused_in_one_line(caught.value) == (
+        "no preference pair in the train split "
+        "(all 2 pair(s) in the eval split; compqa: closer than the margin 1)"
+    )
+    assert not (tmp_path / "none").exists()
 
 
 def items_file(path, rows: list[dict]) -> Path:
@@ -174,6 +217,10 @@ def test_a_custom_judges_verdicts_pair_answers_and_a_vote_or_an_unsaid_field_is_
         "judge: no other answer to its prompt": 1,  # ANS-FOUR, once ANS-UNREAD is dropped
     }
     assert "a custom judge's verdicts" in (out / "README.md").read_text()
+    (given,) = json.loads((out / "manifest.json").read_text())["inputs"]
+    assert given["judge"] == {"spec": "helpfulness", "jurors": ["openai/judge"]}
+    card = (out / "README.md").read_text()
+    assert f"| `{runs['mean']}` | judge | spec `helpfulness`; jurors `openai/judge` |" in card
 
     # a judge of two inputs pairs once it is told which is the prompt
     moot.data.preferences(runs["two"], out=out, eval_fraction=0, prompt_field="question")
@@ -248,6 +295,12 @@ def test_debatrix_scores_pair_the_conclusions_of_two_debate_runs(tmp_path):
     # Negative: debater A is the Negative side, 3 against 4 (not the Affirmative's 8 and 5)
     assert counts["dropped"] == {"debatrix: closer than the margin": 1}
     assert counts["pairs"] == {"debatrix": 1}
+    inputs = json.loads((out / "manifest.json").read_text())["inputs"]
+    assert [given["judge"] for given in inputs] == [
+        {"model": "openai/judge", "framework": "direct"}
+    ] * 2
+    card = (out / "README.md").read_text()
+    assert f"| `{runs[0]}` | debatrix | model `openai/judge`; framework `direct` |" in card
 
     with pytest.raises(moot.MootError) as caught:
         moot.data.preferences(*runs, tmp_path / "judge-panel", out=tmp_path / "bad")

@@ -8,6 +8,7 @@ folder, manifest and card, its rerun, and `moot train merge` on its adapter.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -95,7 +96,14 @@ def train_dpo(tmp: Path) -> dict:
     out = tmp / "run"
     config.write_text(CONFIG.format(base=tmp / "sft-adapter", train=train, out=out))
     trained = run_moot("train", "dpo", "--config", config, env=ENV)
-    return {"base": base, "sft": tmp / "sft-adapter", "config": config, "out": out, "done": trained}
+    return {
+        "base": base,
+        "sft": tmp / "sft-adapter",
+        "config": config,
+        "out": out,
+        "done": trained,
+        "train": train,
+    }
 
 
 def test_dpo_raises_the_chosen_over_rejected_margin_on_held_out_pairs(run):
@@ -150,6 +158,57 @@ def test_moot_train_dpo_writes_its_adapter_card_and_manifest_and_merges(run, tmp
     assert merging.returncode == 0, merging.stderr
     assert (merged / "model.safetensors").is_file()
     assert not (merged / "adapter_config.json").exists()
+
+
+def test_full_weight_dpo_writes_a_whole_model_and_resumes_from_its_last_checkpoint(
+    run, tmp_path, capsys
+):
+    """Every weight trained against trl's reference, a copy of the start; then a kill after
+    checkpoint-2 (what it leaves: no checkpoint-4, no model/, no manifest), resumed. In process
+    (`moot.train.dpo`, the command's own parser and guarantees): a new process would spend ~2 s
+    a run importing trl."""
+    from safetensors.torch import load_file
+
+    import moot
+
+    out, model = tmp_path / "full", tmp_path / "full" / "model"
+    overrides = [f"model.base={run['base']}", f"training.output_dir={out}"]
+    overrides += ["training.method=full", "training.learning_rate=1e-2", "training.max_steps=4"]
+    overrides += ["training.save_steps=2", "training.logging_steps=1"]
+    done = moot.train.dpo(config=run["config"], overrides=overrides)
+    assert done.lines[0].startswith(f"model    {model}\n") and not (out / "adapter").exists()
+    assert (model / "model.safetensors").is_file() and (model / "config.json").is_file()
+    assert not (model / "adapter_config.json").exists()  # a whole model, not an adapter
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert (manifest["trainer"], manifest["method"], manifest["steps"]) == ("dpo", "full", 4)
+    assert manifest["base"] == str(run["base"])
+    parameters = manifest["trainable_parameters"]
+    assert parameters["trainable"] == parameters["total"]
+    card = ModelCard.load(model / "README.md")
+    assert card.data.library_name == "transformers" and "lora" not in card.data.tags
+    assert "the starting model, a frozen copy" in card.text and "| method | full |" in card.text
+    steps = [e for e in manifest["log_history"] if "loss" in e]
+    # step 1 is measured before any update: the policy is its reference, a copy of the start;
+    # by step 4 the policy has moved and the reference has not
+    assert (steps[0]["rewards/chosen"], steps[0]["rewards/rejected"]) == (0.0, 0.0)
+    assert steps[-1]["rewards/margins"] > 0
+    losses = [e["loss"] for e in steps]
+    assert manifest["losses"]["train_loss"] == pytest.approx(sum(losses) / 4, abs=1e-6)
+    finished = load_file(model / "model.safetensors")
+
+    shutil.rmtree(out / "checkpoints" / "checkpoint-4")
+    shutil.rmtree(model)
+    (out / "manifest.json").unlink()
+    capsys.readouterr()
+    moot.train.dpo(config=run["config"], overrides=overrides)
+    assert "resuming from checkpoint-2\n" in capsys.readouterr().out
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["steps"] == 4 and manifest["method"] == "full"
+    # the trainer's loss is that of the steps this call trained: 3 and 4, not 1 to 4
+    assert manifest["losses"]["train_loss"] == pytest.approx(sum(losses[2:]) / 2, abs=1e-6)
+    weights = load_file(model / "model.safetensors")
+    assert weights.keys() == finished.keys()
+    assert all((weights[k] == finished[k]).all() for k in finished)  # as if never interrupted
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ hash of its final LoRA weights), which the trainer does not expose: it shows tha
 commands and configs make ranks share the data out and end with identical weights.
 
 The ZeRO-3 tests are opt-in (``MOOT_SLOW_TESTS=1``): they take a minute, ~40 s more the first
-time on a machine, while DeepSpeed JIT-compiles its CPU ops into ~/.cache/torch_extensions.
+time on a machine, while DeepSpeed JIT-compiles its CPU ops into ~/.cache/torch_extensions. So
+is `moot train dpo --launch ddp` (~10 s): its launch is SFT's, tested here by default.
 """
 
 from __future__ import annotations
@@ -192,14 +193,21 @@ def launch_machines(commands: list[list[str]], env_extra: dict, logs: Path, time
                 machine.wait()
 
 
-def moot_launch(out: Path, launch: str) -> dict:
-    """`moot train sft --launch <launch> --num-processes 2` on the tiny example; its manifest."""
+def moot_launch(
+    out: Path,
+    launch: str,
+    trainer: str = "sft",
+    config: str | Path = "examples/train-tiny.yaml",
+    overrides: tuple[str, ...] = ("training.epochs=2",),
+) -> dict:
+    """`moot train <trainer> --launch <launch> --num-processes 2` (the tiny SFT example unless
+    told otherwise); its manifest."""
     root = Path(__file__).resolve().parents[2]
     result = subprocess.run(
         [
-            *(sys.executable, "-m", "moot", "train", "sft"),
-            *("--config", "examples/train-tiny.yaml", f"training.output_dir={out}"),
-            *("training.epochs=2", "--quiet", "--launch", launch, "--num-processes", "2"),
+            *(sys.executable, "-m", "moot", "train", trainer),
+            *("--config", config, f"training.output_dir={out}", *overrides),
+            *("--quiet", "--launch", launch, "--num-processes", "2"),
         ],
         cwd=root,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
@@ -209,7 +217,7 @@ def moot_launch(out: Path, launch: str) -> dict:
     )
     assert result.returncode == 0, failure(result.stdout + result.stderr)
     printed = result.stderr.splitlines()[0]
-    assert "accelerate.commands.launch" in printed and "-m moot train sft" in printed
+    assert "accelerate.commands.launch" in printed and f"-m moot train {trainer}" in printed
     assert "{'loss'" not in result.stdout  # --quiet reached the workers
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["processes"] == 2 and manifest["device"] == "cpu"
@@ -234,12 +242,19 @@ needs_deepspeed = pytest.mark.skipif(
     importlib.util.find_spec("deepspeed") is None,
     reason="needs DeepSpeed (pip install deepspeed==0.19.8)",
 )
+
+
+def opt_in(cost: str) -> pytest.MarkDecorator:
+    """Skip unless ``MOOT_SLOW_TESTS`` is set: a test that costs `cost`, too much for the suite."""
+    return pytest.mark.skipif(
+        not os.environ.get("MOOT_SLOW_TESTS"),
+        reason=f"slow: {cost}; set MOOT_SLOW_TESTS=1 to run it",
+    )
+
+
 # ZeRO-3 on CPU costs a minute (2.5 while DeepSpeed compiles its ops) and a machine-wide build
 # cache: opt-in, so the default suite stays fast and independent of ~/.cache.
-slow = pytest.mark.skipif(
-    not os.environ.get("MOOT_SLOW_TESTS"),
-    reason="slow: 1-2.5 min (DeepSpeed compiles its CPU ops); set MOOT_SLOW_TESTS=1 to run it",
-)
+slow = opt_in("1-2.5 min (DeepSpeed compiles its CPU ops)")
 
 
 @needs_deepspeed
@@ -259,6 +274,45 @@ def test_zero3_offload_trains_what_ddp_trains(tmp_path, ddp_manifest):
     assert manifest["losses"]["train_loss"] == pytest.approx(
         ddp_manifest["losses"]["train_loss"], rel=1e-3
     )
+
+
+DPO_CONFIG = """\
+model: {{base: {base}}}
+data: {{train: {train}, max_length: 32}}
+lora: {{r: 4, alpha: 8, dropout: 0.0}}
+training: {{max_steps: 4, per_device_train_batch_size: 2, learning_rate: 1.0e-2, seed: 0,
+  activation_checkpointing: false}}
+"""
+
+
+@opt_in("~10 s on 2 cores: two more processes import trl and train")
+def test_moot_train_dpo_launch_ddp_from_an_sft_adapter(tmp_path, tiny_model):
+    """`moot train dpo --launch ddp` from a LoRA adapter: rank 0 merges it into OUT/base while
+    rank 1 waits for it, then both train DPO on their share of the pairs."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    lora = LoraConfig(r=4, target_modules="all-linear", init_lora_weights=False)
+    get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model), lora).save_pretrained(
+        tmp_path / "sft"
+    )
+    pairs = tmp_path / "pairs.jsonl"
+    pair = {"chosen": "good because animals", "rejected": "bad because zoos"}
+    pairs.write_text(
+        "".join(json.dumps({"prompt": f"r{i} zoos are", **pair}) + "\n" for i in range(RECORDS))
+    )
+    config = tmp_path / "dpo.yaml"
+    config.write_text(DPO_CONFIG.format(base=tmp_path / "sft", train=pairs))
+    out = tmp_path / "run"
+    manifest = moot_launch(out, "ddp", "dpo", config, ())
+    assert manifest["trainer"] == "dpo" and manifest["method"] == "lora"
+    assert manifest["steps"] == STEPS  # 16 pairs, 2 per device x 2 processes: 4 steps an epoch
+    assert manifest["epochs"] == 1 and manifest["data"]["train"]["samples"] == RECORDS
+    assert manifest["base"] == str(out / "base") and (out / "base" / "config.json").is_file()
+    adapter = json.loads((out / "adapter" / "adapter_config.json").read_text())
+    assert adapter["base_model_name_or_path"] == str(out / "base")
 
 
 # --------------------------------------------------------------------------- worker side
