@@ -121,6 +121,7 @@ VOLATILE_TEXT = (
 VOLATILE_PATTERNS = (
     (r"(?m)^(.*\s\d+\s+\d+\s+\d+\s+\d+\s+\d+\s+)\d+\.\d$", r"\1<SECONDS>"),  # tallies
     (r"\b\d+(\.\d+)?\s?(s|ms)\b", "<DURATION>"),  # "2.7s", "65 ms"
+    (r"\b\d+(\.\d+)?/s\b", "<RATE>/s"),  # "38.5/s"
     (r"\[[0-9:]+<[0-9:?]+, [^\]]*\]", "[<PROGRESS>]"),  # tqdm "[00:00<00:00, 82.31it/s]"
     (r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\]", "[<TIMESTAMP>]"),  # logging time
 )
@@ -129,6 +130,7 @@ SKIPPED = (
     ("*.sqlite", "SQLite database (checkpoints, request cache): page layout is not stable"),
     ("*.sqlite-wal", "SQLite write-ahead log"),
     ("*.sqlite-shm", "SQLite shared memory"),
+    ("*.moot/progress.json", "the run's live progress: its times and process id"),
 )
 
 # --------------------------------------------------------------------------------------------
@@ -156,6 +158,10 @@ def winner(name: str) -> Rule:
     return Rule(f'Con side debaters are: {re.escape(name)}\n.*"winner"', j({"winner": name}))
 
 
+#: A fenced text's opening and closing lines (`moot.prompts.fence`), around the text a rule matches.
+OPEN, CLOSE = r"<<<\w+ [0-9a-f]+>>>\n", r"\n<<<end \w+ [0-9a-f]+>>>"
+
+
 def debatune_rules(fx: dict) -> list[Rule]:
     """Controllability and quality verdicts keyed on the real DEBATunE responses."""
     rules = [Rule("could not be read", "still no numbers")]
@@ -169,13 +175,14 @@ def debatune_rules(fx: dict) -> list[Rule]:
     ]
     for record, verdict in zip(fx["ours"], verdicts, strict=True):
         text = re.escape(record["response"].strip()[:120])
-        rules.append(Rule(r"Arguments\]\n\s*" + text, verdict))
+        rules.append(Rule(r"Arguments\]\n\s*" + OPEN + text, verdict))
     # quality: (ours, baseline) forward, then swapped; per argument a win, tie, loss or failure
     pairs = [("9 5", "5 9"), ("8 6", "8 6"), ("3 8", "8 3"), ("bad", "bad"), ("7 7", "6 7")]
     for record, (forward, backward) in zip(fx["ours"], pairs, strict=False):
         argument = re.escape(record["argument"])
-        rules.append(Rule(f"{argument}.*Assistant 1's Answer\\]\n\\s*(Thank|Negative)", forward))
-        rules.append(Rule(f"{argument}.*Assistant 1's Answer\\]\n\\s*I apologize", backward))
+        first = f"{argument}.*Assistant 1's Answer\\]\n\\s*{OPEN}"
+        rules.append(Rule(first + "(Thank|Negative)", forward))
+        rules.append(Rule(first + "I apologize", backward))
     rules.append(Rule("Assistant 1's Answer", "8 4"))
     return rules
 
@@ -213,9 +220,8 @@ def detector_rules(fx: dict) -> list[Rule]:
     rules = [Rule("could not be read", "still unsure")]
     for _, pair_id, document, perspective, label in fx["pairs"]:
         reply = replies.get(pair_id, "Yes." if label == "1" else "Answer: No")
-        rules.append(
-            Rule(f"Document: {re.escape(document)}\nStatement: {re.escape(perspective)}\n", reply)
-        )
+        fenced = f"{OPEN}{re.escape(document)}{CLOSE}"
+        rules.append(Rule(f"Document: {fenced}\nStatement: {re.escape(perspective)}\n", reply))
     return rules
 
 
