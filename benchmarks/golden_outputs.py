@@ -159,7 +159,7 @@ def winner(name: str) -> Rule:
 
 
 #: A fenced text's opening and closing lines (`moot.prompts.fence`), around the text a rule matches.
-OPEN, CLOSE = r"<<<\w+ [0-9a-f]+>>>\n", r"\n<<<end \w+ [0-9a-f]+>>>"
+OPEN, CLOSE = r"<<<\w+ [0-9a-f]+>>>\n\s*", r"\n<<<end \w+ [0-9a-f]+>>>"
 
 
 def debatune_rules(fx: dict) -> list[Rule]:
