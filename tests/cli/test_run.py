@@ -466,7 +466,7 @@ def test_dry_run_of_the_tiny_loop_prices_every_stage_and_says_if_the_budget_fits
     assert "debatrix: judgments" in plan
     plan = stdout(moot.run(ROOT / "examples" / "loop-tiny-dpo.yaml", out=out, dry_run=True))
     assert re.search(rf"generate-dpo/generator +generate +hf/{out}/dpo/adapter ", plan)
-    assert re.search(r"\nlabels: judgments +8 +0 +8\n", plan)  # 4 topics x 2 sides
+    assert re.search(r"\nlabels: judgments +16 +0 +16\n", plan)  # 8 topics x 2 sides
     for stage in ("preferences (moot data preferences)", "dpo (moot train dpo)"):
         assert f"stage {stage}: calls no model" in plan
     assert "not in the estimate" not in plan
