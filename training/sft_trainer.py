@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from moot.core.data.folders import RunFolder
-from moot.core.data.records import atomic_replace_dir, package_versions, write_json
+from moot.core.data.records import atomic_replace_dir, overlap, package_versions, write_json
 from moot.core.errors import ConfigError, InputError
 from moot.training.chat_templates import ChatFamily, chat_family, has_generation_markers
 from moot.training.sft_batches import PackedRows, has_varlen_kernel, packed_rows_trainer
@@ -425,11 +425,18 @@ def check_inputs(
     Raises:
         InputError: Unusable training or eval data (see `read_sft_rows`).
         ConfigError: A base model that is not on this machine, a hub dataset that cannot be
-            loaded, or an evaluation schedule without eval data.
+            loaded, an evaluation schedule without eval data, or a ``training.output_dir`` that
+            is, holds or lies inside the base or the data.
     """
     check_base(config)
     eval_source = eval_data(config)
     training = config.training
+    for source in (config.model.base, config.data.train, eval_source):
+        if source and (how := overlap(training.output_dir, source)):
+            raise ConfigError(
+                f"training.output_dir {training.output_dir} {how} an input ({source}): "
+                "choose another folder"
+            )
     if not eval_source and (training.eval_steps or training.eval_strategy not in (None, "no")):
         raise ConfigError(
             "training.eval_strategy and eval_steps need eval data: set data.eval, or train on a "

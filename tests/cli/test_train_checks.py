@@ -119,6 +119,36 @@ def test_bad_data_is_refused_before_heavy_imports(
     assert not (tmp_path / "run").exists()  # nothing claimed, nothing half-written
 
 
+def test_an_output_dir_in_the_base_or_the_data_is_refused_before_heavy_imports(
+    tmp_path: Path,
+) -> None:
+    """A run folder inside the SFT adapter DPO starts from (where its merge would go) is refused
+    as the folder, not as the merge's --out an hour in; likewise the data's folder."""
+    adapter = tmp_path / "sft" / "adapter"
+    adapter.mkdir(parents=True)
+    (adapter / "adapter_config.json").write_text("{}", encoding="utf-8")
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"prompt": "p", "chosen": "a", "rejected": "b"}) + "\n")
+    args = ["train", "dpo", "--config", EXAMPLE, f"data.train={pairs}", f"model.base={adapter}"]
+    line, modules = refusal(tmp_path, *args, "model.init=null", f"training.output_dir={adapter}/x")
+    assert line == (
+        f"moot: error: training.output_dir {adapter}/x lies inside an input ({adapter}): "
+        "choose another folder"
+    )
+    assert not modules & HEAVY
+    data = tmp_path / "data"  # a folder with dataset.jsonl, as `moot debate` writes it
+    data.mkdir()
+    (data / "dataset.jsonl").write_bytes(DATA.read_bytes())
+    line, _ = refusal(
+        tmp_path, *train(tmp_path, f"data.train={data}", f"training.output_dir={data}/run")
+    )
+    assert line == (
+        f"moot: error: training.output_dir {data}/run lies inside an input ({data}): choose "
+        "another folder"
+    )
+    assert not (adapter / "x").exists() and not (data / "run").exists()
+
+
 def test_a_bad_preference_record_is_refused_before_heavy_imports(tmp_path: Path) -> None:
     bad = tmp_path / "pairs.jsonl"
     bad.write_text(json.dumps({"prompt": "p", "chosen": "a"}) + "\n")
