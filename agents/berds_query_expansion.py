@@ -31,7 +31,7 @@ EXPANSION_TOKENS = 1024
 class Perspectives(BaseModel):
     """The expansion's answer under ``list``, and what `expand_query` returns: the perspectives."""
 
-    perspectives: list[str] = Field(min_length=1, max_length=12)
+    perspectives: list[str] = Field(min_length=1)  # any number read; only the sent schema bounds
 
     def texts(self) -> list[str]:
         """The perspectives, as searched."""
@@ -49,7 +49,7 @@ class _BoundedPerspectives(Perspectives):
 class PerspectiveFields(RootModel[dict[str, str]]):
     """BERDS Table 13's answer: one field per perspective, its key a name, its value the text."""
 
-    root: dict[str, str] = Field(min_length=1, max_length=12)
+    root: dict[str, str] = Field(min_length=1)  # Table 13 sets no most
 
     def texts(self) -> list[str]:
         """The fields' values, as searched (the released generate_perspectives.py's ``text``)."""

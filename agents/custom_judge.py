@@ -73,7 +73,7 @@ async def _judgment(
         stage=spec.name,
         max_tokens=spec.max_tokens,
         seed=seed,
-        constrained=constrained,
+        constrained=constrained and spec.reply != "number",  # the paper's bare number, not JSON
         parse=judge.read,
     )
     return Judgment(result.value, result.failure, tuple(c.text for c in result.completions))

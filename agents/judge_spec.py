@@ -41,9 +41,10 @@ _PYTHON = {"int": int, "float": float, "bool": bool, "str": str}
 _NUMBERS = ("int", "float")
 Value = bool | int | float | str
 #: A reply that is a number alone: after markdown, quotes, a dash and a label (``- Quality:``);
-#: not a list's first item (``1. Clearly identify ...``: the prompt echoed).
+#: not a list's first item (``1. Clearly identify ...``: the prompt echoed); a minus sign
+#: right before the digits is the number's (``-3`` is -3, out of a 1-10 range, unread).
 _LEADING_NUMBER = re.compile(
-    r"[\s*_#>`\"'(\[-]*(?:[A-Za-z][\w .'-]{0,40}?\s*[:=]\s*[*_`\"'(\[]*)?"
+    r"(?:[\s*_#>`\"'(\[]|-(?!\d))*(?:[A-Za-z][\w .'-]{0,40}?\s*[:=]\s*[*_`\"'(\[]*)?"
     r"([-+]?\d+(?:\.\d+)?)\b(?![.)]\s+[A-Z])"
 )
 

@@ -317,8 +317,7 @@ class Generate(ModelJob):
             max_tokens=max_tokens,
             max_length=given.max_length,
             seed=given.seed,
-            # the released formats' ids name their template; the others' stay as they were
-            template=template if template and template.startswith(RELEASED_FORMATS) else None,
+            template=template,  # a --template's answers are its own: its digest is in their ids
             progress=progress,
         )
 

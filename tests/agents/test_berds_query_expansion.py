@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 
 import pytest
@@ -89,6 +90,15 @@ def test_the_papers_answer_is_read_field_by_field():
     assert request.body["messages"] == [
         {"role": "user", "content": render("berds/query_expansion.j2", question="Is UBI good?")}
     ]
+
+
+def test_the_papers_answer_may_hold_any_number_of_perspectives():
+    """Table 13 sets no most: 13 fields are 13 perspectives (only constrained decoding bounds)."""
+    fields = {f"View {n}": f"Perspective {n}." for n in range(13)}
+    rules = [Rule(pattern="Question: Is UBI good", reply=json.dumps(fields))]
+    with ScriptedServer(rules=rules) as server:
+        result = run_expansion(server, "Is UBI good?")
+    assert result.ok and result.value.perspectives == list(fields.values())
 
 
 @pytest.mark.parametrize(

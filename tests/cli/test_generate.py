@@ -290,7 +290,7 @@ def test_vllm_backend_answers_like_transformers(tmp_path):
     assert [r["raw_output"] for r in records[0]] == [r["raw_output"] for r in records[1]]
 
 
-def test_template_sends_debatunes_released_format_and_only_its_ids_change(tmp_path):
+def test_template_sends_debatunes_released_format_and_names_it_in_the_ids(tmp_path):
     from transformers import AutoTokenizer
 
     from moot.core.data.records import stable_id
@@ -308,12 +308,12 @@ def test_template_sends_debatunes_released_format_and_only_its_ids_change(tmp_pa
     released = "<s>" + RELEASED_PROMPTS["llama-2"].format_map({"instruction": first})
     tokens = AutoTokenizer.from_pretrained(model)(released, add_special_tokens=False)["input_ids"]
     assert ledger_line(sent["llama-2"])[3] == str(len(tokens)) != ledger_line(sent["vicuna"])[3]
-    # ids: vicuna's (its prompt unchanged) as before; llama-2's name its template
+    # ids name the template, so a rerun in another format into the same --out asks again
     ids = {
         name: json.loads((tmp_path / f".{name}.json.progress.jsonl").read_text())["id"]
         for name in sent
     }
     identity = {"model": f"hf/{model}", "temperature": 0.0, "max_tokens": 1, "seed": 0}
-    assert ids["vicuna"] == stable_id("generate", identity, first)
-    digest = template_digest("chat_templates/debatune/llama-2.j2")
-    assert ids["llama-2"] == stable_id("generate", identity | {"template": digest}, first)
+    for name, template in (("vicuna", "vicuna.j2"), ("llama-2", "debatune/llama-2.j2")):
+        digest = template_digest(f"chat_templates/{template}")
+        assert ids[name] == stable_id("generate", identity | {"template": digest}, first)

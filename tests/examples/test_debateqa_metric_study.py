@@ -14,6 +14,7 @@ import pytest
 import moot
 from moot.agents.judge_spec import load_judge
 from moot.cli.prompts import read_overrides
+from moot.core.llm.structured import OutputParseError
 from moot.prompts import overriding, render
 from moot.testing import Rule, ScriptedServer
 from tests.cli.helpers import read_jsonl
@@ -55,6 +56,21 @@ def test_each_pd_prompt_is_table_12_word_for_word(number):
         assert list(overrides.texts) == ["debateqa/perspective_diversity.j2"]
 
 
+@pytest.mark.parametrize(
+    ("reply", "quality"),
+    [("4", 4), ("**4**", 4), ("- Quality: 4", 4), ("- 3", 3), ("Quality = 2.", 2)]
+    + [("-3", None), ("1. Clearly identify the question.", None), ("6", None), ("none", None)],
+)
+def test_a_bare_number_reply_is_read_as_the_papers_forms_ask_and_never_guessed(reply, quality):
+    """A list dash is markup, a minus sign the number's own: -3 is out of G-Eval's 1-5, unread."""
+    judge = load_judge(JUDGES / "g_eval.yaml")
+    if quality is None:
+        with pytest.raises(OutputParseError):
+            judge.read(reply)
+    else:
+        assert judge.read(reply).quality == quality
+
+
 def test_g_eval_reads_the_number_its_form_asks_for_and_repairs_an_echo(tmp_path):
     rules = [
         Rule(pattern="could not be read", reply='{"quality": 2}'),  # the repair round: JSON
@@ -67,8 +83,10 @@ def test_g_eval_reads_the_number_its_form_asks_for_and_repairs_an_echo(tmp_path)
         options |= {"judge": "openai/judge", "api_base": server.url, "max_retries": 0}
         moot.eval.judge(**options, dry_run=True)  # the plan reads its stand-in replies
         assert server.requests == []
-        moot.eval.judge(**options)
+        moot.eval.judge(**options, constrained=True)
         sent = [r.body["messages"] for r in server.requests]
+        # the paper's forms ask for a number alone: no JSON schema constrains the reply
+        assert not any("response_format" in r.body for r in server.requests)
     assert len(sent) == 3  # one repair round, for the echoed criterion
     items = [json.loads(line) for line in (JUDGES / "answers.jsonl").read_text().splitlines()]
     (uniforms,) = (m for m in sent if "uniforms" in m[0]["content"])
