@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from moot.core.data.debates import Debate
 from moot.core.errors import ConfigError
@@ -210,16 +210,38 @@ def transcript(debate: Debate, upto: int | None = None) -> list[tuple[str, str]]
     ]
 
 
+def _released_schema(schema: dict[str, Any]) -> None:
+    """A schema shown to the judge (fix prompt, repair) worded as released, not by our docstrings.
+
+    The release's titles and field descriptions: debatrix/panel/interface/common/verdict.py at
+    c419d8a.
+    """
+    schema.pop("description", None)
+
+
+#: A score's field as the release describes it; the range is the paper's (Sec. 5.1).
+_SCORE = Field(ge=1, le=10, strict=True, description="a score for the debater")
+
+
 class Score(BaseModel):
     """A score: an integer from 1 to 10 (paper, Sec. 5.1); 7.5, "7" or 11 fail validation."""
 
-    score: int = Field(ge=1, le=10, strict=True)
+    model_config = ConfigDict(
+        title="Score for Specific Debater", json_schema_extra=_released_schema
+    )
+
+    score: int = _SCORE
 
 
-class CommentedScore(Score):
+class CommentedScore(BaseModel):
     """A debater's comment and score asked in one call (the released code's debater judge)."""
 
-    comment: str
+    model_config = ConfigDict(
+        title="Judgment and Score for Specific Debater", json_schema_extra=_released_schema
+    )
+
+    comment: str = Field(description="judgment for the debater")
+    score: int = _SCORE
 
 
 def winner_schema(debate: Debate, allow_tie: bool) -> type[BaseModel]:
@@ -250,7 +272,8 @@ def _winner_schema(debaters: tuple[str, ...], allow_tie: bool) -> type[BaseModel
 
     return create_model(
         "Winner",
-        winner=(Literal[options], Field(description="the winner's name")),  # type: ignore[valid-type]
+        __config__=ConfigDict(title="Winner of Debate"),
+        winner=(Literal[options], Field(description="the final winner of the debate")),  # type: ignore[valid-type]
         __validators__={"normalise": field_validator("winner", mode="before")(normalise)},
     )
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, ValidationError, field_validator
 
@@ -125,7 +125,7 @@ class _ReportFile(ConfigModel):
     """
 
     controllability: dict[str, str] | None = Field(None, min_length=1)
-    quality: str | dict[str, str] | None = None
+    quality: str | Annotated[dict[str, str], Field(min_length=1)] | None = None
     debatrix: str | None = None
 
 

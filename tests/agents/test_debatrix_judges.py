@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 import yaml
@@ -12,6 +13,7 @@ from pydantic import ValidationError
 
 from moot.agents.debatrix_judges import (
     FRAMEWORKS,
+    CommentedScore,
     Score,
     analysis_messages,
     choose_dimensions,
@@ -310,6 +312,35 @@ def test_the_dimensions_are_the_released_texts_typos_and_layout_kept(debate_form
         }
     for name, prompt, words, times in slips:
         assert getattr(shipped[name], prompt).count(words) == times, (name, prompt, words)
+
+
+def test_the_schemas_a_judge_is_shown_are_worded_as_released():
+    """The fix prompt quotes the schema: the release's titles and descriptions (ljcleo/debatrix@
+    c419d8a:debatrix/panel/interface/common/verdict.py:14-24), no docstring of ours; moot adds
+    the paper's 1-10 range and the debaters' names, and asks for `comment` where the release's
+    JudgmentAndScore says `judgment` (moot's answer format, docs/faithfulness.md)."""
+    score = {"description": "a score for the debater", "title": "Score", "type": "integer"}
+    ranged = score | {"minimum": 1, "maximum": 10}
+    assert json.loads(schema_text(Score)) == {
+        "properties": {"score": ranged},
+        "required": ["score"],
+        "title": "Score for Specific Debater",
+        "type": "object",
+    }
+    comment = {"description": "judgment for the debater", "title": "Comment", "type": "string"}
+    assert json.loads(schema_text(CommentedScore)) == {
+        "properties": {"comment": comment, "score": ranged},
+        "required": ["comment", "score"],
+        "title": "Judgment and Score for Specific Debater",
+        "type": "object",
+    }
+    winner = {"description": "the final winner of the debate", "title": "Winner"}
+    assert json.loads(schema_text(winner_schema(DEBATE, allow_tie=False))) == {
+        "properties": {"winner": winner | {"enum": ["Alice", "Bob"], "type": "string"}},
+        "required": ["winner"],
+        "title": "Winner of Debate",
+        "type": "object",
+    }
 
 
 def test_the_fix_prompt_and_its_format_instructions_are_the_released_texts():

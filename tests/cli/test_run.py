@@ -430,6 +430,7 @@ GOOD_STAGE = {"command": "generate", "dataset": "t.jsonl", "model": "openai/x"}
         ({"stages": {"b c": GOOD_STAGE}}, "stages: stage 'b c': a name of letters, digits"),
         ({"report": {"qualty": "first"}}, "report.qualty: unknown key (did you mean 'quality'?)"),
         ({"report": {"controllability": {}}}, "report.controllability: "),
+        ({"report": {"quality": {}}}, "report.quality: "),
         (
             {"report": {"quality": {"a vs b": "first"}}},
             "report.quality: 'first' is not a `eval quality` stage",
