@@ -127,3 +127,21 @@ def test_the_sft_templates_send_a_system_block_only_when_given_one():
         sent = prompt(chat_family(family).template, user(INSTRUCTION))
         assert "<<SYS>>" not in sent and "<|system|>" not in sent
         assert sent != generate_format(family, INSTRUCTION)
+
+
+def test_chatml_ends_each_turn_as_smollm2_and_qwen_do():
+    """`<|im_end|>` and a line feed after every turn, as the family's own templates render: the
+    line feed is an expression, since transformers' trim_blocks drops one after a tag."""
+    turns = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Say yes."},
+        {"role": "assistant", "content": "Yes."},
+    ]
+    chatml = chat_family("chatml").template
+    assert prompt(chatml, turns[:2]) == (
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nSay yes.<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+    assert prompt(chatml, turns).endswith(
+        "<|im_start|>assistant\nYes.<|im_end|>\n<|im_start|>assistant\n"
+    )
