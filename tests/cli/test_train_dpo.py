@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub import ModelCard
 
+from moot.core.errors import InputError
 from tests.cli.helpers import moot_env, run_moot
 from tests.conftest import built_once
 from tests.tiny import tiny_llama
@@ -189,7 +190,8 @@ def test_full_weight_dpo_writes_a_whole_model_and_resumes_from_its_last_checkpoi
     run, tmp_path, capsys
 ):
     """Every weight trained against trl's reference, a copy of the start; then a kill after
-    checkpoint-2 (what it leaves: no checkpoint-4, no model/, no manifest), resumed. In process
+    checkpoint-2 (what it leaves: no checkpoint-4, no model/, no manifest), resumed; last, a
+    max_length every prompt fills, refused (trl would drop every pair). In process
     (`moot.train.dpo`, the command's own parser and guarantees): a new process would spend ~2 s
     a run importing trl."""
     from safetensors.torch import load_file
@@ -234,6 +236,15 @@ def test_full_weight_dpo_writes_a_whole_model_and_resumes_from_its_last_checkpoi
     weights = load_file(model / "model.safetensors")
     assert weights.keys() == finished.keys()
     assert all((weights[k] == finished[k]).all() for k in finished)  # as if never interrupted
+
+    # a max_length every prompt fills: trl would drop every pair and train on nothing
+    short = [overrides[0], f"training.output_dir={tmp_path / 'short'}", "data.max_length=8"]
+    with pytest.raises(InputError) as refused:
+        moot.train.dpo(config=run["config"], overrides=short)
+    said = "every pair's prompt alone fills data.max_length 8 tokens"
+    assert str(refused.value) == f"{run['train']}: {said}"
+    assert not (tmp_path / "short" / "manifest.json").exists()
+    assert not list((tmp_path / "short").glob("checkpoints/*"))  # the trainer's empty folder
 
 
 @pytest.mark.parametrize(
