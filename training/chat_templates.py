@@ -7,8 +7,10 @@ make the loss mask cover nothing.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from moot.core.errors import ConfigError
 from moot.prompts import template_source
@@ -69,3 +71,43 @@ _GENERATION = re.compile(r"\{%-?\s*generation\s*-?%\}")
 def has_generation_markers(template: str | None) -> bool:
     """Whether a chat template marks the assistant's text for assistant-only loss."""
     return bool(template and _GENERATION.search(template))
+
+
+def has_chat_template(model: str) -> bool | None:
+    """Whether `model`'s tokenizer has a chat template, read from its files without loading it.
+
+    `model` is a folder, a hub id in the cache, or a LoRA adapter folder (its own tokenizer, or
+    else its base's, as `moot.training.merge_adapter` takes it). None: no tokenizer files here.
+    """
+    folder = Path(model)
+    adapter = folder / "adapter_config.json"
+    if adapter.is_file() and not (folder / "tokenizer_config.json").is_file():
+        try:
+            return has_chat_template(
+                json.loads(adapter.read_text(encoding="utf-8"))["base_model_name_or_path"]
+            )
+        except (UnicodeDecodeError, ValueError, TypeError, KeyError):
+            return None
+    config = _tokenizer_file(model, "tokenizer_config.json")
+    if config is None:
+        return None
+    if _tokenizer_file(model, "chat_template.jinja") is not None:  # transformers 5 writes it
+        return True
+    try:
+        return bool(json.loads(config.read_text(encoding="utf-8")).get("chat_template"))
+    except (UnicodeDecodeError, ValueError, AttributeError):
+        return None
+
+
+def _tokenizer_file(model: str, name: str) -> Path | None:
+    """`name` in the folder `model`, or in the cached hub repository `model`; None if absent."""
+    if Path(model).is_dir():
+        found = Path(model) / name
+        return found if found.is_file() else None
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        cached = try_to_load_from_cache(model, name)
+    except ValueError:  # not a repository id
+        return None
+    return Path(cached) if isinstance(cached, str) else None

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from moot.core.validation import ConfigModel
 from moot.training.sft_config import SFTRunConfig, load_run_config
@@ -49,7 +49,7 @@ class DPOSettings(ConfigModel):
     beta: float = Field(0.1, gt=0)
     loss_type: list[str] = ["sigmoid"]
     loss_weights: list[float] | None = None
-    label_smoothing: float = Field(0.0, ge=0, lt=0.5)
+    label_smoothing: float = Field(0.0, ge=0, lt=0.5, validate_default=True)
 
     @field_validator("loss_type", mode="before")
     @classmethod
@@ -65,6 +65,13 @@ class DPOSettings(ConfigModel):
             if loss not in LOSSES:
                 raise ValueError(f"unknown loss {loss!r} (known: {', '.join(LOSSES)})")
         return losses
+
+    @field_validator("label_smoothing")
+    @classmethod
+    def _exo_smooths(cls, value: float, info: ValidationInfo) -> float:
+        if "exo_pair" in info.data.get("loss_type", ()) and not value:  # trl refuses it, late
+            raise ValueError("the exo_pair loss needs a value above 0 (EXO's paper suggests 1e-3)")
+        return value
 
     @model_validator(mode="after")
     def _one_weight_per_loss(self) -> DPOSettings:
@@ -100,6 +107,22 @@ class DPORunConfig(SFTRunConfig):
             raise ValueError("training.packing is SFT's: DPO batches chosen and rejected pairs")
         if self.data.overlong == "drop":
             raise ValueError("data.overlong drop is SFT's: DPO truncates pairs to data.max_length")
+        # what trl 1.16's DPOTrainer refuses or ignores, said before torch loads
+        if self.training.padding_free:
+            raise ValueError("training.padding_free is SFT's: trl's DPO trainer pads every batch")
+        modules = self.lora.target_modules
+        if self.training.method == "lora" and modules != "all-linear" and "lm_head" in modules:
+            raise ValueError(
+                "lora.target_modules: DPO cannot train an adapter on lm_head (trl computes "
+                "log-probabilities from its weight): leave lm_head out"
+            )
+        trl = self.training.model_extra or {}
+        liger = trl.get("liger_kernel_config") or {}
+        if trl.get("use_liger_kernel") and liger.get("fused_linear_cross_entropy"):
+            raise ValueError(
+                "training.liger_kernel_config: fused_linear_cross_entropy is SFT's: trl's DPO "
+                "trainer fuses its own LM head"
+            )
         return self
 
 

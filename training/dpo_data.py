@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from moot.core.errors import InputError, json_type
-from moot.training.sft_data import ROLES, dataset_rows
+from moot.training.sft_data import checked_turn, dataset_rows
 
 if TYPE_CHECKING:
     import datasets
@@ -82,15 +82,6 @@ def _turns(path: object, where: str, value: Any, name: str, roles: tuple[str, ..
     if not isinstance(value, list) or not value:
         problem = f"{name!r} must be text or a non-empty list of turns, got {json_type(value)}"
         raise InputError(path, problem, where)
-    turns = []
-    for i, turn in enumerate(value):
-        role = turn.get("role") if isinstance(turn, dict) else None
-        content = turn.get("content") if isinstance(turn, dict) else None
-        if role not in ROLES or role not in roles:
-            raise InputError(
-                path, f"{name} turn {i}: bad role {role!r} (expected {', '.join(roles)})", where
-            )
-        if not isinstance(content, str) or not content.strip():
-            raise InputError(path, f"{name} turn {i} ({role}): empty content", where)
-        turns.append({"role": role, "content": content})
-    return turns
+    return [
+        checked_turn(turn, f"{name} turn {i}", roles, path, where) for i, turn in enumerate(value)
+    ]

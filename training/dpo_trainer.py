@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from moot.core.errors import ConfigError
-from moot.training.chat_templates import chat_family
+from moot.core.errors import ConfigError, InputError
+from moot.training.chat_templates import chat_family, has_chat_template
 from moot.training.dpo_config import DPORunConfig
 from moot.training.dpo_data import load_preference_dataset, read_preference_rows
 from moot.training.sft_trainer import (
@@ -59,8 +59,34 @@ def train_dpo(
 
 
 def check_dpo_inputs(config: DPORunConfig) -> dict[str, str | None]:
-    """`moot.training.sft_trainer.check_inputs` for preference data: its content hashes."""
-    return check_inputs(config, lambda source, split: read_preference_rows(source, split=split))
+    """`moot.training.sft_trainer.check_inputs` for preference data: its content hashes.
+
+    Pairs in chat messages need a chat template: ``model.chat_template``, or the base's own
+    (read from its tokenizer files, before torch loads).
+
+    Raises:
+        ConfigError: As `check_inputs`, and chat pairs whose base has no chat template.
+    """
+    chat: list[str] = []  # the sources whose pairs are chat messages
+
+    def read(source: str, split: str) -> list[dict[str, Any]]:
+        rows = read_preference_rows(source, split=split)
+        if isinstance(rows[0]["prompt"], list):
+            chat.append(source)
+        return rows
+
+    digests = check_inputs(config, read)
+    base = config.model.base or ""
+    if chat and not config.model.chat_template and has_chat_template(base) is False:
+        raise ConfigError(_no_template(chat[0], base))
+    return digests
+
+
+def _no_template(source: str, base: str) -> str:
+    return (
+        f"{source}: the pairs are chat messages and {base}'s tokenizer has no chat template: "
+        "set model.chat_template"
+    )
 
 
 def build_dpo_trainer(
@@ -86,13 +112,10 @@ def build_dpo_trainer(
     base = _base(config, out / "base")
     family = chat_family(config.model.chat_template) if config.model.chat_template else None
     tokenizer = load_tokenizer(base, family, markers=False)  # the whole answer is learnt
+    if tokenizer.chat_template is None and isinstance(train_rows[0]["prompt"], list):
+        raise ConfigError(_no_template(config.data.train, base))  # a base not read before torch
     own = {"max_length": config.data.max_length, **config.dpo.trainer_arguments()}
     args = trainer_args(config, DPOConfig, own, has_eval=eval_rows is not None, progress=progress)
-    reports = {"train": _report(train_rows, config.data.train)}
-    if eval_rows is not None:
-        reports["eval"] = _report(eval_rows, str(eval_source))
-    for split, report in reports.items():
-        log(f"{split}: {report['samples']} preference pairs")
     trainer = DPOTrainer(
         model=load_model(base, config),
         ref_model=None,  # LoRA: the adapter-off policy; full: trl's copy of the starting model
@@ -102,6 +125,17 @@ def build_dpo_trainer(
         processing_class=tokenizer,
         peft_config=lora_config(config),
     )
+    reports = {"train": _report(train_rows, trainer.train_dataset, config.data.train, config)}
+    if eval_rows is not None:
+        reports["eval"] = _report(eval_rows, trainer.eval_dataset, str(eval_source), config)
+    for split, report in reports.items():
+        line = f"{split}: {report['samples']} preference pairs"
+        if report["overlong"]:
+            line += (
+                f"; {report['overlong']} dropped, their prompt alone filling data.max_length "
+                f"{config.data.max_length} tokens"
+            )
+        log(line)
     watch(trainer, config, progress)
     return PreparedRun(trainer, base, reports["train"], reports.get("eval"), kind="dpo")
 
@@ -131,6 +165,21 @@ def _base(config: DPORunConfig, merged: Path) -> str:
     return str(merged)
 
 
-def _report(rows: Any, source: str) -> dict[str, Any]:
-    """Source, pair count and content hash of a split (the manifest's ``data``)."""
-    return {"source": source, "samples": len(rows), "sha256": content_digest(rows.to_list())}
+def _report(rows: Any, kept: Any, source: str, config: DPORunConfig) -> dict[str, Any]:
+    """Source, pairs trained and dropped, and content hash of a split (the manifest's ``data``).
+
+    trl keeps the start of a pair over ``max_length`` and drops a pair whose prompt alone fills
+    it (no answer token left to learn from): `kept` is the split as trl prepared it.
+
+    Raises:
+        InputError: trl dropped every pair.
+    """
+    if not len(kept):
+        limit = config.data.max_length
+        raise InputError(source, f"every pair's prompt alone fills data.max_length {limit} tokens")
+    return {
+        "source": source,
+        "samples": len(kept),
+        "overlong": len(rows) - len(kept),
+        "sha256": content_digest(rows.to_list()),
+    }

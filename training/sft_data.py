@@ -15,7 +15,7 @@ The ``moot data`` builders also share their output-folder helpers from here.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,22 +124,32 @@ def normalise_messages(messages: Any, path: object, where: str) -> list[dict[str
     """
     if not isinstance(messages, list) or not messages:
         raise InputError(path, "'messages' must be a non-empty list of turns", where)
-    turns = []
-    for i, turn in enumerate(messages):
-        role = turn.get("role") if isinstance(turn, dict) else None
-        content = turn.get("content") if isinstance(turn, dict) else None
-        if role not in ROLES:
-            raise InputError(
-                path, f"message {i}: bad role {role!r} (expected {', '.join(ROLES)})", where
-            )
-        if not isinstance(content, str) or not content.strip():
-            raise InputError(path, f"message {i} ({role}): empty content", where)
-        turns.append({"role": role, "content": content})
+    turns = [
+        checked_turn(turn, f"message {i}", ROLES, path, where) for i, turn in enumerate(messages)
+    ]
     if not any(t["role"] == "user" for t in turns):
         raise InputError(path, "no user turn", where)
     if turns[-1]["role"] != "assistant":
         raise InputError(path, "the last turn must be the assistant's", where)
     return turns
+
+
+def checked_turn(
+    turn: Any, label: str, roles: Sequence[str], path: object, where: str
+) -> dict[str, str]:
+    """`turn` as ``{role, content}`` (other keys dropped), its role one of `roles`.
+
+    Raises:
+        InputError: A role not in `roles`, or an empty content; `label` names the turn
+            (``message 2``).
+    """
+    role = turn.get("role") if isinstance(turn, dict) else None
+    content = turn.get("content") if isinstance(turn, dict) else None
+    if role not in roles:
+        raise InputError(path, f"{label}: bad role {role!r} (expected {', '.join(roles)})", where)
+    if not isinstance(content, str) or not content.strip():
+        raise InputError(path, f"{label} ({role}): empty content", where)
+    return {"role": role, "content": content}
 
 
 def _sft_row(path: object, item: Any, where: str, label: str) -> dict[str, Any]:

@@ -217,3 +217,33 @@ def test_an_output_dir_of_another_command_or_of_other_files_is_refused_before_he
     assert line.endswith("holds files moot did not make; choose a new or empty folder")
     assert not modules & HEAVY
     assert sorted(p.name for p in theirs.rglob("*")) == [".moot", "notes.txt"]
+
+
+def test_dpo_settings_trl_refuses_only_once_the_model_is_loaded_are_refused_before_heavy_imports(
+    tmp_path: Path,
+) -> None:
+    """Chat pairs (what `moot data preferences` writes) over a base whose tokenizer has no chat
+    template were trl's traceback after the model loaded, leaving the folder claimed; likewise
+    exo_pair with label_smoothing 0."""
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "config.json").write_text('{"model_type": "llama"}', encoding="utf-8")
+    (base / "tokenizer_config.json").write_text('{"eos_token": "</s>"}', encoding="utf-8")
+    pairs = tmp_path / "pairs.jsonl"
+    prompt = [{"role": "user", "content": "Ban zoos?"}]
+    pairs.write_text(json.dumps({"prompt": prompt, "chosen": "Yes.", "rejected": "No."}) + "\n")
+    args = ["train", "dpo", "--config", EXAMPLE, f"data.train={pairs}", f"model.base={base}"]
+    args += ["model.init=null", "model.chat_template=null", f"training.output_dir={tmp_path}/run"]
+    line, modules = refusal(tmp_path, *args)
+    assert line == (
+        f"moot: error: {pairs}: the pairs are chat messages and {base}'s tokenizer has no chat "
+        "template: set model.chat_template"
+    )
+    assert not modules & HEAVY
+    line, modules = refusal(tmp_path, *args, "dpo.loss_type=exo_pair")
+    assert line == (
+        f"moot: error: {EXAMPLE}: dpo.label_smoothing: the exo_pair loss needs a value above 0 "
+        "(EXO's paper suggests 1e-3)"
+    )
+    assert not modules & HEAVY
+    assert not (tmp_path / "run").exists()  # nothing claimed

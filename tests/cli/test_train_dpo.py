@@ -1,8 +1,10 @@
 """`moot train dpo` end to end on a tiny Llama built from a config: it learns the preferences.
 
-One LoRA run, from an SFT-style adapter, serves every assert: the chosen-over-rejected margin on
-held-out pairs (measured here from the model's log-probabilities, before and after), the run's
-folder, manifest and card, its rerun, and `moot train merge` on its adapter.
+One LoRA run, from an SFT-style adapter, on pairs in chat messages (what `moot data preferences`
+writes) framed by `model.chat_template`, serves every assert: the chosen-over-rejected margin on
+held-out pairs (measured here from the model's log-probabilities through the chat template,
+before and after), the run's folder, manifest and card, its rerun, and `moot train merge` on its
+adapter.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub import ModelCard
 
+from moot.core.errors import InputError
 from tests.cli.helpers import moot_env, run_moot
 from tests.conftest import built_once
 from tests.tiny import tiny_llama
@@ -25,12 +28,20 @@ CHOSEN = ["yes it harms people", "yes it costs lives"]
 REJECTED = ["no it helps people", "no it saves money"]
 TRAIN_TOPICS = ["smoking", "gambling", "hunting", "fireworks", "tobacco", "cars"]
 HELD_OUT_TOPICS = ["zoos", "boxing", "drones"]
+#: the llama-2 chat template's markers as the tiny word-level tokenizer splits them (<s> is its own)
+TEMPLATE_WORDS = {"[", "INST", "]", "[/"}
 WORDS = sorted(
-    {"should", "we", "ban", "?", *TRAIN_TOPICS, *HELD_OUT_TOPICS}
+    {"should", "we", "ban", "?", *TRAIN_TOPICS, *HELD_OUT_TOPICS, *TEMPLATE_WORDS}
     | {word for text in CHOSEN + REJECTED for word in text.split()}
 )
+#: a pair whose prompt alone fills data.max_length: trl drops it, so it is not counted as trained
+OVERLONG = {
+    "prompt": [{"role": "user", "content": "should we ban cars ? " * 8}],
+    "chosen": [{"role": "assistant", "content": CHOSEN[0]}],
+    "rejected": [{"role": "assistant", "content": REJECTED[0]}],
+}
 CONFIG = """\
-model: {{base: {base}}}
+model: {{base: {base}, chat_template: llama-2}}
 data: {{train: {train}, max_length: 32}}
 lora: {{r: 8, alpha: 16, dropout: 0.0}}
 dpo: {{beta: 0.5, loss_type: sigmoid}}
@@ -48,23 +59,35 @@ training:
 """
 
 
-def pairs(topics: list[str]) -> list[dict[str, str]]:
-    """A preference pair per topic and answer: the answer that the topic harms is chosen."""
+def pairs(topics: list[str]) -> list[dict]:
+    """A preference pair per topic and answer, in chat messages: the answer that the topic harms
+    is chosen."""
     return [
-        {"prompt": f"should we ban {topic} ?", "chosen": good, "rejected": bad, "judge": "hand"}
+        {
+            "prompt": [{"role": "user", "content": f"should we ban {topic} ?"}],
+            "chosen": [{"role": "assistant", "content": good}],
+            "rejected": [{"role": "assistant", "content": bad}],
+            "judge": "hand",
+        }
         for topic in topics
         for good, bad in zip(CHOSEN, REJECTED, strict=True)
     ]
 
 
-def margin(model, tokenizer, examples: list[dict[str, str]]) -> float:
-    """Mean over `examples` of log p(chosen | prompt) - log p(rejected | prompt), in nats."""
+def margin(model, tokenizer, examples: list[dict]) -> float:
+    """Mean over `examples` of log p(chosen | prompt) - log p(rejected | prompt), in nats.
+
+    As trl frames a pair: the prompt through the chat template with the generation prompt, the
+    answer the rest of the templated conversation (its end-of-turn token included).
+    """
     import torch
 
-    def logp(prompt: str, answer: str) -> float:
-        start = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        rest = tokenizer(answer, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-        ids = torch.tensor([start + rest])
+    def logp(prompt: list[dict], answer: list[dict]) -> float:
+        start = tokenizer.apply_chat_template(prompt, add_generation_prompt=True)["input_ids"]
+        whole = tokenizer.apply_chat_template(prompt + answer)["input_ids"]
+        assert whole[: len(start)] == start and tokenizer.unk_token_id not in whole
+        rest = whole[len(start) :]
+        ids = torch.tensor([whole])
         with torch.no_grad():
             logits = model(ids).logits.log_softmax(-1)[0]
         return sum(logits[len(start) + i - 1, token].item() for i, token in enumerate(rest))
@@ -91,7 +114,7 @@ def train_dpo(tmp: Path) -> dict:
     sft = get_peft_model(AutoModelForCausalLM.from_pretrained(base), lora)
     sft.save_pretrained(tmp / "sft-adapter")  # the shape of `moot train sft`'s adapter/
     train = tmp / "train.jsonl"
-    train.write_text("".join(json.dumps(p) + "\n" for p in pairs(TRAIN_TOPICS)))
+    train.write_text("".join(json.dumps(p) + "\n" for p in [*pairs(TRAIN_TOPICS), OVERLONG]))
     config = tmp / "dpo.yaml"
     out = tmp / "run"
     config.write_text(CONFIG.format(base=tmp / "sft-adapter", train=train, out=out))
@@ -111,7 +134,7 @@ def test_dpo_raises_the_chosen_over_rejected_margin_on_held_out_pairs(run):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     assert run["done"].returncode == 0, run["done"].stderr
-    tokenizer = AutoTokenizer.from_pretrained(run["base"])
+    tokenizer = AutoTokenizer.from_pretrained(run["out"] / "adapter")  # with llama-2's template
     held_out = pairs(HELD_OUT_TOPICS)
     sft = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(run["base"]), run["sft"])
     before = margin(sft.merge_and_unload(), tokenizer, held_out)  # where DPO started
@@ -131,7 +154,10 @@ def test_moot_train_dpo_writes_its_adapter_card_and_manifest_and_merges(run, tmp
     assert f"adapter  {out / 'adapter'}" in done.stdout
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["trainer"] == "dpo" and manifest["method"] == "lora"
-    assert manifest["steps"] == 12 and manifest["data"]["train"]["samples"] == 12
+    train = manifest["data"]["train"]
+    assert manifest["steps"] == 12 and (train["samples"], train["overlong"]) == (12, 1)
+    dropped = "1 dropped, their prompt alone filling data.max_length 32 tokens"
+    assert f"train: 12 preference pairs; {dropped}\n" in done.stdout
     assert manifest["config"]["dpo"] == {
         "beta": 0.5,
         "loss_type": ["sigmoid"],
@@ -164,7 +190,8 @@ def test_full_weight_dpo_writes_a_whole_model_and_resumes_from_its_last_checkpoi
     run, tmp_path, capsys
 ):
     """Every weight trained against trl's reference, a copy of the start; then a kill after
-    checkpoint-2 (what it leaves: no checkpoint-4, no model/, no manifest), resumed. In process
+    checkpoint-2 (what it leaves: no checkpoint-4, no model/, no manifest), resumed; last, a
+    max_length every prompt fills, refused (trl would drop every pair). In process
     (`moot.train.dpo`, the command's own parser and guarantees): a new process would spend ~2 s
     a run importing trl."""
     from safetensors.torch import load_file
@@ -209,6 +236,15 @@ def test_full_weight_dpo_writes_a_whole_model_and_resumes_from_its_last_checkpoi
     weights = load_file(model / "model.safetensors")
     assert weights.keys() == finished.keys()
     assert all((weights[k] == finished[k]).all() for k in finished)  # as if never interrupted
+
+    # a max_length every prompt fills: trl would drop every pair and train on nothing
+    short = [overrides[0], f"training.output_dir={tmp_path / 'short'}", "data.max_length=8"]
+    with pytest.raises(InputError) as refused:
+        moot.train.dpo(config=run["config"], overrides=short)
+    said = "every pair's prompt alone fills data.max_length 8 tokens"
+    assert str(refused.value) == f"{run['train']}: {said}"
+    assert not (tmp_path / "short" / "manifest.json").exists()
+    assert not list((tmp_path / "short").glob("checkpoints/*"))  # the trainer's empty folder
 
 
 @pytest.mark.parametrize(

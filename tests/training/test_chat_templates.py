@@ -13,7 +13,7 @@ import pytest
 
 from moot.cli.debatune import GENERATE_TEMPLATES
 from moot.prompts import template_source
-from moot.training.chat_templates import chat_family
+from moot.training.chat_templates import chat_family, has_chat_template
 from tests.conftest import shared_data
 
 # The prompts of the released evaluation, word for word (tianyi-lab/DEBATunE@433444d,
@@ -145,3 +145,23 @@ def test_chatml_ends_each_turn_as_smollm2_and_qwen_do():
     assert prompt(chatml, turns).endswith(
         "<|im_start|>assistant\nYes.<|im_end|>\n<|im_start|>assistant\n"
     )
+
+
+def test_has_chat_template_reads_the_tokenizer_files_of_a_model_or_an_adapters_base(tmp_path):
+    def folder(name: str, files: dict[str, str]) -> str:
+        (tmp_path / name).mkdir()
+        for file, text in files.items():
+            (tmp_path / name / file).write_text(text)
+        return str(tmp_path / name)
+
+    inline = '{"chat_template": "{{ messages }}"}'
+    plain = folder("plain", {"tokenizer_config.json": '{"eos_token": "</s>"}'})
+    models = [
+        plain,
+        folder("inline", {"tokenizer_config.json": inline}),
+        folder("beside", {"tokenizer_config.json": "{}", "chat_template.jinja": "{{ messages }}"}),
+        folder("adapter", {"adapter_config.json": json.dumps({"base_model_name_or_path": plain})}),
+        folder("own", {"adapter_config.json": "{}", "tokenizer_config.json": inline}),
+    ]
+    assert [has_chat_template(model) for model in models] == [False, True, True, False, True]
+    assert has_chat_template(folder("weights", {"config.json": "{}"})) is None  # no tokenizer
