@@ -109,6 +109,26 @@ class Built:
             self.pairs.append(pair)
 
 
+def unique(pairs: Iterable[Pair]) -> tuple[list[Pair], int, Counter[str]]:
+    """One pair per prompt and two answers: the kept, the duplicates, the drops by source.
+
+    The same pair twice is kept once (the first); two pairs preferring the same two answers in
+    opposite directions are both dropped (``sources disagree``).
+    """
+    by_answers: dict[tuple[str, frozenset[str]], list[Pair]] = {}
+    for pair in pairs:
+        answers = frozenset((pair.chosen, pair.rejected))
+        by_answers.setdefault((json.dumps(pair.prompt), answers), []).append(pair)
+    kept, duplicates, dropped = [], 0, Counter[str]()
+    for same in by_answers.values():
+        if len({pair.chosen for pair in same}) > 1:
+            dropped.update(f"{pair.source}: sources disagree" for pair in same)
+        else:
+            kept.append(same[0])
+            duplicates += len(same) - 1
+    return kept, duplicates, dropped
+
+
 def prompt_of(instruction: str) -> list[dict[str, str]]:
     """The chat prompt of an instruction."""
     return [{"role": "user", "content": instruction}]

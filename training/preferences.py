@@ -18,7 +18,6 @@ inputs and options give byte-identical files; a rerun rebuilds them (nothing is 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -55,6 +54,7 @@ from moot.training.preference_data import (
     prompt_of,
     quality_pairs,
     scored_pairs,
+    unique,
 )
 
 KIND = "preferences"
@@ -217,27 +217,12 @@ def build_preferences(
 
 
 def _unique(built: list[Built], summary: PreferenceSummary) -> list[Pair]:
-    """Every source's pairs, one per prompt and two answers; the drops counted by source.
-
-    The same pair twice is kept once (the first); two pairs preferring the same two answers in
-    opposite directions are both dropped.
-    """
-    by_answers: dict[tuple[str, frozenset[str]], list[Pair]] = {}
+    """Every source's pairs, deduplicated (`unique`); the drops counted by source."""
     for found in built:
-        for why, count in found.dropped.items():
-            summary.dropped[f"{found.source}: {why}"] += count
-        for pair in found.pairs:
-            answers = frozenset((pair.chosen, pair.rejected))
-            by_answers.setdefault((json.dumps(pair.prompt), answers), []).append(pair)
-    pairs = []
-    for same in by_answers.values():
-        if len({pair.chosen for pair in same}) > 1:
-            for pair in same:
-                summary.dropped[f"{pair.source}: sources disagree"] += 1
-            continue
-        summary.duplicates += len(same) - 1
-        summary.pairs[same[0].source] += 1
-        pairs.append(same[0])
+        summary.dropped.update({f"{found.source}: {why}": n for why, n in found.dropped.items()})
+    pairs, summary.duplicates, dropped = unique(pair for found in built for pair in found.pairs)
+    summary.dropped.update(dropped)
+    summary.pairs.update(pair.source for pair in pairs)
     return pairs
 
 
