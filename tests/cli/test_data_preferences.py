@@ -82,10 +82,12 @@ def test_preferences_from_quality_and_controllability_runs(tmp_path):
     moot.data.preferences(*runs.values(), out=again, eval_fraction=0)
     assert (again / "train.jsonl").read_bytes() == (out / "train.jsonl").read_bytes()
     split = tmp_path / "split"
-    moot.data.preferences(*runs.values(), out=split, eval_fraction=0.5, seed=1)
+    moot.data.preferences(*runs.values(), out=split, eval_fraction=0.5, seed=4)
     train, held = read_jsonl(split / "train.jsonl"), read_jsonl(split / "eval.jsonl")
     assert sorted(p["id"] for p in train + held) == sorted(p["id"] for p in pairs)
-    # by prompt: a prompt's pairs (quality's and controllability's) are all in one split
+    # by prompt: arg 0's two pairs (quality's, controllability's) are in one split (seed 4
+    # split them when the split was by pair)
+    assert train and held
     assert not {str(p["prompt"]) for p in train} & {str(p["prompt"]) for p in held}
 
     # judgments of texts no longer in the files: a response edited since (same instruction)
