@@ -72,7 +72,7 @@ def register(commands: Commands) -> None:
         "both orders agreeing; a majority vote is refused) and moot judge folders (the "
         "conclusions of moot debate records of one argument whose debater A's Debatrix scores "
         "are at least --min-margin apart, across runs); deduplicated, split train/eval by a "
-        "seeded hash of each pair's id, with a card counting the pairs per source and the "
+        "seeded hash of each pair's prompt, with a card counting the pairs per source and the "
         "judgments dropped and why.",
         group="data",
         output=Output(marks=(Mark("manifest.json", "kind", "preferences"),)),
