@@ -336,6 +336,20 @@ def test_debatrix_scores_pair_the_conclusions_of_two_debate_runs(tmp_path):
     card = (out / "README.md").read_text()
     assert f"| `{runs[0]}` | debatrix | model `openai/judge`; framework `direct` |" in card
 
+    # X's Affirmative debate edited since it was judged: its judgment is not of it any more
+    log = tmp_path / "debates-X" / "debates.jsonl"
+    debates = read_jsonl(log)
+    for debate in debates:
+        if debate["stance"] == "Affirmative":
+            debate["transcript"][0]["text"] += " (edited)"
+    log.write_text("".join(json.dumps(debate) + "\n" for debate in debates))
+    with pytest.raises(moot.MootError) as caught:
+        moot.data.preferences(*runs, out=tmp_path / "bad")
+    assert refused_in_one_line(caught.value) == (
+        "no preference pair in the train split (debatrix: closer than the margin 1; debatrix: "
+        "its debate not in its debates file as judged 1; debatrix: no other answer to its "
+        "prompt 1)"
+    )
     with pytest.raises(moot.MootError) as caught:
         moot.data.preferences(*runs, tmp_path / "judge-panel", out=tmp_path / "bad")
     problem = refused_in_one_line(caught.value)
