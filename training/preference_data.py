@@ -12,7 +12,8 @@ Five sources, each read without trusting a verdict it does not hold:
 - **Controllability** (`moot eval controllability`, several runs on the same instructions): for
   one instruction, a response that holds its stance (judged exactly 100% on its side, as CC_P and
   CC_N count it: DEBATunE §4) is chosen against each one that does not. One text is one response,
-  whatever runs judged it; a text judged holding in one run and not in another is dropped.
+  whatever runs judged it; a text judged holding in one run and not in another is dropped. As
+  for quality, only judgments of the texts in the files now count.
 - **Scores** (CompQA's 0-19 totals, a custom judge's mean verdicts, Debatrix's 1-10 scores):
   for one prompt, two answers whose scores differ by at least the margin, in the source's own
   points; the higher is chosen. An answer scored several times (repeats, several judge runs) is
@@ -29,7 +30,9 @@ Five sources, each read without trusting a verdict it does not hold:
   times, the conclusion of the debate whose debater A (the side holding the argument) got the
   higher final score is chosen over the other's, at least the margin apart: the conclusion of
   the better-argued debate is taken as the better statement, which is DEBATunE's premise, not a
-  judgment of the conclusion itself. The prompt is DEBATunE's inference instruction
+  judgment of the conclusion itself. A judgment of a debate changed since (its id is not the
+  one `moot judge` gives the debate now) counts as one of a debate no longer there. The prompt
+  is DEBATunE's inference instruction
   (paraphrase 0, `moot.training.debatune_data.instruction`).
 
 The prompt is chat messages (``[{"role": "user", "content": instruction}]``), as trl's
