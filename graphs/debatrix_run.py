@@ -21,9 +21,9 @@ from moot.agents.debatrix_judges import (
     Framework,
     choose_dimensions,
 )
-from moot.core.data.debates import Debate
+from moot.core.data.debates import Debate, judgment_id
 from moot.core.data.folders import RunFolder
-from moot.core.data.records import ResultLog, stable_id, write_json
+from moot.core.data.records import ResultLog, write_json
 from moot.core.llm.models import ModelClient
 from moot.core.llm.spec import Role
 from moot.core.runs import STOPPED, Progress, Tally, run_items
@@ -252,8 +252,7 @@ HOLDS = "judgments made with other settings"
 def _items(debates: Sequence[Debate], identity: dict[str, Any], repeats: int) -> list[dict]:
     """One judgment per debate and repeat, with its stable id."""
     return [
-        {"id": stable_id("judge", identity, _content(debate), repeat), "debate": debate}
-        | {"repeat": repeat}
+        {"id": judgment_id(identity, debate, repeat), "debate": debate} | {"repeat": repeat}
         for debate in debates
         for repeat in range(repeats)
     ]
@@ -305,17 +304,6 @@ async def _judge_one(
         "dimensions": {} if incomplete else state["dimensions"],
         "final": None if incomplete else state["final"],
         "usage": state.get("usage", {}),
-    }
-
-
-def _content(debate: Debate) -> dict[str, Any]:
-    return {
-        "id": debate.id,
-        "motion": debate.motion,
-        "info_slide": debate.info_slide,
-        "pro": debate.pro,
-        "con": debate.con,
-        "speeches": [[s.speaker, s.content] for s in debate.speeches],
     }
 
 

@@ -20,9 +20,8 @@ from moot.agents.debatune_judges import (
     run_judge,
 )
 from moot.core.charts import NEUTRAL, PALETTE, chart, save_png
-from moot.core.data.records import stable_id, write_json
-from moot.core.data.responses import Response
-from moot.core.errors import InputError
+from moot.core.data.records import write_json
+from moot.core.data.responses import Response, controllability_id, quality_id
 from moot.core.llm.spec import Role
 from moot.core.metrics import debatune as metrics
 from moot.core.runs import outcome_counts
@@ -82,7 +81,7 @@ def _controllability_items(
     identity = judge_identity(role, (judge.system, judge.prompt), constrained=constrained)
     items = [
         {
-            "id": stable_id("controllability", identity, r.key, r.response),
+            "id": controllability_id(identity, r),
             "topic": r.topic,
             "side": r.side,
             "argument": r.argument,
@@ -91,23 +90,6 @@ def _controllability_items(
     ]
     texts = {item["id"]: r.response for item, r in zip(items, responses, strict=True)}
     return identity, {"evaluation": "controllability", **identity}, items, texts
-
-
-def align(responses: Sequence[Response], baseline: Sequence[Response], path: Path) -> None:
-    """Check that two response files answer the same instructions in the same order.
-
-    Raises:
-        InputError: They differ in length or in any (topic, side, argument).
-    """
-    if len(responses) != len(baseline):
-        raise InputError(path, f"{len(baseline)} records, but the responses have {len(responses)}")
-    for index, (mine, theirs) in enumerate(zip(responses, baseline, strict=True)):
-        if mine.key != theirs.key:
-            raise InputError(
-                path,
-                f"does not align with the responses: {theirs.key} vs {mine.key}",
-                f"index {index}",
-            )
 
 
 async def evaluate_quality(
@@ -123,7 +105,8 @@ async def evaluate_quality(
 
     Args:
         responses: The responses to judge.
-        baseline: The baseline's responses, aligned with `responses` (`align`).
+        baseline: The baseline's responses, aligned with `responses`
+            (`moot.core.data.responses.align`).
         judging: The judge, its output folder (``judgments.jsonl``, claimed for the
             judge and its settings) and how the run goes.
         stride: Judge every stride-th pair.
@@ -183,7 +166,7 @@ def _quality_items(
     pairs = list(zip(responses, baseline, strict=True))[::stride]
     items = [
         {
-            "id": stable_id("quality", identity, a.key, a.response, b.response, list(mask)),
+            "id": quality_id(identity, a, b, mask),
             "topic": a.topic,
             "side": a.side,
             "argument": a.argument,

@@ -1,15 +1,19 @@
 """Preference pairs from moot's judgments: trl's ``{prompt, chosen, rejected}`` (issue 35).
 
-Three sources, each read without trusting a verdict it does not hold:
+Five sources, each read without trusting a verdict it does not hold:
 
 - **Pairwise quality** (`moot eval quality`): a response and the baseline's to one instruction,
   judged in both orders. A pair is kept only where the two orders agree on a winner (the record
   is not ``inconsistent`` and its ``outcome`` is a win or a loss); a tie, orders that disagree
   (DEBATunE counts "one win and a tie" as a win, a preference must not) or an order the judge's
-  reply could not be read are dropped, each counted by why.
+  reply could not be read are dropped, each counted by why. A judgment counts only if it is of
+  the texts in the files now (its id is the one the evaluation gives that pair today):
+  ``judgments.jsonl`` keeps earlier runs' records, and a file edited since holds other texts.
 - **Controllability** (`moot eval controllability`, several runs on the same instructions): for
   one instruction, a response that holds its stance (judged exactly 100% on its side, as CC_P and
-  CC_N count it: DEBATunE §4) is chosen against each one that does not.
+  CC_N count it: DEBATunE §4) is chosen against each one that does not. One text is one response,
+  whatever runs judged it; a text judged holding in one run and not in another is dropped. As
+  for quality, only judgments of the texts in the files now count.
 - **Scores** (CompQA's 0-19 totals, a custom judge's mean verdicts, Debatrix's 1-10 scores):
   for one prompt, two answers whose scores differ by at least the margin, in the source's own
   points; the higher is chosen. An answer scored several times (repeats, several judge runs) is
@@ -26,7 +30,9 @@ Three sources, each read without trusting a verdict it does not hold:
   times, the conclusion of the debate whose debater A (the side holding the argument) got the
   higher final score is chosen over the other's, at least the margin apart: the conclusion of
   the better-argued debate is taken as the better statement, which is DEBATunE's premise, not a
-  judgment of the conclusion itself. The prompt is DEBATunE's inference instruction
+  judgment of the conclusion itself. A judgment of a debate changed since (its id is not the
+  one `moot judge` gives the debate now) counts as one of a debate no longer there. The prompt
+  is DEBATunE's inference instruction
   (paraphrase 0, `moot.training.debatune_data.instruction`).
 
 The prompt is chat messages (``[{"role": "user", "content": instruction}]``), as trl's
@@ -38,14 +44,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from statistics import fmean as mean
 from typing import Any
 
 from moot.core.data.debates import is_debatune_record
-from moot.core.data.responses import Response
+from moot.core.data.responses import Response, controllability_id, quality_id
+from moot.core.metrics.debatune import holds_stance
 from moot.training.debatune_data import instruction
 
 Record = dict[str, Any]
@@ -59,7 +66,7 @@ class Pair:
         prompt: The chat messages both answers answer.
         chosen: The preferred answer.
         rejected: The other.
-        source: ``quality``, ``controllability`` or ``scores``.
+        source: ``quality``, ``controllability``, ``compqa``, ``judge`` or ``debatrix``.
         meta: Why (the judge's scores or reasons, the margin, the runs).
     """
 
@@ -96,11 +103,33 @@ class Built:
     dropped: Counter[str] = field(default_factory=Counter)
 
     def add(self, pair: Pair) -> None:
-        """Keep `pair`, unless both its answers are one text (nothing to prefer)."""
-        if pair.chosen == pair.rejected:
+        """Keep `pair`, unless an answer is blank or both are one text (nothing to prefer)."""
+        if not (pair.chosen.strip() and pair.rejected.strip()):
+            self.dropped["an empty answer"] += 1
+        elif pair.chosen == pair.rejected:
             self.dropped["the same answer on both sides"] += 1
         else:
             self.pairs.append(pair)
+
+
+def unique(pairs: Iterable[Pair]) -> tuple[list[Pair], int, Counter[str]]:
+    """One pair per prompt and two answers: the kept, the duplicates, the drops by source.
+
+    The same pair twice is kept once (the first); two pairs preferring the same two answers in
+    opposite directions are both dropped (``sources disagree``).
+    """
+    by_answers: dict[tuple[str, frozenset[str]], list[Pair]] = {}
+    for pair in pairs:
+        answers = frozenset((pair.chosen, pair.rejected))
+        by_answers.setdefault((json.dumps(pair.prompt), answers), []).append(pair)
+    kept, duplicates, dropped = [], 0, Counter[str]()
+    for same in by_answers.values():
+        if len({pair.chosen for pair in same}) > 1:
+            dropped.update(f"{pair.source}: sources disagree" for pair in same)
+        else:
+            kept.append(same[0])
+            duplicates += len(same) - 1
+    return kept, duplicates, dropped
 
 
 def prompt_of(instruction: str) -> list[dict[str, str]]:
@@ -109,39 +138,60 @@ def prompt_of(instruction: str) -> list[dict[str, str]]:
 
 
 def quality_pairs(
-    judgments: Iterable[Record], responses: Sequence[Response], baseline: Sequence[Response]
+    judgments: Iterable[Record],
+    responses: Sequence[Response],
+    baseline: Sequence[Response],
+    identity: Mapping[str, Any],
+    mask: Sequence[str],
 ) -> Built:
     """Pairs from `moot eval quality`'s records, where both orders agree (module docstring).
 
     Args:
         judgments: The run's ``judgments.jsonl`` records.
         responses: The responses it judged (its ``--responses``).
-        baseline: The baseline's (its ``--baseline``), aligned with `responses` by key.
+        baseline: The baseline's (its ``--baseline``), aligned with `responses`
+            (`moot.core.data.responses.align`).
+        identity: The run's judge identity, as its ids hold it.
+        mask: The words it masked.
     """
-    texts = {mine.key: (mine, theirs) for mine, theirs in zip(responses, baseline, strict=True)}
+    pairs = list(zip(responses, baseline, strict=True))
+    texts = {quality_id(identity, mine, theirs, mask): (mine, theirs) for mine, theirs in pairs}
     built = Built("quality")
     for record in judgments:
-        key = (record.get("topic"), record.get("side"), record.get("argument"))
         outcome, inconsistent = record.get("outcome"), record.get("inconsistent")
+        if not (found := _current(record, texts, {mine.key for mine, _ in pairs}, built)):
+            continue
         if record.get("status") != "ok" or outcome is None or inconsistent is None:
             built.dropped["not judged (an order unread, or the call failed)"] += 1
-        elif key not in texts:
-            built.dropped["not in the responses"] += 1
         elif why := no_winner(outcome, inconsistent):
             built.dropped[why] += 1
         else:
-            mine, theirs = texts[key]  # type: ignore[index]
+            mine, theirs = found
             chosen, rejected = (mine, theirs) if outcome == "win" else (theirs, mine)
-            meta = {
-                "judgment": record.get("id"),
-                "outcome": outcome,
-                "reasons": [
-                    (record.get(order) or {}).get("replies") for order in ("forward", "reverse")
-                ],
-            }
+            meta = {"judgment": record.get("id"), "outcome": outcome, "reasons": replies(record)}
             prompt = prompt_of(mine.instruction)
             built.add(Pair(prompt, chosen.response, rejected.response, "quality", meta))
     return built
+
+
+def _current(record: Record, texts: Mapping[str, Any], keys: set[Any], built: Built) -> Any:
+    """What `record` judged if it is of the texts in the files now (`texts` by id), else None.
+
+    A record whose id no text now has is counted: its instruction is no longer in the files, or
+    it judged texts the files no longer hold (an earlier run's, or a file edited since).
+    """
+    if record.get("id") in texts:
+        return texts[record["id"]]
+    key = (record.get("topic"), record.get("side"), record.get("argument"))
+    built.dropped[
+        "judged texts differ from the files now" if key in keys else "not in the responses"
+    ] += 1
+    return None
+
+
+def replies(judged: Record) -> list[Any]:
+    """A pairwise judgment's replies in each order: the forward's, then the reverse's."""
+    return [(judged.get(order) or {}).get("replies") for order in ("forward", "reverse")]
 
 
 def no_winner(outcome: str, inconsistent: bool) -> str | None:
@@ -155,42 +205,44 @@ def no_winner(outcome: str, inconsistent: bool) -> str | None:
     return "tie" if outcome == "tie" else None
 
 
-def holds_stance(record: Record) -> bool | None:
-    """Whether a controllability judgment says the response holds its side: exactly 100%.
-
-    None when the judge gave no value (the call failed, or its reply could not be read).
-    """
-    value = (record.get("judgment") or {}).get("value")
-    if record.get("status") != "ok" or not isinstance(value, dict):
-        return None
-    share = value.get("support" if record.get("side") == "affirmative" else "oppose")
-    return None if share is None else share == 100
-
-
-def controllability_pairs(runs: Sequence[tuple[Iterable[Record], Sequence[Response]]]) -> Built:
+def controllability_pairs(
+    runs: Sequence[tuple[Iterable[Record], Sequence[Response], Mapping[str, Any]]],
+) -> Built:
     """Pairs across controllability runs: a response holding its stance over one that does not.
 
+    One text judged in several runs is one response: verdicts that disagree on it (held in
+    one, not in another) drop it, so no text is both chosen and rejected.
+
     Args:
-        runs: Per run, its ``judgments.jsonl`` records and the responses it judged.
+        runs: Per run, its ``judgments.jsonl`` records, the responses it judged and its judge
+            identity, as its ids hold it.
     """
     built = Built("controllability")
-    by_key: dict[Hashable, list[tuple[Response, bool, int]]] = {}
-    for number, (judgments, responses) in enumerate(runs):
-        texts = {response.key: response for response in responses}
+    # per instruction, per text: its response, and the verdicts (held or not) and runs
+    by_key: dict[Hashable, dict[str, tuple[Response, list[bool], list[int]]]] = {}
+    for number, (judgments, responses, identity) in enumerate(runs):
+        texts = {controllability_id(identity, response): response for response in responses}
+        keys = {response.key for response in responses}
         for record in judgments:
-            key = (record.get("topic"), record.get("side"), record.get("argument"))
-            held = holds_stance(record)
-            if held is None:
+            if not (response := _current(record, texts, keys, built)):
+                continue
+            value = (record.get("judgment") or {}).get("value")
+            if record.get("status") != "ok" or not isinstance(value, dict):
                 built.dropped["not judged (the call failed or its reply unread)"] += 1
-            elif key not in texts:
-                built.dropped["not in the responses"] += 1
-            else:
-                by_key.setdefault(key, []).append((texts[key], held, number))  # type: ignore[index]
+                continue
+            same = by_key.setdefault(response.key, {})
+            _, verdicts, numbers = same.setdefault(response.response, (response, [], []))
+            verdicts.append(holds_stance(response.side, value))
+            numbers.append(number)
     for found in by_key.values():
-        kept = [(response, run) for response, held, run in found if held]
-        lost = [(response, run) for response, held, run in found if not held]
+        kept, lost = [], []
+        for response, verdicts, numbers in found.values():
+            if len(set(verdicts)) > 1:
+                built.dropped["judges disagree"] += len(verdicts)
+            else:
+                (kept if verdicts[0] else lost).append((response, sorted(set(numbers))))
         if not kept or not lost:
-            built.dropped["no response on each side of the line"] += len(found)
+            built.dropped["no response on each side of the line"] += len(kept) + len(lost)
         for chosen, run in kept if lost else []:
             for rejected, other in lost:
                 meta = {"side": chosen.side, "runs": [run, other]}
@@ -247,7 +299,9 @@ def scored_pairs(answers: Iterable[Scored], min_margin: float, source: str) -> B
             built.dropped["no other answer to its prompt"] += 1
         for one, two in combinations(group, 2):
             high, low = sorted((one, two), key=lambda answer: answer.score, reverse=True)
-            if high.score == low.score or high.score - low.score < min_margin:  # type: ignore[operator]
+            # a margin met up to rounding: 8.667 - 6.667 (means of three) is 2
+            apart = high.score - low.score  # type: ignore[operator]
+            if high.score == low.score or apart < min_margin - 1e-9:
                 built.dropped["closer than the margin"] += 1
                 continue
             meta = {"scores": [high.score, low.score], "origins": [high.origin, low.origin]}
@@ -311,10 +365,7 @@ def judge_order_pairs(records: Iterable[Record], prompt: str, a: str, b: str) ->
                 "judgment": record.get("id"),
                 "outcome": outcome,
                 "reasons": {
-                    name: [
-                        (juror.get(order) or {}).get("replies") for order in ("forward", "reverse")
-                    ]
-                    for name, juror in (record.get("jurors") or {}).items()
+                    name: replies(juror) for name, juror in (record.get("jurors") or {}).items()
                 },
             }
             asked = prompt_of(str(item[prompt]))
@@ -337,7 +388,7 @@ def debatrix_pairs(judged: Iterable[tuple[Record, Record | None]], min_margin: f
 
     Args:
         judged: Each `moot judge` judgment with the debates-file record it judged (None: the
-            file no longer holds it).
+            file no longer holds it as judged).
         min_margin: The least difference of A's final scores, in points of 1-10.
     """
     answers, dropped = [], Counter[str]()
@@ -346,7 +397,7 @@ def debatrix_pairs(judged: Iterable[tuple[Record, Record | None]], min_margin: f
         if status != "complete":
             dropped[UNFINISHED.get(status, f"judgment {status}")] += 1
         elif debate is None:
-            dropped["not in its debates file"] += 1
+            dropped["its debate not in its debates file as judged"] += 1
         elif not is_debatune_record(debate):
             dropped["not a moot debate record (no conclusion)"] += 1
         elif not isinstance(debate.get("conclusion"), str):

@@ -8,7 +8,9 @@ paired over one question by their 0-19 totals), `moot eval judge` (a custom judg
 fields mean read from the spec its ``summary.json`` records), `moot judge` (Debatrix judgments of
 `moot debate` records, all such inputs together: the conclusions read from the debates file its
 ``summary.json`` names). Pairs are deduplicated (the same prompt and answers from two inputs are
-one), split by a seeded hash of their id as `moot data mix` splits rows, and written as a whole,
+one; two inputs preferring them in opposite directions drop both), split by a seeded hash of
+their prompt (as `moot data mix` splits rows: every pair of an eval prompt is held out), and
+written as a whole,
 atomically: ``train.jsonl``, ``eval.jsonl``, ``dataset/`` (a DatasetDict), ``manifest.json`` and
 a card, both naming who judged each input (`JUDGES`, read from its ``summary.json``). The same
 inputs and options give byte-identical files; a rerun rebuilds them (nothing is paid for).
@@ -23,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from moot.core.data.compqa import load_judged
-from moot.core.data.debates import is_debatune_record
-from moot.core.data.folders import owners
+from moot.core.data.debates import is_debatune_record, judgment_id, load_debates
+from moot.core.data.folders import EVAL_CLAIM, RunFolder, owners
 from moot.core.data.records import (
     ResultLog,
     atomic_replace_dir,
@@ -32,14 +34,15 @@ from moot.core.data.records import (
     package_versions,
     read_json_file,
     read_records,
+    stable_id,
     write_json,
 )
-from moot.core.data.responses import Response, load_responses
+from moot.core.data.responses import Response, align, load_responses
 from moot.core.errors import ConfigError, InputError
 from moot.core.hub.cards import Card, folder_bytes, write_card
 from moot.core.tables import render_table
 from moot.training.compqa_data import question
-from moot.training.mixing import is_eval, write_splits
+from moot.training.mixing import DEFAULT_EVAL_FRACTION, is_eval, write_splits
 from moot.training.preference_data import (
     Built,
     Pair,
@@ -51,6 +54,7 @@ from moot.training.preference_data import (
     prompt_of,
     quality_pairs,
     scored_pairs,
+    unique,
 )
 
 KIND = "preferences"
@@ -120,7 +124,7 @@ def build_preferences(
     out: str | Path,
     *,
     min_margin: float = DEFAULT_MIN_MARGIN,
-    eval_fraction: float = 0.05,
+    eval_fraction: float = DEFAULT_EVAL_FRACTION,
     seed: int = 0,
     prompt_field: str | None = None,
     answer_field: str | None = None,
@@ -133,16 +137,18 @@ def build_preferences(
         out: The output folder: new, empty, or an earlier ``moot data preferences`` output.
         min_margin: The least score difference of a scored pair, in each source's own points
             (CompQA's 0-19 totals, Debatrix's 1-10 scores, a custom judge's verdicts).
-        eval_fraction: The expected share of pairs in ``eval``, in [0, 1); 0: no eval split.
+        eval_fraction: The expected share of prompts in ``eval`` (with all their pairs), in
+            [0, 1); 0: no eval split.
         seed: Seeds the split.
         prompt_field: A custom judge's item field that is the prompt (default: its one input).
         answer_field: A ``mean`` custom judge's field that is the answer (default: its one
             judged field).
 
     Raises:
-        ConfigError: A bad option, an unusable `out`, or no pair at all.
-        InputError: An input that is not such a folder, whose files cannot be read, or a custom
-            judge that votes or whose prompt or answer field is not said.
+        ConfigError: A bad option, an input given twice, an unusable `out`, or no pair at all.
+        InputError: An input that is not such a folder, whose files cannot be read (a corrupt
+            line of its judgments; a torn last line is counted as dropped), or a custom judge
+            that votes or whose prompt or answer field is not said.
     """
     if not sources:
         raise ConfigError("no judged runs to read")
@@ -151,10 +157,13 @@ def build_preferences(
     if not min_margin > 0:
         raise ConfigError(f"--min-margin must be above 0, got {min_margin:g}")
     out = Path(out)
+    given = [Path(source).resolve() for source in sources]
+    if twice := next((s for n, s in enumerate(sources) if given[n] in given[:n]), None):
+        raise ConfigError(f"{twice} is given twice: its judgments would count twice")
     check_out_dir(out, KIND, sources)
     summary = PreferenceSummary(out)
     built: list[Built] = []
-    control: list[tuple[list[dict[str, Any]], list[Response]]] = []
+    control: list[tuple[list[dict[str, Any]], list[Response], dict[str, Any]]] = []
     debated: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
     for source in map(Path, sources):
         kind = next(
@@ -164,18 +173,24 @@ def build_preferences(
             raise InputError(source, f"not a folder of {_COMMANDS}")
         judge = _judge(source, kind)
         summary.inputs.append({"source": str(source), "kind": kind, "judge": judge})
+        judgments, torn = ResultLog(source / "judgments.jsonl").load_checked()
+        if torn:
+            summary.dropped[f"{kind}: {TORN}"] += 1
+        records = list(judgments.values())
         if kind == "quality":
+            claim = _claim(source, EVAL_CLAIM)
             responses, baseline = _judged_responses(source, "responses", "baseline")
-            built.append(quality_pairs(_judgments(source), responses, baseline))
+            identity = _judge_identity(claim)
+            built.append(quality_pairs(records, responses, baseline, identity, claim["mask"]))
         elif kind == "controllability":
             (responses,) = _judged_responses(source, "responses")
-            control.append((_judgments(source), responses))
+            control.append((records, responses, _judge_identity(_claim(source, EVAL_CLAIM))))
         elif kind == "compqa":
             built.append(scored_pairs(_compqa_answers(source), min_margin, "compqa"))
         elif kind == "judge":
-            built.append(_judge_pairs(source, prompt_field, answer_field, min_margin))
+            built.append(_judge_pairs(source, records, prompt_field, answer_field, min_margin))
         else:
-            debated += _debatrix_judged(source)
+            debated += _debatrix_judged(source, records)
     if control:
         built.append(controllability_pairs(control))
     if debated:
@@ -183,7 +198,8 @@ def build_preferences(
     pairs = _unique(built, summary)
     splits: dict[str, list[dict[str, Any]]] = {"train": [], "eval": []}
     for pair in pairs:
-        splits["eval" if is_eval(pair.id, seed, eval_fraction) else "train"].append(pair.to_json())
+        held = is_eval(stable_id(pair.prompt), seed, eval_fraction)
+        splits["eval" if held else "train"].append(pair.to_json())
     summary.train, summary.eval = len(splits["train"]), len(splits["eval"])
     if not splits["train"]:
         raise ConfigError(f"no preference pair in the train split ({summary.no_pair()})")
@@ -201,19 +217,12 @@ def build_preferences(
 
 
 def _unique(built: list[Built], summary: PreferenceSummary) -> list[Pair]:
-    """Every source's pairs, the first of each id kept; the drops counted by source."""
-    seen: set[str] = set()
-    pairs = []
+    """Every source's pairs, deduplicated (`unique`); the drops counted by source."""
     for found in built:
-        for why, count in found.dropped.items():
-            summary.dropped[f"{found.source}: {why}"] += count
-        for pair in found.pairs:
-            if pair.id in seen:
-                summary.duplicates += 1
-                continue
-            seen.add(pair.id)
-            summary.pairs[pair.source] += 1
-            pairs.append(pair)
+        summary.dropped.update({f"{found.source}: {why}": n for why, n in found.dropped.items()})
+    pairs, summary.duplicates, dropped = unique(pair for found in built for pair in found.pairs)
+    summary.dropped.update(dropped)
+    summary.pairs.update(pair.source for pair in pairs)
     return pairs
 
 
@@ -221,9 +230,21 @@ def _unique(built: list[Built], summary: PreferenceSummary) -> list[Pair]:
 _COMMANDS = "moot eval quality, controllability, compqa or judge, or moot judge"
 
 
-def _judgments(folder: Path) -> list[dict[str, Any]]:
-    """The run's judgments, the last record of each id (a run stopped before it compacted)."""
-    return list(ResultLog(folder / "judgments.jsonl").load().values())
+#: The drop of a judgments log's torn last line: a run stopped mid-append, its item unfinished.
+TORN = "a torn last line (a stopped run: rerun it)"
+
+
+def _rerun(path: Path, missing: str) -> InputError:
+    """The refusal of a run whose `path` records no `missing` thing."""
+    return InputError(path, f"{missing} (unfinished, or made by an earlier moot: rerun it)")
+
+
+def _claim(folder: Path, name: str) -> dict[str, Any]:
+    """The settings a run claimed its folder for (``.moot/<name>.json``): its ids hold them."""
+    claim = RunFolder(folder).claimed(name)
+    if not isinstance(claim, dict):
+        raise _rerun(RunFolder(folder).claim_path(name), "no claim of its settings")
+    return claim
 
 
 def _summary(folder: Path) -> tuple[Path, dict[str, Any]]:
@@ -233,15 +254,18 @@ def _summary(folder: Path) -> tuple[Path, dict[str, Any]]:
     return path, summary if isinstance(summary, dict) else {}
 
 
+def _judge_identity(claim: dict[str, Any]) -> dict[str, Any]:
+    """The judge identity a DEBATunE evaluation's ids hold: its claim less its other settings."""
+    return {k: v for k, v in claim.items() if k not in ("evaluation", "stride", "mask")}
+
+
 def _judge(folder: Path, kind: str) -> dict[str, Any]:
     """Who judged a run of `kind` (`JUDGES`), read from its ``summary.json``."""
     path, summary = _summary(folder)
     judge = {}
     for key, recorded in JUDGES[kind].items():
         if summary.get(recorded) is None:
-            raise InputError(
-                path, f"records no {recorded} (unfinished, or made by an earlier moot: rerun it)"
-            )
+            raise _rerun(path, f"records no {recorded}")
         judge[key] = summary[recorded]
     return judge
 
@@ -250,30 +274,39 @@ def _source(path: Path, summary: dict[str, Any], name: str) -> Path:
     """The file (or folder) a run read as `name`, as its summary at `path` names it."""
     given = (summary.get("sources") or {}).get(name)
     if not isinstance(given, str):
-        raise InputError(
-            path, f"names no {name} file (unfinished, or made by an earlier moot: rerun it)"
-        )
+        raise _rerun(path, f"names no {name} file")
     if not Path(given).exists():
         raise InputError(path, f"its {name} file {given} is not there (run from its folder)")
     return Path(given)
 
 
 def _judged_responses(folder: Path, *names: str) -> list[list[Response]]:
-    """The responses a judged run read, per name, from the files its ``summary.json`` names."""
+    """The responses a judged run read, per name, from the files its ``summary.json`` names.
+
+    Raises:
+        InputError: A file that cannot be read, or a second that does not align with the first
+            (as the run itself would refuse it).
+    """
     path, summary = _summary(folder)
-    return [load_responses(_source(path, summary, name)) for name in names]
+    files = [_source(path, summary, name) for name in names]
+    found = [load_responses(file) for file in files]
+    for file, responses in zip(files[1:], found[1:], strict=True):
+        align(found[0], responses, file)
+    return found
 
 
 def _judge_pairs(
-    folder: Path, prompt_field: str | None, answer_field: str | None, min_margin: float
+    folder: Path,
+    records: list[dict[str, Any]],
+    prompt_field: str | None,
+    answer_field: str | None,
+    min_margin: float,
 ) -> Built:
     """A `moot eval judge` run's pairs, its fields read from the spec its summary records."""
     path, summary = _summary(folder)
     spec = summary.get("judge_spec")
     if not isinstance(spec, dict):
-        raise InputError(
-            path, "records no judge_spec (unfinished, or made by an earlier moot: rerun it)"
-        )
+        raise _rerun(path, "records no judge_spec")
     aggregation = spec["aggregation"]
     if aggregation["method"] == "majority":
         raise InputError(
@@ -286,11 +319,11 @@ def _judge_pairs(
         answers = [aggregation["a"], aggregation["b"]]
         if prompt in answers:
             raise InputError(path, f"--prompt-field {prompt!r} is one of the two answers judged")
-        return judge_order_pairs(_judgments(folder), prompt, *answers)
+        return judge_order_pairs(records, prompt, *answers)
     answer = _field(path, spec, "answer", answer_field, spec["judged"])
     if answer == prompt:
         raise InputError(path, f"{prompt!r} cannot be both the prompt and the answer")
-    return judge_score_pairs(_judgments(folder), prompt, answer, min_margin)
+    return judge_score_pairs(records, prompt, answer, min_margin)
 
 
 def _field(
@@ -314,8 +347,14 @@ def _field(
     return defaults[0]
 
 
-def _debatrix_judged(folder: Path) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
-    """A `moot judge` run's judgments, each with the record it judged in its debates file."""
+def _debatrix_judged(
+    folder: Path, judgments: list[dict[str, Any]]
+) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """A `moot judge` run's judgments, each with the record it judged in its debates file.
+
+    None where the file no longer holds that record as it was judged: no debate of that id, or
+    one whose speeches have changed since (the judgment's id is not the one it would get now).
+    """
     path, summary = _summary(folder)
     debates = _source(path, summary, "debates")
     records = [] if debates.is_dir() else read_records(debates)  # an id's last line wins
@@ -326,7 +365,14 @@ def _debatrix_judged(folder: Path) -> list[tuple[dict[str, Any], dict[str, Any] 
             f"its debates {debates} hold no moot debate record: a pair needs debater A's "
             "conclusion, which only moot debate writes",
         )
-    return [(j, found.get(str(j.get("debate")))) for j in _judgments(folder)]
+    identity = _claim(folder, "judge")
+    debates_now = {debate.id: debate for debate in load_debates(debates)}
+    judged = []
+    for j in judgments:
+        now = debates_now.get(str(j.get("debate")))
+        current = now is not None and judgment_id(identity, now, j.get("repeat", 0)) == j.get("id")
+        judged.append((j, found[now.id] if current else None))  # type: ignore[union-attr]
+    return judged
 
 
 def _compqa_answers(folder: Path) -> list[Scored]:
@@ -381,7 +427,7 @@ def _card(tmp: Path, summary: PreferenceSummary, options: dict[str, Any], names:
         summary=(
             "Preference pairs in trl's conversational format (`prompt`, `chosen`, `rejected` as "
             f"chat messages), built by `moot data preferences` from {len(summary.inputs)} judged "
-            f"run(s): {rules}; deduplicated, split by a seeded hash of each pair's id (seed "
+            f"run(s): {rules}; deduplicated, split by a seeded hash of each pair's prompt (seed "
             f"{options['seed']}, eval fraction {options['eval_fraction']:g})."
         ),
         schema="Output folder of `moot data preferences`",

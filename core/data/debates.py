@@ -54,7 +54,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from moot.core.data.records import csv_rows, read_input_text, read_records, refuse_surrogates
+from moot.core.data.records import (
+    csv_rows,
+    read_input_text,
+    read_records,
+    refuse_surrogates,
+    stable_id,
+)
 from moot.core.data.topics import STANCES
 from moot.core.errors import InputError, json_type
 from moot.core.loader import Unreadable, load_yaml
@@ -111,6 +117,23 @@ class Debate:
     def label(self, winner: str) -> float:
         """The PanelBench label of a verdict: 0 pro wins, 0.5 tie, 1 con wins."""
         return LABELS["tie" if winner == "tie" else self.side(winner)]
+
+
+def judgment_id(identity: Mapping[str, Any], debate: Debate, repeat: int) -> str:
+    """The id `moot judge` gives its judgment `repeat` of `debate` (identity: its settings').
+
+    It holds the debate as judged (motion, debaters, speeches), so a judgment of a debate that
+    has changed since is told from one of the debate as it is.
+    """
+    content = {
+        "id": debate.id,
+        "motion": debate.motion,
+        "info_slide": debate.info_slide,
+        "pro": debate.pro,
+        "con": debate.con,
+        "speeches": [[s.speaker, s.content] for s in debate.speeches],
+    }
+    return stable_id("judge", identity, content, repeat)
 
 
 class Debates(list[Debate]):

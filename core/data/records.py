@@ -74,6 +74,26 @@ class ResultLog:
             records[record["id"]] = record
         return records
 
+    def load_checked(self) -> tuple[dict[str, dict[str, Any]], bool]:
+        """Records by id (`load`), every line checked; and whether the last line was torn.
+
+        A last line without its newline that cannot be read is what a stop mid-append leaves
+        (its item unfinished); any other line that is not a record with an id is corruption.
+
+        Raises:
+            InputError: A line, not a torn last one, that is not a record with an id.
+        """
+        records: dict[str, dict[str, Any]] = {}
+        torn = False
+        for number, (_, line, record) in enumerate(self._lines(), start=1):
+            if record is not None:
+                records[record["id"]] = record
+            elif not line.endswith(b"\n"):
+                torn = True
+            elif line.strip():
+                raise InputError(self.path, "not a readable record with an id", f"line {number}")
+        return records, torn
+
     def ids_where(self, test: Callable[[dict[str, Any]], bool]) -> set[str]:
         """The ids whose last record passes `test` (e.g. finished), holding no record."""
         passed: dict[str, bool] = {}

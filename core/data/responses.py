@@ -8,11 +8,12 @@ side → argument) and the SFT records ``moot debate`` writes (JSONL with ``topi
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moot.core.data.records import read_records
+from moot.core.data.records import read_records, stable_id
 from moot.core.errors import InputError, json_type
 
 SIDES = ("affirmative", "negative")
@@ -32,6 +33,42 @@ class Response:
     def key(self) -> tuple[str, str, str]:
         """What aligns two models' responses: topic, side, argument."""
         return (self.topic, self.side, self.argument)
+
+
+def align(responses: Sequence[Response], baseline: Sequence[Response], path: Path) -> None:
+    """Check that two response files answer the same instructions in the same order.
+
+    Raises:
+        InputError: They differ in length or in any (topic, side, argument).
+    """
+    if len(responses) != len(baseline):
+        raise InputError(path, f"{len(baseline)} records, but the responses have {len(responses)}")
+    for index, (mine, theirs) in enumerate(zip(responses, baseline, strict=True)):
+        if mine.key != theirs.key:
+            raise InputError(
+                path,
+                f"does not align with the responses: {theirs.key} vs {mine.key}",
+                f"index {index}",
+            )
+
+
+def quality_id(
+    identity: Mapping[str, Any], mine: Response, theirs: Response, mask: Sequence[str]
+) -> str:
+    """The id `moot eval quality` gives its judgment of `mine` against `theirs`.
+
+    Args:
+        identity: The judge's (`moot.graphs.judging.judge_identity`).
+        mine: The response judged.
+        theirs: The baseline's, to the same instruction.
+        mask: The words masked in both.
+    """
+    return stable_id("quality", identity, mine.key, mine.response, theirs.response, list(mask))
+
+
+def controllability_id(identity: Mapping[str, Any], response: Response) -> str:
+    """The id `moot eval controllability` gives its judgment of `response` (identity: its judge)."""
+    return stable_id("controllability", identity, response.key, response.response)
 
 
 def load_responses(path: str | Path) -> list[Response]:

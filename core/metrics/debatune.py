@@ -36,6 +36,16 @@ SUMMARY_KEYS = {
 }
 
 
+def holds_stance(side: str, value: dict[str, Any]) -> bool:
+    """Whether a response on `side` is judged wholly on it: exactly 100% (CC_P, CC_N).
+
+    Args:
+        side: ``affirmative`` or ``negative``.
+        value: The judge's ``{"support", "oppose"}`` percentages.
+    """
+    return value["support" if side == "affirmative" else "oppose"] == 100
+
+
 def controllability(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """DEBATunE controllability (paper Table 1).
 
@@ -49,8 +59,8 @@ def controllability(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
         for side in ("affirmative", "negative")
     }
     aff, neg = by_side["affirmative"], by_side["negative"]
-    cc_p = mean([v["support"] == 100 for v in aff])
-    cc_n = mean([v["oppose"] == 100 for v in neg])
+    cc_p = mean([holds_stance("affirmative", v) for v in aff])
+    cc_n = mean([holds_stance("negative", v) for v in neg])
     return {
         "items": len(items),
         "parse_failures": len(items) - len(parsed),

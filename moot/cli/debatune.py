@@ -462,8 +462,7 @@ class Quality(Evaluation):
     @functools.cached_property
     def baseline(self) -> list[Any]:
         """The baseline's responses, all of them, checked to align with those judged."""
-        from moot.core.data.responses import load_responses
-        from moot.graphs.debatune_eval import align
+        from moot.core.data.responses import align, load_responses
 
         baseline = load_responses(self.settings.baseline)
         align(self.responses, baseline, self.settings.baseline)

@@ -12,6 +12,8 @@ from moot.cli.registry import Commands
 from moot.cli.settings import flag
 from moot.core.data.folders import Mark, Output, RunFolder, claim_mark
 from moot.result import Result
+from moot.training.mixing import DEFAULT_EVAL_FRACTION
+from moot.training.preferences import DEFAULT_MIN_MARGIN
 
 LAUNCHES = ("ddp", "fsdp", "zero3", "zero3-offload")
 
@@ -70,7 +72,7 @@ def register(commands: Commands) -> None:
         "both orders agreeing; a majority vote is refused) and moot judge folders (the "
         "conclusions of moot debate records of one argument whose debater A's Debatrix scores "
         "are at least --min-margin apart, across runs); deduplicated, split train/eval by a "
-        "seeded hash of each pair's id, with a card counting the pairs per source and the "
+        "seeded hash of each pair's prompt, with a card counting the pairs per source and the "
         "judgments dropped and why.",
         group="data",
         output=Output(marks=(Mark("manifest.json", "kind", "preferences"),)),
@@ -279,10 +281,11 @@ class Mix(Job):
             help="one per input: 1 = every row, 0.5 = a seeded half, 2 = every row twice",
         )
         eval_fraction: float = flag(
-            0.05,
+            DEFAULT_EVAL_FRACTION,
             parse=float,
             metavar="F",
-            help="share of rows in the eval split, in [0, 1) (default 0.05; 0 = no eval split)",
+            help=f"share of rows in the eval split, in [0, 1) (default {DEFAULT_EVAL_FRACTION:g}; "
+            "0 = no eval split)",
         )
         seed: int = flag(0, parse=int, help="seeds the weight sampling and the split")
 
@@ -325,11 +328,12 @@ class Preferences(Job):
         )
         out: Path = opt.out_flag()
         min_margin: float = flag(
-            2.0,
+            DEFAULT_MIN_MARGIN,
             parse=float,
             metavar="M",
             help="the least score difference of a scored pair, in each source's own points: "
-            "CompQA's 0-19 totals, Debatrix's 1-10 scores, a custom judge's verdicts (default 2)",
+            f"CompQA's 0-19 totals, Debatrix's 1-10 scores, a custom judge's verdicts (default "
+            f"{DEFAULT_MIN_MARGIN:g})",
         )
         prompt_field: str | None = flag(
             None,
@@ -343,10 +347,11 @@ class Preferences(Job):
             "field; both_orders: its a and b)",
         )
         eval_fraction: float = flag(
-            0.05,
+            DEFAULT_EVAL_FRACTION,
             parse=float,
             metavar="F",
-            help="share of pairs in the eval split, in [0, 1) (default 0.05; 0 = no eval split)",
+            help="share of prompts in the eval split, all their pairs held out, in [0, 1) "
+            f"(default {DEFAULT_EVAL_FRACTION:g}; 0 = no eval split)",
         )
         seed: int = flag(0, parse=int, help="seeds the split")
 

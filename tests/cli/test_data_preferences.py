@@ -82,16 +82,50 @@ def test_preferences_from_quality_and_controllability_runs(tmp_path):
     moot.data.preferences(*runs.values(), out=again, eval_fraction=0)
     assert (again / "train.jsonl").read_bytes() == (out / "train.jsonl").read_bytes()
     split = tmp_path / "split"
-    moot.data.preferences(*runs.values(), out=split, eval_fraction=0.5, seed=1)
+    moot.data.preferences(*runs.values(), out=split, eval_fraction=0.5, seed=4)
     train, held = read_jsonl(split / "train.jsonl"), read_jsonl(split / "eval.jsonl")
     assert sorted(p["id"] for p in train + held) == sorted(p["id"] for p in pairs)
+    # by prompt: arg 0's two pairs (quality's, controllability's) are in one split (seed 4
+    # split them when the split was by pair)
+    assert train and held
+    assert not {str(p["prompt"]) for p in train} & {str(p["prompt"]) for p in held}
+
+    # judgments of texts no longer in the files: a response edited since (same instruction)
+    # is not paired with the verdict its earlier text got; a torn last line is counted
+    edited = shutil.copytree(runs["quality"], tmp_path / "edited")
+    summary = json.loads((edited / "summary.json").read_text())
+    now = ["BAD", "BIASED", "GOOD", "TIEWIN"]
+    texts = [(s, f"OURS-{k}") for s, k in zip(sides, now, strict=True)]
+    summary["sources"]["responses"] = str(responses_file(tmp_path / "edited.json", texts))
+    (edited / "summary.json").write_text(json.dumps(summary))
+    with (edited / "judgments.jsonl").open("a") as log:
+        log.write('{"id": "torn')
+    with pytest.raises(moot.MootError) as caught:
+        moot.data.preferences(edited, out=tmp_path / "stale")
+    assert refused_in_one_line(caught.value) == (
+        "no preference pair in the train split (quality: a torn last line (a stopped run: rerun "
+        "it) 1; quality: judged texts differ from the files now 2; quality: orders disagree 2)"
+    )  # GOOD's and BAD's verdicts are not of the texts there now
 
     # bad input: one line, nothing written
     (tmp_path / "ours.json").rename(tmp_path / "moved.json")
     unnamed = shutil.copytree(runs["control-a"], tmp_path / "unnamed")  # a judge not recorded
     written = json.loads((unnamed / "summary.json").read_text())
     (unnamed / "summary.json").write_text(json.dumps({**written, "judge": None}))
+    # a baseline reordered since, a corrupt line in the middle of a log
+    reordered = shutil.copytree(runs["quality"], tmp_path / "reordered")
+    summary = json.loads((reordered / "summary.json").read_text())
+    (tmp_path / "swapped.json").write_text(json.dumps(json.loads(base.read_text())[::-1]))
+    summary["sources"]["baseline"] = str(tmp_path / "swapped.json")
+    summary["sources"]["responses"] = str(tmp_path / "moved.json")
+    (reordered / "summary.json").write_text(json.dumps(summary))
+    corrupt = shutil.copytree(runs["control-b"], tmp_path / "corrupt")
+    lines = (corrupt / "judgments.jsonl").read_bytes().splitlines(keepends=True)
+    (corrupt / "judgments.jsonl").write_bytes(lines[0] + b"\xff not JSON\n" + b"".join(lines[1:]))
     refused = {
+        "swapped.json, index 0: does not align with the responses": (reordered,),
+        "corrupt/judgments.jsonl, line 2: not a readable record": (corrupt,),
+        "is given twice": (runs["control-a"], tmp_path / "." / "control-a"),
         "summary.json: its responses file": (runs["quality"],),
         f"{unnamed / 'summary.json'}: records no judge (unfinished, or made by an earlier moot": (
             unnamed,
@@ -302,6 +336,20 @@ def test_debatrix_scores_pair_the_conclusions_of_two_debate_runs(tmp_path):
     card = (out / "README.md").read_text()
     assert f"| `{runs[0]}` | debatrix | model `openai/judge`; framework `direct` |" in card
 
+    # X's Affirmative debate edited since it was judged: its judgment is not of it any more
+    log = tmp_path / "debates-X" / "debates.jsonl"
+    debates = read_jsonl(log)
+    for debate in debates:
+        if debate["stance"] == "Affirmative":
+            debate["transcript"][0]["text"] += " (edited)"
+    log.write_text("".join(json.dumps(debate) + "\n" for debate in debates))
+    with pytest.raises(moot.MootError) as caught:
+        moot.data.preferences(*runs, out=tmp_path / "bad")
+    assert refused_in_one_line(caught.value) == (
+        "no preference pair in the train split (debatrix: closer than the margin 1; debatrix: "
+        "its debate not in its debates file as judged 1; debatrix: no other answer to its "
+        "prompt 1)"
+    )
     with pytest.raises(moot.MootError) as caught:
         moot.data.preferences(*runs, tmp_path / "judge-panel", out=tmp_path / "bad")
     problem = refused_in_one_line(caught.value)

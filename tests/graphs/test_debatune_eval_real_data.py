@@ -16,10 +16,10 @@ from decimal import ROUND_HALF_UP, Decimal
 import pytest
 
 from moot.core import ModelClient, RequestCache, RetryPolicy, Role, parse_spec
-from moot.core.data.responses import load_responses
+from moot.core.data.responses import align, load_responses
 from moot.core.data.topics import load_topics
 from moot.core.metrics.debatune import controllability, pairwise
-from moot.graphs.debatune_eval import align, evaluate_controllability, evaluate_quality
+from moot.graphs.debatune_eval import evaluate_controllability, evaluate_quality
 from moot.graphs.debatune_generate import debate_test_instructions
 from moot.graphs.judging import Judging
 from moot.testing import Rule, ScriptedServer

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from moot.core.data.responses import Response
+from moot.core.data.responses import Response, controllability_id, quality_id
 from moot.training.debatune_data import instruction
 from moot.training.preference_data import (
+    Built,
+    Pair,
     Scored,
     controllability_pairs,
     debatrix_pairs,
@@ -15,18 +17,25 @@ from moot.training.preference_data import (
     prompt_of,
     quality_pairs,
     scored_pairs,
+    unique,
 )
+
+#: A judge's identity, as an evaluation's ids hold it.
+JUDGE = {"judge": "openai/judge", "temperature": 0.0, "constrained": False, "prompts": "p"}
 
 
 def response(argument: str, text: str, side: str = "affirmative") -> Response:
     return Response("Zoos", side, argument, f"Argue {argument}", text)
 
 
-def verdict(argument: str, outcome: Any, inconsistent: Any, status: str = "ok") -> dict:
-    """A `moot eval quality` record: the judge's replies kept in each order."""
+def verdict(
+    mine: Response, theirs: Response, outcome: Any, inconsistent: Any, status: str = "ok"
+) -> dict:
+    """A `moot eval quality` record of `mine` against `theirs`: the replies in each order."""
+    argument = mine.argument
     order = {"ok": True, "replies": [f"reply on {argument}"]}
     return {
-        "id": f"q-{argument}",
+        "id": quality_id(JUDGE, mine, theirs, []),
         "topic": "Zoos",
         "side": "affirmative",
         "argument": argument,
@@ -43,17 +52,23 @@ def test_a_quality_pair_is_kept_only_where_both_orders_name_one_winner():
     mine = [response(a, f"mine {a}") for a in arguments] + [response("gone", "mine gone")]
     theirs = [response(a, f"theirs {a}") for a in arguments] + [response("gone", "theirs gone")]
     mine[-2] = theirs[-2] = response("same", "one text")
+    judged = dict(zip(arguments, zip(mine, theirs, strict=False), strict=False))
     judgments = [
-        verdict("win", "win", False),
-        verdict("loss", "loss", False),
-        verdict("one win one tie", "win", True),  # DEBATunE's win, not a preference
-        verdict("tie", "tie", False),
-        verdict("unread", None, None),
-        verdict("failed", None, None, status="error"),
-        verdict("same", "win", False),
-        verdict("elsewhere", "win", False),  # judged, but not among these responses
+        verdict(*judged["win"], "win", False),
+        verdict(*judged["loss"], "loss", False),
+        verdict(*judged["one win one tie"], "win", True),  # DEBATunE's win, not a preference
+        verdict(*judged["tie"], "tie", False),
+        verdict(*judged["unread"], None, None),
+        verdict(*judged["failed"], None, None, status="error"),
+        verdict(*judged["same"], "win", False),
+        # judged, but not among these responses
+        verdict(response("elsewhere", "e"), response("elsewhere", "f"), "win", False),
+        # an earlier run's verdict on other texts to the same instructions (the log keeps it;
+        # the file was edited since): not paired with the texts there now
+        verdict(response("win", "mine win, old"), judged["win"][1], "loss", False),
+        verdict(response("gone", "mine gone"), response("gone", "old"), "win", False),
     ]
-    built = quality_pairs(judgments, mine, theirs)
+    built = quality_pairs(judgments, mine, theirs, JUDGE, [])
     assert [(p.chosen, p.rejected) for p in built.pairs] == [
         ("mine win", "theirs win"),
         ("theirs loss", "mine loss"),
@@ -70,18 +85,24 @@ def test_a_quality_pair_is_kept_only_where_both_orders_name_one_winner():
         "not judged (an order unread, or the call failed)": 2,
         "the same answer on both sides": 1,
         "not in the responses": 1,
+        "judged texts differ from the files now": 2,
     }
+    # another judge's (or mask's) ids are not this run's: none of its verdicts is used
+    assert not quality_pairs(judgments, mine, theirs, {**JUDGE, "judge": "x"}, []).pairs
+    assert not quality_pairs(judgments, mine, theirs, JUDGE, ["zoo"]).pairs
     record = built.pairs[0].to_json()
     assert set(record) == {"id", "prompt", "chosen", "rejected", "source", "meta"}
     assert record["source"] == "quality" and len(record["id"]) == 16
 
 
-def control(argument: str, side: str, support: Any, oppose: Any, status: str = "ok") -> dict:
+def control(judged: Response, support: Any, oppose: Any, status: str = "ok") -> dict:
+    """A `moot eval controllability` record of `judged`."""
     value = None if support is None else {"support": support, "oppose": oppose}
     return {
+        "id": controllability_id(JUDGE, judged),
         "topic": "Zoos",
-        "side": side,
-        "argument": argument,
+        "side": judged.side,
+        "argument": judged.argument,
         "status": status,
         "judgment": {"ok": value is not None, "value": value},
     }
@@ -104,33 +125,52 @@ def test_a_response_holding_its_stance_is_chosen_over_one_that_does_not():
     runs = [
         (
             [
-                control("a", "affirmative", 90, 10),  # 90% is not holding it (CC_P: exactly 100)
-                control("n", "negative", 0, 100),  # the negative side holds at 100% opposing
-                control("both", "affirmative", 100, 0),
-                control("x", "affirmative", None, None),  # the reply could not be read
+                control(base[0], 90, 10),  # 90% is not holding it (CC_P: exactly 100)
+                control(base[1], 0, 100),  # the negative side holds at 100% opposing
+                control(base[2], 100, 0),
+                control(base[3], None, None),  # the reply could not be read
+                control(response("a", "base a, since edited"), 100, 0),  # an earlier text
             ],
             base,
+            JUDGE,
         ),
         (
             [
-                control("a", "affirmative", 100, 0),
-                control("n", "negative", 100, 0),  # 100% supporting: it gave up its side
-                control("both", "affirmative", 100, 0),
-                control("x", "affirmative", 100, 0, status="error"),
+                control(tuned[0], 100, 0),
+                control(tuned[1], 100, 0),  # 100% supporting: it gave up its side
+                control(tuned[2], 100, 0),
+                control(tuned[3], 100, 0, status="error"),
             ],
             tuned,
+            JUDGE,
         ),
     ]
     built = controllability_pairs(runs)
     assert [(p.chosen, p.rejected, p.meta["runs"]) for p in built.pairs] == [
-        ("tuned a", "base a", [1, 0]),
-        ("base n", "tuned n", [0, 1]),
+        ("tuned a", "base a", [[1], [0]]),
+        ("base n", "tuned n", [[0], [1]]),
     ]
     assert built.pairs[1].prompt == prompt_of("Argue n")
     assert built.dropped == {
         "no response on each side of the line": 2,  # "both": each holds its stance
         "not judged (the call failed or its reply unread)": 2,
+        "judged texts differ from the files now": 1,
     }
+
+
+def test_one_text_judged_in_several_runs_is_one_response_and_verdicts_that_disagree_drop_it():
+    # T1 judged 100 in run 0 and 80 in run 1; T2 100, T3 80: T1 is neither chosen nor rejected
+    t1, t2, t3 = (response("a", text) for text in ("T1", "T2", "T3"))
+    runs = [
+        ([control(t1, 100, 0), control(t3, 80, 20)], [t1, t3], JUDGE),
+        ([control(t1, 80, 20), control(t2, 100, 0)], [t1, t2], JUDGE),
+        ([control(t2, 100, 0)], [t2], JUDGE),  # T2 again, the same verdict: one response
+    ]
+    built = controllability_pairs(runs)
+    assert [(p.chosen, p.rejected, p.meta["runs"]) for p in built.pairs] == [
+        ("T2", "T3", [[1, 2], [0]])
+    ]
+    assert built.dropped == {"judges disagree": 2}
 
 
 def test_scored_answers_make_pairs_at_the_margin_and_not_below_it():
@@ -168,6 +208,40 @@ def test_one_answer_scored_several_times_is_one_answer_with_its_mean_score():
         ("eight", "five", {"scores": [7, 5], "origins": ["run-1, run-2", "run-1"]})
     ]
     assert not built.dropped
+
+
+def test_a_margin_met_up_to_rounding_is_met_and_a_blank_answer_makes_no_pair():
+    # means of three verdicts: 26/3 - 20/3 is 2, but 8.667 - 6.667 in floats falls just short
+    asked = prompt_of("Compare A and B")
+    answers = [Scored(asked, "high", v, "run") for v in (9, 9, 8)]
+    answers += [Scored(asked, "low", v, "run") for v in (7, 7, 6)]
+    built = scored_pairs(answers, 2, "judge")
+    assert [(p.chosen, p.rejected) for p in built.pairs] == [("high", "low")]
+    assert built.pairs[0].meta["scores"] == [26 / 3, 20 / 3]
+    assert not scored_pairs(answers, 2.001, "judge").pairs
+    # a blank answer (a custom judge's item "   ") makes no pair: moot train dpo refuses it
+    blank = Built("judge")
+    blank.add(Pair(asked, "   ", "an answer", "judge"))
+    blank.add(Pair(asked, "an answer", "", "judge"))
+    assert not blank.pairs and blank.dropped == {"an empty answer": 2}
+
+
+def test_the_same_pair_twice_is_kept_once_and_opposite_pairs_are_both_dropped():
+    one, two = prompt_of("Q1"), prompt_of("Q2")
+    pairs = [
+        Pair(one, "X", "Y", "quality"),
+        Pair(one, "Y", "X", "judge"),  # the opposite preference, from another source
+        Pair(two, "X", "Y", "quality"),
+        Pair(two, "X", "Y", "judge"),  # the same preference again
+        Pair(one, "X", "Z", "quality"),
+    ]
+    kept, duplicates, dropped = unique(pairs)
+    assert [(p.prompt, p.chosen, p.rejected, p.source) for p in kept] == [
+        (two, "X", "Y", "quality"),
+        (one, "X", "Z", "quality"),
+    ]
+    assert duplicates == 1
+    assert dropped == {"quality: sources disagree": 1, "judge: sources disagree": 1}
 
 
 def judged(place: int, question: str, answer: str, verdict: Any, status: str = "ok") -> dict:
@@ -303,7 +377,7 @@ def test_debatrix_scores_of_debater_a_pair_conclusions_of_one_argument():
         (judgment("neg-2", 5, 5, status="incomplete"), neg[2]),
         (judgment("neg-2", 5, 5, status="error"), neg[2]),
         (judgment("pb-1", 6, 3), panel),  # no conclusion: not a moot debate
-        (judgment("gone", 6, 3), None),  # no longer in its debates file
+        (judgment("gone", 6, 3), None),  # no longer in its debates file (as judged)
     ]
     built = debatrix_pairs(judged, min_margin=2)
     affirmative = prompt_of(
@@ -325,7 +399,7 @@ def test_debatrix_scores_of_debater_a_pair_conclusions_of_one_argument():
         "judgment incomplete (a prompt over the context window)": 1,
         "judgment failed (a judge call)": 1,
         "not a moot debate record (no conclusion)": 1,
-        "not in its debates file": 1,
+        "its debate not in its debates file as judged": 1,
     }
     # one debate judged twice (repeats, two judge runs): one answer, the mean of its scores
     again = [(judgment("aff-1", 10, 1), aff[1]), *judged[:2]]  # aff-1: (10 + 6) / 2 = 8
