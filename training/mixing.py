@@ -30,10 +30,10 @@ from moot.core.errors import ConfigError
 from moot.core.hub.cards import Card, folder_bytes, write_card
 from moot.core.tables import render_table
 from moot.training.dataset_folder import save_splits
+from moot.training.defaults import DEFAULT_EVAL_FRACTION
 from moot.training.sft_data import read_sft_rows, sft_features, source_digest
 
 KIND = "mix"
-DEFAULT_EVAL_FRACTION = 0.05
 
 
 @dataclass

@@ -42,7 +42,8 @@ from moot.core.errors import ConfigError, InputError
 from moot.core.hub.cards import Card, folder_bytes, write_card
 from moot.core.tables import render_table
 from moot.training.compqa_data import question
-from moot.training.mixing import DEFAULT_EVAL_FRACTION, is_eval, write_splits
+from moot.training.defaults import DEFAULT_EVAL_FRACTION, DEFAULT_MIN_MARGIN
+from moot.training.mixing import is_eval, write_splits
 from moot.training.preference_data import (
     Built,
     Pair,
@@ -58,8 +59,6 @@ from moot.training.preference_data import (
 )
 
 KIND = "preferences"
-#: The least score margin of a scored pair, in its source's points, unless told otherwise.
-DEFAULT_MIN_MARGIN = 2.0
 #: The commands whose folders are read, by the name each registers.
 SOURCES = {
     "moot eval quality": "quality",

@@ -12,8 +12,7 @@ from moot.cli.registry import Commands
 from moot.cli.settings import flag
 from moot.core.data.folders import Mark, Output, RunFolder, claim_mark
 from moot.result import Result
-from moot.training.mixing import DEFAULT_EVAL_FRACTION
-from moot.training.preferences import DEFAULT_MIN_MARGIN
+from moot.training.defaults import DEFAULT_EVAL_FRACTION, DEFAULT_MIN_MARGIN
 
 LAUNCHES = ("ddp", "fsdp", "zero3", "zero3-offload")
 
