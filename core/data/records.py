@@ -91,7 +91,12 @@ class ResultLog:
             elif not line.endswith(b"\n"):
                 torn = True
             elif line.strip():
-                raise InputError(self.path, "not a readable record with an id", f"line {number}")
+                raise InputError(
+                    self.path,
+                    "not a readable record with an id (a crash's torn line, sealed by a later "
+                    "run: rerunning the command that wrote the log rewrites it whole)",
+                    f"line {number}",
+                )
         return records, torn
 
     def ids_where(self, test: Callable[[dict[str, Any]], bool]) -> set[str]:
