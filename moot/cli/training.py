@@ -302,13 +302,7 @@ class Mix(Job):
             eval_fraction=given.eval_fraction,
             seed=given.seed,
         )
-        line = (
-            f"wrote {given.out}: {summary.train} train and {summary.eval} eval rows; "
-            f"{summary.duplicates} duplicate(s) dropped"
-        )
-        outputs = {"train": given.out / "train.jsonl", "manifest": given.out / "manifest.json"}
-        done = self.finish(lines=[summary.table(), line], outputs=outputs)
-        return self.push(given.out, "dataset", done)
+        return _wrote_splits(self, summary, "rows")
 
 
 class Preferences(Job):
@@ -370,10 +364,15 @@ class Preferences(Job):
             prompt_field=given.prompt_field,
             answer_field=given.answer_field,
         )
-        line = (
-            f"wrote {given.out}: {summary.train} train and {summary.eval} eval pairs; "
-            f"{summary.duplicates} duplicate(s) dropped"
-        )
-        outputs = {"train": given.out / "train.jsonl", "manifest": given.out / "manifest.json"}
-        done = self.finish(lines=[summary.table(), line], outputs=outputs)
-        return self.push(given.out, "dataset", done)
+        return _wrote_splits(self, summary, "pairs")
+
+
+def _wrote_splits(job: Job, summary: Any, unit: str) -> Result:
+    """`moot data mix`'s or `data preferences`' result: its table, the splits written, the push."""
+    out = job.settings.out
+    line = (
+        f"wrote {out}: {summary.train} train and {summary.eval} eval {unit}; "
+        f"{summary.duplicates} duplicate(s) dropped"
+    )
+    outputs = {"train": out / "train.jsonl", "manifest": out / "manifest.json"}
+    return job.push(out, "dataset", job.finish(lines=[summary.table(), line], outputs=outputs))
